@@ -1,0 +1,156 @@
+//! The direct benchmark: one model on one engine in this process (the multi-condition pipeline
+//! with isolated worker processes builds on it). Measures and reports through events and a
+//! plain result struct; printing is the front-end's job.
+
+use crate::engines::tract::{LayerTime, ModelSource, TractSession};
+use crate::models::cost::{self, CostTotals};
+use crate::models::graph::Model;
+use crate::stats::LatencyStats;
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Which model to benchmark.
+pub enum BenchModel {
+    Zoo(Model),
+    /// An ONNX file, with an optional (N, C, H, W) input shape override.
+    File {
+        path: PathBuf,
+        input_shape: Option<Vec<usize>>,
+    },
+}
+
+pub struct BenchRequest {
+    pub model: BenchModel,
+    pub threads: usize,
+    pub warmup: usize,
+    pub iterations: usize,
+    /// Seed of the random weights (zoo models) and of the input data.
+    pub seed: u64,
+    /// Profile node by node over this many extra inferences (0: no profile).
+    pub profile_runs: usize,
+}
+
+/// What happens while a benchmark runs, for progress display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BenchEvent {
+    Loading { model: String },
+    Loaded { init: Duration },
+    FirstInference { time: Duration },
+    WarmupDone { iterations: usize },
+    Timed { done: usize, total: usize },
+    Profiling { runs: usize },
+}
+
+/// The outcome of one benchmark; every time in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct BenchReport {
+    pub engine: &'static str,
+    pub model: String,
+    pub input_shape: Vec<usize>,
+    pub threads: usize,
+    pub warmup_iterations: usize,
+    pub init_ms: f64,
+    pub first_inference_ms: f64,
+    /// Mean of the warm-up iterations (None without warm-up).
+    pub warmup_mean_ms: Option<f64>,
+    pub latency: LatencyStats,
+    pub inferences_per_s: f64,
+    pub images_per_s: f64,
+    /// Analytic totals of a zoo model (None for ONNX files).
+    pub analytic: Option<CostTotals>,
+    /// Per-layer profile, when asked for.
+    pub profile: Option<Vec<LayerTime>>,
+    /// Every timed iteration, in order.
+    pub samples_ms: Vec<f64>,
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+/// Runs the benchmark, reporting progress through `on_event`.
+pub fn run(
+    request: &BenchRequest,
+    mut on_event: impl FnMut(BenchEvent),
+) -> anyhow::Result<BenchReport> {
+    let (source, name, override_shape, analytic) = match &request.model {
+        BenchModel::Zoo(model) => (
+            ModelSource::Zoo {
+                model,
+                seed: request.seed,
+            },
+            model.name.clone(),
+            None,
+            Some(cost::analyze(model).total),
+        ),
+        BenchModel::File { path, input_shape } => (
+            ModelSource::OnnxFile(path),
+            path.display().to_string(),
+            input_shape.as_deref(),
+            None,
+        ),
+    };
+    on_event(BenchEvent::Loading {
+        model: name.clone(),
+    });
+    let session = TractSession::load(source, override_shape, request.threads)?;
+    on_event(BenchEvent::Loaded {
+        init: session.init_time,
+    });
+    let input = session.make_input(request.seed)?;
+    let first = session.time_one(&input)?;
+    on_event(BenchEvent::FirstInference { time: first });
+
+    let mut warm = Vec::with_capacity(request.warmup);
+    for _ in 0..request.warmup {
+        warm.push(ms(session.time_one(&input)?));
+    }
+    on_event(BenchEvent::WarmupDone {
+        iterations: request.warmup,
+    });
+
+    let total = request.iterations.max(1);
+    let step = (total / 20).max(1);
+    let mut samples = Vec::with_capacity(total);
+    for i in 0..total {
+        samples.push(ms(session.time_one(&input)?));
+        if (i + 1) % step == 0 || i + 1 == total {
+            on_event(BenchEvent::Timed { done: i + 1, total });
+        }
+    }
+    let latency = LatencyStats::from_ms(&samples)
+        .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
+
+    let profile = if request.profile_runs > 0 {
+        on_event(BenchEvent::Profiling {
+            runs: request.profile_runs,
+        });
+        Some(session.profile(&input, request.profile_runs)?)
+    } else {
+        None
+    };
+
+    let batch = session.input_shape.first().copied().unwrap_or(1) as f64;
+    let inferences_per_s = if latency.mean_ms > 0.0 {
+        1e3 / latency.mean_ms
+    } else {
+        0.0
+    };
+    Ok(BenchReport {
+        engine: "tract",
+        model: name,
+        input_shape: session.input_shape.clone(),
+        threads: session.threads,
+        warmup_iterations: request.warmup,
+        init_ms: ms(session.init_time),
+        first_inference_ms: ms(first),
+        warmup_mean_ms: (!warm.is_empty()).then(|| warm.iter().sum::<f64>() / warm.len() as f64),
+        latency,
+        inferences_per_s,
+        images_per_s: inferences_per_s * batch,
+        analytic,
+        profile,
+        samples_ms: samples,
+    })
+}

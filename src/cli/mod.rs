@@ -1,0 +1,388 @@
+//! The headless front-end: argument parsing and dispatch. Results go to stdout, progress and
+//! errors to stderr.
+
+mod render;
+
+use crate::bench::{self, BenchModel, BenchRequest};
+use crate::engines::tract::{ModelSource, TractSession};
+use crate::models::cost;
+use crate::models::onnx::{self, DEFAULT_SEED};
+use crate::models::zoo::{self, ModelParams};
+use crate::models::InputShape;
+use anyhow::{bail, Context};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "edgeprof",
+    version,
+    about = "Evaluate deep-learning frameworks on edge devices and learn what to optimise next",
+    long_about = "edgeprof benchmarks deep-learning models on the board it runs on: a built-in zoo of \
+                  the classic edge CNNs (or your own ONNX file), exact analytic costs per layer, and an \
+                  embedded tract engine that needs nothing installed.",
+    arg_required_else_help = true
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// The built-in model zoo: list, per-layer costs, ONNX export
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Benchmark one model on one engine in this process
+    Bench(BenchArgs),
+}
+
+#[derive(Subcommand, Debug)]
+enum ModelsCommand {
+    /// List the zoo's models with their parameter counts
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-layer analytic cost (FLOPs, parameters, activation bytes, DRAM traffic) and totals
+    Info {
+        /// Zoo model name (see `edgeprof models list`)
+        name: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a zoo model with seeded random weights as ONNX (opset 13)
+    Export {
+        /// Zoo model name (see `edgeprof models list`)
+        name: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Seed of the random weights
+        #[arg(long, default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// Output file
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Also write an input and tract's output for it in ONNX's test-data layout
+        /// (DIR/test_data_set_0/input_0.pb, output_0.pb), to check other runtimes against
+        #[arg(long, value_name = "DIR")]
+        test_data: Option<PathBuf>,
+    },
+}
+
+/// Shape options shared by the zoo commands.
+#[derive(Args, Debug, Clone)]
+struct ShapeArgs {
+    /// Input as CxHxW; height and width at least 32
+    #[arg(long, value_name = "CxHxW", default_value = "3x224x224")]
+    input: InputShape,
+    /// Batch size
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    /// Number of output classes
+    #[arg(long, default_value_t = 1000)]
+    classes: usize,
+}
+
+impl ShapeArgs {
+    fn params(&self) -> ModelParams {
+        ModelParams {
+            num_classes: self.classes,
+            channels: self.input.channels,
+            height: self.input.height,
+            width: self.input.width,
+            batch: self.batch,
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    /// Embedded pure-Rust ONNX engine (always available)
+    Tract,
+}
+
+#[derive(Args, Debug)]
+struct BenchArgs {
+    /// Engine to run the model with
+    #[arg(long, value_enum, default_value = "tract")]
+    engine: Engine,
+    /// Zoo model name, or the path of an ONNX file
+    #[arg(long, value_name = "NAME|FILE.onnx")]
+    model: String,
+    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape]
+    #[arg(long, value_name = "CxHxW")]
+    input: Option<InputShape>,
+    /// Batch size [zoo default: 1]
+    #[arg(long)]
+    batch: Option<usize>,
+    /// Number of output classes of a zoo model
+    #[arg(long, default_value_t = 1000)]
+    classes: usize,
+    /// Threads for the engine's executor [default: all available cores]
+    #[arg(long)]
+    threads: Option<usize>,
+    /// Untimed iterations before timing
+    #[arg(long, default_value_t = 10)]
+    warmup: usize,
+    /// Timed iterations
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    iterations: u64,
+    /// Seed of the random weights and input data
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    seed: u64,
+    /// Also profile node by node and show the time per layer
+    #[arg(long)]
+    profile: bool,
+    /// Inferences the profile averages over
+    #[arg(long, default_value_t = 10)]
+    profile_runs: usize,
+    /// Print JSON (with every sample) instead of a summary
+    #[arg(long)]
+    json: bool,
+}
+
+/// An error caused by what the user asked for (exit code 2), as opposed to a failed run (1).
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// Exit code for an error: 2 for bad input, 1 for anything else.
+pub fn exit_code_for(error: &anyhow::Error) -> u8 {
+    for cause in error.chain() {
+        if cause.is::<BadInput>()
+            || cause.is::<zoo::ZooError>()
+            || cause.is::<crate::models::ShapeParseError>()
+        {
+            return 2;
+        }
+        if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
+            return if e.is_bad_input() { 2 } else { 1 };
+        }
+    }
+    1
+}
+
+pub fn run(cli: Cli) -> anyhow::Result<()> {
+    match cli.command {
+        Command::Models(ModelsCommand::List { json }) => models_list(json),
+        Command::Models(ModelsCommand::Info { name, shape, json }) => {
+            let model = zoo::build(&name, &shape.params())?;
+            let cost = cost::analyze(&model);
+            if json {
+                print_json(&cost)
+            } else {
+                print_out(&render::cost_table(&cost))
+            }
+        }
+        Command::Models(ModelsCommand::Export {
+            name,
+            shape,
+            seed,
+            output,
+            test_data,
+        }) => export(&name, &shape, seed, &output, test_data.as_deref()),
+        Command::Bench(args) => bench_command(args),
+    }
+}
+
+fn print_out(text: &str) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())
+        .and_then(|_| out.flush())
+        .context("cannot write to standard output")
+}
+
+fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(value).context("cannot encode the result as JSON")?;
+    print_out(&(text + "\n"))
+}
+
+#[derive(serde::Serialize)]
+struct ZooListing {
+    name: &'static str,
+    description: &'static str,
+    params: u64,
+    gmacs_224: f64,
+}
+
+fn models_list(json: bool) -> anyhow::Result<()> {
+    let mut rows = Vec::new();
+    for entry in zoo::ZOO {
+        let model = zoo::build(entry.name, &ModelParams::default())?;
+        let total = cost::analyze(&model).total;
+        rows.push(ZooListing {
+            name: entry.name,
+            description: entry.description,
+            params: total.params,
+            gmacs_224: total.macs as f64 / 1e9,
+        });
+    }
+    if json {
+        return print_json(&rows);
+    }
+    let table: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.name.to_string(),
+                render::thousands(r.params),
+                format!("{:.3}", r.gmacs_224),
+                r.description.to_string(),
+            ]
+        })
+        .collect();
+    print_out(&render::table(
+        &["model", "parameters", "GMACs@224", "architecture"],
+        &[false, true, true, false],
+        &table,
+    ))
+}
+
+fn export(
+    name: &str,
+    shape: &ShapeArgs,
+    seed: u64,
+    output: &Path,
+    test_data: Option<&Path>,
+) -> anyhow::Result<()> {
+    let model = zoo::build(name, &shape.params())?;
+    let proto = onnx::to_onnx(&model, seed);
+    let bytes = onnx::encode(&proto);
+    std::fs::write(output, &bytes)
+        .map_err(|e| BadInput(format!("cannot write {}: {e}", output.display())))?;
+    eprintln!(
+        "wrote {} ({} bytes, opset {}, input {:?}, seed {seed})",
+        output.display(),
+        render::thousands(bytes.len() as u64),
+        onnx::OPSET,
+        model.input_shape
+    );
+    if let Some(dir) = test_data {
+        let set = dir.join("test_data_set_0");
+        std::fs::create_dir_all(&set)
+            .map_err(|e| BadInput(format!("cannot create {}: {e}", set.display())))?;
+        let session = TractSession::load(
+            ModelSource::Zoo {
+                model: &model,
+                seed,
+            },
+            None,
+            1,
+        )?;
+        let input = session.make_input(seed)?;
+        let (out_shape, values) = session.run(&input)?;
+        let input_values: Vec<f32> = input
+            .to_plain_array_view::<f32>()
+            .map_err(|e| anyhow::anyhow!("input tensor is not float32: {e}"))?
+            .iter()
+            .copied()
+            .collect();
+        let write = |file: &str, tensor: tract_onnx::pb::TensorProto| -> anyhow::Result<()> {
+            let path = set.join(file);
+            std::fs::write(&path, prost::Message::encode_to_vec(&tensor))
+                .with_context(|| format!("cannot write {}", path.display()))
+        };
+        write(
+            "input_0.pb",
+            onnx::float_tensor("input", &session.input_shape, &input_values),
+        )?;
+        write(
+            "output_0.pb",
+            onnx::float_tensor("output", &out_shape, &values),
+        )?;
+        eprintln!(
+            "wrote tract's reference input and output under {}",
+            set.display()
+        );
+    }
+    Ok(())
+}
+
+/// True when `model` names a file rather than a zoo entry.
+fn is_file_model(model: &str) -> bool {
+    zoo::find(model).is_none()
+        && (model.ends_with(".onnx") || model.contains('/') || Path::new(model).exists())
+}
+
+fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
+    let Engine::Tract = args.engine;
+    if args.threads == Some(0) {
+        bail!(BadInput("--threads must be at least 1".into()));
+    }
+    let threads = args.threads.unwrap_or_else(|| {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    });
+    let model = if is_file_model(&args.model) {
+        let input_shape = match (args.input, args.batch) {
+            (Some(s), batch) => Some(vec![batch.unwrap_or(1), s.channels, s.height, s.width]),
+            (None, Some(_)) => bail!(BadInput(
+                "--batch on an ONNX file needs --input CxHxW as well".into()
+            )),
+            (None, None) => None,
+        };
+        BenchModel::File {
+            path: PathBuf::from(&args.model),
+            input_shape,
+        }
+    } else {
+        let input = args.input.unwrap_or_default();
+        let params = ModelParams {
+            num_classes: args.classes,
+            channels: input.channels,
+            height: input.height,
+            width: input.width,
+            batch: args.batch.unwrap_or(1),
+        };
+        BenchModel::Zoo(zoo::build(&args.model, &params)?)
+    };
+    let request = BenchRequest {
+        model,
+        threads,
+        warmup: args.warmup,
+        iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
+        seed: args.seed,
+        profile_runs: if args.profile {
+            args.profile_runs.max(1)
+        } else {
+            0
+        },
+    };
+    let report = bench::run(&request, render::progress_line)?;
+    if args.json {
+        print_json(&report)
+    } else {
+        print_out(&render::bench_summary(&report))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bad_input_errors_exit_with_two() {
+        let e = anyhow::Error::new(BadInput("x".into()));
+        assert_eq!(exit_code_for(&e), 2);
+        let e = anyhow::Error::new(zoo::ZooError::UnknownModel { name: "x".into() });
+        assert_eq!(exit_code_for(&e.context("while building")), 2);
+        let e = anyhow::anyhow!("something broke");
+        assert_eq!(exit_code_for(&e), 1);
+    }
+
+    #[test]
+    fn file_models_are_told_from_zoo_names() {
+        assert!(!is_file_model("resnet50"));
+        assert!(is_file_model("model.onnx"));
+        assert!(is_file_model("./x/y"));
+        assert!(!is_file_model("resnet51"));
+    }
+}

@@ -1,0 +1,299 @@
+//! Plain-text rendering of results for the terminal: tables, unit formatting, progress lines.
+
+use crate::bench::{BenchEvent, BenchReport};
+use crate::models::cost::ModelCost;
+use std::fmt::Write;
+
+/// 1234567 → "1,234,567".
+pub fn thousands(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A count with an SI prefix: 1.23 G, 45.6 M, 789 k, 12.
+pub fn si(value: u64) -> String {
+    let v = value as f64;
+    for (scale, unit) in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
+        if v >= scale {
+            return format!("{:.2} {unit}", v / scale);
+        }
+    }
+    value.to_string()
+}
+
+/// Bytes with a binary prefix: 1.5 MiB.
+pub fn bytes(value: u64) -> String {
+    let v = value as f64;
+    for (scale, unit) in [
+        (1024f64.powi(3), "GiB"),
+        (1024f64.powi(2), "MiB"),
+        (1024.0, "KiB"),
+    ] {
+        if v >= scale {
+            return format!("{:.2} {unit}", v / scale);
+        }
+    }
+    format!("{value} B")
+}
+
+/// A left/right-aligned text table with a header rule.
+pub fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
+    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+    for row in rows {
+        for (i, cell) in row.iter().enumerate() {
+            if let Some(w) = widths.get_mut(i) {
+                *w = (*w).max(cell.chars().count());
+            }
+        }
+    }
+    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
+        let parts: Vec<String> = cells
+            .enumerate()
+            .map(|(i, c)| {
+                let w = widths.get(i).copied().unwrap_or(0);
+                if right.get(i).copied().unwrap_or(false) {
+                    format!("{c:>w$}")
+                } else {
+                    format!("{c:<w$}")
+                }
+            })
+            .collect();
+        parts.join("  ").trim_end().to_string() + "\n"
+    };
+    let mut out = line(&mut header.iter().copied());
+    let rule: usize = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+    out.push_str(&"-".repeat(rule));
+    out.push('\n');
+    for row in rows {
+        out.push_str(&line(&mut row.iter().map(String::as_str)));
+    }
+    out
+}
+
+fn shape(s: &[usize]) -> String {
+    s.iter()
+        .map(|d| d.to_string())
+        .collect::<Vec<_>>()
+        .join("×")
+}
+
+/// The per-layer cost table and totals of `edgeprof models info`.
+pub fn cost_table(cost: &ModelCost) -> String {
+    let rows: Vec<Vec<String>> = cost
+        .layers
+        .iter()
+        .map(|l| {
+            vec![
+                l.name.clone(),
+                l.kind.to_string(),
+                shape(&l.output_shape),
+                si(l.flops),
+                si(l.macs),
+                thousands(l.params),
+                bytes(l.input_bytes),
+                bytes(l.output_bytes),
+                bytes(l.dram_bytes),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{}: input {}, output {}, {} layers\n\n",
+        cost.model,
+        shape(&cost.input_shape),
+        shape(&cost.output_shape),
+        cost.layers.len()
+    );
+    out.push_str(&table(
+        &[
+            "layer", "op", "output", "FLOPs", "MACs", "params", "in", "out", "DRAM",
+        ],
+        &[false, false, false, true, true, true, true, true, true],
+        &rows,
+    ));
+    let t = &cost.total;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "total FLOPs        {} ({})",
+        thousands(t.flops),
+        si(t.flops)
+    );
+    let _ = writeln!(
+        out,
+        "total MACs         {} ({}; conv + linear)",
+        thousands(t.macs),
+        si(t.macs)
+    );
+    let _ = writeln!(
+        out,
+        "parameters         {} ({} with BN buffers: {})",
+        thousands(t.params),
+        thousands(t.params + t.buffers),
+        bytes(t.param_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "activations        {} read, {} written",
+        bytes(t.input_bytes),
+        bytes(t.output_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "min. DRAM traffic  {} (weights + inputs + outputs, layer by layer)",
+        bytes(t.dram_bytes)
+    );
+    if t.dram_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "intensity          {:.2} FLOP/byte at DRAM",
+            t.flops as f64 / t.dram_bytes as f64
+        );
+    }
+    out
+}
+
+/// The summary `edgeprof bench` prints.
+pub fn bench_summary(r: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} on {}, input {}, {} thread(s)",
+        r.model,
+        r.engine,
+        shape(&r.input_shape),
+        r.threads
+    );
+    let _ = writeln!(out, "init (load + optimise)  {:>10.3} ms", r.init_ms);
+    let _ = writeln!(
+        out,
+        "first inference         {:>10.3} ms",
+        r.first_inference_ms
+    );
+    if let Some(w) = r.warmup_mean_ms {
+        let _ = writeln!(
+            out,
+            "warm-up mean            {:>10.3} ms  ({} iteration(s))",
+            w, r.warmup_iterations
+        );
+    }
+    let l = &r.latency;
+    let _ = writeln!(out, "latency over {} timed iterations:", l.samples);
+    for (name, v) in [
+        ("mean", l.mean_ms),
+        ("median", l.median_ms),
+        ("std", l.std_ms),
+        ("p90", l.p90_ms),
+        ("p99", l.p99_ms),
+        ("min", l.min_ms),
+        ("max", l.max_ms),
+    ] {
+        let _ = writeln!(out, "  {name:<8} {v:>10.3} ms");
+    }
+    let _ = writeln!(
+        out,
+        "throughput              {:>10.2} inferences/s, {:.2} images/s",
+        r.inferences_per_s, r.images_per_s
+    );
+    if let Some(a) = &r.analytic {
+        let gflops = if l.median_ms > 0.0 {
+            a.flops as f64 / (l.median_ms * 1e-3) / 1e9
+        } else {
+            0.0
+        };
+        let _ = writeln!(
+            out,
+            "analytic work           {} FLOPs per inference → {gflops:.2} GFLOP/s at the median",
+            si(a.flops)
+        );
+    }
+    if let Some(profile) = &r.profile {
+        let total: f64 = profile.iter().map(|p| p.ms_per_run).sum();
+        let mut sorted = profile.clone();
+        sorted.sort_by(|a, b| b.ms_per_run.total_cmp(&a.ms_per_run));
+        let rows: Vec<Vec<String>> = sorted
+            .iter()
+            .map(|p| {
+                let share = if total > 0.0 {
+                    100.0 * p.ms_per_run / total
+                } else {
+                    0.0
+                };
+                let name = if p.mapped {
+                    p.layer.clone()
+                } else {
+                    format!("{} (tract node)", p.layer)
+                };
+                vec![
+                    name,
+                    format!("{:.4}", p.ms_per_run),
+                    format!("{share:.1}"),
+                    p.tract_nodes.to_string(),
+                ]
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nper-layer profile (mean per inference, slowest first):"
+        );
+        out.push_str(&table(
+            &["layer", "ms", "%", "tract nodes"],
+            &[false, true, true, true],
+            &rows,
+        ));
+    }
+    out
+}
+
+/// Progress of a running benchmark, on stderr.
+pub fn progress_line(event: BenchEvent) {
+    match event {
+        BenchEvent::Loading { model } => eprintln!("loading {model} …"),
+        BenchEvent::Loaded { init } => {
+            eprintln!("loaded and optimised in {:.1} ms", init.as_secs_f64() * 1e3)
+        }
+        BenchEvent::FirstInference { time } => {
+            eprintln!("first inference {:.2} ms", time.as_secs_f64() * 1e3)
+        }
+        BenchEvent::WarmupDone { iterations } => {
+            eprintln!("warm-up done ({iterations} iterations)")
+        }
+        BenchEvent::Timed { done, total } => {
+            if done == total || done % (total / 4).max(1) == 0 {
+                eprintln!("timed {done}/{total}");
+            }
+        }
+        BenchEvent::Profiling { runs } => eprintln!("profiling node by node over {runs} runs …"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn number_formats() {
+        assert_eq!(thousands(0), "0");
+        assert_eq!(thousands(1_366_792), "1,366,792");
+        assert_eq!(si(999), "999");
+        assert_eq!(si(4_089_000_000), "4.09 G");
+        assert_eq!(bytes(1536), "1.50 KiB");
+        assert_eq!(bytes(12), "12 B");
+    }
+
+    #[test]
+    fn table_aligns_columns() {
+        let t = table(
+            &["a", "n"],
+            &[false, true],
+            &[vec!["xx".into(), "1".into()], vec!["y".into(), "22".into()]],
+        );
+        assert_eq!(t, "a    n\n------\nxx   1\ny   22\n");
+    }
+}

@@ -1,0 +1,22 @@
+//! edgeprof: evaluate deep-learning frameworks on edge devices and say what to optimise next.
+
+mod bench;
+mod cli;
+mod engines;
+mod models;
+mod stats;
+
+use clap::Parser;
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    let args = cli::Cli::parse();
+    match cli::run(args) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            // One sentence: the outermost message, then its causes on the same line.
+            eprintln!("edgeprof: error: {error:#}");
+            ExitCode::from(cli::exit_code_for(&error))
+        }
+    }
+}

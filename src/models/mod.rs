@@ -1,0 +1,89 @@
+//! Workloads: the model description, the built-in zoo, analytic costs and the ONNX writer.
+
+pub mod cost;
+pub mod graph;
+pub mod onnx;
+pub mod zoo;
+
+use thiserror::Error;
+
+/// An input given as `CxHxW` (e.g. `3x224x224`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct InputShape {
+    pub channels: usize,
+    pub height: usize,
+    pub width: usize,
+}
+
+impl Default for InputShape {
+    fn default() -> Self {
+        InputShape {
+            channels: 3,
+            height: 224,
+            width: 224,
+        }
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+#[error("input shape {text:?} is not CxHxW with positive whole numbers (for example 3x224x224)")]
+pub struct ShapeParseError {
+    pub text: String,
+}
+
+impl std::str::FromStr for InputShape {
+    type Err = ShapeParseError;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        let err = || ShapeParseError {
+            text: text.to_string(),
+        };
+        let dims: Vec<usize> = text
+            .trim()
+            .split(['x', 'X', '×'])
+            .map(|p| p.trim().parse::<usize>().map_err(|_| err()))
+            .collect::<Result<_, _>>()?;
+        match dims[..] {
+            [c, h, w] if c > 0 && h > 0 && w > 0 => Ok(InputShape {
+                channels: c,
+                height: h,
+                width: w,
+            }),
+            _ => Err(err()),
+        }
+    }
+}
+
+impl std::fmt::Display for InputShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}x{}", self.channels, self.height, self.width)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_cxhxw_and_rejects_the_rest() {
+        assert_eq!(
+            "3x32x48".parse(),
+            Ok(InputShape {
+                channels: 3,
+                height: 32,
+                width: 48
+            })
+        );
+        for bad in [
+            "",
+            "3x224",
+            "3x224x224x1",
+            "ax2x2",
+            "0x32x32",
+            "3x-1x32",
+            "3 x 32 x",
+        ] {
+            assert!(bad.parse::<InputShape>().is_err(), "{bad}");
+        }
+    }
+}

@@ -1,0 +1,246 @@
+//! `edgeprof bench` through the binary: zoo models, ONNX files, broken files.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn edgeprof() -> Command {
+    match Command::cargo_bin("edgeprof") {
+        Ok(c) => c,
+        Err(e) => panic!("binary not built: {e}"),
+    }
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/onnx/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn assert_bad_input(args: &[&str], needle: &str) {
+    let assert = edgeprof().args(args).assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn bench_zoo_model_prints_init_first_inference_and_statistics() {
+    let assert = edgeprof()
+        .args([
+            "bench",
+            "--engine",
+            "tract",
+            "--model",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "2",
+            "--warmup",
+            "2",
+            "--iterations",
+            "5",
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    for needle in [
+        "init (load + optimise)",
+        "first inference",
+        "mean",
+        "median",
+        "std",
+        "p90",
+        "p99",
+        "min",
+        "max",
+        "2 thread(s)",
+        "inferences/s",
+    ] {
+        assert!(out.contains(needle), "{needle:?} missing from:\n{out}");
+    }
+}
+
+#[test]
+fn bench_json_has_every_sample_and_a_layer_profile() {
+    let out = edgeprof()
+        .args([
+            "bench",
+            "--model",
+            "resnet34",
+            "--input",
+            "3x32x32",
+            "--batch",
+            "2",
+            "--threads",
+            "1",
+            "--warmup",
+            "1",
+            "--iterations",
+            "4",
+            "--profile",
+            "--profile-runs",
+            "2",
+            "--json",
+        ])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: Value = match serde_json::from_slice(&out) {
+        Ok(v) => v,
+        Err(e) => panic!("no JSON: {e}"),
+    };
+    assert_eq!(report["samples_ms"].as_array().map(Vec::len), Some(4));
+    assert_eq!(report["latency"]["samples"], 4);
+    assert_eq!(report["input_shape"], serde_json::json!([2, 3, 32, 32]));
+    let mean = report["latency"]["mean_ms"].as_f64().unwrap_or(0.0);
+    let ips = report["inferences_per_s"].as_f64().unwrap_or(0.0);
+    assert!((ips * mean / 1e3 - 1.0).abs() < 1e-9);
+    assert!((report["images_per_s"].as_f64().unwrap_or(0.0) - 2.0 * ips).abs() < 1e-6);
+    let Some(profile) = report["profile"].as_array() else {
+        panic!("no profile")
+    };
+    let mapped: Vec<&str> = profile
+        .iter()
+        .filter(|l| l["mapped"] == true)
+        .filter_map(|l| l["layer"].as_str())
+        .collect();
+    assert!(mapped.contains(&"fc"), "{mapped:?}");
+    assert!(
+        mapped.iter().any(|l| l.starts_with("layer4.")),
+        "{mapped:?}"
+    );
+}
+
+#[test]
+fn bench_runs_an_exported_onnx_file_and_a_dynamic_one_with_input() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let file = dir.path().join("mnv2.onnx");
+    edgeprof()
+        .args([
+            "models",
+            "export",
+            "mobilenet_v2",
+            "--input",
+            "3x32x32",
+            "-o",
+        ])
+        .arg(&file)
+        .assert()
+        .success();
+    let path = file.to_string_lossy().into_owned();
+    edgeprof()
+        .args([
+            "bench",
+            "--model",
+            &path,
+            "--warmup",
+            "0",
+            "--iterations",
+            "3",
+            "--profile",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("1×3×32×32").and(predicate::str::contains("features.")));
+    edgeprof()
+        .args([
+            "bench",
+            "--model",
+            &fixture("dynamic_input.onnx"),
+            "--input",
+            "3x40x32",
+            "--batch",
+            "2",
+            "--iterations",
+            "2",
+        ])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("2×3×40×32"));
+}
+
+#[test]
+fn broken_or_unreadable_onnx_files_are_exit_code_2() {
+    for (file, needle) in [
+        ("not_protobuf.onnx", "is not a valid ONNX model"),
+        ("empty.onnx", "holds no graph"),
+        ("no_graph.onnx", "holds no graph"),
+        ("truncated.onnx", "is not a valid ONNX model"),
+        ("dangling_input.onnx", "produced by no node"),
+        ("two_inputs.onnx", "exactly one input"),
+        ("dynamic_input.onnx", "give it with --input"),
+    ] {
+        assert_bad_input(
+            &["bench", "--model", &fixture(file), "--iterations", "1"],
+            needle,
+        );
+    }
+    assert_bad_input(
+        &["bench", "--model", "missing/model.onnx"],
+        "cannot read ONNX file",
+    );
+    let dir = env!("CARGO_MANIFEST_DIR");
+    assert_bad_input(
+        &["bench", "--model", &format!("{dir}/tests/fixtures/onnx/")],
+        "cannot read ONNX file",
+    );
+}
+
+#[test]
+fn bench_rejects_bad_arguments() {
+    assert_bad_input(&["bench", "--model", "resnet99"], "unknown model");
+    assert_bad_input(
+        &["bench", "--model", "resnet50", "--threads", "0"],
+        "--threads",
+    );
+    assert_bad_input(
+        &["bench", "--model", "resnet50", "--input", "3x31x64"],
+        "between 32 and",
+    );
+    assert_bad_input(
+        &["bench", "--model", "resnet50", "--iterations", "0"],
+        "--iterations",
+    );
+    assert_bad_input(
+        &[
+            "bench",
+            "--model",
+            &fixture("dynamic_input.onnx"),
+            "--batch",
+            "2",
+        ],
+        "needs --input",
+    );
+}
+
+#[test]
+fn an_operator_tract_lacks_fails_the_run_with_a_reason() {
+    let assert = edgeprof()
+        .args([
+            "bench",
+            "--model",
+            &fixture("unknown_op.onnx"),
+            "--iterations",
+            "1",
+        ])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("NoSuchOp") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+}

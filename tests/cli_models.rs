@@ -1,0 +1,260 @@
+//! `edgeprof models …` through the binary: listing, per-layer costs, export, and bad input.
+
+use assert_cmd::Command;
+use predicates::prelude::*;
+use serde_json::Value;
+
+fn edgeprof() -> Command {
+    match Command::cargo_bin("edgeprof") {
+        Ok(c) => c,
+        Err(e) => panic!("binary not built: {e}"),
+    }
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let out = edgeprof()
+        .args(args)
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    match serde_json::from_slice(&out) {
+        Ok(v) => v,
+        Err(e) => panic!("{args:?} printed no JSON: {e}"),
+    }
+}
+
+/// A failure must be exit code 2 with one `edgeprof: error:` line on stderr and no panic.
+fn assert_bad_input(args: &[&str], needle: &str) {
+    let assert = edgeprof().args(args).assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
+    assert!(
+        stderr.contains(needle),
+        "{args:?}: {stderr:?} lacks {needle:?}"
+    );
+    let error_lines = stderr.lines().filter(|l| l.contains("error")).count();
+    assert_eq!(
+        error_lines, 1,
+        "{args:?} printed several error lines: {stderr}"
+    );
+}
+
+#[test]
+fn list_shows_the_zoo_with_torchvision_parameter_counts() {
+    let listing = json_of(&["models", "list", "--json"]);
+    let expected = [
+        ("shufflenet_v2_x0_5", 1_366_792),
+        ("mobilenet_v2", 3_504_872),
+        ("resnet34", 21_797_672),
+        ("resnet50", 25_557_032),
+        ("vgg19", 143_667_240),
+    ];
+    let Some(rows) = listing.as_array() else {
+        panic!("not a list: {listing}")
+    };
+    assert_eq!(rows.len(), expected.len());
+    for ((name, params), row) in expected.iter().zip(rows) {
+        assert_eq!(row["name"], *name);
+        assert_eq!(row["params"], *params);
+    }
+    edgeprof()
+        .args(["models", "list"])
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("25,557,032").and(predicate::str::contains("vgg19")));
+}
+
+#[test]
+fn info_layers_sum_to_totals_and_scale_with_batch() {
+    let one = json_of(&[
+        "models",
+        "info",
+        "mobilenet_v2",
+        "--input",
+        "3x96x64",
+        "--json",
+    ]);
+    let two = json_of(&[
+        "models",
+        "info",
+        "mobilenet_v2",
+        "--input",
+        "3x96x64",
+        "--batch",
+        "2",
+        "--json",
+    ]);
+    let Some(layers) = one["layers"].as_array() else {
+        panic!("no layers")
+    };
+    for key in ["flops", "macs", "params", "dram_bytes", "output_bytes"] {
+        let sum: u64 = layers.iter().filter_map(|l| l[key].as_u64()).sum();
+        assert_eq!(Some(sum), one["total"][key].as_u64(), "{key}");
+    }
+    assert_eq!(one["input_shape"], serde_json::json!([1, 3, 96, 64]));
+    // Activations and compute double with the batch; parameters do not.
+    let f1 = one["total"]["macs"].as_u64().unwrap_or(0);
+    let f2 = two["total"]["macs"].as_u64().unwrap_or(0);
+    assert_eq!(f2, 2 * f1);
+    assert_eq!(one["total"]["params"], two["total"]["params"]);
+    edgeprof()
+        .args(["models", "info", "resnet50"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("layer4.2.conv3")
+                .and(predicate::str::contains("4,089,184,256"))
+                .and(predicate::str::contains("min. DRAM traffic")),
+        );
+}
+
+#[test]
+fn vgg19_adaptive_pool_output_is_7x7_at_every_size() {
+    for input in ["3x32x32", "3x128x128", "3x224x224", "1x45x77"] {
+        let info = json_of(&["models", "info", "vgg19", "--input", input, "--json"]);
+        let Some(layers) = info["layers"].as_array() else {
+            panic!("no layers")
+        };
+        let pool = layers.iter().find(|l| l["name"] == "avgpool");
+        let Some(pool) = pool else {
+            panic!("no avgpool")
+        };
+        assert_eq!(
+            pool["output_shape"],
+            serde_json::json!([1, 512, 7, 7]),
+            "{input}"
+        );
+    }
+}
+
+#[test]
+fn classes_change_the_classifier_only() {
+    let info = json_of(&["models", "info", "resnet34", "--classes", "10", "--json"]);
+    // 21 797 672 − 513 000 (the 1000-way fc) + 5 130 (a 10-way fc).
+    assert_eq!(info["total"]["params"], 21_797_672 - 513_000 + 5_130);
+    assert_eq!(info["output_shape"], serde_json::json!([1, 10]));
+}
+
+#[test]
+fn bad_model_names_and_shapes_are_exit_code_2() {
+    assert_bad_input(
+        &["models", "info", "resnet51"],
+        "unknown model \"resnet51\"",
+    );
+    assert_bad_input(
+        &["models", "info", "vgg19", "--input", "3x16x16"],
+        "between 32 and",
+    );
+    assert_bad_input(
+        &["models", "info", "vgg19", "--input", "3x224"],
+        "not CxHxW",
+    );
+    assert_bad_input(
+        &["models", "info", "vgg19", "--input", "3xAx224"],
+        "not CxHxW",
+    );
+    assert_bad_input(
+        &["models", "info", "vgg19", "--input", "0x224x224"],
+        "not CxHxW",
+    );
+    assert_bad_input(&["models", "info", "vgg19", "--batch", "0"], "batch size");
+    assert_bad_input(
+        &["models", "export", "nope", "-o", "x.onnx"],
+        "unknown model",
+    );
+}
+
+#[test]
+fn export_writes_an_onnx_file_and_reference_data() {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let file = dir.path().join("m.onnx");
+    let data = dir.path().join("data");
+    edgeprof()
+        .args([
+            "models",
+            "export",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "-o",
+        ])
+        .arg(&file)
+        .arg("--test-data")
+        .arg(&data)
+        .assert()
+        .success()
+        .stderr(predicate::str::contains("opset 13"));
+    let bytes = std::fs::read(&file).unwrap_or_default();
+    // 1 366 792 parameters + BN statistics as float32 dominate the file.
+    assert!(bytes.len() > 1_366_792 * 4, "{} bytes", bytes.len());
+    assert!(data.join("test_data_set_0/input_0.pb").is_file());
+    assert!(data.join("test_data_set_0/output_0.pb").is_file());
+    // Same seed, same bytes; another seed, other weights.
+    let again = dir.path().join("again.onnx");
+    edgeprof()
+        .args([
+            "models",
+            "export",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "-o",
+        ])
+        .arg(&again)
+        .assert()
+        .success();
+    assert_eq!(std::fs::read(&again).unwrap_or_default(), bytes);
+    let other = dir.path().join("other.onnx");
+    edgeprof()
+        .args([
+            "models",
+            "export",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "--seed",
+            "7",
+            "-o",
+        ])
+        .arg(&other)
+        .assert()
+        .success();
+    assert_ne!(std::fs::read(&other).unwrap_or_default(), bytes);
+}
+
+#[test]
+fn export_to_an_unwritable_path_is_exit_code_2() {
+    assert_bad_input(
+        &[
+            "models",
+            "export",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "-o",
+            "/nonexistent/dir/m.onnx",
+        ],
+        "cannot write /nonexistent/dir/m.onnx",
+    );
+}
+
+#[test]
+fn help_reads_well() {
+    edgeprof()
+        .arg("--help")
+        .assert()
+        .success()
+        .stdout(predicate::str::contains("models").and(predicate::str::contains("bench")));
+    edgeprof()
+        .args(["bench", "--help"])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("--threads").and(predicate::str::contains("--iterations")),
+        );
+}

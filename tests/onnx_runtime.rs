@@ -1,0 +1,131 @@
+//! Exported models against the ONNX reference tooling: `onnx.checker` with full_check, and
+//! onnxruntime's outputs equal to tract's (relative tolerance 1e-4).
+//!
+//! Needs Python 3 with onnx, onnxruntime and numpy. The test uses `$EDGEPROF_TEST_PYTHON` when
+//! set; otherwise it creates (once) a virtual environment in `target/test-venv` and installs them
+//! from PyPI, so `cargo test` works on a fresh machine that can reach PyPI.
+
+use assert_cmd::Command;
+use std::path::{Path, PathBuf};
+use std::process;
+use std::sync::OnceLock;
+
+fn edgeprof() -> Command {
+    match Command::cargo_bin("edgeprof") {
+        Ok(c) => c,
+        Err(e) => panic!("binary not built: {e}"),
+    }
+}
+
+fn run(cmd: &mut process::Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// The Python interpreter with onnx and onnxruntime, set up on first use.
+fn python() -> &'static Path {
+    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    let result = PYTHON.get_or_init(|| {
+        if let Some(p) = std::env::var_os("EDGEPROF_TEST_PYTHON") {
+            return Ok(PathBuf::from(p));
+        }
+        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv");
+        let python = venv.join("bin/python");
+        let ready = python.is_file()
+            && run(process::Command::new(&python).args(["-c", "import onnx, onnxruntime, numpy"]))
+                .is_ok();
+        if !ready {
+            eprintln!(
+                "setting up {} with onnx, onnxruntime, numpy …",
+                venv.display()
+            );
+            run(process::Command::new("python3")
+                .arg("-m")
+                .arg("venv")
+                .arg(&venv))?;
+            run(process::Command::new(&python).args([
+                "-m",
+                "pip",
+                "install",
+                "--quiet",
+                "onnx",
+                "onnxruntime",
+                "numpy",
+            ]))?;
+        }
+        Ok(python)
+    });
+    match result {
+        Ok(p) => p,
+        Err(e) => panic!("cannot set up Python with onnx and onnxruntime: {e}"),
+    }
+}
+
+/// Exports each (model, input) with reference data and runs the checker script on all of them.
+fn export_and_check(cases: &[(&str, &str)]) {
+    let dir = match tempfile::tempdir() {
+        Ok(d) => d,
+        Err(e) => panic!("{e}"),
+    };
+    let mut script_args: Vec<PathBuf> = Vec::new();
+    for (model, input) in cases {
+        let stem = format!("{model}_{input}");
+        let file = dir.path().join(format!("{stem}.onnx"));
+        let data = dir.path().join(&stem);
+        edgeprof()
+            .args(["models", "export", model, "--input", input, "-o"])
+            .arg(&file)
+            .arg("--test-data")
+            .arg(&data)
+            .assert()
+            .success();
+        script_args.push(file);
+        script_args.push(data);
+    }
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/python/check_onnx.py");
+    let out = process::Command::new(python())
+        .arg(script)
+        .args(&script_args)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run the checker: {e}"),
+    };
+    let report = String::from_utf8_lossy(&out.stdout).into_owned();
+    eprintln!("{report}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "check failed:\n{report}");
+    assert_eq!(
+        report.matches("MATCH").count() - report.matches("MISMATCH").count(),
+        cases.len()
+    );
+}
+
+#[test]
+fn all_five_models_at_32x32_pass_the_checker_and_match_onnxruntime() {
+    export_and_check(&[
+        ("shufflenet_v2_x0_5", "3x32x32"),
+        ("mobilenet_v2", "3x32x32"),
+        ("resnet34", "3x32x32"),
+        ("resnet50", "3x32x32"),
+        ("vgg19", "3x32x32"),
+    ]);
+}
+
+#[test]
+fn full_size_and_overlapping_adaptive_pooling_match_onnxruntime() {
+    // 224×224 at full size; VGG-19 at 128×128 pools a 4×4 map to 7×7 with overlapping windows,
+    // and at 80×112 a 2×3 map, neither a plain pooling.
+    export_and_check(&[
+        ("mobilenet_v2", "3x224x224"),
+        ("vgg19", "3x128x128"),
+        ("vgg19", "3x80x112"),
+    ]);
+}
