@@ -1,34 +1,9 @@
 //! `edgeprof bench` through the binary: zoo models, ONNX files, broken files.
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
-use serde_json::Value;
-
-fn edgeprof() -> Command {
-    match Command::cargo_bin("edgeprof") {
-        Ok(c) => c,
-        Err(e) => panic!("binary not built: {e}"),
-    }
-}
-
-fn fixture(name: &str) -> String {
-    format!("{}/tests/fixtures/onnx/{name}", env!("CARGO_MANIFEST_DIR"))
-}
-
-fn assert_bad_input(args: &[&str], needle: &str) {
-    let assert = edgeprof().args(args).assert().code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-    assert_eq!(
-        stderr.lines().filter(|l| l.contains("error")).count(),
-        1,
-        "{stderr}"
-    );
-}
 
 #[test]
 fn bench_zoo_model_prints_init_first_inference_and_statistics() {
@@ -95,7 +70,7 @@ fn bench_json_has_every_sample_and_a_layer_profile() {
         .get_output()
         .stdout
         .clone();
-    let report: Value = match serde_json::from_slice(&out) {
+    let report: serde_json::Value = match serde_json::from_slice(&out) {
         Ok(v) => v,
         Err(e) => panic!("no JSON: {e}"),
     };
@@ -123,10 +98,7 @@ fn bench_json_has_every_sample_and_a_layer_profile() {
 
 #[test]
 fn bench_runs_an_exported_onnx_file_and_a_dynamic_one_with_input() {
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("{e}"),
-    };
+    let dir = temp_dir();
     let file = dir.path().join("mnv2.onnx");
     edgeprof()
         .args([

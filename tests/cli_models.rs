@@ -1,45 +1,9 @@
 //! `edgeprof models …` through the binary: listing, per-layer costs, export, and bad input.
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use predicates::prelude::*;
-use serde_json::Value;
-
-fn edgeprof() -> Command {
-    match Command::cargo_bin("edgeprof") {
-        Ok(c) => c,
-        Err(e) => panic!("binary not built: {e}"),
-    }
-}
-
-fn json_of(args: &[&str]) -> Value {
-    let out = edgeprof()
-        .args(args)
-        .assert()
-        .success()
-        .get_output()
-        .stdout
-        .clone();
-    match serde_json::from_slice(&out) {
-        Ok(v) => v,
-        Err(e) => panic!("{args:?} printed no JSON: {e}"),
-    }
-}
-
-/// A failure must be exit code 2 with one `edgeprof: error:` line on stderr and no panic.
-fn assert_bad_input(args: &[&str], needle: &str) {
-    let assert = edgeprof().args(args).assert().code(2);
-    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    assert!(!stderr.contains("panicked"), "{args:?} panicked: {stderr}");
-    assert!(
-        stderr.contains(needle),
-        "{args:?}: {stderr:?} lacks {needle:?}"
-    );
-    let error_lines = stderr.lines().filter(|l| l.contains("error")).count();
-    assert_eq!(
-        error_lines, 1,
-        "{args:?} printed several error lines: {stderr}"
-    );
-}
 
 #[test]
 fn list_shows_the_zoo_with_torchvision_parameter_counts() {
@@ -168,10 +132,7 @@ fn bad_model_names_and_shapes_are_exit_code_2() {
 
 #[test]
 fn export_writes_an_onnx_file_and_reference_data() {
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("{e}"),
-    };
+    let dir = temp_dir();
     let file = dir.path().join("m.onnx");
     let data = dir.path().join("data");
     edgeprof()

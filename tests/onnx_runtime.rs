@@ -5,17 +5,12 @@
 //! set; otherwise it creates (once) a virtual environment in `target/test-venv` and installs them
 //! from PyPI, so `cargo test` works on a fresh machine that can reach PyPI.
 
-use assert_cmd::Command;
+mod common;
+
+use common::*;
 use std::path::{Path, PathBuf};
 use std::process;
 use std::sync::OnceLock;
-
-fn edgeprof() -> Command {
-    match Command::cargo_bin("edgeprof") {
-        Ok(c) => c,
-        Err(e) => panic!("binary not built: {e}"),
-    }
-}
 
 fn run(cmd: &mut process::Command) -> Result<(), String> {
     let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
@@ -71,10 +66,7 @@ fn python() -> &'static Path {
 
 /// Exports each (model, input) with reference data and runs the checker script on all of them.
 fn export_and_check(cases: &[(&str, &str)]) {
-    let dir = match tempfile::tempdir() {
-        Ok(d) => d,
-        Err(e) => panic!("{e}"),
-    };
+    let dir = temp_dir();
     let mut script_args: Vec<PathBuf> = Vec::new();
     for (model, input) in cases {
         let stem = format!("{model}_{input}");

@@ -285,7 +285,12 @@ impl TractSession {
         }
         let mut layers: Vec<LayerTime> = Vec::new();
         for id in order {
-            let node_name = &model.nodes()[id].name;
+            let node = &model.nodes()[id];
+            // Sources only hand the input over; they belong to no layer and take no time.
+            if node.inputs.is_empty() {
+                continue;
+            }
+            let node_name = &node.name;
             let (layer, mapped) = match map_to_layer(node_name, &self.layer_names) {
                 Some(l) => (l.to_string(), true),
                 None => (node_name.clone(), false),

@@ -380,7 +380,7 @@ fn infer_shape(op: &Op, shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
         }
         Op::ChannelShuffle { groups } => {
             expect_inputs(shapes, 1, 4)?;
-            if *groups == 0 || shapes[0][1] % groups != 0 {
+            if *groups == 0 || !shapes[0][1].is_multiple_of(*groups) {
                 return Err(format!(
                     "{groups} groups do not divide {} channels",
                     shapes[0][1]
