@@ -262,7 +262,7 @@ pub fn progress_line(event: BenchEvent) {
             eprintln!("first inference {:.2} ms", time.as_secs_f64() * 1e3)
         }
         BenchEvent::WarmupDone { iterations } => {
-            eprintln!("warm-up done ({iterations} iterations)")
+            eprintln!("warm-up done ({iterations} iteration(s))")
         }
         BenchEvent::Timed { done, total } => {
             if done == total || done % (total / 4).max(1) == 0 {
