@@ -2,8 +2,10 @@
 
 mod bench;
 mod cli;
+mod config;
 mod engines;
 mod models;
+mod runner;
 mod stats;
 
 use clap::Parser;

@@ -37,6 +37,21 @@ enum Command {
     Models(ModelsCommand),
     /// Benchmark one model on one engine in this process
     Bench(BenchArgs),
+    /// Run configurations (TOML): validate and show the run matrix
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum ConfigCommand {
+    /// Validate a config and show its run matrix, skipped conditions and estimated duration
+    Check {
+        /// The TOML config file
+        file: PathBuf,
+        /// Print the resolved config and the plan as JSON
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -159,6 +174,8 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
         if cause.is::<BadInput>()
             || cause.is::<zoo::ZooError>()
             || cause.is::<crate::models::ShapeParseError>()
+            || cause.is::<crate::config::ConfigError>()
+            || cause.is::<crate::config::ConfigReadError>()
         {
             return 2;
         }
@@ -189,6 +206,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             test_data,
         }) => export(&name, &shape, seed, &output, test_data.as_deref()),
         Command::Bench(args) => bench_command(args),
+        Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
     }
 }
 
@@ -303,6 +321,35 @@ fn export(
         );
     }
     Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct ConfigCheck<'a> {
+    config: &'a crate::config::Config,
+    plan: &'a crate::runner::matrix::Plan,
+    estimated_seconds: f64,
+}
+
+fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
+    let config = crate::config::load(file)?;
+    let plan = crate::runner::matrix::expand(&config);
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1);
+    let estimated_seconds = crate::runner::matrix::estimate_seconds(&config, &plan, cores);
+    if json {
+        return print_json(&ConfigCheck {
+            config: &config,
+            plan: &plan,
+            estimated_seconds,
+        });
+    }
+    print_out(&render::config_summary(
+        &file.display().to_string(),
+        &config,
+        &plan,
+        estimated_seconds,
+    ))
 }
 
 /// True when `model` names a file rather than a zoo entry.

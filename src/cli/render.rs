@@ -1,7 +1,9 @@
 //! Plain-text rendering of results for the terminal: tables, unit formatting, progress lines.
 
 use crate::bench::{BenchEvent, BenchReport};
+use crate::config::Config;
 use crate::models::cost::ModelCost;
+use crate::runner::matrix::Plan;
 use std::fmt::Write;
 
 /// 1234567 → "1,234,567".
@@ -251,6 +253,81 @@ pub fn bench_summary(r: &BenchReport) -> String {
     out
 }
 
+/// A duration in words: 45 s, 12 min 5 s, 3 h 20 min.
+pub fn duration(seconds: f64) -> String {
+    let s = seconds.max(0.0).round() as u64;
+    match s {
+        0..=59 => format!("{s} s"),
+        60..=3599 => format!("{} min {} s", s / 60, s % 60),
+        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
+    }
+}
+
+fn list<T: std::fmt::Display>(items: &[T]) -> String {
+    items
+        .iter()
+        .map(|i| i.to_string())
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// What `edgeprof config check` prints: the resolved axes, the plan and its estimate.
+pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_seconds: f64) -> String {
+    let m = &config.matrix;
+    let ms = &config.measure;
+    let threads: Vec<String> = m
+        .threads
+        .iter()
+        .map(|&t| {
+            if t == 0 {
+                "all".to_string()
+            } else {
+                t.to_string()
+            }
+        })
+        .collect();
+    let mut out = format!("{file}: config {:?} is valid\n\n", config.name);
+    for (axis, values) in [
+        ("engines", list(&m.engines)),
+        ("models", list(&m.models)),
+        ("inputs", list(&m.inputs)),
+        ("batch", list(&m.batch)),
+        ("threads", threads.join(", ")),
+        ("devices", list(&m.devices)),
+    ] {
+        let _ = writeln!(out, "{axis:<9} {values}");
+    }
+    let _ = writeln!(
+        out,
+        "measure   {} warm-up + {} timed iterations × {} repeats, timeout {} s, {} retr{}, sampling every {} ms",
+        ms.warmup,
+        ms.iterations,
+        ms.repeats,
+        ms.timeout_s,
+        ms.retries,
+        if ms.retries == 1 { "y" } else { "ies" },
+        ms.sample_interval_ms
+    );
+    let _ = writeln!(
+        out,
+        "output    {} ({})",
+        config.output.dir.display(),
+        config.output.formats.join(", ")
+    );
+    let _ = writeln!(
+        out,
+        "\n{} condition(s) to run, {} skipped, {} excluded; estimated duration {} (before any measurement)",
+        plan.to_run.len(),
+        plan.skipped.len(),
+        plan.excluded,
+        duration(estimated_seconds)
+    );
+    for s in &plan.skipped {
+        let _ = writeln!(out, "  skipped {}: {}", s.condition.id, s.reason);
+    }
+    out
+}
+
 /// Progress of a running benchmark, on stderr.
 pub fn progress_line(event: BenchEvent) {
     match event {
@@ -285,6 +362,13 @@ mod tests {
         assert_eq!(si(4_089_000_000), "4.09 G");
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(12), "12 B");
+    }
+
+    #[test]
+    fn durations_read_as_words() {
+        assert_eq!(duration(44.6), "45 s");
+        assert_eq!(duration(725.0), "12 min 5 s");
+        assert_eq!(duration(12_000.0), "3 h 20 min");
     }
 
     #[test]

@@ -1,0 +1,684 @@
+//! Run configuration (SPEC 1.2): a TOML file whose every key is optional, resolved into a complete
+//! [`Config`]. Unknown keys and bad values are errors that name the file, the line, the key path
+//! and the offending value, and say what is accepted.
+
+use crate::models::zoo;
+use crate::models::InputShape;
+use serde::Deserialize;
+use std::ops::Range;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+use toml::Spanned;
+
+/// Engines the configuration may name. Only those in [`AVAILABLE_ENGINES`] run in this build;
+/// conditions for the others are listed as skipped.
+pub const KNOWN_ENGINES: &[&str] = &[
+    "tract",
+    "candle",
+    "onnxruntime",
+    "pytorch",
+    "tensorflow",
+    "tflite",
+    "command",
+];
+pub const AVAILABLE_ENGINES: &[&str] = &["tract"];
+pub const OUTPUT_FORMATS: &[&str] = &["csv", "json", "md", "svg"];
+
+/// A configuration error, located in its file.
+#[derive(Debug, Error, PartialEq)]
+#[error("{file}:{line}: {key}{}: {message}", value.as_ref().map(|v| format!(" = {v}")).unwrap_or_default())]
+pub struct ConfigError {
+    pub file: String,
+    pub line: usize,
+    /// Dotted key path, e.g. `measure.iterations` or `matrix.inputs[1]`.
+    pub key: String,
+    /// The offending value as written in the file.
+    pub value: Option<String>,
+    pub message: String,
+}
+
+/// A model named by the configuration.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "kind", content = "name", rename_all = "snake_case")]
+pub enum ModelRef {
+    Zoo(String),
+    Onnx(PathBuf),
+}
+
+impl std::fmt::Display for ModelRef {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ModelRef::Zoo(name) => f.write_str(name),
+            ModelRef::Onnx(path) => write!(f, "{}", path.display()),
+        }
+    }
+}
+
+/// `cpu` or `gpu:N`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Device {
+    Cpu,
+    Gpu(u32),
+}
+
+impl std::fmt::Display for Device {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Device::Cpu => f.write_str("cpu"),
+            Device::Gpu(n) => write!(f, "gpu:{n}"),
+        }
+    }
+}
+
+impl std::str::FromStr for Device {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "cpu" => Ok(Device::Cpu),
+            "gpu" => Ok(Device::Gpu(0)),
+            _ => s
+                .strip_prefix("gpu:")
+                .and_then(|n| n.parse().ok())
+                .map(Device::Gpu)
+                .ok_or(()),
+        }
+    }
+}
+
+/// An `exclude` rule: a condition matching every field it names is left out of the matrix.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Exclude {
+    pub engine: Option<String>,
+    pub model: Option<ModelRef>,
+    pub input: Option<InputShape>,
+    pub batch: Option<usize>,
+    pub threads: Option<usize>,
+    pub device: Option<Device>,
+}
+
+/// The axes of the run matrix (SPEC 1.1).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Matrix {
+    pub engines: Vec<String>,
+    pub models: Vec<ModelRef>,
+    pub inputs: Vec<InputShape>,
+    pub batch: Vec<usize>,
+    /// Thread counts; 0 means all available cores.
+    pub threads: Vec<usize>,
+    pub devices: Vec<Device>,
+    pub classes: usize,
+    pub exclude: Vec<Exclude>,
+}
+
+impl serde::Serialize for InputShape {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.to_string())
+    }
+}
+
+/// How each condition is measured (SPEC 1.3).
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Measure {
+    pub warmup: usize,
+    pub warmup_seconds: f64,
+    pub iterations: usize,
+    pub repeats: usize,
+    pub min_duration_s: f64,
+    pub timeout_s: f64,
+    pub retries: usize,
+    pub cooldown_s: f64,
+    pub sample_interval_ms: u64,
+    pub seed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Output {
+    pub dir: PathBuf,
+    pub formats: Vec<String>,
+}
+
+/// A complete configuration: every key resolved.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Config {
+    pub name: String,
+    pub matrix: Matrix,
+    pub measure: Measure,
+    pub output: Output,
+}
+
+// ------------------------------------------------------------------ the user layer
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    name: Option<Spanned<String>>,
+    matrix: Option<RawMatrix>,
+    measure: Option<RawMeasure>,
+    output: Option<RawOutput>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMatrix {
+    engines: Option<Spanned<Vec<Spanned<String>>>>,
+    models: Option<Spanned<Vec<Spanned<String>>>>,
+    inputs: Option<Spanned<Vec<Spanned<String>>>>,
+    batch: Option<Spanned<Vec<Spanned<i64>>>>,
+    threads: Option<Spanned<Vec<Spanned<i64>>>>,
+    devices: Option<Spanned<Vec<Spanned<String>>>>,
+    classes: Option<Spanned<i64>>,
+    exclude: Option<Vec<Spanned<RawExclude>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawExclude {
+    engine: Option<Spanned<String>>,
+    model: Option<Spanned<String>>,
+    input: Option<Spanned<String>>,
+    batch: Option<Spanned<i64>>,
+    threads: Option<Spanned<i64>>,
+    device: Option<Spanned<String>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawMeasure {
+    warmup: Option<Spanned<i64>>,
+    warmup_seconds: Option<Spanned<f64>>,
+    iterations: Option<Spanned<i64>>,
+    repeats: Option<Spanned<i64>>,
+    min_duration_s: Option<Spanned<f64>>,
+    timeout_s: Option<Spanned<f64>>,
+    retries: Option<Spanned<i64>>,
+    cooldown_s: Option<Spanned<f64>>,
+    sample_interval_ms: Option<Spanned<i64>>,
+    seed: Option<Spanned<i64>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawOutput {
+    dir: Option<Spanned<String>>,
+    formats: Option<Spanned<Vec<Spanned<String>>>>,
+}
+
+/// Turns spans into located errors while the user layer is resolved.
+struct Resolver<'a> {
+    file: &'a str,
+    text: &'a str,
+    /// Directory of the config file: relative ONNX paths are resolved against it.
+    base: &'a Path,
+}
+
+impl Resolver<'_> {
+    fn line_of(&self, offset: usize) -> usize {
+        let end = offset.min(self.text.len());
+        self.text.as_bytes()[..end]
+            .iter()
+            .filter(|&&b| b == b'\n')
+            .count()
+            + 1
+    }
+
+    fn error(&self, key: &str, span: Option<Range<usize>>, message: String) -> ConfigError {
+        let value = span
+            .as_ref()
+            .and_then(|s| self.text.get(s.clone()))
+            .map(|v| v.trim().to_string());
+        ConfigError {
+            file: self.file.to_string(),
+            line: span.map(|s| self.line_of(s.start)).unwrap_or(1),
+            key: key.to_string(),
+            value: value.filter(|v| !v.is_empty()),
+            message,
+        }
+    }
+
+    fn at<T>(&self, key: &str, v: &Spanned<T>, message: String) -> ConfigError {
+        self.error(key, Some(v.span()), message)
+    }
+
+    fn int_in(
+        &self,
+        key: &str,
+        v: &Spanned<i64>,
+        min: i64,
+        max: i64,
+    ) -> Result<usize, ConfigError> {
+        let n = *v.get_ref();
+        if n < min || n > max {
+            return Err(self.at(
+                key,
+                v,
+                format!("must be a whole number from {min} to {max}"),
+            ));
+        }
+        usize::try_from(n).map_err(|_| self.at(key, v, format!("must be from {min} to {max}")))
+    }
+
+    fn float_in(
+        &self,
+        key: &str,
+        v: &Spanned<f64>,
+        min: f64,
+        max: f64,
+    ) -> Result<f64, ConfigError> {
+        let x = *v.get_ref();
+        if !(min..=max).contains(&x) {
+            return Err(self.at(key, v, format!("must be a number from {min} to {max}")));
+        }
+        Ok(x)
+    }
+
+    fn non_empty<'v, T>(
+        &self,
+        key: &str,
+        list: &'v Option<Spanned<Vec<Spanned<T>>>>,
+    ) -> Result<Option<&'v [Spanned<T>]>, ConfigError> {
+        match list {
+            Some(items) if items.get_ref().is_empty() => Err(self.at(
+                key,
+                items,
+                "must list at least one value (leave the key out for the default)".to_string(),
+            )),
+            Some(items) => Ok(Some(items.get_ref())),
+            None => Ok(None),
+        }
+    }
+
+    fn engine(&self, key: &str, v: &Spanned<String>) -> Result<String, ConfigError> {
+        let name = v.get_ref();
+        if KNOWN_ENGINES.contains(&name.as_str()) {
+            Ok(name.clone())
+        } else {
+            Err(self.at(
+                key,
+                v,
+                format!(
+                    "unknown engine; known engines: {}",
+                    KNOWN_ENGINES.join(", ")
+                ),
+            ))
+        }
+    }
+
+    fn model(&self, key: &str, v: &Spanned<String>) -> Result<ModelRef, ConfigError> {
+        let name = v.get_ref();
+        if zoo::find(name).is_some() {
+            return Ok(ModelRef::Zoo(name.clone()));
+        }
+        if name.ends_with(".onnx") {
+            let path = self.base.join(name);
+            return if path.is_file() {
+                Ok(ModelRef::Onnx(path))
+            } else {
+                Err(self.at(key, v, format!("no ONNX file at {}", path.display())))
+            };
+        }
+        Err(self.at(
+            key,
+            v,
+            format!(
+                "neither a zoo model ({}) nor a path ending in .onnx",
+                zoo::zoo_names().join(", ")
+            ),
+        ))
+    }
+
+    fn input(&self, key: &str, v: &Spanned<String>) -> Result<InputShape, ConfigError> {
+        let shape: InputShape = v
+            .get_ref()
+            .parse()
+            .map_err(|_| self.at(key, v, "must be CxHxW, e.g. \"3x224x224\"".to_string()))?;
+        let edge = zoo::MIN_SPATIAL..=zoo::MAX_SPATIAL;
+        if !edge.contains(&shape.height) || !edge.contains(&shape.width) {
+            return Err(self.at(
+                key,
+                v,
+                format!(
+                    "height and width must be from {} to {}",
+                    zoo::MIN_SPATIAL,
+                    zoo::MAX_SPATIAL
+                ),
+            ));
+        }
+        if shape.channels > zoo::MAX_CHANNELS {
+            return Err(self.at(key, v, format!("at most {} channels", zoo::MAX_CHANNELS)));
+        }
+        Ok(shape)
+    }
+
+    fn device(&self, key: &str, v: &Spanned<String>) -> Result<Device, ConfigError> {
+        v.get_ref()
+            .parse()
+            .map_err(|_| self.at(key, v, "must be \"cpu\" or \"gpu:N\"".to_string()))
+    }
+
+    /// Resolves a list axis: each element through `f`, or the default when the key is absent.
+    fn axis<T, U>(
+        &self,
+        key: &str,
+        list: &Option<Spanned<Vec<Spanned<T>>>>,
+        default: Vec<U>,
+        f: impl Fn(&Self, &str, &Spanned<T>) -> Result<U, ConfigError>,
+    ) -> Result<Vec<U>, ConfigError> {
+        match self.non_empty(key, list)? {
+            None => Ok(default),
+            Some(items) => items
+                .iter()
+                .enumerate()
+                .map(|(i, v)| f(self, &format!("{key}[{i}]"), v))
+                .collect(),
+        }
+    }
+
+    fn matrix(&self, raw: RawMatrix) -> Result<Matrix, ConfigError> {
+        let engines = self.axis(
+            "matrix.engines",
+            &raw.engines,
+            AVAILABLE_ENGINES.iter().map(|s| s.to_string()).collect(),
+            Self::engine,
+        )?;
+        let models = self.axis(
+            "matrix.models",
+            &raw.models,
+            ["shufflenet_v2_x0_5", "mobilenet_v2", "resnet34", "resnet50"]
+                .map(|m| ModelRef::Zoo(m.to_string()))
+                .to_vec(),
+            Self::model,
+        )?;
+        let inputs = self.axis(
+            "matrix.inputs",
+            &raw.inputs,
+            vec![InputShape::default()],
+            Self::input,
+        )?;
+        let batch = self.axis("matrix.batch", &raw.batch, vec![1], |r, k, v| {
+            r.int_in(k, v, 1, zoo::MAX_BATCH as i64)
+        })?;
+        let threads = self.axis("matrix.threads", &raw.threads, vec![0], |r, k, v| {
+            r.int_in(k, v, 0, 1024)
+        })?;
+        let devices = self.axis(
+            "matrix.devices",
+            &raw.devices,
+            vec![Device::Cpu],
+            Self::device,
+        )?;
+        let classes = match &raw.classes {
+            Some(v) => self.int_in("matrix.classes", v, 1, 1_000_000)?,
+            None => 1000,
+        };
+        let mut exclude = Vec::new();
+        for (i, spanned_rule) in raw.exclude.unwrap_or_default().iter().enumerate() {
+            let rule = spanned_rule.get_ref();
+            let key = |field: &str| format!("matrix.exclude[{i}].{field}");
+            let parsed = Exclude {
+                engine: rule
+                    .engine
+                    .as_ref()
+                    .map(|v| self.engine(&key("engine"), v))
+                    .transpose()?,
+                model: rule
+                    .model
+                    .as_ref()
+                    .map(|v| self.model(&key("model"), v))
+                    .transpose()?,
+                input: rule
+                    .input
+                    .as_ref()
+                    .map(|v| self.input(&key("input"), v))
+                    .transpose()?,
+                batch: rule
+                    .batch
+                    .as_ref()
+                    .map(|v| self.int_in(&key("batch"), v, 1, zoo::MAX_BATCH as i64))
+                    .transpose()?,
+                threads: rule
+                    .threads
+                    .as_ref()
+                    .map(|v| self.int_in(&key("threads"), v, 0, 1024))
+                    .transpose()?,
+                device: rule
+                    .device
+                    .as_ref()
+                    .map(|v| self.device(&key("device"), v))
+                    .transpose()?,
+            };
+            if parsed == Exclude::default() {
+                return Err(self.error(
+                    &format!("matrix.exclude[{i}]"),
+                    Some(spanned_rule.span().start..spanned_rule.span().start),
+                    "an exclude rule must name at least one of engine, model, input, batch, threads, device".to_string(),
+                ));
+            }
+            exclude.push(parsed);
+        }
+        Ok(Matrix {
+            engines,
+            models,
+            inputs,
+            batch,
+            threads,
+            devices,
+            classes,
+            exclude,
+        })
+    }
+
+    fn measure(&self, raw: RawMeasure) -> Result<Measure, ConfigError> {
+        let int = |key: &str, v: &Option<Spanned<i64>>, min: i64, max: i64, default: usize| {
+            v.as_ref()
+                .map(|v| self.int_in(&format!("measure.{key}"), v, min, max))
+                .unwrap_or(Ok(default))
+        };
+        let float = |key: &str, v: &Option<Spanned<f64>>, min: f64, max: f64, default: f64| {
+            v.as_ref()
+                .map(|v| self.float_in(&format!("measure.{key}"), v, min, max))
+                .unwrap_or(Ok(default))
+        };
+        Ok(Measure {
+            warmup: int("warmup", &raw.warmup, 0, 1_000_000, 10)?,
+            warmup_seconds: float("warmup_seconds", &raw.warmup_seconds, 0.0, 3600.0, 0.0)?,
+            iterations: int("iterations", &raw.iterations, 1, 10_000_000, 100)?,
+            repeats: int("repeats", &raw.repeats, 1, 1000, 5)?,
+            min_duration_s: float("min_duration_s", &raw.min_duration_s, 0.0, 86_400.0, 0.0)?,
+            timeout_s: float("timeout_s", &raw.timeout_s, 1.0, 86_400.0, 600.0)?,
+            retries: int("retries", &raw.retries, 0, 100, 1)?,
+            cooldown_s: float("cooldown_s", &raw.cooldown_s, 0.0, 3600.0, 0.0)?,
+            sample_interval_ms: int(
+                "sample_interval_ms",
+                &raw.sample_interval_ms,
+                10,
+                60_000,
+                500,
+            )? as u64,
+            seed: int(
+                "seed",
+                &raw.seed,
+                0,
+                i64::MAX,
+                crate::models::onnx::DEFAULT_SEED as usize,
+            )? as u64,
+        })
+    }
+
+    fn output(&self, raw: RawOutput) -> Result<Output, ConfigError> {
+        let formats = self.axis(
+            "output.formats",
+            &raw.formats,
+            ["csv", "json", "md"].map(String::from).to_vec(),
+            |r, k, v| {
+                if OUTPUT_FORMATS.contains(&v.get_ref().as_str()) {
+                    Ok(v.get_ref().clone())
+                } else {
+                    Err(r.at(
+                        k,
+                        v,
+                        format!("unknown format; choose from {}", OUTPUT_FORMATS.join(", ")),
+                    ))
+                }
+            },
+        )?;
+        let dir = match &raw.dir {
+            Some(v) if v.get_ref().trim().is_empty() => {
+                return Err(self.at("output.dir", v, "must not be empty".to_string()))
+            }
+            Some(v) => PathBuf::from(v.get_ref()),
+            None => PathBuf::from("results"),
+        };
+        Ok(Output { dir, formats })
+    }
+}
+
+/// serde's type names in words a config author uses.
+fn friendly(message: &str) -> String {
+    message
+        .replace("expected i64", "expected a whole number")
+        .replace("expected f64", "expected a number")
+        .replace("expected a sequence", "expected a list")
+        .replace("invalid type: sequence", "invalid type: list")
+        .replace("invalid type: map", "invalid type: table")
+}
+
+/// The name a config gets when it names none: its file stem.
+fn default_name(file: &Path) -> String {
+    file.file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "run".to_string())
+}
+
+/// Parses and resolves configuration text; `file` names it in errors and resolves relative paths.
+pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
+    let file_name = file.display().to_string();
+    let base = file.parent().unwrap_or(Path::new("."));
+    let resolver = Resolver {
+        file: &file_name,
+        text,
+        base,
+    };
+    let deserializer = toml::Deserializer::parse(text).map_err(|e| {
+        let message = e.message().to_string();
+        resolver.error("TOML syntax error", e.span().map(|s| s.start..s.start), message)
+    })?;
+    let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
+        let key = e
+            .path()
+            .to_string()
+            .replace(".$__serde_spanned_private_value", "");
+        let key = if key == "." {
+            "(top level)".to_string()
+        } else {
+            key
+        };
+        let message = friendly(e.inner().message());
+        let mut error = resolver.error(&key, e.inner().span(), message);
+        if error.message.starts_with("unknown field") {
+            // The span is the key itself; repeating it as the value says nothing.
+            error.value = None;
+        }
+        error
+    })?;
+    let name = match &raw.name {
+        Some(v) => {
+            let ok = !v.get_ref().is_empty()
+                && v.get_ref()
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "-_.".contains(c));
+            if !ok {
+                return Err(resolver.at(
+                    "name",
+                    v,
+                    "must be letters, digits, '-', '_' or '.'".to_string(),
+                ));
+            }
+            v.get_ref().clone()
+        }
+        None => default_name(file),
+    };
+    Ok(Config {
+        name,
+        matrix: resolver.matrix(raw.matrix.unwrap_or_default())?,
+        measure: resolver.measure(raw.measure.unwrap_or_default())?,
+        output: resolver.output(raw.output.unwrap_or_default())?,
+    })
+}
+
+/// Error reading a config file (as opposed to its content).
+#[derive(Debug, Error)]
+#[error("cannot read config {}: {reason}", path.display())]
+pub struct ConfigReadError {
+    pub path: PathBuf,
+    pub reason: String,
+}
+
+/// Reads and resolves a configuration file.
+pub fn load(path: &Path) -> anyhow::Result<Config> {
+    let text = std::fs::read_to_string(path).map_err(|e| ConfigReadError {
+        path: path.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    Ok(parse(&text, path)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse_str(text: &str) -> Result<Config, ConfigError> {
+        parse(text, Path::new("test.toml"))
+    }
+
+    #[test]
+    fn empty_config_resolves_to_documented_defaults() {
+        let Ok(c) = parse_str("") else {
+            panic!("empty config rejected")
+        };
+        assert_eq!(c.name, "test");
+        assert_eq!(c.matrix.engines, vec!["tract"]);
+        assert_eq!(c.matrix.models.len(), 4);
+        assert_eq!(c.matrix.inputs, vec![InputShape::default()]);
+        assert_eq!(
+            (c.matrix.batch.clone(), c.matrix.threads.clone()),
+            (vec![1], vec![0])
+        );
+        assert_eq!(c.measure.iterations, 100);
+        assert_eq!(c.measure.repeats, 5);
+        assert_eq!(c.measure.sample_interval_ms, 500);
+        assert_eq!(c.output.dir, PathBuf::from("results"));
+    }
+
+    #[test]
+    fn errors_name_line_key_and_value() {
+        let text = "name = \"x\"\n\n[measure]\niterations = 0\n";
+        let Err(e) = parse_str(text) else {
+            panic!("accepted")
+        };
+        assert_eq!(e.line, 4);
+        assert_eq!(e.key, "measure.iterations");
+        assert_eq!(e.value.as_deref(), Some("0"));
+        assert_eq!(
+            e.to_string(),
+            "test.toml:4: measure.iterations = 0: must be a whole number from 1 to 10000000"
+        );
+        let Err(e) = parse_str("[matrix]\ninputs = [\"3x32x32\", \"3x16x16\"]\n") else {
+            panic!("accepted")
+        };
+        assert_eq!((e.line, e.key.as_str()), (2, "matrix.inputs[1]"));
+        assert_eq!(e.value.as_deref(), Some("\"3x16x16\""));
+        let Err(e) = parse_str("[measure]\niteratons = 5\n") else {
+            panic!("accepted")
+        };
+        assert_eq!((e.line, e.key.as_str()), (2, "measure.iteratons"));
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn devices_parse() {
+        assert_eq!("cpu".parse(), Ok(Device::Cpu));
+        assert_eq!("gpu:1".parse(), Ok(Device::Gpu(1)));
+        assert_eq!("gpu".parse(), Ok(Device::Gpu(0)));
+        assert_eq!("tpu".parse::<Device>(), Err(()));
+    }
+}

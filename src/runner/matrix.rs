@@ -1,0 +1,205 @@
+//! The run matrix (SPEC 1.1): the product of the configured axes, less `exclude` rules, with the
+//! conditions an engine cannot run listed as skipped and why.
+
+use crate::config::{Config, Device, Exclude, ModelRef, AVAILABLE_ENGINES};
+use crate::models::{cost, zoo, InputShape};
+use serde::Serialize;
+
+/// One point of the evaluation space.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Condition {
+    /// Stable identifier, e.g. `tract/mobilenet_v2/3x224x224/b1/t0/cpu` (t0: all cores).
+    pub id: String,
+    pub engine: String,
+    pub model: ModelRef,
+    pub input: InputShape,
+    pub batch: usize,
+    pub threads: usize,
+    pub device: Device,
+}
+
+impl Condition {
+    fn matches(&self, rule: &Exclude) -> bool {
+        rule.engine.as_ref().is_none_or(|e| *e == self.engine)
+            && rule.model.as_ref().is_none_or(|m| *m == self.model)
+            && rule.input.is_none_or(|i| i == self.input)
+            && rule.batch.is_none_or(|b| b == self.batch)
+            && rule.threads.is_none_or(|t| t == self.threads)
+            && rule.device.is_none_or(|d| d == self.device)
+    }
+}
+
+/// Why a condition will not run.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Skipped {
+    pub condition: Condition,
+    pub reason: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Plan {
+    pub to_run: Vec<Condition>,
+    pub skipped: Vec<Skipped>,
+    /// Conditions removed by `exclude` rules.
+    pub excluded: usize,
+}
+
+/// Why `engine` cannot run this condition, if it cannot.
+fn unsupported(c: &Condition) -> Option<String> {
+    if !AVAILABLE_ENGINES.contains(&c.engine.as_str()) {
+        return Some(format!(
+            "engine {} is not available in this build",
+            c.engine
+        ));
+    }
+    if c.engine == "tract" && c.device != Device::Cpu {
+        return Some(format!("tract runs on the CPU only, not {}", c.device));
+    }
+    None
+}
+
+/// Expands the configured axes into the conditions to run, in a stable order
+/// (engine, model, input, batch, threads, device).
+pub fn expand(config: &Config) -> Plan {
+    let m = &config.matrix;
+    let mut plan = Plan {
+        to_run: Vec::new(),
+        skipped: Vec::new(),
+        excluded: 0,
+    };
+    for engine in &m.engines {
+        for model in &m.models {
+            for input in &m.inputs {
+                for &batch in &m.batch {
+                    for &threads in &m.threads {
+                        for &device in &m.devices {
+                            let condition = Condition {
+                                id: format!(
+                                    "{engine}/{model}/{input}/b{batch}/t{threads}/{device}"
+                                ),
+                                engine: engine.clone(),
+                                model: model.clone(),
+                                input: *input,
+                                batch,
+                                threads,
+                                device,
+                            };
+                            if m.exclude.iter().any(|rule| condition.matches(rule)) {
+                                plan.excluded += 1;
+                            } else if let Some(reason) = unsupported(&condition) {
+                                plan.skipped.push(Skipped { condition, reason });
+                            } else {
+                                plan.to_run.push(condition);
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+    plan
+}
+
+/// Rough CPU rate behind duration estimates before anything is measured: 2 GFLOP/s per thread
+/// used (a small Arm core running tract reaches about that on these CNNs; x86 cores do better,
+/// so estimates err long). Runs replace it with measured times.
+pub const ESTIMATE_FLOPS_PER_THREAD: f64 = 2e9;
+/// Process start, model load and optimisation, per run.
+pub const ESTIMATE_RUN_OVERHEAD_S: f64 = 1.0;
+/// Assumed per-inference time of an ONNX file (no analytic cost known).
+pub const ESTIMATE_FILE_INFERENCE_S: f64 = 0.05;
+
+/// Estimated wall time of the whole plan, in seconds.
+pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
+    let ms = &config.measure;
+    plan.to_run
+        .iter()
+        .map(|c| {
+            let threads = if c.threads == 0 { cores } else { c.threads }.max(1);
+            let per_inference = match &c.model {
+                ModelRef::Zoo(name) => {
+                    let params = zoo::ModelParams {
+                        num_classes: config.matrix.classes,
+                        channels: c.input.channels,
+                        height: c.input.height,
+                        width: c.input.width,
+                        batch: c.batch,
+                    };
+                    zoo::build(name, &params)
+                        .map(|model| {
+                            cost::analyze(&model).total.flops as f64
+                                / (ESTIMATE_FLOPS_PER_THREAD * threads as f64)
+                        })
+                        .unwrap_or(ESTIMATE_FILE_INFERENCE_S)
+                }
+                ModelRef::Onnx(_) => ESTIMATE_FILE_INFERENCE_S,
+            };
+            let inferences = (1 + ms.warmup + ms.iterations) as f64;
+            let timed = (inferences * per_inference).max(ms.min_duration_s) + ms.warmup_seconds;
+            ms.repeats as f64 * (timed + ESTIMATE_RUN_OVERHEAD_S + ms.cooldown_s)
+        })
+        .sum()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::parse;
+    use std::path::Path;
+
+    fn plan_of(text: &str) -> (Config, Plan) {
+        let config = match parse(text, Path::new("t.toml")) {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let plan = expand(&config);
+        (config, plan)
+    }
+
+    #[test]
+    fn product_of_axes_in_stable_order() {
+        let (_, plan) = plan_of(
+            "[matrix]\nmodels = [\"resnet34\", \"vgg19\"]\ninputs = [\"3x32x32\", \"3x64x64\"]\nthreads = [1, 2]\n",
+        );
+        assert_eq!(plan.to_run.len(), 8);
+        assert_eq!(plan.to_run[0].id, "tract/resnet34/3x32x32/b1/t1/cpu");
+        assert_eq!(plan.to_run[7].id, "tract/vgg19/3x64x64/b1/t2/cpu");
+        assert!(plan.skipped.is_empty());
+    }
+
+    #[test]
+    fn exclude_rules_match_every_named_field() {
+        let (_, plan) = plan_of(
+            "[matrix]\nmodels = [\"resnet34\", \"vgg19\"]\ninputs = [\"3x32x32\", \"3x64x64\"]\n\
+             [[matrix.exclude]]\nmodel = \"vgg19\"\ninput = \"3x64x64\"\n",
+        );
+        assert_eq!(plan.excluded, 1);
+        assert_eq!(plan.to_run.len(), 3);
+        assert!(plan
+            .to_run
+            .iter()
+            .all(|c| c.id != "tract/vgg19/3x64x64/b1/t0/cpu"));
+    }
+
+    #[test]
+    fn impossible_conditions_are_skipped_with_a_reason() {
+        let (_, plan) = plan_of(
+            "[matrix]\nengines = [\"tract\", \"onnxruntime\"]\nmodels = [\"resnet34\"]\ndevices = [\"cpu\", \"gpu:0\"]\n",
+        );
+        assert_eq!(plan.to_run.len(), 1);
+        assert_eq!(plan.skipped.len(), 3);
+        assert!(plan.skipped[0].reason.contains("CPU only"));
+        assert!(plan.skipped[1].reason.contains("not available"));
+    }
+
+    #[test]
+    fn estimate_counts_every_inference_of_every_repeat() {
+        let (config, plan) = plan_of(
+            "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 9\niterations = 90\nrepeats = 2\n",
+        );
+        let flops = 8_217_431_528.0; // resnet50 at 3x224x224, see models::cost
+        let per_run = 100.0 * flops / (2.0 * ESTIMATE_FLOPS_PER_THREAD) + ESTIMATE_RUN_OVERHEAD_S;
+        let got = estimate_seconds(&config, &plan, 8);
+        assert!((got - 2.0 * per_run).abs() < 1e-6, "{got}");
+    }
+}

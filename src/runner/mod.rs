@@ -1,0 +1,3 @@
+//! Running evaluations: the run matrix (and, next, isolated worker runs and the results store).
+
+pub mod matrix;

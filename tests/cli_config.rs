@@ -1,0 +1,177 @@
+//! `edgeprof config check` through the binary: the shipped default, valid configs, and a folder
+//! of broken configs (tests/invalid_configs) that must each give their own located message.
+
+mod common;
+
+use common::*;
+use predicates::prelude::*;
+
+fn invalid(name: &str) -> String {
+    format!(
+        "{}/tests/invalid_configs/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn broken_configs_name_file_line_key_and_value() {
+    // (file, line, what the message must say)
+    let cases = [
+        ("unknown_top_key.toml", 2, "colour: unknown field `colour`"),
+        (
+            "misspelt_measure_key.toml",
+            2,
+            "measure.iteratons: unknown field `iteratons`, expected one of",
+        ),
+        ("syntax_error.toml", 1, "TOML syntax error: unclosed table"),
+        (
+            "wrong_type.toml",
+            2,
+            "measure.iterations = \"many\": invalid type: string \"many\", expected a whole number",
+        ),
+        (
+            "zero_iterations.toml",
+            3,
+            "measure.iterations = 0: must be a whole number from 1 to",
+        ),
+        (
+            "unknown_model.toml",
+            2,
+            "matrix.models[1] = \"resnet51\": neither a zoo model",
+        ),
+        (
+            "missing_onnx_file.toml",
+            2,
+            "matrix.models[0] = \"models/not_there.onnx\": no ONNX file at",
+        ),
+        (
+            "malformed_input.toml",
+            2,
+            "matrix.inputs[0] = \"3x224\": must be CxHxW",
+        ),
+        (
+            "input_too_small.toml",
+            2,
+            "matrix.inputs[1] = \"3x16x16\": height and width must be from 32",
+        ),
+        (
+            "unknown_engine.toml",
+            2,
+            "matrix.engines[1] = \"tensorrt\": unknown engine",
+        ),
+        (
+            "bad_device.toml",
+            2,
+            "matrix.devices[0] = \"tpu\": must be \"cpu\" or \"gpu:N\"",
+        ),
+        (
+            "empty_model_list.toml",
+            2,
+            "matrix.models = []: must list at least one value",
+        ),
+        (
+            "empty_exclude_rule.toml",
+            4,
+            "matrix.exclude[0]: an exclude rule must name at least one",
+        ),
+        (
+            "sampling_too_fine.toml",
+            2,
+            "measure.sample_interval_ms = 5: must be a whole number from 10",
+        ),
+        (
+            "unknown_output_format.toml",
+            2,
+            "output.formats[1] = \"pdf\": unknown format",
+        ),
+        (
+            "bad_name.toml",
+            1,
+            "name = \"my run/1\": must be letters, digits",
+        ),
+        (
+            "negative_timeout.toml",
+            2,
+            "measure.timeout_s = -1.0: must be a number from 1",
+        ),
+        (
+            "zero_batch.toml",
+            2,
+            "matrix.batch[1] = 0: must be a whole number from 1",
+        ),
+        (
+            "list_expected.toml",
+            2,
+            "matrix.models = \"resnet34\": invalid type: string \"resnet34\", expected a list",
+        ),
+    ];
+    let files = std::fs::read_dir(format!(
+        "{}/tests/invalid_configs",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .map(|d| d.count())
+    .unwrap_or(0);
+    assert_eq!(files, cases.len(), "every broken config has a case here");
+    for (file, line, needle) in cases {
+        let path = invalid(file);
+        assert_bad_input(
+            &["config", "check", &path],
+            &format!("{path}:{line}: {needle}"),
+        );
+    }
+}
+
+#[test]
+fn unreadable_config_is_exit_code_2() {
+    assert_bad_input(
+        &["config", "check", "no/such/config.toml"],
+        "cannot read config no/such/config.toml",
+    );
+}
+
+#[test]
+fn default_config_is_the_seeds_experiment() {
+    let path = format!("{}/configs/default.toml", env!("CARGO_MANIFEST_DIR"));
+    edgeprof()
+        .args(["config", "check", &path])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("8 condition(s) to run, 0 skipped, 0 excluded")
+                .and(predicate::str::contains(
+                    "shufflenet_v2_x0_5, mobilenet_v2, resnet34, resnet50",
+                ))
+                .and(predicate::str::contains("3x32x32, 3x128x128"))
+                .and(predicate::str::contains(
+                    "10 warm-up + 100 timed iterations × 5 repeats",
+                ))
+                .and(predicate::str::contains("estimated duration")),
+        );
+    let check = json_of(&["config", "check", &path, "--json"]);
+    assert_eq!(check["config"]["name"], "default");
+    assert_eq!(check["plan"]["to_run"].as_array().map(Vec::len), Some(8));
+    assert!(check["estimated_seconds"].as_f64().unwrap_or(0.0) > 0.0);
+}
+
+#[test]
+fn excluded_and_skipped_conditions_are_reported() {
+    let dir = temp_dir();
+    let file = dir.path().join("mixed.toml");
+    let text = "[matrix]\nengines = [\"tract\", \"onnxruntime\"]\nmodels = [\"resnet34\", \"vgg19\"]\n\
+                inputs = [\"3x32x32\"]\n\n[[matrix.exclude]]\nengine = \"tract\"\nmodel = \"vgg19\"\n";
+    if let Err(e) = std::fs::write(&file, text) {
+        panic!("{e}");
+    }
+    let path = file.to_string_lossy().into_owned();
+    edgeprof()
+        .args(["config", "check", &path])
+        .assert()
+        .success()
+        .stdout(
+            predicate::str::contains("1 condition(s) to run, 2 skipped, 1 excluded").and(
+                predicate::str::contains(
+                    "skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: engine onnxruntime is not available",
+                ),
+            ),
+        );
+}
