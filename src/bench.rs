@@ -5,7 +5,7 @@
 use crate::engines::tract::{LayerTime, ModelSource, TractSession};
 use crate::models::cost::{self, CostTotals};
 use crate::models::graph::Model;
-use crate::stats::LatencyStats;
+use crate::stats::{self, LatencyStats, RepeatSummary};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -25,6 +25,8 @@ pub struct BenchRequest {
     pub threads: usize,
     pub warmup: usize,
     pub iterations: usize,
+    /// Timed loops of `iterations` each, averaged (mean of means).
+    pub repeats: usize,
     /// Seed of the random weights (zoo models) and of the input data.
     pub seed: u64,
     /// Profile node by node over this many extra inferences (0: no profile).
@@ -54,7 +56,16 @@ pub struct BenchReport {
     pub first_inference_ms: f64,
     /// Mean of the warm-up iterations (None without warm-up).
     pub warmup_mean_ms: Option<f64>,
+    /// Statistics over every timed iteration of every repeat.
     pub latency: LatencyStats,
+    /// Per repeat, and combined (mean of means with spread).
+    pub repeats: Vec<LatencyStats>,
+    pub repeat_summary: RepeatSummary,
+    /// Indices (into `samples_ms`) of iterations flagged by the modified z-score; kept, not dropped.
+    pub outliers: Vec<usize>,
+    /// Coefficient of variation over all timed iterations; above 10 % the run is noisy.
+    pub cv: f64,
+    pub noisy: bool,
     pub inferences_per_s: f64,
     pub images_per_s: f64,
     /// Analytic totals of a zoo model (None for ONNX files).
@@ -67,6 +78,11 @@ pub struct BenchReport {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
+}
+
+/// Statistics exist for any non-empty sample of finite times.
+fn no_nan<T>(value: Option<T>) -> anyhow::Result<T> {
+    value.ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))
 }
 
 /// Runs the benchmark, reporting progress through `on_event`.
@@ -110,17 +126,28 @@ pub fn run(
         iterations: request.warmup,
     });
 
-    let total = request.iterations.max(1);
+    let iterations = request.iterations.max(1);
+    let repeats = request.repeats.max(1);
+    let total = iterations * repeats;
     let step = (total / 20).max(1);
     let mut samples = Vec::with_capacity(total);
-    for i in 0..total {
-        samples.push(ms(session.time_one(&input)?));
-        if (i + 1) % step == 0 || i + 1 == total {
-            on_event(BenchEvent::Timed { done: i + 1, total });
+    let mut per_repeat = Vec::with_capacity(repeats);
+    for _ in 0..repeats {
+        let start = samples.len();
+        for _ in 0..iterations {
+            samples.push(ms(session.time_one(&input)?));
+            if samples.len() % step == 0 || samples.len() == total {
+                on_event(BenchEvent::Timed {
+                    done: samples.len(),
+                    total,
+                });
+            }
         }
+        per_repeat.push(no_nan(LatencyStats::from_ms(&samples[start..]))?);
     }
-    let latency = LatencyStats::from_ms(&samples)
-        .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
+    let latency = no_nan(LatencyStats::from_ms(&samples))?;
+    let batch = session.input_shape.first().copied().unwrap_or(1);
+    let repeat_summary = no_nan(stats::summarize_repeats(&per_repeat, batch))?;
 
     let profile = if request.profile_runs > 0 {
         on_event(BenchEvent::Profiling {
@@ -131,12 +158,12 @@ pub fn run(
         None
     };
 
-    let batch = session.input_shape.first().copied().unwrap_or(1) as f64;
     let inferences_per_s = if latency.mean_ms > 0.0 {
         1e3 / latency.mean_ms
     } else {
         0.0
     };
+    let cv = latency.cv();
     Ok(BenchReport {
         engine: "tract",
         model: name,
@@ -146,9 +173,14 @@ pub fn run(
         init_ms: ms(session.init_time),
         first_inference_ms: ms(first),
         warmup_mean_ms: (!warm.is_empty()).then(|| warm.iter().sum::<f64>() / warm.len() as f64),
+        outliers: stats::outlier_indices(&samples),
+        noisy: cv > stats::HIGH_CV,
+        cv,
         latency,
+        repeats: per_repeat,
+        repeat_summary,
         inferences_per_s,
-        images_per_s: inferences_per_s * batch,
+        images_per_s: inferences_per_s * batch as f64,
         analytic,
         profile,
         samples_ms: samples,

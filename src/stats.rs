@@ -2,6 +2,11 @@
 //!
 //! Percentiles use linear interpolation between closest ranks (NumPy's default, "type 7" of
 //! Hyndman & Fan, 1996); the standard deviation is the sample one (n − 1 denominator).
+//! Outliers are flagged, never dropped, by the modified z-score of Iglewicz & Hoaglin (1993):
+//! M_i = 0.6745 · (x_i − median) / MAD, outlier when |M_i| > 3.5. When the MAD is zero (more than
+//! half the samples equal), the mean absolute deviation stands in: M_i = (x_i − median) /
+//! (1.253314 · MeanAD); when that is zero too, every sample equals the median and none is flagged.
+//! A run is flagged as noisy when its coefficient of variation (std / mean) exceeds 10 %.
 
 use serde::Serialize;
 
@@ -55,6 +60,114 @@ impl LatencyStats {
     }
 }
 
+/// |M_i| above this flags an outlier (Iglewicz & Hoaglin's recommendation).
+pub const OUTLIER_Z: f64 = 3.5;
+/// A run whose std / mean exceeds this is flagged as noisy.
+pub const HIGH_CV: f64 = 0.10;
+
+/// The median of unsorted data (None when empty).
+pub fn median(data: &[f64]) -> Option<f64> {
+    let mut sorted = data.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    quantile_sorted(&sorted, 0.5)
+}
+
+/// Modified z-score of every sample (see the module documentation); all zero when the data
+/// has no spread.
+pub fn modified_z_scores(data: &[f64]) -> Vec<f64> {
+    let Some(med) = median(data) else {
+        return Vec::new();
+    };
+    let deviations: Vec<f64> = data.iter().map(|x| (x - med).abs()).collect();
+    let mad = median(&deviations).unwrap_or(0.0);
+    let scale = if mad > 0.0 {
+        mad / 0.6745
+    } else {
+        let mean_ad = deviations.iter().sum::<f64>() / deviations.len() as f64;
+        1.253314 * mean_ad
+    };
+    if scale > 0.0 {
+        data.iter().map(|x| (x - med) / scale).collect()
+    } else {
+        vec![0.0; data.len()]
+    }
+}
+
+/// Indices of the samples whose |modified z-score| exceeds [`OUTLIER_Z`].
+pub fn outlier_indices(data: &[f64]) -> Vec<usize> {
+    modified_z_scores(data)
+        .iter()
+        .enumerate()
+        .filter(|(_, z)| z.abs() > OUTLIER_Z)
+        .map(|(i, _)| i)
+        .collect()
+}
+
+impl LatencyStats {
+    /// Coefficient of variation, std / mean (0 for a zero mean).
+    pub fn cv(&self) -> f64 {
+        if self.mean_ms > 0.0 {
+            self.std_ms / self.mean_ms
+        } else {
+            0.0
+        }
+    }
+}
+
+/// One condition over its repeats: each statistic averaged over the repeats (mean of means),
+/// with the spread of the repeat means; extremes over all repeats.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RepeatSummary {
+    pub repeats: usize,
+    pub mean_ms: f64,
+    /// Sample standard deviation of the repeats' means (0 for one repeat).
+    pub mean_spread_ms: f64,
+    pub median_ms: f64,
+    pub std_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub inferences_per_s: f64,
+    /// Batch × inferences per second.
+    pub images_per_s: f64,
+    /// Repeats whose coefficient of variation exceeds [`HIGH_CV`].
+    pub noisy_repeats: usize,
+}
+
+/// Combines the repeats of one condition; None without repeats.
+pub fn summarize_repeats(runs: &[LatencyStats], batch: usize) -> Option<RepeatSummary> {
+    if runs.is_empty() {
+        return None;
+    }
+    let n = runs.len() as f64;
+    let avg = |f: fn(&LatencyStats) -> f64| runs.iter().map(f).sum::<f64>() / n;
+    let mean = avg(|r| r.mean_ms);
+    let spread = if runs.len() > 1 {
+        (runs.iter().map(|r| (r.mean_ms - mean).powi(2)).sum::<f64>() / (n - 1.0)).sqrt()
+    } else {
+        0.0
+    };
+    let inferences_per_s = if mean > 0.0 { 1e3 / mean } else { 0.0 };
+    Some(RepeatSummary {
+        repeats: runs.len(),
+        mean_ms: mean,
+        mean_spread_ms: spread,
+        median_ms: avg(|r| r.median_ms),
+        std_ms: avg(|r| r.std_ms),
+        p90_ms: avg(|r| r.p90_ms),
+        p99_ms: avg(|r| r.p99_ms),
+        min_ms: runs.iter().map(|r| r.min_ms).fold(f64::INFINITY, f64::min),
+        max_ms: runs
+            .iter()
+            .map(|r| r.max_ms)
+            .fold(f64::NEG_INFINITY, f64::max),
+        inferences_per_s,
+        images_per_s: inferences_per_s * batch as f64,
+        noisy_repeats: runs.iter().filter(|r| r.cv() > HIGH_CV).count(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -87,5 +200,53 @@ mod tests {
         assert!(close(s.std_ms, 0.0) && close(s.p99_ms, 2.0));
         assert_eq!(LatencyStats::from_ms(&[]), None);
         assert_eq!(LatencyStats::from_ms(&[1.0, f64::NAN]), None);
+    }
+
+    #[test]
+    fn modified_z_scores_by_hand() {
+        // median 3, |deviations| 2,1,0,1,97 → MAD 1; scale 1/0.6745; 100 → 97·0.6745 = 65.4.
+        let data = [1.0, 2.0, 3.0, 4.0, 100.0];
+        let z = modified_z_scores(&data);
+        assert!(close(z[0], -2.0 * 0.6745));
+        assert!(close(z[4], 97.0 * 0.6745));
+        assert_eq!(outlier_indices(&data), vec![4]);
+    }
+
+    #[test]
+    fn zero_mad_falls_back_to_mean_absolute_deviation() {
+        // median 5, deviations 0,0,0,0,5 → MAD 0; MeanAD 1 → scale 1.253314; 10 → 3.99 > 3.5.
+        let data = [5.0, 5.0, 5.0, 5.0, 10.0];
+        let z = modified_z_scores(&data);
+        assert!(close(z[4], 5.0 / 1.253314));
+        assert_eq!(outlier_indices(&data), vec![4]);
+        // No spread at all: nothing is an outlier.
+        assert!(outlier_indices(&[2.0; 6]).is_empty());
+        assert!(modified_z_scores(&[]).is_empty());
+    }
+
+    #[test]
+    fn repeats_average_with_spread_and_noise_flags() {
+        let a = LatencyStats::from_ms(&[10.0, 10.0, 10.0, 10.0]);
+        let b = LatencyStats::from_ms(&[12.0, 12.0, 12.0, 12.0]);
+        let noisy = LatencyStats::from_ms(&[5.0, 20.0, 5.0, 20.0]);
+        let (Some(a), Some(b), Some(noisy)) = (a, b, noisy) else {
+            panic!("stats")
+        };
+        let Some(s) = summarize_repeats(&[a.clone(), b], 4) else {
+            panic!("summary")
+        };
+        assert!(close(s.mean_ms, 11.0));
+        assert!(close(s.mean_spread_ms, 2f64.sqrt()));
+        assert!(close(s.min_ms, 10.0) && close(s.max_ms, 12.0));
+        assert!(close(s.inferences_per_s, 1e3 / 11.0));
+        assert!(close(s.images_per_s, 4e3 / 11.0));
+        assert_eq!(s.noisy_repeats, 0);
+        // mean 12.5, std sqrt(75) = 8.66 → CV 0.69.
+        assert!(noisy.cv() > HIGH_CV);
+        let Some(s) = summarize_repeats(&[a, noisy], 1) else {
+            panic!("summary")
+        };
+        assert_eq!(s.noisy_repeats, 1);
+        assert_eq!(summarize_repeats(&[], 1), None);
     }
 }

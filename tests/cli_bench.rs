@@ -60,6 +60,8 @@ fn bench_json_has_every_sample_and_a_layer_profile() {
             "1",
             "--iterations",
             "4",
+            "--repeats",
+            "2",
             "--profile",
             "--profile-runs",
             "2",
@@ -74,8 +76,11 @@ fn bench_json_has_every_sample_and_a_layer_profile() {
         Ok(v) => v,
         Err(e) => panic!("no JSON: {e}"),
     };
-    assert_eq!(report["samples_ms"].as_array().map(Vec::len), Some(4));
-    assert_eq!(report["latency"]["samples"], 4);
+    assert_eq!(report["samples_ms"].as_array().map(Vec::len), Some(8));
+    assert_eq!(report["latency"]["samples"], 8);
+    assert_eq!(report["repeats"].as_array().map(Vec::len), Some(2));
+    assert_eq!(report["repeat_summary"]["repeats"], 2);
+    assert!(report["outliers"].is_array() && report["cv"].is_f64());
     assert_eq!(report["input_shape"], serde_json::json!([2, 3, 32, 32]));
     let mean = report["latency"]["mean_ms"].as_f64().unwrap_or(0.0);
     let ips = report["inferences_per_s"].as_f64().unwrap_or(0.0);

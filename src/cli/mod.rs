@@ -149,6 +149,9 @@ struct BenchArgs {
     /// Timed iterations
     #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     iterations: u64,
+    /// Timed loops of --iterations each, averaged (mean of means, with spread)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    repeats: u64,
     /// Seed of the random weights and input data
     #[arg(long, default_value_t = DEFAULT_SEED)]
     seed: u64,
@@ -396,6 +399,7 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         threads,
         warmup: args.warmup,
         iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
+        repeats: usize::try_from(args.repeats).unwrap_or(1),
         seed: args.seed,
         profile_runs: if args.profile {
             args.profile_runs.max(1)

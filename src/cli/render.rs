@@ -198,11 +198,42 @@ pub fn bench_summary(r: &BenchReport) -> String {
     ] {
         let _ = writeln!(out, "  {name:<8} {v:>10.3} ms");
     }
+    if r.repeats.len() > 1 {
+        let s = &r.repeat_summary;
+        let means: Vec<String> = r
+            .repeats
+            .iter()
+            .map(|x| format!("{:.3}", x.mean_ms))
+            .collect();
+        let _ = writeln!(
+            out,
+            "repeats                 {:>10.3} ms mean of {} means (± {:.3} ms): {}",
+            s.mean_ms,
+            s.repeats,
+            s.mean_spread_ms,
+            means.join(", ")
+        );
+    }
     let _ = writeln!(
         out,
         "throughput              {:>10.2} inferences/s, {:.2} images/s",
         r.inferences_per_s, r.images_per_s
     );
+    let _ = writeln!(
+        out,
+        "outliers                {:>10} of {} iterations (modified z-score > {}; kept)",
+        r.outliers.len(),
+        r.samples_ms.len(),
+        crate::stats::OUTLIER_Z
+    );
+    if r.noisy {
+        let _ = writeln!(
+            out,
+            "warning: noisy run, coefficient of variation {:.1} % exceeds {:.0} %; close other work or raise --iterations",
+            100.0 * r.cv,
+            100.0 * crate::stats::HIGH_CV
+        );
+    }
     if let Some(a) = &r.analytic {
         let gflops = if l.median_ms > 0.0 {
             a.flops as f64 / (l.median_ms * 1e-3) / 1e9

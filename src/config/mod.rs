@@ -560,7 +560,11 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
     };
     let deserializer = toml::Deserializer::parse(text).map_err(|e| {
         let message = e.message().to_string();
-        resolver.error("TOML syntax error", e.span().map(|s| s.start..s.start), message)
+        resolver.error(
+            "TOML syntax error",
+            e.span().map(|s| s.start..s.start),
+            message,
+        )
     })?;
     let raw: RawConfig = serde_path_to_error::deserialize(deserializer).map_err(|e| {
         let key = e
