@@ -118,7 +118,7 @@ pub fn run(
     let first = session.time_one(&input)?;
     on_event(BenchEvent::FirstInference { time: first });
 
-    let mut warm = Vec::with_capacity(request.warmup);
+    let mut warm: Vec<f64> = Vec::with_capacity(request.warmup);
     for _ in 0..request.warmup {
         warm.push(ms(session.time_one(&input)?));
     }
@@ -130,24 +130,19 @@ pub fn run(
     let repeats = request.repeats.max(1);
     let total = iterations * repeats;
     let step = (total / 20).max(1);
-    let mut samples = Vec::with_capacity(total);
+    let mut done = 0;
     let mut per_repeat = Vec::with_capacity(repeats);
     for _ in 0..repeats {
-        let start = samples.len();
+        let mut times = Vec::with_capacity(iterations);
         for _ in 0..iterations {
-            samples.push(ms(session.time_one(&input)?));
-            if samples.len() % step == 0 || samples.len() == total {
-                on_event(BenchEvent::Timed {
-                    done: samples.len(),
-                    total,
-                });
+            times.push(ms(session.time_one(&input)?));
+            done += 1;
+            if done % step == 0 || done == total {
+                on_event(BenchEvent::Timed { done, total });
             }
         }
-        per_repeat.push(no_nan(LatencyStats::from_ms(&samples[start..]))?);
+        per_repeat.push(times);
     }
-    let latency = no_nan(LatencyStats::from_ms(&samples))?;
-    let batch = session.input_shape.first().copied().unwrap_or(1);
-    let repeat_summary = no_nan(stats::summarize_repeats(&per_repeat, batch))?;
 
     let profile = if request.profile_runs > 0 {
         on_event(BenchEvent::Profiling {
@@ -157,7 +152,48 @@ pub fn run(
     } else {
         None
     };
+    assemble(
+        Measured {
+            model: name,
+            input_shape: session.input_shape.clone(),
+            threads: session.threads,
+            init_ms: ms(session.init_time),
+            first_inference_ms: ms(first),
+            warmup_ms: warm,
+            repeats: per_repeat,
+        },
+        analytic,
+        profile,
+    )
+}
 
+/// The raw figures of one benchmark, wherever it ran.
+pub struct Measured {
+    pub model: String,
+    pub input_shape: Vec<usize>,
+    pub threads: usize,
+    pub init_ms: f64,
+    pub first_inference_ms: f64,
+    pub warmup_ms: Vec<f64>,
+    /// Timed iterations, one list per repeat.
+    pub repeats: Vec<Vec<f64>>,
+}
+
+/// Statistics and flags of a measured benchmark.
+pub fn assemble(
+    m: Measured,
+    analytic: Option<CostTotals>,
+    profile: Option<Vec<LayerTime>>,
+) -> anyhow::Result<BenchReport> {
+    let per_repeat = m
+        .repeats
+        .iter()
+        .map(|r| no_nan(LatencyStats::from_ms(r)))
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let samples: Vec<f64> = m.repeats.concat();
+    let latency = no_nan(LatencyStats::from_ms(&samples))?;
+    let batch = m.input_shape.first().copied().unwrap_or(1);
+    let repeat_summary = no_nan(stats::summarize_repeats(&per_repeat, batch))?;
     let inferences_per_s = if latency.mean_ms > 0.0 {
         1e3 / latency.mean_ms
     } else {
@@ -166,13 +202,14 @@ pub fn run(
     let cv = latency.cv();
     Ok(BenchReport {
         engine: "tract",
-        model: name,
-        input_shape: session.input_shape.clone(),
-        threads: session.threads,
-        warmup_iterations: request.warmup,
-        init_ms: ms(session.init_time),
-        first_inference_ms: ms(first),
-        warmup_mean_ms: (!warm.is_empty()).then(|| warm.iter().sum::<f64>() / warm.len() as f64),
+        model: m.model,
+        input_shape: m.input_shape,
+        threads: m.threads,
+        warmup_iterations: m.warmup_ms.len(),
+        init_ms: m.init_ms,
+        first_inference_ms: m.first_inference_ms,
+        warmup_mean_ms: (!m.warmup_ms.is_empty())
+            .then(|| m.warmup_ms.iter().sum::<f64>() / m.warmup_ms.len() as f64),
         outliers: stats::outlier_indices(&samples),
         noisy: cv > stats::HIGH_CV,
         cv,

@@ -1,5 +1,8 @@
 //! edgeprof: evaluate deep-learning frameworks on edge devices and say what to optimise next.
 
+#[macro_use]
+mod serde_text;
+
 mod bench;
 mod cli;
 mod config;

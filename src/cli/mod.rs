@@ -37,6 +37,9 @@ enum Command {
     Models(ModelsCommand),
     /// Benchmark one model on one engine in this process
     Bench(BenchArgs),
+    /// Measure one condition and report over the worker protocol (JSON request on stdin,
+    /// JSON lines on stdout); started by edgeprof itself, or by hand to debug a condition
+    Worker,
     /// Run configurations (TOML): validate and show the run matrix
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -161,6 +164,10 @@ struct BenchArgs {
     /// Inferences the profile averages over
     #[arg(long, default_value_t = 10)]
     profile_runs: usize,
+    /// Measure in a separate `edgeprof worker` process (its own process group), as the
+    /// evaluation pipeline does, instead of inside this process
+    #[arg(long)]
+    isolated: bool,
     /// Print JSON (with every sample) instead of a summary
     #[arg(long)]
     json: bool,
@@ -210,6 +217,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => export(&name, &shape, seed, &output, test_data.as_deref()),
         Command::Bench(args) => bench_command(args),
         Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
+        Command::Worker => {
+            let mut out = std::io::stdout().lock();
+            crate::runner::worker::run(std::io::stdin().lock(), &mut out)
+        }
     }
 }
 
@@ -355,6 +366,80 @@ fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
     ))
 }
 
+/// `bench --isolated`: the same measurement through a worker process and the worker protocol.
+fn bench_isolated(
+    args: &BenchArgs,
+    model: BenchModel,
+    threads: usize,
+) -> anyhow::Result<bench::BenchReport> {
+    use crate::config::{Device, ModelRef};
+    use crate::runner::{matrix::Condition, protocol::WorkerRequest, spawn};
+    let (model_ref, input, batch, analytic, label) = match &model {
+        BenchModel::Zoo(m) => (
+            ModelRef::Zoo(m.name.clone()),
+            args.input.unwrap_or_default(),
+            args.batch.unwrap_or(1),
+            Some(cost::analyze(m).total),
+            m.name.clone(),
+        ),
+        BenchModel::File { path, input_shape } => {
+            let Some(shape) = input_shape else {
+                bail!(BadInput(
+                    "--isolated on an ONNX file needs --input CxHxW (and --batch N)".into()
+                ));
+            };
+            let input = InputShape {
+                channels: shape[1],
+                height: shape[2],
+                width: shape[3],
+            };
+            (
+                ModelRef::Onnx(path.clone()),
+                input,
+                shape[0],
+                None,
+                path.display().to_string(),
+            )
+        }
+    };
+    let condition = Condition {
+        id: format!("tract/{label}/{input}/b{batch}/t{threads}/cpu"),
+        engine: "tract".to_string(),
+        model: model_ref,
+        input,
+        batch,
+        threads,
+        device: Device::Cpu,
+    };
+    let request = WorkerRequest {
+        condition,
+        warmup: args.warmup,
+        iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
+        repeats: usize::try_from(args.repeats).unwrap_or(1),
+        seed: args.seed,
+        classes: args.classes,
+    };
+    let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    eprintln!("running {} in a worker process …", request.condition.id);
+    let run = spawn::run_worker(&program, &request)?;
+    let first_inference_ms = run
+        .first_inference_ms
+        .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;
+    bench::assemble(
+        bench::Measured {
+            model: label,
+            input_shape: vec![batch, input.channels, input.height, input.width],
+            threads: run.threads.unwrap_or(threads),
+            init_ms: run.init_ms,
+            first_inference_ms,
+            warmup_ms: run.warmup_ms,
+            repeats: run.repeats,
+        },
+        analytic,
+        None,
+    )
+}
+
 /// True when `model` names a file rather than a zoo entry.
 fn is_file_model(model: &str) -> bool {
     zoo::find(model).is_none()
@@ -394,6 +479,19 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         };
         BenchModel::Zoo(zoo::build(&args.model, &params)?)
     };
+    if args.isolated {
+        if args.profile {
+            bail!(BadInput(
+                "--profile times tract's nodes inside this process; leave out --isolated".into()
+            ));
+        }
+        let report = bench_isolated(&args, model, threads)?;
+        return if args.json {
+            print_json(&report)
+        } else {
+            print_out(&render::bench_summary(&report))
+        };
+    }
     let request = BenchRequest {
         model,
         threads,

@@ -38,7 +38,7 @@ pub struct ConfigError {
 }
 
 /// A model named by the configuration.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 #[serde(tag = "kind", content = "name", rename_all = "snake_case")]
 pub enum ModelRef {
     Zoo(String),
@@ -54,8 +54,8 @@ impl std::fmt::Display for ModelRef {
     }
 }
 
-/// `cpu` or `gpu:N`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+/// `cpu` or `gpu:N`; written as that text in JSON.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Device {
     Cpu,
     Gpu(u32),
@@ -85,6 +85,8 @@ impl std::str::FromStr for Device {
     }
 }
 
+serde_as_text!(Device);
+
 /// An `exclude` rule: a condition matching every field it names is left out of the matrix.
 #[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
 pub struct Exclude {
@@ -108,12 +110,6 @@ pub struct Matrix {
     pub devices: Vec<Device>,
     pub classes: usize,
     pub exclude: Vec<Exclude>,
-}
-
-impl serde::Serialize for InputShape {
-    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.to_string())
-    }
 }
 
 /// How each condition is measured (SPEC 1.3).

@@ -60,6 +60,8 @@ impl std::fmt::Display for InputShape {
     }
 }
 
+serde_as_text!(InputShape);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -3,10 +3,10 @@
 
 use crate::config::{Config, Device, Exclude, ModelRef, AVAILABLE_ENGINES};
 use crate::models::{cost, zoo, InputShape};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One point of the evaluation space.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Condition {
     /// Stable identifier, e.g. `tract/mobilenet_v2/3x224x224/b1/t0/cpu` (t0: all cores).
     pub id: String,

@@ -1,0 +1,333 @@
+//! The worker protocol (SPEC 2.5): what a worker process reads and writes.
+//!
+//! A worker reads one [`WorkerRequest`] as JSON on stdin and writes JSON lines on stdout, each an
+//! object with a `type`:
+//!
+//! | type | fields | when |
+//! |---|---|---|
+//! | `ready` | `init_ms`, optional `engine`, `engine_version`, `device`, `threads` | once, first |
+//! | `first` | `latency_ms` | optional: the first inference |
+//! | `warmup` | `latencies_ms` (list) | optional: the untimed iterations |
+//! | `iteration` | `latency_ms`, optional `repeat` (default 0) | one per timed iteration, or … |
+//! | `iterations` | `latencies_ms` (list), optional `repeat` | … a batch of them |
+//! | `summary` | optional `note` | once, last |
+//! | `error` | `message` | instead of the rest, when the run fails |
+//!
+//! Lines that are not JSON objects of a known type are a protocol error; so are records out of
+//! order (timing before `ready`, anything after `summary`) and output that ends without a
+//! `summary` or `error`. [`Collector`] checks all of that while gathering the run.
+
+use crate::runner::matrix::Condition;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+/// What a worker is asked to run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WorkerRequest {
+    pub condition: Condition,
+    pub warmup: usize,
+    pub iterations: usize,
+    pub repeats: usize,
+    pub seed: u64,
+    pub classes: usize,
+}
+
+/// One line of worker output.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case", deny_unknown_fields)]
+pub enum WorkerMessage {
+    Ready {
+        init_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        engine: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        engine_version: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        device: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        threads: Option<usize>,
+    },
+    First {
+        latency_ms: f64,
+    },
+    Warmup {
+        latencies_ms: Vec<f64>,
+    },
+    Iteration {
+        latency_ms: f64,
+        #[serde(default)]
+        repeat: usize,
+    },
+    Iterations {
+        latencies_ms: Vec<f64>,
+        #[serde(default)]
+        repeat: usize,
+    },
+    Summary {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        note: Option<String>,
+    },
+    Error {
+        message: String,
+    },
+}
+
+impl WorkerMessage {
+    /// The message as one JSON line (no newline).
+    pub fn to_line(&self) -> String {
+        // Serialising these plain structs cannot fail; an empty object is the fallback.
+        serde_json::to_string(self).unwrap_or_else(|_| "{}".to_string())
+    }
+}
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ProtocolError {
+    #[error("line {line}: not a protocol record ({reason}): {text}")]
+    Malformed {
+        line: usize,
+        reason: String,
+        text: String,
+    },
+    #[error("line {line}: {record} before ready")]
+    BeforeReady { line: usize, record: &'static str },
+    #[error("line {line}: output continues after the summary")]
+    AfterSummary { line: usize },
+    #[error("line {line}: a second ready record")]
+    DuplicateReady { line: usize },
+    #[error("line {line}: latency {value} ms is not a finite, non-negative number")]
+    BadLatency { line: usize, value: f64 },
+    #[error("output ended without a summary or error record")]
+    Unfinished,
+}
+
+/// A run as reported by its worker.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct WorkerRun {
+    pub init_ms: f64,
+    pub engine: Option<String>,
+    pub engine_version: Option<String>,
+    pub device: Option<String>,
+    pub threads: Option<usize>,
+    pub first_inference_ms: Option<f64>,
+    pub warmup_ms: Vec<f64>,
+    /// Timed iterations, one list per repeat.
+    pub repeats: Vec<Vec<f64>>,
+    /// The worker's own error message, when it reported one.
+    pub error: Option<String>,
+}
+
+/// Checks worker output line by line and gathers the run.
+#[derive(Debug, Default)]
+pub struct Collector {
+    run: WorkerRun,
+    ready: bool,
+    finished: bool,
+    lines: usize,
+}
+
+/// Most characters of an offending line quoted back in an error.
+const QUOTE_CHARS: usize = 120;
+
+fn check_latency(line: usize, value: f64) -> Result<f64, ProtocolError> {
+    if value.is_finite() && value >= 0.0 {
+        Ok(value)
+    } else {
+        Err(ProtocolError::BadLatency { line, value })
+    }
+}
+
+impl Collector {
+    /// Feeds one line of output; blank lines are ignored.
+    pub fn feed(&mut self, text: &str) -> Result<(), ProtocolError> {
+        self.lines += 1;
+        let line = self.lines;
+        if text.trim().is_empty() {
+            return Ok(());
+        }
+        if self.finished {
+            return Err(ProtocolError::AfterSummary { line });
+        }
+        let message: WorkerMessage =
+            serde_json::from_str(text).map_err(|e| ProtocolError::Malformed {
+                line,
+                reason: e.to_string(),
+                text: text.chars().take(QUOTE_CHARS).collect(),
+            })?;
+        let before_ready = |record| ProtocolError::BeforeReady { line, record };
+        match message {
+            WorkerMessage::Ready {
+                init_ms,
+                engine,
+                engine_version,
+                device,
+                threads,
+            } => {
+                if self.ready {
+                    return Err(ProtocolError::DuplicateReady { line });
+                }
+                self.ready = true;
+                self.run.init_ms = check_latency(line, init_ms)?;
+                self.run.engine = engine;
+                self.run.engine_version = engine_version;
+                self.run.device = device;
+                self.run.threads = threads;
+            }
+            WorkerMessage::Error { message } => {
+                self.run.error = Some(message);
+                self.finished = true;
+            }
+            _ if !self.ready => {
+                let record = match message {
+                    WorkerMessage::First { .. } => "first",
+                    WorkerMessage::Warmup { .. } => "warmup",
+                    WorkerMessage::Summary { .. } => "summary",
+                    _ => "iteration",
+                };
+                return Err(before_ready(record));
+            }
+            WorkerMessage::First { latency_ms } => {
+                self.run.first_inference_ms = Some(check_latency(line, latency_ms)?);
+            }
+            WorkerMessage::Warmup { latencies_ms } => {
+                for v in latencies_ms {
+                    self.run.warmup_ms.push(check_latency(line, v)?);
+                }
+            }
+            WorkerMessage::Iteration { latency_ms, repeat } => {
+                self.push(repeat, &[latency_ms], line)?;
+            }
+            WorkerMessage::Iterations {
+                latencies_ms,
+                repeat,
+            } => {
+                self.push(repeat, &latencies_ms, line)?;
+            }
+            WorkerMessage::Summary { .. } => self.finished = true,
+        }
+        Ok(())
+    }
+
+    fn push(&mut self, repeat: usize, values: &[f64], line: usize) -> Result<(), ProtocolError> {
+        if repeat > 10_000 {
+            return Err(ProtocolError::Malformed {
+                line,
+                reason: format!("repeat index {repeat} is out of range"),
+                text: String::new(),
+            });
+        }
+        if self.run.repeats.len() <= repeat {
+            self.run.repeats.resize(repeat + 1, Vec::new());
+        }
+        for &v in values {
+            let v = check_latency(line, v)?;
+            self.run.repeats[repeat].push(v);
+        }
+        Ok(())
+    }
+
+    /// Ends the output: the run, or why it is incomplete.
+    pub fn finish(self) -> Result<WorkerRun, ProtocolError> {
+        if self.finished {
+            Ok(self.run)
+        } else {
+            Err(ProtocolError::Unfinished)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Collects a whole output at once.
+    fn collect(output: &str) -> Result<WorkerRun, ProtocolError> {
+        let mut collector = Collector::default();
+        for line in output.lines() {
+            collector.feed(line)?;
+        }
+        collector.finish()
+    }
+
+    #[test]
+    fn a_complete_run_with_single_and_batched_records() {
+        let out = "\
+{\"type\":\"ready\",\"init_ms\":12.5,\"engine\":\"mine\",\"engine_version\":\"1.0\"}
+{\"type\":\"first\",\"latency_ms\":9.0}
+{\"type\":\"warmup\",\"latencies_ms\":[5.0,4.0]}
+
+{\"type\":\"iteration\",\"latency_ms\":3.0}
+{\"type\":\"iteration\",\"latency_ms\":3.5,\"repeat\":0}
+{\"type\":\"iterations\",\"latencies_ms\":[2.0,2.5],\"repeat\":1}
+{\"type\":\"summary\"}
+";
+        let run = match collect(out) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(run.init_ms, 12.5);
+        assert_eq!(run.engine_version.as_deref(), Some("1.0"));
+        assert_eq!(run.first_inference_ms, Some(9.0));
+        assert_eq!(run.warmup_ms, vec![5.0, 4.0]);
+        assert_eq!(run.repeats, vec![vec![3.0, 3.5], vec![2.0, 2.5]]);
+        assert_eq!(run.error, None);
+    }
+
+    #[test]
+    fn an_error_record_ends_the_run_with_its_message() {
+        let out = "{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"error\",\"message\":\"out of memory\"}\n";
+        let Ok(run) = collect(out) else {
+            panic!("rejected")
+        };
+        assert_eq!(run.error.as_deref(), Some("out of memory"));
+        let Ok(run) = collect("{\"type\":\"error\",\"message\":\"no model\"}") else {
+            panic!("rejected")
+        };
+        assert_eq!(run.error.as_deref(), Some("no model"));
+    }
+
+    #[test]
+    fn broken_outputs_are_protocol_errors() {
+        type Expect = fn(&ProtocolError) -> bool;
+        let cases: [(&str, Expect); 8] = [
+            ("hello world", |e| matches!(e, ProtocolError::Malformed { line: 1, .. })),
+            ("{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"bogus\"}", |e| {
+                matches!(e, ProtocolError::Malformed { line: 2, .. })
+            }),
+            ("{\"type\":\"ready\",\"init_ms\":1,\"colour\":2}", |e| {
+                matches!(e, ProtocolError::Malformed { .. })
+            }),
+            ("{\"type\":\"iteration\",\"latency_ms\":1}", |e| {
+                matches!(e, ProtocolError::BeforeReady { record: "iteration", .. })
+            }),
+            ("{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"ready\",\"init_ms\":1}", |e| {
+                matches!(e, ProtocolError::DuplicateReady { line: 2 })
+            }),
+            ("{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"iteration\",\"latency_ms\":-1}", |e| {
+                matches!(e, ProtocolError::BadLatency { line: 2, .. })
+            }),
+            ("{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"summary\"}\n{\"type\":\"summary\"}", |e| {
+                matches!(e, ProtocolError::AfterSummary { line: 3 })
+            }),
+            ("{\"type\":\"ready\",\"init_ms\":1}\n{\"type\":\"iteration\",\"latency_ms\":2}", |e| {
+                *e == ProtocolError::Unfinished
+            }),
+        ];
+        for (out, expected) in cases {
+            match collect(out) {
+                Ok(run) => panic!("accepted {out:?}: {run:?}"),
+                Err(e) => assert!(expected(&e), "{out:?} gave {e}"),
+            }
+        }
+    }
+
+    #[test]
+    fn messages_round_trip_as_single_lines() {
+        let m = WorkerMessage::Iterations {
+            latencies_ms: vec![1.5, 2.0],
+            repeat: 3,
+        };
+        let line = m.to_line();
+        assert!(!line.contains('\n'));
+        assert_eq!(serde_json::from_str::<WorkerMessage>(&line).ok(), Some(m));
+    }
+}

@@ -1,0 +1,133 @@
+//! `edgeprof worker`: the child process that measures one condition with an embedded engine and
+//! reports over the worker protocol (see `protocol.rs`). Timed latencies are sent in one batched
+//! record per repeat, so writing output never lands inside the timed loop.
+
+use crate::config::{Device, ModelRef};
+use crate::engines::tract::{ModelSource, TractSession};
+use crate::models::zoo::{self, ModelParams};
+use crate::runner::protocol::{WorkerMessage, WorkerRequest};
+use anyhow::Context;
+use std::io::{Read, Write};
+
+/// tract-onnx's version: the `=0.23.9` pin on tract-linalg in Cargo.toml fixes the whole family.
+pub const TRACT_VERSION: &str = "0.23.9";
+
+fn emit(out: &mut impl Write, message: &WorkerMessage) -> anyhow::Result<()> {
+    writeln!(out, "{}", message.to_line())
+        .and_then(|_| out.flush())
+        .context("cannot write to the parent (stdout closed)")
+}
+
+/// Reads the request from `input`, runs it, writes protocol records to `out`. A failure is
+/// reported as an `error` record and returned.
+pub fn run(mut input: impl Read, out: &mut impl Write) -> anyhow::Result<()> {
+    let result = measure(&mut input, out);
+    if let Err(e) = &result {
+        // Best effort: the parent also sees the exit status and stderr.
+        let _ = emit(
+            out,
+            &WorkerMessage::Error {
+                message: format!("{e:#}"),
+            },
+        );
+    }
+    result
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
+    let mut text = String::new();
+    input
+        .read_to_string(&mut text)
+        .context("cannot read the request from stdin")?;
+    let request: WorkerRequest = serde_json::from_str(&text).map_err(|e| {
+        crate::cli::BadInput(format!(
+            "the worker request is not valid JSON for a condition: {e}"
+        ))
+    })?;
+    let c = &request.condition;
+    if c.engine != "tract" {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "this worker runs the tract engine, not {}",
+            c.engine
+        )));
+    }
+    if c.device != Device::Cpu {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "tract runs on the CPU only, not {}",
+            c.device
+        )));
+    }
+    let threads = if c.threads == 0 {
+        std::thread::available_parallelism()
+            .map(|n| n.get())
+            .unwrap_or(1)
+    } else {
+        c.threads
+    };
+    let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
+    let zoo_model;
+    let session = match &c.model {
+        ModelRef::Zoo(name) => {
+            let params = ModelParams {
+                num_classes: request.classes,
+                channels: c.input.channels,
+                height: c.input.height,
+                width: c.input.width,
+                batch: c.batch,
+            };
+            zoo_model = zoo::build(name, &params)?;
+            TractSession::load(
+                ModelSource::Zoo {
+                    model: &zoo_model,
+                    seed: request.seed,
+                },
+                None,
+                threads,
+            )?
+        }
+        ModelRef::Onnx(path) => {
+            TractSession::load(ModelSource::OnnxFile(path), Some(&input_shape), threads)?
+        }
+    };
+    emit(
+        out,
+        &WorkerMessage::Ready {
+            init_ms: ms(session.init_time),
+            engine: Some("tract".to_string()),
+            engine_version: Some(TRACT_VERSION.to_string()),
+            device: Some("cpu".to_string()),
+            threads: Some(session.threads),
+        },
+    )?;
+    let data = session.make_input(request.seed)?;
+    let first = session.time_one(&data)?;
+    emit(
+        out,
+        &WorkerMessage::First {
+            latency_ms: ms(first),
+        },
+    )?;
+    let mut warm = Vec::with_capacity(request.warmup);
+    for _ in 0..request.warmup {
+        warm.push(ms(session.time_one(&data)?));
+    }
+    emit(out, &WorkerMessage::Warmup { latencies_ms: warm })?;
+    for repeat in 0..request.repeats.max(1) {
+        let mut times = Vec::with_capacity(request.iterations);
+        for _ in 0..request.iterations.max(1) {
+            times.push(ms(session.time_one(&data)?));
+        }
+        emit(
+            out,
+            &WorkerMessage::Iterations {
+                latencies_ms: times,
+                repeat,
+            },
+        )?;
+    }
+    emit(out, &WorkerMessage::Summary { note: None })
+}
