@@ -347,10 +347,8 @@ struct ConfigCheck<'a> {
 fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
     let config = crate::config::load(file)?;
     let plan = crate::runner::matrix::expand(&config);
-    let cores = std::thread::available_parallelism()
-        .map(|n| n.get())
-        .unwrap_or(1);
-    let estimated_seconds = crate::runner::matrix::estimate_seconds(&config, &plan, cores);
+    let estimated_seconds =
+        crate::runner::matrix::estimate_seconds(&config, &plan, crate::runner::available_cores());
     if json {
         return print_json(&ConfigCheck {
             config: &config,
@@ -402,15 +400,7 @@ fn bench_isolated(
             )
         }
     };
-    let condition = Condition {
-        id: format!("tract/{label}/{input}/b{batch}/t{threads}/cpu"),
-        engine: "tract".to_string(),
-        model: model_ref,
-        input,
-        batch,
-        threads,
-        device: Device::Cpu,
-    };
+    let condition = Condition::new("tract", model_ref, input, batch, threads, Device::Cpu);
     let request = WorkerRequest {
         condition,
         warmup: args.warmup,
@@ -451,11 +441,7 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     if args.threads == Some(0) {
         bail!(BadInput("--threads must be at least 1".into()));
     }
-    let threads = args.threads.unwrap_or_else(|| {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    });
+    let threads = crate::runner::resolve_threads(args.threads.unwrap_or(0));
     let model = if is_file_model(&args.model) {
         let input_shape = match (args.input, args.batch) {
             (Some(s), batch) => Some(vec![batch.unwrap_or(1), s.channels, s.height, s.width]),

@@ -19,6 +19,26 @@ pub struct Condition {
 }
 
 impl Condition {
+    /// A condition with its stable id.
+    pub fn new(
+        engine: &str,
+        model: ModelRef,
+        input: InputShape,
+        batch: usize,
+        threads: usize,
+        device: Device,
+    ) -> Condition {
+        Condition {
+            id: format!("{engine}/{model}/{input}/b{batch}/t{threads}/{device}"),
+            engine: engine.to_string(),
+            model,
+            input,
+            batch,
+            threads,
+            device,
+        }
+    }
+
     fn matches(&self, rule: &Exclude) -> bool {
         rule.engine.as_ref().is_none_or(|e| *e == self.engine)
             && rule.model.as_ref().is_none_or(|m| *m == self.model)
@@ -73,17 +93,14 @@ pub fn expand(config: &Config) -> Plan {
                 for &batch in &m.batch {
                     for &threads in &m.threads {
                         for &device in &m.devices {
-                            let condition = Condition {
-                                id: format!(
-                                    "{engine}/{model}/{input}/b{batch}/t{threads}/{device}"
-                                ),
-                                engine: engine.clone(),
-                                model: model.clone(),
-                                input: *input,
+                            let condition = Condition::new(
+                                engine,
+                                model.clone(),
+                                *input,
                                 batch,
                                 threads,
                                 device,
-                            };
+                            );
                             if m.exclude.iter().any(|rule| condition.matches(rule)) {
                                 plan.excluded += 1;
                             } else if let Some(reason) = unsupported(&condition) {
@@ -115,6 +132,7 @@ pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
     plan.to_run
         .iter()
         .map(|c| {
+            // Estimates use the cores of the machine that checks the config.
             let threads = if c.threads == 0 { cores } else { c.threads }.max(1);
             let per_inference = match &c.model {
                 ModelRef::Zoo(name) => {

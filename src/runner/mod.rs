@@ -4,3 +4,19 @@ pub mod matrix;
 pub mod protocol;
 pub mod spawn;
 pub mod worker;
+
+/// Cores this process may use (1 when the system cannot say).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// A configured thread count made concrete: 0 means all available cores.
+pub fn resolve_threads(requested: usize) -> usize {
+    if requested == 0 {
+        available_cores()
+    } else {
+        requested
+    }
+}

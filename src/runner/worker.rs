@@ -61,13 +61,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             c.device
         )));
     }
-    let threads = if c.threads == 0 {
-        std::thread::available_parallelism()
-            .map(|n| n.get())
-            .unwrap_or(1)
-    } else {
-        c.threads
-    };
+    let threads = crate::runner::resolve_threads(c.threads);
     let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
     let zoo_model;
     let session = match &c.model {
