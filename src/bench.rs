@@ -5,7 +5,7 @@
 use crate::engines::tract::{LayerTime, ModelSource, TractSession};
 use crate::models::cost::{self, CostTotals};
 use crate::models::graph::Model;
-use crate::stats::{self, LatencyStats, RepeatSummary};
+use crate::stats::{self, RunStats};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -51,23 +51,8 @@ pub struct BenchReport {
     pub model: String,
     pub input_shape: Vec<usize>,
     pub threads: usize,
-    pub warmup_iterations: usize,
-    pub init_ms: f64,
-    pub first_inference_ms: f64,
-    /// Mean of the warm-up iterations (None without warm-up).
-    pub warmup_mean_ms: Option<f64>,
-    /// Statistics over every timed iteration of every repeat.
-    pub latency: LatencyStats,
-    /// Per repeat, and combined (mean of means with spread).
-    pub repeats: Vec<LatencyStats>,
-    pub repeat_summary: RepeatSummary,
-    /// Indices (into `samples_ms`) of iterations flagged by the modified z-score; kept, not dropped.
-    pub outliers: Vec<usize>,
-    /// Coefficient of variation over all timed iterations; above 10 % the run is noisy.
-    pub cv: f64,
-    pub noisy: bool,
-    pub inferences_per_s: f64,
-    pub images_per_s: f64,
+    #[serde(flatten)]
+    pub stats: RunStats,
     /// Analytic totals of a zoo model (None for ONNX files).
     pub analytic: Option<CostTotals>,
     /// Per-layer profile, when asked for.
@@ -78,11 +63,6 @@ pub struct BenchReport {
 
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
-}
-
-/// Statistics exist for any non-empty sample of finite times.
-fn no_nan<T>(value: Option<T>) -> anyhow::Result<T> {
-    value.ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))
 }
 
 /// Runs the benchmark, reporting progress through `on_event`.
@@ -185,41 +165,23 @@ pub fn assemble(
     analytic: Option<CostTotals>,
     profile: Option<Vec<LayerTime>>,
 ) -> anyhow::Result<BenchReport> {
-    let per_repeat = m
-        .repeats
-        .iter()
-        .map(|r| no_nan(LatencyStats::from_ms(r)))
-        .collect::<anyhow::Result<Vec<_>>>()?;
-    let samples: Vec<f64> = m.repeats.concat();
-    let latency = no_nan(LatencyStats::from_ms(&samples))?;
     let batch = m.input_shape.first().copied().unwrap_or(1);
-    let repeat_summary = no_nan(stats::summarize_repeats(&per_repeat, batch))?;
-    let inferences_per_s = if latency.mean_ms > 0.0 {
-        1e3 / latency.mean_ms
-    } else {
-        0.0
-    };
-    let cv = latency.cv();
+    let stats = stats::run_stats(
+        m.init_ms,
+        Some(m.first_inference_ms),
+        &m.warmup_ms,
+        &m.repeats,
+        batch,
+    )
+    .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
     Ok(BenchReport {
         engine: "tract",
         model: m.model,
         input_shape: m.input_shape,
         threads: m.threads,
-        warmup_iterations: m.warmup_ms.len(),
-        init_ms: m.init_ms,
-        first_inference_ms: m.first_inference_ms,
-        warmup_mean_ms: (!m.warmup_ms.is_empty())
-            .then(|| m.warmup_ms.iter().sum::<f64>() / m.warmup_ms.len() as f64),
-        outliers: stats::outlier_indices(&samples),
-        noisy: cv > stats::HIGH_CV,
-        cv,
-        latency,
-        repeats: per_repeat,
-        repeat_summary,
-        inferences_per_s,
-        images_per_s: inferences_per_s * batch as f64,
+        stats,
         analytic,
         profile,
-        samples_ms: samples,
+        samples_ms: m.repeats.concat(),
     })
 }

@@ -5,9 +5,12 @@ mod serde_text;
 
 mod bench;
 mod cli;
+mod collect;
 mod config;
 mod engines;
 mod models;
+mod report;
+mod results;
 mod runner;
 mod stats;
 

@@ -8,9 +8,9 @@
 //! (1.253314 · MeanAD); when that is zero too, every sample equals the median and none is flagged.
 //! A run is flagged as noisy when its coefficient of variation (std / mean) exceeds 10 %.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct LatencyStats {
     pub samples: usize,
     pub mean_ms: f64,
@@ -116,7 +116,7 @@ impl LatencyStats {
 
 /// One condition over its repeats: each statistic averaged over the repeats (mean of means),
 /// with the spread of the repeat means; extremes over all repeats.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RepeatSummary {
     pub repeats: usize,
     pub mean_ms: f64,
@@ -165,6 +165,68 @@ pub fn summarize_repeats(runs: &[LatencyStats], batch: usize) -> Option<RepeatSu
         inferences_per_s,
         images_per_s: inferences_per_s * batch as f64,
         noisy_repeats: runs.iter().filter(|r| r.cv() > HIGH_CV).count(),
+    })
+}
+
+/// Every statistic of one run (SPEC 3.1, 3.2), in milliseconds unless named otherwise.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunStats {
+    pub init_ms: f64,
+    pub first_inference_ms: Option<f64>,
+    pub warmup_iterations: usize,
+    /// Mean of the warm-up iterations (None without warm-up).
+    pub warmup_mean_ms: Option<f64>,
+    /// Over every timed iteration of every repeat.
+    pub latency: LatencyStats,
+    /// Per repeat, and combined (mean of means with spread).
+    pub repeats: Vec<LatencyStats>,
+    pub repeat_summary: RepeatSummary,
+    /// Indices (into the timed iterations, repeats concatenated) flagged by the modified
+    /// z-score; kept, not dropped.
+    pub outliers: Vec<usize>,
+    /// Coefficient of variation over all timed iterations; above [`HIGH_CV`] the run is noisy.
+    pub cv: f64,
+    pub noisy: bool,
+    pub inferences_per_s: f64,
+    /// Batch × inferences per second.
+    pub images_per_s: f64,
+}
+
+/// Statistics of a run from its raw times; None when a repeat is empty or holds a NaN.
+pub fn run_stats(
+    init_ms: f64,
+    first_inference_ms: Option<f64>,
+    warmup_ms: &[f64],
+    repeats: &[Vec<f64>],
+    batch: usize,
+) -> Option<RunStats> {
+    let per_repeat = repeats
+        .iter()
+        .map(|r| LatencyStats::from_ms(r))
+        .collect::<Option<Vec<_>>>()?;
+    let samples: Vec<f64> = repeats.concat();
+    let latency = LatencyStats::from_ms(&samples)?;
+    let repeat_summary = summarize_repeats(&per_repeat, batch)?;
+    let inferences_per_s = if latency.mean_ms > 0.0 {
+        1e3 / latency.mean_ms
+    } else {
+        0.0
+    };
+    let cv = latency.cv();
+    Some(RunStats {
+        init_ms,
+        first_inference_ms,
+        warmup_iterations: warmup_ms.len(),
+        warmup_mean_ms: (!warmup_ms.is_empty())
+            .then(|| warmup_ms.iter().sum::<f64>() / warmup_ms.len() as f64),
+        outliers: outlier_indices(&samples),
+        noisy: cv > HIGH_CV,
+        cv,
+        latency,
+        repeats: per_repeat,
+        repeat_summary,
+        inferences_per_s,
+        images_per_s: inferences_per_s * batch as f64,
     })
 }
 
@@ -248,5 +310,30 @@ mod tests {
         };
         assert_eq!(s.noisy_repeats, 1);
         assert_eq!(summarize_repeats(&[], 1), None);
+    }
+
+    #[test]
+    fn run_stats_by_hand() {
+        let repeats = vec![vec![10.0, 10.0, 10.0, 10.0], vec![12.0, 12.0, 12.0, 100.0]];
+        let Some(s) = run_stats(5.0, Some(20.0), &[30.0, 10.0], &repeats, 2) else {
+            panic!("stats")
+        };
+        assert_eq!(s.warmup_iterations, 2);
+        assert_eq!(s.warmup_mean_ms, Some(20.0));
+        assert_eq!(s.latency.samples, 8);
+        // mean of all 8: (40 + 136) / 8 = 22.
+        assert!(close(s.latency.mean_ms, 22.0));
+        assert!(close(s.inferences_per_s, 1e3 / 22.0));
+        assert!(close(s.images_per_s, 2e3 / 22.0));
+        assert_eq!(s.outliers, vec![7]);
+        assert!(s.noisy);
+        assert_eq!(s.repeats.len(), 2);
+        assert!(close(s.repeat_summary.mean_ms, (10.0 + 34.0) / 2.0));
+        assert_eq!(run_stats(1.0, None, &[], &[vec![]], 1), None);
+        assert_eq!(run_stats(1.0, None, &[], &[], 1), None);
+        let Some(no_warmup) = run_stats(1.0, None, &[], &[vec![1.0]], 1) else {
+            panic!("stats")
+        };
+        assert_eq!(no_warmup.warmup_mean_ms, None);
     }
 }

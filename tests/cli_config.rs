@@ -104,6 +104,26 @@ fn broken_configs_name_file_line_key_and_value() {
             2,
             "matrix.models = \"resnet34\": invalid type: string \"resnet34\", expected a list",
         ),
+        (
+            "command_without_table.toml",
+            2,
+            "matrix.engines[1] = \"command\": the command engine needs a [command] table",
+        ),
+        (
+            "command_without_program.toml",
+            1,
+            "command.program: missing: name the program",
+        ),
+        (
+            "command_program_missing.toml",
+            2,
+            "command.program = \"./no_such_worker.py\": no program at",
+        ),
+        (
+            "command_not_on_path.toml",
+            2,
+            "command.program = \"no-such-program-on-path-xyz\": no program of that name on PATH",
+        ),
     ];
     let files = std::fs::read_dir(format!(
         "{}/tests/invalid_configs",

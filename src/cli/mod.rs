@@ -2,6 +2,7 @@
 //! errors to stderr.
 
 mod render;
+mod sweep;
 
 use crate::bench::{self, BenchModel, BenchRequest};
 use crate::engines::tract::{ModelSource, TractSession};
@@ -43,6 +44,37 @@ enum Command {
     /// Run configurations (TOML): validate and show the run matrix
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Run every condition of a config, each in its own worker process, into a results directory
+    Run(RunArgs),
+    /// Re-render the tables and charts of a results directory, and write its SVG charts
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+struct RunArgs {
+    /// The TOML config (leave it out with --resume)
+    config: Option<PathBuf>,
+    /// Finish an interrupted run in this results directory, skipping conditions already done
+    #[arg(long, value_name = "DIR")]
+    resume: Option<PathBuf>,
+    /// Create the results directory under DIR instead of the config's output.dir
+    #[arg(long, value_name = "DIR")]
+    output: Option<PathBuf>,
+    /// Print tables only, no terminal charts
+    #[arg(long)]
+    no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// A results directory written by `edgeprof run`
+    dir: PathBuf,
+    /// Write the SVG charts here instead of DIR/charts
+    #[arg(long, value_name = "DIR")]
+    svg_dir: Option<PathBuf>,
+    /// Print tables only, no terminal charts
+    #[arg(long)]
+    no_charts: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -181,6 +213,9 @@ pub struct BadInput(pub String);
 /// Exit code for an error: 2 for bad input, 1 for anything else.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
+        if cause.is::<sweep::Interrupted>() {
+            return 130;
+        }
         if cause.is::<BadInput>()
             || cause.is::<zoo::ZooError>()
             || cause.is::<crate::models::ShapeParseError>()
@@ -217,6 +252,15 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => export(&name, &shape, seed, &output, test_data.as_deref()),
         Command::Bench(args) => bench_command(args),
         Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
+        Command::Run(args) => sweep::run(sweep::RunOptions {
+            config: args.config,
+            resume: args.resume,
+            output: args.output,
+            charts: !args.no_charts,
+        }),
+        Command::Report(args) => {
+            sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
+        }
         Command::Worker => {
             let mut out = std::io::stdout().lock();
             crate::runner::worker::run(std::io::stdin().lock(), &mut out)
@@ -224,7 +268,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     }
 }
 
-fn print_out(text: &str) -> anyhow::Result<()> {
+pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
@@ -404,14 +448,28 @@ fn bench_isolated(
     let request = WorkerRequest {
         condition,
         warmup: args.warmup,
+        warmup_seconds: 0.0,
         iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
+        min_duration_s: 0.0,
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         seed: args.seed,
         classes: args.classes,
     };
     let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     eprintln!("running {} in a worker process …", request.condition.id);
-    let run = spawn::run_worker(&program, &request)?;
+    let limits = spawn::RunLimits {
+        // A single benchmark has no configured timeout: a day stands for none.
+        timeout: std::time::Duration::from_secs(86_400),
+        sample_interval: std::time::Duration::from_millis(500),
+    };
+    let attempt = spawn::run_worker(
+        &spawn::WorkerCommand::edgeprof(&program),
+        &request,
+        limits,
+        &std::sync::atomic::AtomicBool::new(false),
+        |_| {},
+    );
+    let run = attempt.outcome?;
     let first_inference_ms = run
         .first_inference_ms
         .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;

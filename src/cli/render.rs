@@ -4,6 +4,7 @@ use crate::bench::{BenchEvent, BenchReport};
 use crate::config::Config;
 use crate::models::cost::ModelCost;
 use crate::runner::matrix::Plan;
+use crate::stats::RunStats;
 use std::fmt::Write;
 
 /// 1234567 → "1,234,567".
@@ -161,23 +162,13 @@ pub fn cost_table(cost: &ModelCost) -> String {
     out
 }
 
-/// The summary `edgeprof bench` prints.
-pub fn bench_summary(r: &BenchReport) -> String {
+/// The statistics of one run, one figure per line (bench and report share it).
+pub fn stats_lines(r: &RunStats) -> String {
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{} on {}, input {}, {} thread(s)",
-        r.model,
-        r.engine,
-        shape(&r.input_shape),
-        r.threads
-    );
     let _ = writeln!(out, "init (load + optimise)  {:>10.3} ms", r.init_ms);
-    let _ = writeln!(
-        out,
-        "first inference         {:>10.3} ms",
-        r.first_inference_ms
-    );
+    if let Some(first) = r.first_inference_ms {
+        let _ = writeln!(out, "first inference         {first:>10.3} ms");
+    }
     if let Some(w) = r.warmup_mean_ms {
         let _ = writeln!(
             out,
@@ -223,7 +214,7 @@ pub fn bench_summary(r: &BenchReport) -> String {
         out,
         "outliers                {:>10} of {} iterations (modified z-score > {}; kept)",
         r.outliers.len(),
-        r.samples_ms.len(),
+        r.latency.samples,
         crate::stats::OUTLIER_Z
     );
     if r.noisy {
@@ -234,6 +225,22 @@ pub fn bench_summary(r: &BenchReport) -> String {
             100.0 * crate::stats::HIGH_CV
         );
     }
+    out
+}
+
+/// The summary `edgeprof bench` prints.
+pub fn bench_summary(r: &BenchReport) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{} on {}, input {}, {} thread(s)",
+        r.model,
+        r.engine,
+        shape(&r.input_shape),
+        r.threads
+    );
+    out.push_str(&stats_lines(&r.stats));
+    let l = &r.stats.latency;
     if let Some(a) = &r.analytic {
         let gflops = if l.median_ms > 0.0 {
             a.flops as f64 / (l.median_ms * 1e-3) / 1e9
@@ -327,6 +334,15 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
         ("devices", list(&m.devices)),
     ] {
         let _ = writeln!(out, "{axis:<9} {values}");
+    }
+    if let Some(c) = &config.command {
+        let _ = writeln!(
+            out,
+            "command   {}{}{}",
+            c.program.display(),
+            if c.args.is_empty() { "" } else { " " },
+            c.args.join(" ")
+        );
     }
     let _ = writeln!(
         out,

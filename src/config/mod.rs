@@ -21,6 +21,8 @@ pub const KNOWN_ENGINES: &[&str] = &[
     "tflite",
     "command",
 ];
+/// Engines built into this edgeprof. `command` is available too, once a `[command]` table names
+/// the program it runs.
 pub const AVAILABLE_ENGINES: &[&str] = &["tract"];
 pub const OUTPUT_FORMATS: &[&str] = &["csv", "json", "md", "svg"];
 
@@ -133,6 +135,15 @@ pub struct Output {
     pub formats: Vec<String>,
 }
 
+/// The user's own program run as the `command` engine (SPEC 2.3): it reads the worker request
+/// as JSON on stdin and speaks the worker protocol on stdout.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct CommandEngine {
+    /// Resolved against the config file's directory when it holds a '/', else found on PATH.
+    pub program: PathBuf,
+    pub args: Vec<String>,
+}
+
 /// A complete configuration: every key resolved.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Config {
@@ -140,6 +151,7 @@ pub struct Config {
     pub matrix: Matrix,
     pub measure: Measure,
     pub output: Output,
+    pub command: Option<CommandEngine>,
 }
 
 // ------------------------------------------------------------------ the user layer
@@ -151,6 +163,14 @@ struct RawConfig {
     matrix: Option<RawMatrix>,
     measure: Option<RawMeasure>,
     output: Option<RawOutput>,
+    command: Option<Spanned<RawCommand>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawCommand {
+    program: Option<Spanned<String>>,
+    args: Option<Vec<String>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -528,6 +548,72 @@ impl Resolver<'_> {
     }
 }
 
+/// Finds a bare program name on PATH.
+fn on_path(name: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|candidate| candidate.is_file())
+}
+
+impl Resolver<'_> {
+    fn command(
+        &self,
+        raw: Option<Spanned<RawCommand>>,
+        engines: &[String],
+        raw_engines: &Option<Spanned<Vec<Spanned<String>>>>,
+    ) -> Result<Option<CommandEngine>, ConfigError> {
+        let Some(raw) = raw else {
+            if let Some(i) = engines.iter().position(|e| e == "command") {
+                let span = raw_engines
+                    .as_ref()
+                    .and_then(|list| list.get_ref().get(i))
+                    .map(|v| v.span());
+                return Err(self.error(
+                    &format!("matrix.engines[{i}]"),
+                    span,
+                    "the command engine needs a [command] table naming the program to run"
+                        .to_string(),
+                ));
+            }
+            return Ok(None);
+        };
+        let span = raw.span();
+        let raw = raw.into_inner();
+        let Some(program) = raw.program else {
+            return Err(self.error(
+                "command.program",
+                Some(span.start..span.start),
+                "missing: name the program that speaks the worker protocol".to_string(),
+            ));
+        };
+        let name = program.get_ref();
+        let path = if name.contains('/') {
+            let path = self.base.join(name);
+            if !path.is_file() {
+                return Err(self.at(
+                    "command.program",
+                    &program,
+                    format!("no program at {}", path.display()),
+                ));
+            }
+            path
+        } else {
+            on_path(name).ok_or_else(|| {
+                self.at(
+                    "command.program",
+                    &program,
+                    "no program of that name on PATH".to_string(),
+                )
+            })?
+        };
+        Ok(Some(CommandEngine {
+            program: path,
+            args: raw.args.unwrap_or_default(),
+        }))
+    }
+}
+
 /// serde's type names in words a config author uses.
 fn friendly(message: &str) -> String {
     message
@@ -597,11 +683,16 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         }
         None => default_name(file),
     };
+    let raw_matrix = raw.matrix.unwrap_or_default();
+    let raw_engines = raw_matrix.engines.clone();
+    let matrix = resolver.matrix(raw_matrix)?;
+    let command = resolver.command(raw.command, &matrix.engines, &raw_engines)?;
     Ok(Config {
         name,
-        matrix: resolver.matrix(raw.matrix.unwrap_or_default())?,
+        matrix,
         measure: resolver.measure(raw.measure.unwrap_or_default())?,
         output: resolver.output(raw.output.unwrap_or_default())?,
+        command,
     })
 }
 

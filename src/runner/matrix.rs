@@ -50,7 +50,7 @@ impl Condition {
 }
 
 /// Why a condition will not run.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
     pub condition: Condition,
     pub reason: String,
@@ -66,7 +66,8 @@ pub struct Plan {
 
 /// Why `engine` cannot run this condition, if it cannot.
 fn unsupported(c: &Condition) -> Option<String> {
-    if !AVAILABLE_ENGINES.contains(&c.engine.as_str()) {
+    // The config only resolves with `command` in the matrix when a [command] table names it.
+    if !AVAILABLE_ENGINES.contains(&c.engine.as_str()) && c.engine != "command" {
         return Some(format!(
             "engine {} is not available in this build",
             c.engine
@@ -123,39 +124,45 @@ pub fn expand(config: &Config) -> Plan {
 pub const ESTIMATE_FLOPS_PER_THREAD: f64 = 2e9;
 /// Process start, model load and optimisation, per run.
 pub const ESTIMATE_RUN_OVERHEAD_S: f64 = 1.0;
-/// Assumed per-inference time of an ONNX file (no analytic cost known).
+/// Assumed per-inference time of an ONNX file or a user's program (no analytic cost known).
 pub const ESTIMATE_FILE_INFERENCE_S: f64 = 0.05;
+
+/// Estimated wall time of one condition's run, in seconds: one worker process loads the model,
+/// runs the first inference and the warm-up, then every repeat; the cool-down follows.
+pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
+    let ms = &config.measure;
+    // Estimates use the cores of the machine that checks the config.
+    let threads = if c.threads == 0 { cores } else { c.threads }.max(1);
+    let per_inference = match &c.model {
+        // A user's program: the model name means what the program makes of it.
+        _ if c.engine == "command" => ESTIMATE_FILE_INFERENCE_S,
+        ModelRef::Zoo(name) => {
+            let params = zoo::ModelParams {
+                num_classes: config.matrix.classes,
+                channels: c.input.channels,
+                height: c.input.height,
+                width: c.input.width,
+                batch: c.batch,
+            };
+            zoo::build(name, &params)
+                .map(|model| {
+                    cost::analyze(&model).total.flops as f64
+                        / (ESTIMATE_FLOPS_PER_THREAD * threads as f64)
+                })
+                .unwrap_or(ESTIMATE_FILE_INFERENCE_S)
+        }
+        ModelRef::Onnx(_) => ESTIMATE_FILE_INFERENCE_S,
+    };
+    let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
+    let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);
+    ESTIMATE_RUN_OVERHEAD_S + warm + ms.repeats as f64 * repeat + ms.cooldown_s
+}
 
 /// Estimated wall time of the whole plan, in seconds.
 pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
-    let ms = &config.measure;
     plan.to_run
         .iter()
-        .map(|c| {
-            // Estimates use the cores of the machine that checks the config.
-            let threads = if c.threads == 0 { cores } else { c.threads }.max(1);
-            let per_inference = match &c.model {
-                ModelRef::Zoo(name) => {
-                    let params = zoo::ModelParams {
-                        num_classes: config.matrix.classes,
-                        channels: c.input.channels,
-                        height: c.input.height,
-                        width: c.input.width,
-                        batch: c.batch,
-                    };
-                    zoo::build(name, &params)
-                        .map(|model| {
-                            cost::analyze(&model).total.flops as f64
-                                / (ESTIMATE_FLOPS_PER_THREAD * threads as f64)
-                        })
-                        .unwrap_or(ESTIMATE_FILE_INFERENCE_S)
-                }
-                ModelRef::Onnx(_) => ESTIMATE_FILE_INFERENCE_S,
-            };
-            let inferences = (1 + ms.warmup + ms.iterations) as f64;
-            let timed = (inferences * per_inference).max(ms.min_duration_s) + ms.warmup_seconds;
-            ms.repeats as f64 * (timed + ESTIMATE_RUN_OVERHEAD_S + ms.cooldown_s)
-        })
+        .map(|c| estimate_condition(config, c, cores))
         .sum()
 }
 
@@ -216,8 +223,17 @@ mod tests {
             "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 9\niterations = 90\nrepeats = 2\n",
         );
         let flops = 8_217_431_528.0; // resnet50 at 3x224x224, see models::cost
-        let per_run = 100.0 * flops / (2.0 * ESTIMATE_FLOPS_PER_THREAD) + ESTIMATE_RUN_OVERHEAD_S;
+        let per_inference = flops / (2.0 * ESTIMATE_FLOPS_PER_THREAD);
+        // One process: load, first + 9 warm-up, then 2 repeats of 90.
+        let expected = ESTIMATE_RUN_OVERHEAD_S + (10.0 + 180.0) * per_inference;
         let got = estimate_seconds(&config, &plan, 8);
-        assert!((got - 2.0 * per_run).abs() < 1e-6, "{got}");
+        assert!((got - expected).abs() < 1e-6, "{got}");
+        // Minimum durations stretch the short parts.
+        let (config, plan) = plan_of(
+            "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 0\niterations = 1\nrepeats = 3\nmin_duration_s = 10\nwarmup_seconds = 4\ncooldown_s = 2\n",
+        );
+        let expected = ESTIMATE_RUN_OVERHEAD_S + 4.0 + 30.0 + 2.0;
+        let got = estimate_seconds(&config, &plan, 8);
+        assert!((got - expected).abs() < 1e-6, "{got}");
     }
 }

@@ -3,6 +3,7 @@
 pub mod matrix;
 pub mod protocol;
 pub mod spawn;
+pub mod sweep;
 pub mod worker;
 
 /// Cores this process may use (1 when the system cannot say).

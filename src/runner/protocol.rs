@@ -25,8 +25,16 @@ use thiserror::Error;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRequest {
     pub condition: Condition,
+    /// Untimed iterations before timing…
     pub warmup: usize,
+    /// … continued until at least this many seconds of warm-up have passed.
+    #[serde(default)]
+    pub warmup_seconds: f64,
+    /// Timed iterations per repeat…
     pub iterations: usize,
+    /// … continued until each repeat has lasted at least this many seconds.
+    #[serde(default)]
+    pub min_duration_s: f64,
     pub repeats: usize,
     pub seed: u64,
     pub classes: usize,
@@ -101,7 +109,7 @@ pub enum ProtocolError {
 }
 
 /// A run as reported by its worker.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct WorkerRun {
     pub init_ms: f64,
     pub engine: Option<String>,
@@ -223,6 +231,11 @@ impl Collector {
             self.run.repeats[repeat].push(v);
         }
         Ok(())
+    }
+
+    /// Whether `ready` has arrived, and how many timed iterations so far.
+    pub fn progress(&self) -> (bool, usize) {
+        (self.ready, self.run.repeats.iter().map(Vec::len).sum())
     }
 
     /// Ends the output: the run, or why it is incomplete.

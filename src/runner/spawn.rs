@@ -1,20 +1,36 @@
-//! Runs one condition in a child `edgeprof worker` process, in its own process group, and turns
-//! what it says (and how it ends) into a run or a failure with its reason.
-//!
-//! Not yet here (the rest of the pipeline): sampling the child from /proc, timeouts, retries.
+//! Runs one condition in a child process, in its own process group, and turns what it says
+//! (and how it ends) into a run or a failure with its reason. While the child runs, the parent
+//! samples it from /proc at the configured interval, enforces the timeout (SIGTERM to the whole
+//! group, SIGKILL a second later), and reaps it with `wait4` so the kernel's own peak-RSS and CPU
+//! accounting cross-check the samples.
 
+use crate::collect::proc::{ProcSample, ProcessSampler};
 use crate::runner::protocol::{Collector, ProtocolError, WorkerRequest, WorkerRun};
-use std::io::{BufRead, BufReader, Read, Write};
+use nix::sys::signal::{killpg, Signal};
+use nix::unistd::Pid;
+use serde::{Deserialize, Serialize};
+use std::collections::VecDeque;
+use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
-use std::path::Path;
-use std::process::{Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 use thiserror::Error;
 
 /// Lines of the worker's stderr kept for a failure report.
 pub const STDERR_TAIL_LINES: usize = 20;
+/// Longest stderr line kept, in bytes (the rest is cut).
+const STDERR_LINE_BYTES: usize = 2000;
+/// Grace between SIGTERM and SIGKILL when a run is stopped.
+pub const KILL_GRACE: Duration = Duration::from_secs(1);
+/// How often the parent checks on the child between samples.
+const POLL: Duration = Duration::from_millis(10);
 
 /// Why a worker run failed.
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Error, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
 pub enum RunFailure {
     #[error("cannot start the worker {program}: {reason}")]
     Spawn { program: String, reason: String },
@@ -28,10 +44,25 @@ pub enum RunFailure {
     #[error("the worker exited with status {code}")]
     Exit { code: i32, stderr_tail: String },
     #[error("the worker broke the protocol: {error}")]
-    Protocol {
-        error: ProtocolError,
-        stderr_tail: String,
-    },
+    Protocol { error: String, stderr_tail: String },
+    #[error("the worker did not finish within the {seconds} s timeout and was killed")]
+    Timeout { seconds: f64, stderr_tail: String },
+    #[error("the run was interrupted")]
+    Cancelled,
+}
+
+impl RunFailure {
+    /// The worker's last stderr lines, when there are any.
+    pub fn stderr_tail(&self) -> &str {
+        match self {
+            RunFailure::Reported { stderr_tail, .. }
+            | RunFailure::Signal { stderr_tail, .. }
+            | RunFailure::Exit { stderr_tail, .. }
+            | RunFailure::Protocol { stderr_tail, .. }
+            | RunFailure::Timeout { stderr_tail, .. } => stderr_tail,
+            RunFailure::Spawn { .. } | RunFailure::Cancelled => "",
+        }
+    }
 }
 
 fn crash_hint(signal: i32) -> &'static str {
@@ -43,60 +74,389 @@ fn crash_hint(signal: i32) -> &'static str {
     }
 }
 
-fn tail(text: &str) -> String {
-    let lines: Vec<&str> = text.lines().collect();
-    lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..].join("\n")
+/// The program a run starts: `edgeprof worker`, or a user's own command (the `command` engine).
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkerCommand {
+    pub program: PathBuf,
+    pub args: Vec<String>,
 }
 
-/// Runs `program` (normally this very binary) as `program worker`, sends it the request and
-/// collects its protocol output.
-pub fn run_worker(program: &Path, request: &WorkerRequest) -> Result<WorkerRun, RunFailure> {
-    let spawn_failure = |reason: String| RunFailure::Spawn {
-        program: program.display().to_string(),
-        reason,
-    };
-    let mut child = Command::new(program)
-        .arg("worker")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0)
-        .spawn()
-        .map_err(|e| spawn_failure(e.to_string()))?;
-    let request_json = serde_json::to_vec(request).map_err(|e| spawn_failure(e.to_string()))?;
-    // The request is small; write it and close stdin so the worker sees end of input.
-    if let Some(mut stdin) = child.stdin.take() {
-        if let Err(e) = stdin.write_all(&request_json) {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Err(spawn_failure(format!("cannot send the request: {e}")));
+impl WorkerCommand {
+    /// This very binary, as `edgeprof worker`.
+    pub fn edgeprof(program: &Path) -> WorkerCommand {
+        WorkerCommand {
+            program: program.to_path_buf(),
+            args: vec!["worker".to_string()],
         }
     }
-    // Drain stderr on its own thread so a chatty worker never blocks on a full pipe.
-    let stderr_reader = child.stderr.take().map(|mut stderr| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = stderr.read_to_string(&mut text);
-            text
-        })
-    });
-    let mut collector = Collector::default();
-    let mut protocol_error = None;
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if protocol_error.is_none() {
-                if let Err(e) = collector.feed(&line) {
-                    protocol_error = Some(e);
+}
+
+/// Limits and sampling of one run.
+#[derive(Debug, Clone, Copy)]
+pub struct RunLimits {
+    pub timeout: Duration,
+    pub sample_interval: Duration,
+}
+
+/// What a running worker has done so far, for live display.
+#[derive(Debug, Clone, PartialEq)]
+pub enum WorkerEvent {
+    /// The engine has loaded the model.
+    Ready,
+    /// Timed iterations reported so far.
+    Timed(usize),
+    Sample(ProcSample),
+}
+
+/// What the run cost the machine, from the samples and from the reaped child's rusage.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Resources {
+    pub wall_s: f64,
+    /// The peak resident memory: the larger of the kernel's two accounts below.
+    pub peak_rss_bytes: Option<u64>,
+    /// VmHWM as last sampled from /proc while the worker ran.
+    pub vmhwm_bytes: Option<u64>,
+    /// ru_maxrss of the reaped worker (wait4), which also covers the moments between samples.
+    pub rusage_maxrss_bytes: Option<u64>,
+    pub user_s: Option<f64>,
+    pub system_s: Option<f64>,
+    /// (user + system) / wall over the whole run, in % of one core.
+    pub cpu_mean_pct: Option<f64>,
+    /// The busiest sampling interval, in % of one core.
+    pub cpu_max_pct: Option<f64>,
+    pub samples: usize,
+}
+
+/// One attempt at a run: its outcome, what it cost, and the samples taken while it ran.
+#[derive(Debug)]
+pub struct Attempt {
+    pub outcome: Result<WorkerRun, RunFailure>,
+    pub resources: Resources,
+    pub samples: Vec<ProcSample>,
+}
+
+/// Keeps the last lines of a stream.
+fn read_tail(stream: impl std::io::Read) -> String {
+    let mut reader = BufReader::new(stream);
+    let mut lines: VecDeque<String> = VecDeque::new();
+    let mut buf = Vec::new();
+    loop {
+        buf.clear();
+        match reader.read_until(b'\n', &mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(_) => {
+                buf.truncate(STDERR_LINE_BYTES);
+                let line = String::from_utf8_lossy(&buf);
+                lines.push_back(line.trim_end_matches(['\n', '\r']).to_string());
+                if lines.len() > STDERR_TAIL_LINES {
+                    lines.pop_front();
                 }
             }
         }
     }
-    let status = child.wait().map_err(|e| spawn_failure(e.to_string()))?;
+    Vec::from(lines).join("\n")
+}
+
+/// The reaped child: its exit status and resource usage.
+struct Reaped {
+    status: ExitStatus,
+    maxrss_bytes: u64,
+    user_s: f64,
+    system_s: f64,
+}
+
+fn seconds(t: libc::timeval) -> f64 {
+    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
+}
+
+/// Reaps `pid` if it has ended, without blocking.
+fn try_reap(pid: i32) -> std::io::Result<Option<Reaped>> {
+    let mut status: libc::c_int = 0;
+    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+    // SAFETY: wait4 only writes the status and the rusage buffer, both owned here and sized
+    // for it; `pid` is our own child, which std's Child never reaps behind our back since we
+    // never call its wait methods.
+    let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    if r == 0 {
+        return Ok(None);
+    }
+    // SAFETY: wait4 returned the child, so it filled the zero-initialised rusage.
+    let usage = unsafe { usage.assume_init() };
+    Ok(Some(Reaped {
+        status: ExitStatus::from_raw(status),
+        // Linux reports ru_maxrss in KiB.
+        maxrss_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
+        user_s: seconds(usage.ru_utime),
+        system_s: seconds(usage.ru_stime),
+    }))
+}
+
+/// Signals the child's whole process group; a group that is already gone is fine.
+fn signal_group(pgid: i32, signal: Signal) {
+    let _ = killpg(Pid::from_raw(pgid), signal);
+}
+
+enum Stop {
+    Timeout,
+    Cancelled,
+}
+
+/// Runs `command` with `request` on its stdin and collects its protocol output, sampling it
+/// every `limits.sample_interval`. `cancel` stops the run from outside (Ctrl-C).
+pub fn run_worker(
+    command: &WorkerCommand,
+    request: &WorkerRequest,
+    limits: RunLimits,
+    cancel: &AtomicBool,
+    mut on_event: impl FnMut(WorkerEvent),
+) -> Attempt {
+    let spawn_failure = |reason: String| Attempt {
+        outcome: Err(RunFailure::Spawn {
+            program: command.program.display().to_string(),
+            reason,
+        }),
+        resources: Resources::default(),
+        samples: Vec::new(),
+    };
+    let request_json = match serde_json::to_vec(request) {
+        Ok(j) => j,
+        Err(e) => return spawn_failure(e.to_string()),
+    };
+    let mut builder = Command::new(&command.program);
+    builder
+        .args(&command.args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only makes one
+    // async-signal-safe system call (prctl).
+    unsafe {
+        builder.pre_exec(|| {
+            // If edgeprof itself dies (SIGKILL, lost SSH session), the worker goes too.
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+        });
+    }
+    let start = Instant::now();
+    let mut child = match builder.spawn() {
+        Ok(c) => c,
+        Err(e) => return spawn_failure(e.to_string()),
+    };
+    let pid = child.id() as i32;
+    // The request is small; write it and close stdin so the worker sees end of input. A worker
+    // that does not read its input (or dies first) is judged by how it ends, not by this write.
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(&request_json);
+    }
+    let stderr_reader = child
+        .stderr
+        .take()
+        .map(|stderr| std::thread::spawn(move || read_tail(stderr)));
+    let (tx, rx) = mpsc::channel::<Option<String>>();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            let mut reader = BufReader::new(stdout);
+            let mut buf = Vec::new();
+            loop {
+                buf.clear();
+                match reader.read_until(b'\n', &mut buf) {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) => {
+                        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
+                        if tx.send(Some(line)).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = tx.send(None);
+        });
+    } else {
+        let _ = tx.send(None);
+    }
+
+    let mut sampler = ProcessSampler::new(Path::new("/"), pid as u32, start);
+    let mut samples: Vec<ProcSample> = Vec::new();
+    let mut next_sample = start;
+    let mut collector = Collector::default();
+    let mut protocol_error: Option<ProtocolError> = None;
+    let mut reaped: Option<Reaped> = None;
+    let mut reap_error: Option<String> = None;
+    let mut stdout_open = true;
+    let mut stop: Option<(Stop, Instant)> = None;
+    let mut killed = false;
+    let mut last_progress = (false, 0);
+    let deadline = start + limits.timeout;
+    let mut ended_at: Option<Instant> = None;
+    loop {
+        let now = Instant::now();
+        if reaped.is_none() && now >= next_sample {
+            if let Some(sample) = sampler.sample(now) {
+                on_event(WorkerEvent::Sample(sample.clone()));
+                samples.push(sample);
+            }
+            next_sample = (next_sample + limits.sample_interval).max(now);
+        }
+        if reaped.is_none() {
+            match try_reap(pid) {
+                Ok(Some(r)) => {
+                    reaped = Some(r);
+                    ended_at = Some(now);
+                    // Take down anything the worker left behind in its group.
+                    signal_group(pid, Signal::SIGKILL);
+                }
+                Ok(None) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    reap_error = Some(e.to_string());
+                    signal_group(pid, Signal::SIGKILL);
+                    break;
+                }
+            }
+        }
+        if reaped.is_some() && !stdout_open {
+            break;
+        }
+        if stop.is_none() && reaped.is_none() {
+            if now >= deadline {
+                stop = Some((Stop::Timeout, now));
+            } else if cancel.load(Ordering::Relaxed) {
+                stop = Some((Stop::Cancelled, now));
+            }
+            if stop.is_some() {
+                signal_group(pid, Signal::SIGTERM);
+            }
+        }
+        if let Some((_, when)) = &stop {
+            if !killed && now >= *when + KILL_GRACE {
+                signal_group(pid, Signal::SIGKILL);
+                killed = true;
+            }
+        }
+        // Output still held open by something outside the group: stop waiting for it.
+        if let Some(end) = ended_at {
+            if now >= end + KILL_GRACE * 2 {
+                break;
+            }
+        }
+        let wait = if reaped.is_some() {
+            POLL
+        } else {
+            POLL.min(next_sample.saturating_duration_since(now))
+        };
+        match rx.recv_timeout(wait) {
+            Ok(Some(line)) => {
+                // A record marks a phase change (loaded, a repeat done): sample there too.
+                if let Some(sample) = sampler.sample_memory(Instant::now()) {
+                    on_event(WorkerEvent::Sample(sample.clone()));
+                    samples.push(sample);
+                }
+                if protocol_error.is_none() {
+                    if let Err(e) = collector.feed(&line) {
+                        protocol_error = Some(e);
+                    }
+                    let progress = collector.progress();
+                    if progress != last_progress {
+                        if progress.0 && !last_progress.0 {
+                            on_event(WorkerEvent::Ready);
+                        }
+                        if progress.1 != last_progress.1 {
+                            on_event(WorkerEvent::Timed(progress.1));
+                        }
+                        last_progress = progress;
+                    }
+                }
+            }
+            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                stdout_open = false;
+                if reaped.is_some() {
+                    break;
+                }
+                // Output is over; the loop keeps polling for the exit.
+                std::thread::sleep(wait);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+    }
+    let wall_s = ended_at
+        .unwrap_or_else(Instant::now)
+        .duration_since(start)
+        .as_secs_f64();
     let stderr_tail = stderr_reader
         .and_then(|h| h.join().ok())
-        .map(|t| tail(&t))
         .unwrap_or_default();
+    // VmHWM only grows within one address space; the last reading is after exec (the first
+    // may be of the forked child before it).
+    let vmhwm = samples.iter().rev().find_map(|s| s.hwm_bytes);
+    let resources = Resources {
+        wall_s,
+        peak_rss_bytes: match (vmhwm, reaped.as_ref().map(|r| r.maxrss_bytes)) {
+            (Some(a), Some(b)) => Some(a.max(b)),
+            (a, b) => a.or(b),
+        },
+        vmhwm_bytes: vmhwm,
+        rusage_maxrss_bytes: reaped.as_ref().map(|r| r.maxrss_bytes),
+        user_s: reaped.as_ref().map(|r| r.user_s),
+        system_s: reaped.as_ref().map(|r| r.system_s),
+        cpu_mean_pct: reaped
+            .as_ref()
+            .filter(|_| wall_s > 0.0)
+            .map(|r| (r.user_s + r.system_s) / wall_s * 100.0),
+        cpu_max_pct: samples
+            .iter()
+            .filter_map(|s| s.cpu_pct)
+            .max_by(f64::total_cmp),
+        samples: samples.len(),
+    };
+    let outcome = judge(
+        stop.map(|s| s.0),
+        limits,
+        reaped.map(|r| r.status),
+        reap_error,
+        protocol_error,
+        collector,
+        stderr_tail,
+    );
+    Attempt {
+        outcome,
+        resources,
+        samples,
+    }
+}
+
+/// How a run ended, from first cause to last: stopped by us, killed by a signal, broke the
+/// protocol, reported an error, exited non-zero, or finished.
+fn judge(
+    stop: Option<Stop>,
+    limits: RunLimits,
+    status: Option<ExitStatus>,
+    reap_error: Option<String>,
+    protocol_error: Option<ProtocolError>,
+    collector: Collector,
+    stderr_tail: String,
+) -> Result<WorkerRun, RunFailure> {
+    match stop {
+        Some(Stop::Timeout) => {
+            return Err(RunFailure::Timeout {
+                seconds: limits.timeout.as_secs_f64(),
+                stderr_tail,
+            })
+        }
+        Some(Stop::Cancelled) => return Err(RunFailure::Cancelled),
+        None => {}
+    }
+    let Some(status) = status else {
+        return Err(RunFailure::Spawn {
+            program: "worker".to_string(),
+            reason: format!(
+                "cannot wait for it: {}",
+                reap_error.unwrap_or_else(|| "unknown".to_string())
+            ),
+        });
+    };
     if let Some(signal) = status.signal() {
         return Err(RunFailure::Signal {
             signal,
@@ -104,7 +464,10 @@ pub fn run_worker(program: &Path, request: &WorkerRequest) -> Result<WorkerRun, 
         });
     }
     if let Some(error) = protocol_error {
-        return Err(RunFailure::Protocol { error, stderr_tail });
+        return Err(RunFailure::Protocol {
+            error: error.to_string(),
+            stderr_tail,
+        });
     }
     let run = collector.finish();
     match (run, status.code()) {
@@ -114,7 +477,10 @@ pub fn run_worker(program: &Path, request: &WorkerRequest) -> Result<WorkerRun, 
         }),
         (Ok(run), Some(0)) => Ok(run),
         (_, Some(code)) if code != 0 => Err(RunFailure::Exit { code, stderr_tail }),
-        (Err(error), _) => Err(RunFailure::Protocol { error, stderr_tail }),
+        (Err(error), _) => Err(RunFailure::Protocol {
+            error: error.to_string(),
+            stderr_tail,
+        }),
         (Ok(run), _) => Ok(run),
     }
 }
@@ -129,25 +495,31 @@ mod tests {
 
     fn request() -> WorkerRequest {
         WorkerRequest {
-            condition: Condition {
-                id: "fake".into(),
-                engine: "command".into(),
-                model: ModelRef::Zoo("resnet34".into()),
-                input: InputShape::default(),
-                batch: 1,
-                threads: 1,
-                device: Device::Cpu,
-            },
+            condition: Condition::new(
+                "command",
+                ModelRef::Zoo("resnet34".into()),
+                InputShape::default(),
+                1,
+                1,
+                Device::Cpu,
+            ),
             warmup: 0,
+            warmup_seconds: 0.0,
             iterations: 1,
+            min_duration_s: 0.0,
             repeats: 1,
             seed: 0,
             classes: 10,
         }
     }
 
+    const LIMITS: RunLimits = RunLimits {
+        timeout: Duration::from_secs(20),
+        sample_interval: Duration::from_millis(20),
+    };
+
     /// Runs a shell script as the worker program.
-    fn run_script(body: &str) -> Result<WorkerRun, RunFailure> {
+    fn run_script_with(body: &str, limits: RunLimits, cancel: &AtomicBool) -> Attempt {
         let dir = match tempfile::tempdir() {
             Ok(d) => d,
             Err(e) => panic!("{e}"),
@@ -159,20 +531,36 @@ mod tests {
         {
             panic!("{e}");
         }
-        run_worker(&path, &request())
+        run_worker(
+            &WorkerCommand::edgeprof(&path),
+            &request(),
+            limits,
+            cancel,
+            |_| {},
+        )
+    }
+
+    fn run_script(body: &str) -> Result<WorkerRun, RunFailure> {
+        run_script_with(body, LIMITS, &AtomicBool::new(false)).outcome
     }
 
     const READY: &str = r#"echo '{"type":"ready","init_ms":1}'"#;
 
     #[test]
-    fn a_well_behaved_worker_gives_its_run() {
+    fn a_well_behaved_worker_gives_its_run_and_resources() {
         let body = format!(
-            "{READY}\necho '{{\"type\":\"iterations\",\"latencies_ms\":[1,2]}}'\necho '{{\"type\":\"summary\"}}'"
+            "{READY}\necho '{{\"type\":\"iterations\",\"latencies_ms\":[1,2]}}'\nsleep 0.2\necho '{{\"type\":\"summary\"}}'"
         );
-        match run_script(&body) {
+        let attempt = run_script_with(&body, LIMITS, &AtomicBool::new(false));
+        match attempt.outcome {
             Ok(run) => assert_eq!(run.repeats, vec![vec![1.0, 2.0]]),
             Err(e) => panic!("{e}"),
         }
+        let r = attempt.resources;
+        assert!(r.wall_s >= 0.2, "{r:?}");
+        assert!(r.rusage_maxrss_bytes.is_some_and(|b| b > 0), "{r:?}");
+        assert!(r.samples >= 2, "{r:?}");
+        assert_eq!(r.samples, attempt.samples.len());
     }
 
     #[test]
@@ -198,27 +586,19 @@ mod tests {
             other => panic!("{other:?}"),
         }
         let garbage = run_script("echo 'this is not json'");
-        assert!(
-            matches!(
-                garbage,
-                Err(RunFailure::Protocol {
-                    error: ProtocolError::Malformed { .. },
-                    ..
-                })
-            ),
-            "{garbage:?}"
-        );
+        match garbage {
+            Err(RunFailure::Protocol { error, .. }) => {
+                assert!(error.contains("not a protocol record"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
         let silent = run_script("true");
-        assert!(
-            matches!(
-                silent,
-                Err(RunFailure::Protocol {
-                    error: ProtocolError::Unfinished,
-                    ..
-                })
-            ),
-            "{silent:?}"
-        );
+        match silent {
+            Err(RunFailure::Protocol { error, .. }) => {
+                assert_eq!(error, ProtocolError::Unfinished.to_string())
+            }
+            other => panic!("{other:?}"),
+        }
         let reported = run_script(r#"echo '{"type":"error","message":"model too big"}'; exit 1"#);
         match reported {
             Err(RunFailure::Reported { message, .. }) => assert_eq!(message, "model too big"),
@@ -227,20 +607,57 @@ mod tests {
     }
 
     #[test]
-    fn a_missing_program_cannot_start() {
-        let missing = run_worker(Path::new("/nonexistent/edgeprof"), &request());
+    fn a_hung_worker_and_its_children_are_killed_at_the_timeout() {
+        let limits = RunLimits {
+            timeout: Duration::from_millis(300),
+            sample_interval: Duration::from_millis(50),
+        };
+        let started = Instant::now();
+        // The script ignores SIGTERM and leaves a child behind: both must go.
+        let attempt = run_script_with(
+            &format!("{READY}\ntrap '' TERM\nsleep 30 &\nsleep 30"),
+            limits,
+            &AtomicBool::new(false),
+        );
         assert!(
-            matches!(missing, Err(RunFailure::Spawn { .. })),
-            "{missing:?}"
+            matches!(attempt.outcome, Err(RunFailure::Timeout { .. })),
+            "{:?}",
+            attempt.outcome
+        );
+        assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn cancelling_stops_the_run() {
+        let cancel = AtomicBool::new(true);
+        let attempt = run_script_with(&format!("{READY}\nsleep 30"), LIMITS, &cancel);
+        assert_eq!(attempt.outcome.err(), Some(RunFailure::Cancelled));
+    }
+
+    #[test]
+    fn a_missing_program_cannot_start() {
+        let missing = run_worker(
+            &WorkerCommand::edgeprof(Path::new("/nonexistent/edgeprof")),
+            &request(),
+            LIMITS,
+            &AtomicBool::new(false),
+            |_| {},
+        );
+        assert!(
+            matches!(missing.outcome, Err(RunFailure::Spawn { .. })),
+            "{:?}",
+            missing.outcome
         );
     }
 
     #[test]
     fn stderr_tail_keeps_the_last_lines() {
         let text: String = (0..30).map(|i| format!("line {i}\n")).collect();
-        let t = tail(&text);
+        let t = read_tail(text.as_bytes());
         assert_eq!(t.lines().count(), STDERR_TAIL_LINES);
         assert!(t.starts_with("line 10") && t.ends_with("line 29"));
+        let long = "x".repeat(5000);
+        assert_eq!(read_tail(long.as_bytes()).len(), STDERR_LINE_BYTES);
     }
 
     #[test]

@@ -105,14 +105,21 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             latency_ms: ms(first),
         },
     )?;
+    // Warm-up: at least `warmup` iterations and at least `warmup_seconds`.
     let mut warm = Vec::with_capacity(request.warmup);
-    for _ in 0..request.warmup {
+    let warm_start = std::time::Instant::now();
+    while warm.len() < request.warmup || warm_start.elapsed().as_secs_f64() < request.warmup_seconds
+    {
         warm.push(ms(session.time_one(&data)?));
     }
     emit(out, &WorkerMessage::Warmup { latencies_ms: warm })?;
     for repeat in 0..request.repeats.max(1) {
+        // At least `iterations`, and at least `min_duration_s` of timed work.
         let mut times = Vec::with_capacity(request.iterations);
-        for _ in 0..request.iterations.max(1) {
+        let repeat_start = std::time::Instant::now();
+        while times.len() < request.iterations.max(1)
+            || repeat_start.elapsed().as_secs_f64() < request.min_duration_s
+        {
             times.push(ms(session.time_one(&data)?));
         }
         emit(

@@ -1,0 +1,679 @@
+//! `edgeprof run` and `edgeprof report`: the sweep from a config with progress on stderr, and
+//! the tables and charts of a results directory on stdout.
+
+use crate::cli::{print_out, render, BadInput};
+use crate::config::{self, Config};
+use crate::report;
+use crate::results::{self, summary, Manifest, Stored, SweepStatus};
+use crate::runner::matrix::{self, Plan};
+use crate::runner::spawn::WorkerEvent;
+use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
+use anyhow::Context;
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+use thiserror::Error;
+
+/// Some conditions failed (exit code 1); their reasons are in the results.
+#[derive(Debug, Error)]
+#[error("{failed} of {total} condition(s) failed; reasons in {}", dir.display())]
+pub struct SomeFailed {
+    pub failed: usize,
+    pub total: usize,
+    pub dir: PathBuf,
+}
+
+/// The sweep was stopped (exit code 130); `--resume` finishes it.
+#[derive(Debug, Error)]
+#[error("interrupted with {done} of {total} condition(s) done; finish with: edgeprof run --resume {}", dir.display())]
+pub struct Interrupted {
+    pub done: usize,
+    pub total: usize,
+    pub dir: PathBuf,
+}
+
+pub struct RunOptions {
+    pub config: Option<PathBuf>,
+    pub resume: Option<PathBuf>,
+    pub output: Option<PathBuf>,
+    pub charts: bool,
+}
+
+/// A results directory that does not exist yet, under `parent`.
+fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let base = results::dir_name(name);
+    for n in 1..100 {
+        let candidate = if n == 1 {
+            parent.join(&base)
+        } else {
+            parent.join(format!("{base}-{n}"))
+        };
+        if !candidate.exists() {
+            std::fs::create_dir_all(&candidate).map_err(|e| {
+                BadInput(format!(
+                    "cannot create the results directory {}: {e}",
+                    candidate.display()
+                ))
+            })?;
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(BadInput(format!(
+        "cannot find a free results directory name under {}",
+        parent.display()
+    )))
+}
+
+fn engine_versions() -> std::collections::BTreeMap<String, String> {
+    [(
+        "tract".to_string(),
+        crate::runner::worker::TRACT_VERSION.to_string(),
+    )]
+    .into_iter()
+    .collect()
+}
+
+/// Starts a new sweep: config, plan, directory and manifest.
+fn start_new(
+    file: &Path,
+    output: Option<&Path>,
+) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
+    let text = std::fs::read_to_string(file).map_err(|e| config::ConfigReadError {
+        path: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    let config = config::parse(&text, file)?;
+    let plan = matrix::expand(&config);
+    if plan.to_run.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "nothing to run: {} condition(s) skipped and {} excluded (see edgeprof config check {})",
+            plan.skipped.len(),
+            plan.excluded,
+            file.display()
+        )));
+    }
+    let parent = output.unwrap_or(&config.output.dir);
+    let dir = new_dir(parent, &config.name)?;
+    let manifest = Manifest {
+        format: results::FORMAT,
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: config.name.clone(),
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        config_text: text,
+        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        device: crate::collect::device::fingerprint(Path::new("/")),
+        engines: engine_versions(),
+        conditions: plan.to_run.clone(),
+        skipped: plan.skipped.clone(),
+        excluded: plan.excluded,
+        started: results::now_rfc3339(),
+        ended: None,
+        resumed: Vec::new(),
+        status: SweepStatus::Running,
+    };
+    results::write_manifest(&dir, &manifest)?;
+    Ok((config, plan, dir, manifest))
+}
+
+/// Reopens an interrupted sweep: the config it stored, checked against its plan.
+fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
+    let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let config =
+        config::parse(&manifest.config_text, &manifest.config_file).with_context(|| {
+            format!(
+                "the config stored in {} no longer resolves here",
+                dir.display()
+            )
+        })?;
+    let plan = matrix::expand(&config);
+    let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
+    let now: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+    if stored != now {
+        anyhow::bail!(BadInput(format!(
+            "the config stored in {} now expands to other conditions ({} instead of {}); start a new run instead",
+            dir.display(),
+            now.len(),
+            stored.len()
+        )));
+    }
+    Ok((config, manifest))
+}
+
+/// Progress on stderr: a redrawn status line on a terminal, plain lines otherwise.
+struct Progress {
+    tty: bool,
+    /// Estimated seconds of each condition still to run in this sweep, in order.
+    estimates: Vec<f64>,
+    started: Instant,
+    /// Estimated seconds of the conditions finished so far in this sweep.
+    estimated_done: f64,
+    finished: usize,
+    current: String,
+    index: usize,
+    total: usize,
+    iterations: usize,
+    timed: usize,
+    rss: Option<u64>,
+    last_draw: Option<Instant>,
+}
+
+impl Progress {
+    fn eta(&self) -> Option<f64> {
+        let remaining: f64 = self.estimates.iter().skip(self.finished).sum();
+        if self.finished == 0 || self.estimated_done <= 0.0 {
+            return Some(remaining);
+        }
+        // Scale the model's estimate by how it has fared so far on this machine.
+        let ratio = self.started.elapsed().as_secs_f64() / self.estimated_done;
+        Some(remaining * ratio)
+    }
+
+    fn clear(&self) {
+        if self.tty {
+            eprint!("\r\x1b[2K");
+        }
+    }
+
+    fn draw(&mut self) {
+        if !self.tty {
+            return;
+        }
+        let now = Instant::now();
+        if self
+            .last_draw
+            .is_some_and(|t| now.duration_since(t) < Duration::from_millis(100))
+        {
+            return;
+        }
+        self.last_draw = Some(now);
+        let frac = if self.total == 0 {
+            1.0
+        } else {
+            let within = if self.iterations > 0 {
+                (self.timed as f64 / self.iterations as f64).min(1.0)
+            } else {
+                0.0
+            };
+            ((self.index.saturating_sub(1)) as f64 + within) / self.total as f64
+        };
+        let width = 24;
+        let filled = ((frac * width as f64).round() as usize).min(width);
+        let mut line = format!(
+            "[{}{}] {}/{} {:>3.0}% {}",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            self.index,
+            self.total,
+            frac * 100.0,
+            self.current
+        );
+        if let Some(rss) = self.rss {
+            let _ = write!(line, " · RSS {}", render::bytes(rss));
+        }
+        if let Some(eta) = self.eta() {
+            let _ = write!(line, " · ETA {}", render::duration(eta));
+        }
+        // Keep to one terminal line so the redraw does not scroll.
+        let line: String = line.chars().take(160).collect();
+        eprint!("\r\x1b[2K{line}");
+        let _ = std::io::stderr().flush();
+    }
+
+    fn event(&mut self, event: SweepEvent, per_condition_iterations: usize) {
+        match event {
+            SweepEvent::Start {
+                index,
+                total,
+                condition,
+                attempt,
+                attempts,
+                ..
+            } => {
+                self.index = index;
+                self.total = total;
+                self.current = condition.id.clone();
+                self.timed = 0;
+                self.rss = None;
+                self.iterations = per_condition_iterations;
+                self.last_draw = None;
+                if self.tty {
+                    self.draw();
+                } else {
+                    let retry = if attempt > 1 {
+                        format!(" (attempt {attempt} of {attempts})")
+                    } else {
+                        String::new()
+                    };
+                    eprintln!("[{index}/{total}] {}: running{retry}", condition.id);
+                }
+            }
+            SweepEvent::Worker(WorkerEvent::Timed(n)) => {
+                self.timed = n;
+                self.draw();
+            }
+            SweepEvent::Worker(WorkerEvent::Sample(s)) => {
+                self.rss = s.rss_bytes.or(self.rss);
+                self.draw();
+            }
+            SweepEvent::Worker(WorkerEvent::Ready) => self.draw(),
+            SweepEvent::Done {
+                index,
+                total,
+                record,
+                retry,
+            } => {
+                self.clear();
+                if !retry {
+                    self.estimated_done +=
+                        self.estimates.get(self.finished).copied().unwrap_or(0.0);
+                    self.finished += 1;
+                }
+                let r = &record.resources;
+                let mut line = format!("[{index}/{total}] {}: ", record.condition.id);
+                match (&record.stats, &record.reason) {
+                    (Some(s), None) => {
+                        let rs = &s.repeat_summary;
+                        let _ = write!(
+                            line,
+                            "ok, mean {:.3} ms ± {:.3}, {:.1} inferences/s",
+                            rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
+                        );
+                        if s.noisy {
+                            let _ = write!(line, ", noisy (CV {:.1} %)", 100.0 * s.cv);
+                        }
+                    }
+                    (_, reason) => {
+                        let what = if retry { "failed, retrying" } else { "failed" };
+                        let _ = write!(
+                            line,
+                            "{what} (attempt {}): {}",
+                            record.attempt,
+                            reason.as_deref().unwrap_or("unknown reason")
+                        );
+                    }
+                }
+                if let Some(peak) = r.peak_rss_bytes {
+                    let _ = write!(line, ", peak RSS {}", render::bytes(peak));
+                }
+                if let Some(cpu) = r.cpu_mean_pct {
+                    let _ = write!(line, ", CPU {cpu:.0} %");
+                }
+                if !retry && self.finished < self.estimates.len() {
+                    if let Some(eta) = self.eta() {
+                        let _ = write!(line, " (ETA {})", render::duration(eta));
+                    }
+                }
+                eprintln!("{line}");
+            }
+            SweepEvent::Cooldown { seconds } => {
+                if !self.tty {
+                    eprintln!("cooling down {seconds} s");
+                }
+            }
+        }
+    }
+}
+
+/// Stops the sweep on SIGINT, SIGTERM or SIGHUP (a dropped SSH session); a second signal
+/// ends edgeprof at once. Workers die with their parent (PR_SET_PDEATHSIG).
+fn install_stop_handlers(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    for (signal, code) in [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)] {
+        signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(flag))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(flag)))
+            .context("cannot install the signal handlers")?;
+    }
+    Ok(())
+}
+
+/// `edgeprof run`.
+pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    let (config, dir, mut manifest, done_before, todo) = match (&options.resume, &options.config) {
+        (Some(_), Some(_)) => anyhow::bail!(BadInput(
+            "--resume continues with the config stored in the results directory; leave CONFIG out"
+                .into()
+        )),
+        (None, None) => anyhow::bail!(BadInput(
+            "name a config file (e.g. configs/default.toml), or --resume DIR".into()
+        )),
+        (Some(dir), None) => {
+            let (config, mut manifest) = reopen(dir)?;
+            let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
+            let finished = results::finished_ids(&runs.records);
+            let todo: Vec<_> = manifest
+                .conditions
+                .iter()
+                .filter(|c| !finished.contains(&c.id))
+                .cloned()
+                .collect();
+            let done = manifest.conditions.len() - todo.len();
+            manifest.resumed.push(results::now_rfc3339());
+            manifest.status = SweepStatus::Running;
+            manifest.ended = None;
+            results::write_manifest(dir, &manifest)?;
+            eprintln!(
+                "resuming {}: {} of {} condition(s) already done, {} to run",
+                dir.display(),
+                done,
+                manifest.conditions.len(),
+                todo.len()
+            );
+            (config, dir.clone(), manifest, done, todo)
+        }
+        (None, Some(file)) => {
+            let (config, plan, dir, manifest) = start_new(file, options.output.as_deref())?;
+            (config, dir, manifest, 0, plan.to_run)
+        }
+    };
+    let cores = crate::runner::available_cores();
+    let estimates: Vec<f64> = todo
+        .iter()
+        .map(|c| matrix::estimate_condition(&config, c, cores))
+        .collect();
+    eprintln!(
+        "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {}",
+        config.name,
+        todo.len(),
+        manifest.skipped.len(),
+        manifest.excluded,
+        render::duration(estimates.iter().sum()),
+        dir.display()
+    );
+    for s in &manifest.skipped {
+        eprintln!("  skipped {}: {}", s.condition.id, s.reason);
+    }
+    let cancel = Arc::new(AtomicBool::new(false));
+    install_stop_handlers(&cancel)?;
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut writer = results::Writer::open(&dir)?;
+    let sweep = Sweep {
+        config: &config,
+        conditions: &todo,
+        total: manifest.conditions.len(),
+        done_before,
+        edgeprof: &edgeprof,
+        cancel: &cancel,
+    };
+    let mut progress = Progress {
+        tty: std::io::stderr().is_terminal(),
+        estimates,
+        started: Instant::now(),
+        estimated_done: 0.0,
+        finished: 0,
+        current: String::new(),
+        index: 0,
+        total: manifest.conditions.len(),
+        iterations: 0,
+        timed: 0,
+        rss: None,
+        last_draw: None,
+    };
+    let per_condition = config.measure.iterations * config.measure.repeats;
+    let outcome = sweep.run(&mut writer, |event| progress.event(event, per_condition))?;
+    progress.clear();
+    manifest.ended = Some(results::now_rfc3339());
+    manifest.status = if outcome.interrupted {
+        SweepStatus::Interrupted
+    } else {
+        SweepStatus::Complete
+    };
+    results::write_manifest(&dir, &manifest)?;
+    let stored = results::load(&dir)?;
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    write_summaries(&stored, &rows, &config.output.formats)?;
+    eprintln!("{}", overhead_line(&outcome));
+    print_out(&report_text(&stored, &rows, options.charts))?;
+    let (ok, failed, not_run, _) = summary::counts(&rows);
+    if outcome.interrupted || not_run > 0 {
+        anyhow::bail!(Interrupted {
+            done: ok + failed,
+            total: manifest.conditions.len(),
+            dir,
+        });
+    }
+    if failed > 0 {
+        anyhow::bail!(SomeFailed {
+            failed,
+            total: manifest.conditions.len(),
+            dir,
+        });
+    }
+    Ok(())
+}
+
+/// Where the sweep's time went: the workers' measured work, their process life, and the rest.
+pub fn overhead_line(o: &SweepOutcome) -> String {
+    let outside = (o.wall_s - o.measured_s).max(0.0);
+    let pct = if o.wall_s > 0.0 {
+        100.0 * outside / o.wall_s
+    } else {
+        0.0
+    };
+    format!(
+        "swept in {:.1} s: {:.1} s measured by the workers (load, first inference, warm-up, timed), \
+         {:.1} s outside it ({pct:.1} %: {:.1} s worker start-up and exit, {:.1} s in edgeprof itself)",
+        o.wall_s,
+        o.measured_s,
+        outside,
+        (o.worker_s - o.measured_s).max(0.0),
+        (o.wall_s - o.worker_s).max(0.0),
+    )
+}
+
+/// Writes summary.csv/json/md (and the SVG charts) in the formats asked for.
+fn write_summaries(
+    stored: &Stored,
+    rows: &[summary::Row],
+    formats: &[String],
+) -> anyhow::Result<()> {
+    let dir = &stored.dir;
+    for format in formats {
+        match format.as_str() {
+            "csv" => {
+                results::write_atomic(&dir.join("summary.csv"), summary::to_csv(rows).as_bytes())?
+            }
+            "json" => results::write_atomic(
+                &dir.join("summary.json"),
+                summary::to_json(&stored.manifest, rows)?.as_bytes(),
+            )?,
+            "md" => results::write_atomic(
+                &dir.join("summary.md"),
+                summary::to_markdown(&stored.manifest, rows).as_bytes(),
+            )?,
+            "svg" => {
+                write_svgs(stored, rows, &dir.join("charts"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The seeds' chart set as SVG files; returns their paths.
+fn write_svgs(stored: &Stored, rows: &[summary::Row], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let cpu = report::cpu_timeline(&stored.runs, &stored.samples);
+    let rss = report::rss_timeline(&stored.runs, &stored.samples);
+    let charts = [
+        (
+            "latency.svg",
+            report::svg::bars(
+                "Mean latency per condition (mean of repeat means)",
+                "ms",
+                &report::latency_groups(rows),
+            )?,
+        ),
+        (
+            "peak_memory.svg",
+            report::svg::bars(
+                "Peak resident memory of the worker",
+                "MiB",
+                &report::memory_groups(rows),
+            )?,
+        ),
+        (
+            "cpu_utilization.svg",
+            report::svg::lines(
+                "Worker CPU utilisation over the sweep",
+                "% of one core",
+                &[("worker CPU", &cpu)],
+            )?,
+        ),
+        (
+            "memory.svg",
+            report::svg::lines(
+                "Worker resident memory over the sweep",
+                "MiB",
+                &[("worker RSS", &rss)],
+            )?,
+        ),
+    ];
+    let mut paths = Vec::new();
+    for (name, svg) in charts {
+        let path = dir.join(name);
+        results::write_atomic(&path, svg.as_bytes())?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+fn opt(v: Option<f64>, places: usize) -> String {
+    v.map(|x| format!("{x:.places$}"))
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// Tables and terminal charts of a stored sweep (what `run` and `report` print).
+pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> String {
+    let m = &stored.manifest;
+    let (ok, failed, not_run, skipped) = summary::counts(rows);
+    let mut out = format!(
+        "{} ({}): {ok} ok, {failed} failed, {not_run} not run, {skipped} skipped; started {}, ended {}\n\n",
+        m.name,
+        stored.dir.display(),
+        m.started,
+        m.ended.as_deref().unwrap_or("(not finished)")
+    );
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut flags = Vec::new();
+            if r.noisy == Some(true) {
+                flags.push("noisy".to_string());
+            }
+            if let Some(n) = r.outliers.filter(|&n| n > 0) {
+                flags.push(format!("{n} outliers"));
+            }
+            if r.attempts > 1 {
+                flags.push(format!("{} attempts", r.attempts));
+            }
+            vec![
+                r.id.clone(),
+                r.status.clone(),
+                opt(r.mean_ms, 3),
+                opt(r.mean_spread_ms, 3),
+                opt(r.p99_ms, 3),
+                opt(r.inferences_per_s, 1),
+                r.peak_rss_bytes
+                    .map(render::bytes)
+                    .unwrap_or_else(|| "-".into()),
+                opt(r.cpu_mean_pct, 0),
+                flags.join(", "),
+            ]
+        })
+        .collect();
+    out.push_str(&render::table(
+        &[
+            "condition",
+            "status",
+            "mean ms",
+            "±",
+            "p99 ms",
+            "inf/s",
+            "peak RSS",
+            "CPU %",
+            "notes",
+        ],
+        &[false, false, true, true, true, true, true, true, false],
+        &table_rows,
+    ));
+    let failures: Vec<&summary::Row> = rows
+        .iter()
+        .filter(|r| r.status != "ok" && r.reason.is_some())
+        .collect();
+    if !failures.is_empty() {
+        out.push_str("\nwhy:\n");
+        for r in failures {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                r.id,
+                r.status,
+                r.reason.as_deref().unwrap_or("")
+            );
+            let tail = stored
+                .runs
+                .iter()
+                .rev()
+                .find(|x| x.condition.id == r.id)
+                .and_then(|x| x.failure.as_ref())
+                .map(|f| f.stderr_tail().to_string())
+                .unwrap_or_default();
+            for line in tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                let _ = writeln!(out, "      | {line}");
+            }
+        }
+    }
+    if charts {
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "mean latency (ms, mean of repeat means)",
+            "ms",
+            &report::latency_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "peak resident memory of the worker (MiB)",
+            "MiB",
+            &report::memory_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_line(
+            "worker CPU utilisation over the sweep (% of one core)",
+            &report::cpu_timeline(&stored.runs, &stored.samples),
+        ));
+    }
+    out
+}
+
+/// `edgeprof report DIR`.
+pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyhow::Result<()> {
+    let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    for warning in &stored.warnings {
+        eprintln!("warning: {warning}");
+    }
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))?;
+    let svg_dir = svg_dir
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.join("charts"));
+    let paths = write_svgs(&stored, &rows, &svg_dir)?;
+    eprintln!(
+        "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
+        dir.display(),
+        paths.len(),
+        svg_dir.display()
+    );
+    print_out(&report_text(&stored, &rows, charts))
+}

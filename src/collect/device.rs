@@ -1,0 +1,228 @@
+//! The device fingerprint stored with every result: what machine produced these numbers.
+//! Everything is read under a root path; what a system does not expose is left out, never
+//! guessed.
+
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// One CPU cache as the kernel describes it (cpu0's view).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cache {
+    pub level: u32,
+    /// `Data`, `Instruction` or `Unified`.
+    pub kind: String,
+    pub size_bytes: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Fingerprint {
+    pub hostname: Option<String>,
+    pub arch: String,
+    pub cpu_model: Option<String>,
+    /// Board model from the device tree (Jetson, Raspberry Pi), when there is one.
+    pub board: Option<String>,
+    /// Logical CPUs online, and those this process may use.
+    pub cpus_online: Option<usize>,
+    pub cpus_available: usize,
+    pub caches: Vec<Cache>,
+    pub kernel: Option<String>,
+    pub os: Option<String>,
+    pub memory_total_bytes: Option<u64>,
+}
+
+/// A cache size as sysfs writes it: `32K`, `1024K`, `8M`, or plain bytes.
+pub fn parse_cache_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, factor) = match t.chars().last()? {
+        'K' | 'k' => (&t[..t.len() - 1], 1024),
+        'M' | 'm' => (&t[..t.len() - 1], 1024 * 1024),
+        'G' | 'g' => (&t[..t.len() - 1], 1024 * 1024 * 1024),
+        _ => (t, 1),
+    };
+    digits.trim().parse::<u64>().ok()?.checked_mul(factor)
+}
+
+/// Counts the CPUs of a kernel list such as `0-3,6,8-9`.
+pub fn count_cpu_list(text: &str) -> Option<usize> {
+    let mut n = 0;
+    for part in text.trim().split(',').filter(|p| !p.is_empty()) {
+        match part.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) = (a.parse().ok()?, b.parse().ok()?);
+                n += b.checked_sub(a)? + 1;
+            }
+            None => {
+                part.parse::<usize>().ok()?;
+                n += 1;
+            }
+        }
+    }
+    Some(n)
+}
+
+/// The CPU's name from `/proc/cpuinfo`: x86 `model name`, Raspberry Pi `Model`, older Arm
+/// kernels `Hardware`, else the Arm implementer and part numbers.
+pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    let field = |key: &str| {
+        cpuinfo.lines().find_map(|line| {
+            let (k, v) = line.split_once(':')?;
+            (k.trim() == key && !v.trim().is_empty()).then(|| v.trim().to_string())
+        })
+    };
+    field("model name")
+        .or_else(|| field("Model"))
+        .or_else(|| field("Hardware"))
+        .or_else(|| {
+            Some(format!(
+                "Arm implementer {} part {}",
+                field("CPU implementer")?,
+                field("CPU part")?
+            ))
+        })
+}
+
+/// `PRETTY_NAME` of an os-release file.
+pub fn parse_os_release(text: &str) -> Option<String> {
+    text.lines().find_map(|line| {
+        let value = line.strip_prefix("PRETTY_NAME=")?;
+        Some(value.trim().trim_matches('"').to_string())
+    })
+}
+
+fn read(root: &Path, path: &str) -> Option<String> {
+    std::fs::read_to_string(root.join(path)).ok()
+}
+
+fn caches(root: &Path) -> Vec<Cache> {
+    let dir = root.join("sys/devices/system/cpu/cpu0/cache");
+    let Ok(entries) = std::fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut caches: Vec<Cache> = entries
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("index"))
+        .filter_map(|e| {
+            let p = e.path();
+            let get = |f: &str| std::fs::read_to_string(p.join(f)).ok();
+            Some(Cache {
+                level: get("level")?.trim().parse().ok()?,
+                kind: get("type")?.trim().to_string(),
+                size_bytes: parse_cache_size(&get("size")?)?,
+            })
+        })
+        .collect();
+    caches.sort_by(|a, b| (a.level, &a.kind).cmp(&(b.level, &b.kind)));
+    caches
+}
+
+/// Reads the fingerprint of the machine whose filesystem is at `root`.
+pub fn fingerprint(root: &Path) -> Fingerprint {
+    let uname = nix::sys::utsname::uname().ok();
+    let real_root = root == Path::new("/");
+    Fingerprint {
+        hostname: read(root, "proc/sys/kernel/hostname").map(|s| s.trim().to_string()),
+        arch: std::env::consts::ARCH.to_string(),
+        cpu_model: read(root, "proc/cpuinfo").and_then(|t| parse_cpu_model(&t)),
+        board: read(root, "proc/device-tree/model")
+            .map(|s| s.trim_end_matches('\0').trim().to_string())
+            .filter(|s| !s.is_empty()),
+        cpus_online: read(root, "sys/devices/system/cpu/online").and_then(|t| count_cpu_list(&t)),
+        cpus_available: crate::runner::available_cores(),
+        caches: caches(root),
+        kernel: match (&uname, real_root) {
+            (Some(u), true) => Some(format!(
+                "{} {} {}",
+                u.sysname().to_string_lossy(),
+                u.release().to_string_lossy(),
+                u.version().to_string_lossy()
+            )),
+            _ => read(root, "proc/sys/kernel/osrelease").map(|s| s.trim().to_string()),
+        },
+        os: read(root, "etc/os-release").and_then(|t| parse_os_release(&t)),
+        memory_total_bytes: read(root, "proc/meminfo")
+            .and_then(|t| crate::collect::proc::parse_meminfo(&t))
+            .map(|m| m.0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cache_sizes_and_cpu_lists() {
+        assert_eq!(parse_cache_size("32K\n"), Some(32 * 1024));
+        assert_eq!(parse_cache_size("8M"), Some(8 << 20));
+        assert_eq!(parse_cache_size("512"), Some(512));
+        assert_eq!(parse_cache_size("big"), None);
+        assert_eq!(parse_cache_size(""), None);
+        assert_eq!(count_cpu_list("0-3,6,8-9\n"), Some(7));
+        assert_eq!(count_cpu_list("0"), Some(1));
+        assert_eq!(count_cpu_list("3-1"), None);
+    }
+
+    #[test]
+    fn cpu_model_from_x86_pi_and_bare_arm() {
+        assert_eq!(
+            parse_cpu_model("processor\t: 0\nmodel name\t: AMD EPYC 7B13\n").as_deref(),
+            Some("AMD EPYC 7B13")
+        );
+        assert_eq!(
+            parse_cpu_model("CPU part\t: 0xd08\nModel\t\t: Raspberry Pi 4 Model B Rev 1.4\n")
+                .as_deref(),
+            Some("Raspberry Pi 4 Model B Rev 1.4")
+        );
+        assert_eq!(
+            parse_cpu_model("CPU implementer\t: 0x41\nCPU part\t: 0xd42\n").as_deref(),
+            Some("Arm implementer 0x41 part 0xd42")
+        );
+        assert_eq!(parse_cpu_model("nothing useful"), None);
+        assert_eq!(
+            parse_os_release("NAME=x\nPRETTY_NAME=\"Ubuntu 18.04.6 LTS\"\n").as_deref(),
+            Some("Ubuntu 18.04.6 LTS")
+        );
+    }
+
+    #[test]
+    fn fingerprint_of_a_fixture_tree() {
+        let root = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let put = |path: &str, text: &str| {
+            let p = root.path().join(path);
+            if let Err(e) = p
+                .parent()
+                .map_or(Ok(()), std::fs::create_dir_all)
+                .and_then(|_| std::fs::write(&p, text))
+            {
+                panic!("{e}")
+            }
+        };
+        put(
+            "proc/cpuinfo",
+            "model name\t: ARMv8 Processor rev 1 (v8l)\n",
+        );
+        put(
+            "proc/device-tree/model",
+            "NVIDIA Jetson Nano Developer Kit\0",
+        );
+        put("sys/devices/system/cpu/online", "0-3\n");
+        put("sys/devices/system/cpu/cpu0/cache/index0/level", "1\n");
+        put("sys/devices/system/cpu/cpu0/cache/index0/type", "Data\n");
+        put("sys/devices/system/cpu/cpu0/cache/index0/size", "32K\n");
+        put("sys/devices/system/cpu/cpu0/cache/index2/level", "2\n");
+        put("sys/devices/system/cpu/cpu0/cache/index2/type", "Unified\n");
+        put("sys/devices/system/cpu/cpu0/cache/index2/size", "2048K\n");
+        put("proc/sys/kernel/osrelease", "4.9.253-tegra\n");
+        put("proc/meminfo", "MemTotal: 4051040 kB\nMemAvailable: 1 kB\n");
+        let f = fingerprint(root.path());
+        assert_eq!(f.board.as_deref(), Some("NVIDIA Jetson Nano Developer Kit"));
+        assert_eq!(f.cpus_online, Some(4));
+        assert_eq!(f.kernel.as_deref(), Some("4.9.253-tegra"));
+        assert_eq!(f.caches.len(), 2);
+        assert_eq!((f.caches[1].level, f.caches[1].size_bytes), (2, 2 << 20));
+        assert_eq!(f.memory_total_bytes, Some(4_051_040 * 1024));
+        assert_eq!(f.os, None);
+    }
+}

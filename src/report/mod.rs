@@ -1,0 +1,262 @@
+//! Charts of a sweep (SPEC 9.2): the data behind them (pure), drawn in the terminal (bars by
+//! hand, lines with textplots' braille canvas) and as SVG files (plotters' SVG backend, which
+//! writes text elements and needs no font library).
+
+pub mod svg;
+
+use crate::results::summary::Row;
+use crate::results::{RunRecord, SampleRecord};
+use std::collections::HashMap;
+use std::fmt::Write;
+
+/// Bars side by side under one label: one bar per engine.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BarGroup {
+    pub label: String,
+    pub bars: Vec<(String, f64)>,
+}
+
+/// The condition without its engine, keeping only the parts that differ between conditions
+/// (a sweep over one input size need not repeat it under every bar).
+fn group_labels(rows: &[&Row]) -> Vec<String> {
+    let parts = |r: &Row| {
+        vec![
+            r.model.clone(),
+            r.input.clone(),
+            format!("b{}", r.batch),
+            format!("t{}", r.threads),
+            r.device.clone(),
+        ]
+    };
+    let all: Vec<Vec<String>> = rows.iter().map(|r| parts(r)).collect();
+    let varies: Vec<bool> = (0..5)
+        .map(|i| all.iter().any(|p| p[i] != all[0][i]))
+        .collect();
+    all.iter()
+        .map(|p| {
+            let kept: Vec<&str> = p
+                .iter()
+                .enumerate()
+                .filter(|(i, _)| *i == 0 || varies[*i])
+                .map(|(_, s)| s.as_str())
+                .collect();
+            kept.join(" ")
+        })
+        .collect()
+}
+
+/// Groups a per-condition figure by model × input (…) with a bar per engine, in plan order.
+pub fn groups(rows: &[Row], value: impl Fn(&Row) -> Option<f64>) -> Vec<BarGroup> {
+    let ok: Vec<&Row> = rows.iter().filter(|r| r.status == "ok").collect();
+    let labels = group_labels(&ok);
+    let mut out: Vec<BarGroup> = Vec::new();
+    for (row, label) in ok.iter().zip(labels) {
+        let Some(v) = value(row) else { continue };
+        match out.iter_mut().find(|g| g.label == label) {
+            Some(g) => g.bars.push((row.engine.clone(), v)),
+            None => out.push(BarGroup {
+                label,
+                bars: vec![(row.engine.clone(), v)],
+            }),
+        }
+    }
+    out
+}
+
+pub fn latency_groups(rows: &[Row]) -> Vec<BarGroup> {
+    groups(rows, |r| r.mean_ms)
+}
+
+pub fn memory_groups(rows: &[Row]) -> Vec<BarGroup> {
+    groups(rows, |r| {
+        r.peak_rss_bytes.map(|b| b as f64 / (1u64 << 20) as f64)
+    })
+}
+
+/// A figure over the sweep's time: the attempts laid end to end in the order they ran, each
+/// sample at its attempt's start plus its own time.
+pub fn timeline(
+    runs: &[RunRecord],
+    samples: &[SampleRecord],
+    value: impl Fn(&SampleRecord) -> Option<f64>,
+) -> Vec<(f64, f64)> {
+    let mut by_attempt: HashMap<(&str, usize), Vec<&SampleRecord>> = HashMap::new();
+    for s in samples {
+        by_attempt
+            .entry((s.condition.as_str(), s.attempt))
+            .or_default()
+            .push(s);
+    }
+    let mut offset = 0.0;
+    let mut points = Vec::new();
+    for r in runs {
+        if let Some(list) = by_attempt.get(&(r.condition.id.as_str(), r.attempt)) {
+            for s in list {
+                if let Some(v) = value(s) {
+                    points.push((offset + s.sample.t_s, v));
+                }
+            }
+        }
+        offset += r.resources.wall_s;
+    }
+    points
+}
+
+pub fn cpu_timeline(runs: &[RunRecord], samples: &[SampleRecord]) -> Vec<(f64, f64)> {
+    timeline(runs, samples, |s| s.sample.cpu_pct)
+}
+
+pub fn rss_timeline(runs: &[RunRecord], samples: &[SampleRecord]) -> Vec<(f64, f64)> {
+    timeline(runs, samples, |s| {
+        s.sample.rss_bytes.map(|b| b as f64 / (1u64 << 20) as f64)
+    })
+}
+
+/// Horizontal bars in the terminal, scaled to the largest value.
+pub fn terminal_bars(title: &str, unit: &str, groups: &[BarGroup], width: usize) -> String {
+    let mut out = format!("{title}\n");
+    let max = groups
+        .iter()
+        .flat_map(|g| g.bars.iter().map(|b| b.1))
+        .fold(0.0f64, f64::max);
+    if groups.is_empty() || max <= 0.0 {
+        out.push_str("  (nothing to show)\n");
+        return out;
+    }
+    let name_width = groups
+        .iter()
+        .flat_map(|g| g.bars.iter().map(|b| b.0.chars().count()))
+        .max()
+        .unwrap_or(0);
+    const EIGHTHS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    for g in groups {
+        let _ = writeln!(out, "  {}", g.label);
+        for (name, v) in &g.bars {
+            let cells = v / max * width as f64;
+            let full = cells.floor() as usize;
+            let part = ((cells - full as f64) * 8.0).floor() as usize;
+            let mut bar = "█".repeat(full);
+            if part > 0 {
+                bar.push(EIGHTHS[part.min(7)]);
+            }
+            let _ = writeln!(out, "    {name:<name_width$} {bar} {v:.2} {unit}");
+        }
+    }
+    out
+}
+
+/// A line over time on textplots' braille canvas.
+pub fn terminal_line(title: &str, points: &[(f64, f64)]) -> String {
+    let mut out = format!("{title}\n");
+    if points.len() < 2 {
+        out.push_str("  (not enough samples)\n");
+        return out;
+    }
+    let pts: Vec<(f32, f32)> = points.iter().map(|&(x, y)| (x as f32, y as f32)).collect();
+    let xmax = pts.iter().map(|p| p.0).fold(0.0f32, f32::max).max(1e-3);
+    let ymax = pts.iter().map(|p| p.1).fold(0.0f32, f32::max).max(1.0) * 1.05;
+    let shape = textplots::Shape::Lines(&pts);
+    let mut chart = textplots::Chart::new_with_y_range(120, 40, 0.0, xmax, 0.0, ymax);
+    let chart = textplots::Plot::lineplot(&mut chart, &shape);
+    chart.axis();
+    chart.figures();
+    out.push_str(&chart.to_string());
+    out.push_str("  time (s) →\n");
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn row(engine: &str, model: &str, input: &str, mean: f64) -> Row {
+        let c = crate::runner::matrix::Condition::new(
+            engine,
+            crate::config::ModelRef::Zoo(model.into()),
+            match input.parse() {
+                Ok(s) => s,
+                Err(e) => panic!("{e}"),
+            },
+            1,
+            0,
+            crate::config::Device::Cpu,
+        );
+        let mut r = crate::results::summary::tests_support::row(&c, "ok");
+        r.mean_ms = Some(mean);
+        r
+    }
+
+    #[test]
+    fn bars_group_by_condition_with_one_bar_per_engine() {
+        let rows = vec![
+            row("tract", "resnet34", "3x32x32", 2.0),
+            row("tract", "resnet34", "3x64x64", 6.0),
+            row("command", "resnet34", "3x32x32", 3.0),
+        ];
+        let g = latency_groups(&rows);
+        assert_eq!(g.len(), 2);
+        assert_eq!(g[0].label, "resnet34 3x32x32");
+        assert_eq!(
+            g[0].bars,
+            vec![("tract".to_string(), 2.0), ("command".to_string(), 3.0)]
+        );
+        let text = terminal_bars("mean latency", "ms", &g, 12);
+        // The largest value fills the width; 3 of 6 fills half.
+        assert!(
+            text.contains(&format!("{} 6.00 ms", "█".repeat(12))),
+            "{text}"
+        );
+        assert!(
+            text.contains(&format!("command {} 3.00 ms", "█".repeat(6))),
+            "{text}"
+        );
+        assert!(terminal_bars("x", "ms", &[], 10).contains("nothing to show"));
+    }
+
+    #[test]
+    fn timelines_lay_attempts_end_to_end() {
+        let c = crate::runner::matrix::Condition::new(
+            "tract",
+            crate::config::ModelRef::Zoo("resnet34".into()),
+            crate::models::InputShape::default(),
+            1,
+            0,
+            crate::config::Device::Cpu,
+        );
+        let record = |attempt, wall_s| RunRecord {
+            condition: c.clone(),
+            attempt,
+            last: attempt == 2,
+            started: String::new(),
+            ok: true,
+            reason: None,
+            failure: None,
+            run: None,
+            stats: None,
+            resources: crate::runner::spawn::Resources {
+                wall_s,
+                ..Default::default()
+            },
+        };
+        let sample = |attempt, t_s, cpu| SampleRecord {
+            condition: c.id.clone(),
+            attempt,
+            sample: crate::collect::proc::ProcSample {
+                t_s,
+                cpu_pct: Some(cpu),
+                rss_bytes: None,
+                hwm_bytes: None,
+                mem_used_bytes: None,
+                mem_total_bytes: None,
+            },
+        };
+        let runs = vec![record(1, 2.0), record(2, 1.0)];
+        let samples = vec![sample(1, 0.5, 100.0), sample(2, 0.5, 50.0)];
+        assert_eq!(
+            cpu_timeline(&runs, &samples),
+            vec![(0.5, 100.0), (2.5, 50.0)]
+        );
+        assert!(terminal_line("cpu", &[(0.0, 1.0)]).contains("not enough"));
+        assert!(terminal_line("cpu", &cpu_timeline(&runs, &samples)).contains("time (s)"));
+    }
+}

@@ -1,0 +1,209 @@
+//! SVG charts through plotters' SVG backend: horizontal grouped bars (one row per condition and
+//! engine, rows of a group adjacent, colour by engine) and lines over time.
+
+use crate::report::BarGroup;
+use plotters::prelude::*;
+
+const WIDTH: u32 = 960;
+/// Engine colours, in order of first appearance (a colour-blind-safe palette).
+const PALETTE: [RGBColor; 6] = [
+    RGBColor(0, 114, 178),
+    RGBColor(230, 159, 0),
+    RGBColor(0, 158, 115),
+    RGBColor(204, 121, 167),
+    RGBColor(86, 180, 233),
+    RGBColor(213, 94, 0),
+];
+
+fn chart_error(e: impl std::fmt::Display) -> anyhow::Error {
+    anyhow::anyhow!("cannot draw the chart: {e}")
+}
+
+/// Horizontal bars, one row per (group, engine), as SVG text.
+pub fn bars(title: &str, unit: &str, groups: &[BarGroup]) -> anyhow::Result<String> {
+    let rows: Vec<(String, &str, f64)> = groups
+        .iter()
+        .flat_map(|g| {
+            g.bars
+                .iter()
+                .map(move |(engine, v)| (format!("{} · {engine}", g.label), engine.as_str(), *v))
+        })
+        .collect();
+    let mut engines: Vec<&str> = Vec::new();
+    for (_, e, _) in &rows {
+        if !engines.contains(e) {
+            engines.push(e);
+        }
+    }
+    let n = rows.len().max(1) as u32;
+    let height = 120 + 26 * n;
+    let max = rows.iter().map(|r| r.2).fold(0.0f64, f64::max).max(1e-9) * 1.1;
+    let label_width = rows
+        .iter()
+        .map(|r| r.0.chars().count() as u32 * 7 + 16)
+        .max()
+        .unwrap_or(60)
+        .clamp(60, 480);
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(label_width)
+            .build_cartesian_2d(0f64..max, (0u32..n).into_segmented())
+            .map_err(chart_error)?;
+        let labels: Vec<String> = rows.iter().map(|r| r.0.clone()).collect();
+        let label_of = move |v: &SegmentValue<u32>| match v {
+            SegmentValue::CenterOf(i) => labels.get(*i as usize).cloned().unwrap_or_default(),
+            _ => String::new(),
+        };
+        chart
+            .configure_mesh()
+            .disable_y_mesh()
+            .y_labels(rows.len().max(1))
+            .y_label_formatter(&label_of)
+            .x_desc(unit)
+            .draw()
+            .map_err(chart_error)?;
+        for (k, engine) in engines.iter().enumerate() {
+            let colour = PALETTE[k % PALETTE.len()];
+            chart
+                .draw_series(rows.iter().enumerate().filter(|(_, r)| r.1 == *engine).map(
+                    |(i, r)| {
+                        let i = i as u32;
+                        let mut bar = Rectangle::new(
+                            [
+                                (0.0, SegmentValue::Exact(i)),
+                                (r.2, SegmentValue::Exact(i + 1)),
+                            ],
+                            colour.filled(),
+                        );
+                        bar.set_margin(3, 3, 0, 0);
+                        bar
+                    },
+                ))
+                .map_err(chart_error)?
+                .label(*engine)
+                .legend(move |(x, y)| {
+                    Rectangle::new([(x, y - 5), (x + 12, y + 5)], colour.filled())
+                });
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+/// Lines over time, one per named series, as SVG text.
+pub fn lines(
+    title: &str,
+    y_desc: &str,
+    series: &[(&str, &[(f64, f64)])],
+) -> anyhow::Result<String> {
+    let xmax = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.0))
+        .fold(0.0f64, f64::max)
+        .max(1e-3);
+    let ymax = series
+        .iter()
+        .flat_map(|s| s.1.iter().map(|p| p.1))
+        .fold(0.0f64, f64::max)
+        .max(1.0)
+        * 1.05;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 420)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(title, ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(60)
+            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("time (s)")
+            .y_desc(y_desc)
+            .draw()
+            .map_err(chart_error)?;
+        for (k, (name, points)) in series.iter().enumerate() {
+            let colour = PALETTE[k % PALETTE.len()];
+            chart
+                .draw_series(LineSeries::new(
+                    points.iter().copied(),
+                    colour.stroke_width(2),
+                ))
+                .map_err(chart_error)?
+                .label(*name)
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+        }
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bar_chart_is_svg_with_every_label() {
+        let groups = vec![
+            BarGroup {
+                label: "resnet34".into(),
+                bars: vec![("tract".into(), 2.0), ("command".into(), 3.0)],
+            },
+            BarGroup {
+                label: "vgg19".into(),
+                bars: vec![("tract".into(), 9.0)],
+            },
+        ];
+        let svg = match bars("mean latency", "ms", &groups) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(svg.starts_with("<svg"), "{}", &svg[..60.min(svg.len())]);
+        for text in [
+            "mean latency",
+            "resnet34 · tract",
+            "resnet34 · command",
+            "vgg19 · tract",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
+        assert!(svg.matches("<rect").count() >= 3);
+    }
+
+    #[test]
+    fn line_chart_is_svg_and_copes_with_no_data() {
+        let points = [(0.0, 10.0), (1.0, 180.0), (2.0, 195.0)];
+        let svg = match lines("CPU", "% of one core", &[("worker", &points)]) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(
+            svg.contains("<polyline") || svg.contains("<path"),
+            "no line drawn"
+        );
+        assert!(svg.contains("time (s)"));
+        assert!(lines("CPU", "%", &[]).is_ok());
+        assert!(bars("empty", "ms", &[]).is_ok());
+    }
+}

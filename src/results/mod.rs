@@ -1,0 +1,355 @@
+//! The results directory (SPEC 9.1):
+//!
+//! ```text
+//! results/<UTC timestamp>-<config name>/
+//!   manifest.json   config (as written and resolved), device fingerprint, versions, plan, start/end
+//!   runs.jsonl      one record per attempt, appended and flushed as it happens
+//!   samples.jsonl   /proc samples of each attempt's worker
+//!   summary.csv / summary.json / summary.md   one row per condition, derived from runs.jsonl
+//!   charts/*.svg    latency and peak-memory bars, CPU utilisation over time (format `svg`)
+//! ```
+//!
+//! A crash, SIGKILL or Ctrl-C loses nothing already written: every record is one line, flushed
+//! before the next run starts, and a torn last line is ignored (and trimmed on resume).
+
+pub mod summary;
+
+use crate::collect::device::Fingerprint;
+use crate::collect::proc::ProcSample;
+use crate::runner::matrix::{Condition, Skipped};
+use crate::runner::protocol::WorkerRun;
+use crate::runner::spawn::{Resources, RunFailure};
+use crate::stats::RunStats;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::fs::{File, OpenOptions};
+use std::io::{Read, Seek, Write};
+use std::path::{Path, PathBuf};
+
+pub const MANIFEST: &str = "manifest.json";
+pub const RUNS: &str = "runs.jsonl";
+pub const SAMPLES: &str = "samples.jsonl";
+/// Version of the directory layout, raised when a reader could misread an older one.
+pub const FORMAT: u32 = 1;
+
+/// Where a sweep stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SweepStatus {
+    Running,
+    Interrupted,
+    Complete,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Manifest {
+    pub format: u32,
+    pub edgeprof_version: String,
+    pub name: String,
+    /// The config file as given (absolute), so relative model paths resolve again on resume.
+    pub config_file: PathBuf,
+    /// The config text exactly as it was read.
+    pub config_text: String,
+    /// The resolved config, every default filled in.
+    pub config: serde_json::Value,
+    pub device: Fingerprint,
+    /// Engine name → version, for the engines built into this edgeprof.
+    pub engines: BTreeMap<String, String>,
+    pub conditions: Vec<Condition>,
+    pub skipped: Vec<Skipped>,
+    pub excluded: usize,
+    pub started: String,
+    pub ended: Option<String>,
+    /// When the sweep was resumed, once per resume.
+    #[serde(default)]
+    pub resumed: Vec<String>,
+    pub status: SweepStatus,
+}
+
+/// One attempt at one condition: a line of runs.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    pub condition: Condition,
+    /// 1 for the first attempt, 2 for the first retry, …
+    pub attempt: usize,
+    /// True when no retry follows this attempt: the condition's result.
+    pub last: bool,
+    pub started: String,
+    pub ok: bool,
+    /// Why it failed, in one sentence.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<RunFailure>,
+    /// Everything the worker reported, every raw time included.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<WorkerRun>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stats: Option<RunStats>,
+    pub resources: Resources,
+}
+
+/// A line of samples.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SampleRecord {
+    pub condition: String,
+    pub attempt: usize,
+    #[serde(flatten)]
+    pub sample: ProcSample,
+}
+
+/// Now, as RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
+/// The directory name of a new sweep: `20261129T190512Z-<name>`.
+pub fn dir_name(name: &str) -> String {
+    let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
+    let stamp = time::OffsetDateTime::now_utc()
+        .format(&format)
+        .unwrap_or_else(|_| "run".to_string());
+    format!("{stamp}-{name}")
+}
+
+/// Writes a file whole, through a temporary file renamed into place, so a reader (or a crash)
+/// never sees half of it.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, bytes)
+        .and_then(|_| std::fs::rename(&tmp, path))
+        .with_context(|| format!("cannot write {}", path.display()))
+}
+
+pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(manifest).context("cannot encode the manifest")?;
+    write_atomic(&dir.join(MANIFEST), (text + "\n").as_bytes())
+}
+
+pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {
+    let path = dir.join(MANIFEST);
+    let text = std::fs::read_to_string(&path).with_context(|| {
+        format!(
+            "{} is not an edgeprof results directory (cannot read {MANIFEST})",
+            dir.display()
+        )
+    })?;
+    let manifest: Manifest = serde_json::from_str(&text)
+        .with_context(|| format!("{} is not a valid manifest", path.display()))?;
+    if manifest.format > FORMAT {
+        anyhow::bail!(
+            "{} was written by a newer edgeprof (layout {}, this one reads up to {FORMAT})",
+            dir.display(),
+            manifest.format
+        );
+    }
+    Ok(manifest)
+}
+
+/// Appends records to the JSON-lines files of a results directory.
+pub struct Writer {
+    runs: File,
+    samples: File,
+}
+
+/// Cuts a torn last line (a write interrupted by SIGKILL or power loss) off a JSON-lines file.
+fn trim_torn_tail(file: &mut File) -> std::io::Result<()> {
+    let mut text = Vec::new();
+    file.rewind()?;
+    file.read_to_end(&mut text)?;
+    if text.last().is_some_and(|&b| b != b'\n') {
+        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
+        file.set_len(keep as u64)?;
+    }
+    Ok(())
+}
+
+fn open_append(path: &Path) -> anyhow::Result<File> {
+    let mut file = OpenOptions::new()
+        .create(true)
+        .read(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {} for appending", path.display()))?;
+    trim_torn_tail(&mut file).with_context(|| format!("cannot repair {}", path.display()))?;
+    Ok(file)
+}
+
+fn append_line(file: &mut File, path: &str, value: &impl Serialize) -> anyhow::Result<()> {
+    let mut line =
+        serde_json::to_vec(value).with_context(|| format!("cannot encode a {path} record"))?;
+    line.push(b'\n');
+    file.write_all(&line)
+        .and_then(|_| file.flush())
+        .with_context(|| format!("cannot append to {path}"))
+}
+
+impl Writer {
+    /// Opens (creating if needed) the record files of `dir`.
+    pub fn open(dir: &Path) -> anyhow::Result<Writer> {
+        Ok(Writer {
+            runs: open_append(&dir.join(RUNS))?,
+            samples: open_append(&dir.join(SAMPLES))?,
+        })
+    }
+
+    /// Appends one run record and pushes it to the disk before returning.
+    pub fn run(&mut self, record: &RunRecord) -> anyhow::Result<()> {
+        append_line(&mut self.runs, RUNS, record)?;
+        // Survive a power cut too, not just a killed process: one sync per run is cheap.
+        let _ = self.runs.sync_data();
+        Ok(())
+    }
+
+    pub fn samples(
+        &mut self,
+        condition: &str,
+        attempt: usize,
+        samples: &[ProcSample],
+    ) -> anyhow::Result<()> {
+        let mut block = Vec::new();
+        for sample in samples {
+            let record = SampleRecord {
+                condition: condition.to_string(),
+                attempt,
+                sample: sample.clone(),
+            };
+            serde_json::to_writer(&mut block, &record).context("cannot encode a sample")?;
+            block.push(b'\n');
+        }
+        self.samples
+            .write_all(&block)
+            .and_then(|_| self.samples.flush())
+            .with_context(|| format!("cannot append to {SAMPLES}"))
+    }
+}
+
+/// A JSON-lines file read back: its records, and what had to be ignored.
+pub struct Lines<T> {
+    pub records: Vec<T>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads a JSON-lines file; a missing file is empty. Lines that do not parse are reported in
+/// `warnings` (a torn last line is expected after a kill) and skipped.
+pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Lines<T>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut lines = Lines {
+        records: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let torn = !text.is_empty() && !text.ends_with('\n');
+    let count = text.lines().count();
+    for (i, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match serde_json::from_str(line) {
+            Ok(r) => lines.records.push(r),
+            Err(_) if torn && i + 1 == count => lines.warnings.push(format!(
+                "{name}: ignored a torn last line (the run was killed while writing it)"
+            )),
+            Err(e) => lines.warnings.push(format!(
+                "{name}:{}: ignored a line that is not a record: {e}",
+                i + 1
+            )),
+        }
+    }
+    Ok(lines)
+}
+
+/// A stored sweep, read back.
+pub struct Stored {
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    pub runs: Vec<RunRecord>,
+    pub samples: Vec<SampleRecord>,
+    pub warnings: Vec<String>,
+}
+
+pub fn load(dir: &Path) -> anyhow::Result<Stored> {
+    let manifest = read_manifest(dir)?;
+    let runs = read_lines::<RunRecord>(&dir.join(RUNS))?;
+    let samples = read_lines::<SampleRecord>(&dir.join(SAMPLES))?;
+    let mut warnings = runs.warnings;
+    warnings.extend(samples.warnings);
+    Ok(Stored {
+        dir: dir.to_path_buf(),
+        manifest,
+        runs: runs.records,
+        samples: samples.records,
+        warnings,
+    })
+}
+
+/// Ids of the conditions that have their result (a successful attempt, or a last failed one).
+pub fn finished_ids(runs: &[RunRecord]) -> std::collections::HashSet<String> {
+    runs.iter()
+        .filter(|r| r.ok || r.last)
+        .map(|r| r.condition.id.clone())
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn torn_lines_are_trimmed_and_reported() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let path = dir.path().join("x.jsonl");
+        if let Err(e) = std::fs::write(&path, "{\"a\":1}\nnot json\n{\"a\":2}\n{\"a\":") {
+            panic!("{e}")
+        }
+        let Ok(lines) = read_lines::<serde_json::Value>(&path) else {
+            panic!("unreadable")
+        };
+        assert_eq!(lines.records.len(), 2);
+        assert_eq!(lines.warnings.len(), 2);
+        assert!(
+            lines.warnings[0].contains("x.jsonl:2"),
+            "{:?}",
+            lines.warnings
+        );
+        assert!(lines.warnings[1].contains("torn"), "{:?}", lines.warnings);
+        let Ok(mut file) = open_append(&path) else {
+            panic!("cannot open")
+        };
+        if let Err(e) = append_line(&mut file, "x", &serde_json::json!({"a": 3})) {
+            panic!("{e}")
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert!(text.ends_with("{\"a\":2}\n{\"a\":3}\n"), "{text}");
+        let Ok(missing) = read_lines::<serde_json::Value>(&dir.path().join("none")) else {
+            panic!("missing file is an error")
+        };
+        assert!(missing.records.is_empty() && missing.warnings.is_empty());
+    }
+
+    #[test]
+    fn directory_names_carry_a_utc_stamp_and_the_name() {
+        let name = dir_name("default");
+        assert!(name.ends_with("Z-default"), "{name}");
+        assert_eq!(name.len(), "20261129T190512Z-default".len());
+        assert!(now_rfc3339().ends_with('Z'));
+    }
+}

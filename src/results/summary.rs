@@ -1,0 +1,356 @@
+//! Derived tables: one row per condition of a sweep, from its run records (the last attempt
+//! decides), written as CSV, JSON and Markdown.
+
+use crate::results::{Manifest, RunRecord};
+use serde::Serialize;
+
+/// A condition's result in one row; times in milliseconds, memory in bytes.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Row {
+    pub id: String,
+    pub engine: String,
+    pub model: String,
+    pub input: String,
+    pub batch: usize,
+    pub threads: usize,
+    pub device: String,
+    /// `ok`, `failed`, `skipped` or `not run` (interrupted before it ran).
+    pub status: String,
+    pub attempts: usize,
+    pub reason: Option<String>,
+    pub init_ms: Option<f64>,
+    pub first_inference_ms: Option<f64>,
+    pub warmup_mean_ms: Option<f64>,
+    /// Mean of the repeats' means, and the spread (sample std) of those means.
+    pub mean_ms: Option<f64>,
+    pub mean_spread_ms: Option<f64>,
+    pub median_ms: Option<f64>,
+    pub std_ms: Option<f64>,
+    pub p90_ms: Option<f64>,
+    pub p99_ms: Option<f64>,
+    pub min_ms: Option<f64>,
+    pub max_ms: Option<f64>,
+    pub inferences_per_s: Option<f64>,
+    pub images_per_s: Option<f64>,
+    pub iterations: Option<usize>,
+    pub repeats: Option<usize>,
+    pub outliers: Option<usize>,
+    pub cv: Option<f64>,
+    pub noisy: Option<bool>,
+    pub peak_rss_bytes: Option<u64>,
+    pub cpu_mean_pct: Option<f64>,
+    pub cpu_max_pct: Option<f64>,
+    pub wall_s: Option<f64>,
+}
+
+impl Row {
+    fn blank(c: &crate::runner::matrix::Condition, status: &str) -> Row {
+        Row {
+            id: c.id.clone(),
+            engine: c.engine.clone(),
+            model: c.model.to_string(),
+            input: c.input.to_string(),
+            batch: c.batch,
+            threads: c.threads,
+            device: c.device.to_string(),
+            status: status.to_string(),
+            attempts: 0,
+            reason: None,
+            init_ms: None,
+            first_inference_ms: None,
+            warmup_mean_ms: None,
+            mean_ms: None,
+            mean_spread_ms: None,
+            median_ms: None,
+            std_ms: None,
+            p90_ms: None,
+            p99_ms: None,
+            min_ms: None,
+            max_ms: None,
+            inferences_per_s: None,
+            images_per_s: None,
+            iterations: None,
+            repeats: None,
+            outliers: None,
+            cv: None,
+            noisy: None,
+            peak_rss_bytes: None,
+            cpu_mean_pct: None,
+            cpu_max_pct: None,
+            wall_s: None,
+        }
+    }
+
+    fn from_record(record: &RunRecord, attempts: usize) -> Row {
+        let mut row = Row::blank(&record.condition, if record.ok { "ok" } else { "failed" });
+        row.attempts = attempts;
+        row.reason = record.reason.clone();
+        let r = &record.resources;
+        row.peak_rss_bytes = r.peak_rss_bytes;
+        row.cpu_mean_pct = r.cpu_mean_pct;
+        row.cpu_max_pct = r.cpu_max_pct;
+        row.wall_s = Some(r.wall_s);
+        if let Some(s) = &record.stats {
+            let rs = &s.repeat_summary;
+            row.init_ms = Some(s.init_ms);
+            row.first_inference_ms = s.first_inference_ms;
+            row.warmup_mean_ms = s.warmup_mean_ms;
+            row.mean_ms = Some(rs.mean_ms);
+            row.mean_spread_ms = Some(rs.mean_spread_ms);
+            row.median_ms = Some(rs.median_ms);
+            row.std_ms = Some(rs.std_ms);
+            row.p90_ms = Some(rs.p90_ms);
+            row.p99_ms = Some(rs.p99_ms);
+            row.min_ms = Some(rs.min_ms);
+            row.max_ms = Some(rs.max_ms);
+            row.inferences_per_s = Some(rs.inferences_per_s);
+            row.images_per_s = Some(rs.images_per_s);
+            row.iterations = Some(s.latency.samples);
+            row.repeats = Some(rs.repeats);
+            row.outliers = Some(s.outliers.len());
+            row.cv = Some(s.cv);
+            row.noisy = Some(s.noisy);
+        }
+        row
+    }
+}
+
+/// One row per planned and skipped condition, in plan order; a condition's last record decides.
+pub fn rows(manifest: &Manifest, runs: &[RunRecord]) -> Vec<Row> {
+    let mut out = Vec::new();
+    for c in &manifest.conditions {
+        let attempts: Vec<&RunRecord> = runs.iter().filter(|r| r.condition.id == c.id).collect();
+        match attempts.iter().rev().find(|r| r.ok || r.last) {
+            Some(record) => out.push(Row::from_record(record, attempts.len())),
+            None => {
+                let mut row = Row::blank(c, "not run");
+                row.attempts = attempts.len();
+                row.reason = attempts.last().and_then(|r| r.reason.clone());
+                out.push(row);
+            }
+        }
+    }
+    for s in &manifest.skipped {
+        let mut row = Row::blank(&s.condition, "skipped");
+        row.reason = Some(s.reason.clone());
+        out.push(row);
+    }
+    out
+}
+
+/// Counts of rows by status: (ok, failed, not run, skipped).
+pub fn counts(rows: &[Row]) -> (usize, usize, usize, usize) {
+    let n = |s: &str| rows.iter().filter(|r| r.status == s).count();
+    (n("ok"), n("failed"), n("not run"), n("skipped"))
+}
+
+const COLUMNS: &[&str] = &[
+    "id",
+    "engine",
+    "model",
+    "input",
+    "batch",
+    "threads",
+    "device",
+    "status",
+    "attempts",
+    "reason",
+    "init_ms",
+    "first_inference_ms",
+    "warmup_mean_ms",
+    "mean_ms",
+    "mean_spread_ms",
+    "median_ms",
+    "std_ms",
+    "p90_ms",
+    "p99_ms",
+    "min_ms",
+    "max_ms",
+    "inferences_per_s",
+    "images_per_s",
+    "iterations",
+    "repeats",
+    "outliers",
+    "cv",
+    "noisy",
+    "peak_rss_bytes",
+    "cpu_mean_pct",
+    "cpu_max_pct",
+    "wall_s",
+];
+
+fn opt<T: ToString>(v: &Option<T>) -> String {
+    v.as_ref().map(|x| x.to_string()).unwrap_or_default()
+}
+
+fn cells(r: &Row) -> Vec<String> {
+    vec![
+        r.id.clone(),
+        r.engine.clone(),
+        r.model.clone(),
+        r.input.clone(),
+        r.batch.to_string(),
+        r.threads.to_string(),
+        r.device.clone(),
+        r.status.clone(),
+        r.attempts.to_string(),
+        opt(&r.reason),
+        opt(&r.init_ms),
+        opt(&r.first_inference_ms),
+        opt(&r.warmup_mean_ms),
+        opt(&r.mean_ms),
+        opt(&r.mean_spread_ms),
+        opt(&r.median_ms),
+        opt(&r.std_ms),
+        opt(&r.p90_ms),
+        opt(&r.p99_ms),
+        opt(&r.min_ms),
+        opt(&r.max_ms),
+        opt(&r.inferences_per_s),
+        opt(&r.images_per_s),
+        opt(&r.iterations),
+        opt(&r.repeats),
+        opt(&r.outliers),
+        opt(&r.cv),
+        opt(&r.noisy),
+        opt(&r.peak_rss_bytes),
+        opt(&r.cpu_mean_pct),
+        opt(&r.cpu_max_pct),
+        opt(&r.wall_s),
+    ]
+}
+
+/// RFC 4180: a field with a comma, quote or line break is quoted, quotes doubled.
+fn csv_field(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+pub fn to_csv(rows: &[Row]) -> String {
+    let mut out = COLUMNS.join(",") + "\n";
+    for r in rows {
+        let line: Vec<String> = cells(r).iter().map(|c| csv_field(c)).collect();
+        out.push_str(&line.join(","));
+        out.push('\n');
+    }
+    out
+}
+
+pub fn to_json(manifest: &Manifest, rows: &[Row]) -> anyhow::Result<String> {
+    let (ok, failed, not_run, skipped) = counts(rows);
+    let value = serde_json::json!({
+        "name": manifest.name,
+        "started": manifest.started,
+        "ended": manifest.ended,
+        "status": manifest.status,
+        "device": manifest.device,
+        "counts": {"ok": ok, "failed": failed, "not_run": not_run, "skipped": skipped},
+        "conditions": rows,
+    });
+    Ok(serde_json::to_string_pretty(&value)? + "\n")
+}
+
+fn md_cell(text: &str) -> String {
+    text.replace('|', "\\|").replace('\n', " ")
+}
+
+fn fixed(v: Option<f64>, places: usize) -> String {
+    v.map(|x| format!("{x:.places$}"))
+        .unwrap_or_else(|| "–".to_string())
+}
+
+pub fn to_markdown(manifest: &Manifest, rows: &[Row]) -> String {
+    let (ok, failed, not_run, skipped) = counts(rows);
+    let mut out = format!(
+        "# {}\n\nStarted {}, ended {}. {} ok, {} failed, {} not run, {} skipped.\n\n",
+        manifest.name,
+        manifest.started,
+        manifest.ended.as_deref().unwrap_or("(not finished)"),
+        ok,
+        failed,
+        not_run,
+        skipped
+    );
+    let d = &manifest.device;
+    out.push_str(&format!(
+        "Device: {} ({}), {} CPUs, {} memory, kernel {}.\n\n",
+        d.board
+            .as_deref()
+            .or(d.cpu_model.as_deref())
+            .unwrap_or("unknown CPU"),
+        d.arch,
+        d.cpus_available,
+        d.memory_total_bytes
+            .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
+            .unwrap_or_else(|| "unknown".to_string()),
+        d.kernel.as_deref().unwrap_or("unknown"),
+    ));
+    out.push_str("| condition | status | mean ms | ± | median | p90 | p99 | inf/s | peak RSS MiB | CPU % | notes |\n");
+    out.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
+    for r in rows {
+        let mut notes = Vec::new();
+        if r.noisy == Some(true) {
+            notes.push(format!("noisy (CV {:.1} %)", 100.0 * r.cv.unwrap_or(0.0)));
+        }
+        if let Some(n) = r.outliers.filter(|&n| n > 0) {
+            notes.push(format!("{n} outliers"));
+        }
+        if let Some(reason) = &r.reason {
+            notes.push(reason.clone());
+        }
+        out.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
+            md_cell(&r.id),
+            r.status,
+            fixed(r.mean_ms, 3),
+            fixed(r.mean_spread_ms, 3),
+            fixed(r.median_ms, 3),
+            fixed(r.p90_ms, 3),
+            fixed(r.p99_ms, 3),
+            fixed(r.inferences_per_s, 1),
+            fixed(r.peak_rss_bytes.map(|b| b as f64 / (1u64 << 20) as f64), 1),
+            fixed(r.cpu_mean_pct, 0),
+            md_cell(&notes.join("; ")),
+        ));
+    }
+    out
+}
+
+/// Rows for other modules' tests.
+#[cfg(test)]
+pub mod tests_support {
+    pub fn row(c: &crate::runner::matrix::Condition, status: &str) -> super::Row {
+        super::Row::blank(c, status)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csv_quotes_only_what_needs_it() {
+        assert_eq!(csv_field("plain"), "plain");
+        assert_eq!(csv_field("a,b"), "\"a,b\"");
+        assert_eq!(csv_field("say \"hi\""), "\"say \"\"hi\"\"\"");
+        assert_eq!(csv_field("two\nlines"), "\"two\nlines\"");
+        assert_eq!(
+            COLUMNS.len(),
+            cells(&Row::blank(
+                &crate::runner::matrix::Condition::new(
+                    "tract",
+                    crate::config::ModelRef::Zoo("resnet34".into()),
+                    crate::models::InputShape::default(),
+                    1,
+                    0,
+                    crate::config::Device::Cpu,
+                ),
+                "ok"
+            ))
+            .len()
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The sweep: every planned condition in its own worker process, one after another, with
+//! retries, cool-downs and a stop on request; every attempt is appended to the results
+//! directory before the next begins. Progress goes out as [`SweepEvent`]s; nothing here prints.
+
+use crate::config::Config;
+use crate::results::{now_rfc3339, RunRecord, Writer};
+use crate::runner::matrix::Condition;
+use crate::runner::protocol::{WorkerRequest, WorkerRun};
+use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerCommand, WorkerEvent};
+use crate::stats;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// What happens during a sweep, for progress display.
+#[derive(Debug)]
+pub enum SweepEvent<'a> {
+    /// An attempt begins. `index` counts from 1 over the whole plan (resumed runs included).
+    Start {
+        index: usize,
+        total: usize,
+        condition: &'a Condition,
+        attempt: usize,
+        attempts: usize,
+    },
+    Worker(WorkerEvent),
+    /// An attempt ended and was stored; `retry` when another attempt follows.
+    Done {
+        index: usize,
+        total: usize,
+        record: &'a RunRecord,
+        retry: bool,
+    },
+    Cooldown {
+        seconds: f64,
+    },
+}
+
+/// How a sweep ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepOutcome {
+    /// Conditions that got their result in this sweep.
+    pub ok: usize,
+    pub failed: usize,
+    pub interrupted: bool,
+    pub attempts: usize,
+    /// Wall time of the worker processes, start to exit.
+    pub worker_s: f64,
+    /// Of that, the work the workers measured: load, first inference, warm-up, timed iterations.
+    pub measured_s: f64,
+    pub wall_s: f64,
+}
+
+/// The figures of a sweep's plan.
+pub struct Sweep<'a> {
+    pub config: &'a Config,
+    /// The conditions still to run, in order.
+    pub conditions: &'a [Condition],
+    /// Conditions of the whole plan, and how many had their result before this sweep.
+    pub total: usize,
+    pub done_before: usize,
+    /// This edgeprof binary, run as `edgeprof worker` for the built-in engines.
+    pub edgeprof: &'a std::path::Path,
+    pub cancel: &'a AtomicBool,
+}
+
+/// Seconds of work a worker measured (its own figures, not its process's life).
+pub fn measured_seconds(run: &WorkerRun) -> f64 {
+    let timed: f64 = run.repeats.iter().flatten().sum();
+    let warm: f64 = run.warmup_ms.iter().sum();
+    (run.init_ms + run.first_inference_ms.unwrap_or(0.0) + warm + timed) / 1e3
+}
+
+/// Sleeps, waking early when the sweep is cancelled.
+fn pause(seconds: f64, cancel: &AtomicBool) {
+    let until = Instant::now() + Duration::from_secs_f64(seconds);
+    while !cancel.load(Ordering::Relaxed) {
+        let now = Instant::now();
+        if now >= until {
+            break;
+        }
+        std::thread::sleep((until - now).min(Duration::from_millis(100)));
+    }
+}
+
+impl Sweep<'_> {
+    fn command_for(&self, condition: &Condition) -> WorkerCommand {
+        match (&self.config.command, condition.engine.as_str()) {
+            (Some(c), "command") => WorkerCommand {
+                program: c.program.clone(),
+                args: c.args.clone(),
+            },
+            _ => WorkerCommand::edgeprof(self.edgeprof),
+        }
+    }
+
+    fn request(&self, condition: &Condition) -> WorkerRequest {
+        let m = &self.config.measure;
+        WorkerRequest {
+            condition: condition.clone(),
+            warmup: m.warmup,
+            warmup_seconds: m.warmup_seconds,
+            iterations: m.iterations,
+            min_duration_s: m.min_duration_s,
+            repeats: m.repeats,
+            seed: m.seed,
+            classes: self.config.matrix.classes,
+        }
+    }
+
+    /// Runs the sweep, storing every attempt through `writer`.
+    pub fn run(
+        &self,
+        writer: &mut Writer,
+        mut on_event: impl FnMut(SweepEvent),
+    ) -> anyhow::Result<SweepOutcome> {
+        let start = Instant::now();
+        let m = &self.config.measure;
+        let limits = RunLimits {
+            timeout: Duration::from_secs_f64(m.timeout_s),
+            sample_interval: Duration::from_millis(m.sample_interval_ms),
+        };
+        let attempts = 1 + m.retries;
+        let mut outcome = SweepOutcome::default();
+        'conditions: for (k, condition) in self.conditions.iter().enumerate() {
+            let index = self.done_before + k + 1;
+            let command = self.command_for(condition);
+            let request = self.request(condition);
+            for attempt in 1..=attempts {
+                if self.cancel.load(Ordering::Relaxed) {
+                    outcome.interrupted = true;
+                    break 'conditions;
+                }
+                on_event(SweepEvent::Start {
+                    index,
+                    total: self.total,
+                    condition,
+                    attempt,
+                    attempts,
+                });
+                let started = now_rfc3339();
+                let result = spawn::run_worker(&command, &request, limits, self.cancel, |event| {
+                    on_event(SweepEvent::Worker(event))
+                });
+                if matches!(result.outcome, Err(RunFailure::Cancelled)) {
+                    // Not a result: a resumed sweep runs this condition again.
+                    outcome.interrupted = true;
+                    break 'conditions;
+                }
+                outcome.attempts += 1;
+                outcome.worker_s += result.resources.wall_s;
+                let (run, stats, failure) = match result.outcome {
+                    Ok(run) => {
+                        outcome.measured_s += measured_seconds(&run);
+                        let stats = stats::run_stats(
+                            run.init_ms,
+                            run.first_inference_ms,
+                            &run.warmup_ms,
+                            &run.repeats,
+                            condition.batch,
+                        );
+                        let failure = stats.is_none().then(|| RunFailure::Reported {
+                            message: "the worker reported no timed iterations".to_string(),
+                            stderr_tail: String::new(),
+                        });
+                        (Some(run), stats, failure)
+                    }
+                    Err(failure) => (None, None, Some(failure)),
+                };
+                let ok = failure.is_none();
+                let last = ok || attempt == attempts;
+                let record = RunRecord {
+                    condition: condition.clone(),
+                    attempt,
+                    last,
+                    started,
+                    ok,
+                    reason: failure.as_ref().map(|f| f.to_string()),
+                    failure,
+                    run,
+                    stats,
+                    resources: result.resources,
+                };
+                writer.run(&record)?;
+                writer.samples(&condition.id, attempt, &result.samples)?;
+                on_event(SweepEvent::Done {
+                    index,
+                    total: self.total,
+                    record: &record,
+                    retry: !last,
+                });
+                if last {
+                    if ok {
+                        outcome.ok += 1;
+                    } else {
+                        outcome.failed += 1;
+                    }
+                }
+                let more = !last || k + 1 < self.conditions.len();
+                if m.cooldown_s > 0.0 && more {
+                    on_event(SweepEvent::Cooldown {
+                        seconds: m.cooldown_s,
+                    });
+                    pause(m.cooldown_s, self.cancel);
+                }
+                if ok {
+                    break;
+                }
+            }
+        }
+        outcome.wall_s = start.elapsed().as_secs_f64();
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_work_is_load_first_warmup_and_timed() {
+        let run = WorkerRun {
+            init_ms: 100.0,
+            first_inference_ms: Some(50.0),
+            warmup_ms: vec![10.0, 10.0],
+            repeats: vec![vec![5.0; 10], vec![5.0; 10]],
+            ..WorkerRun::default()
+        };
+        assert!((measured_seconds(&run) - 0.27).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_cancelled_pause_returns_at_once() {
+        let cancel = AtomicBool::new(true);
+        let t = Instant::now();
+        pause(30.0, &cancel);
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}

@@ -1,0 +1,517 @@
+//! `edgeprof run` and `edgeprof report` through the binary: a real tract sweep, faulty workers,
+//! peak memory against GNU time, interruption and resume.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+fn worker_fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/workers/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn write(path: &Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+}
+
+fn read(path: &Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    }
+}
+
+/// The one results directory under `parent`.
+fn results_dir(parent: &Path) -> PathBuf {
+    let dirs: Vec<PathBuf> = match std::fs::read_dir(parent) {
+        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
+        Err(e) => panic!("no results under {}: {e}", parent.display()),
+    };
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    read(&dir.join("runs.jsonl"))
+        .lines()
+        .map(|l| match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(e) => panic!("runs.jsonl line is not JSON: {l:?}: {e}"),
+        })
+        .collect()
+}
+
+/// Processes whose command line mentions `needle`.
+fn processes_mentioning(needle: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let Ok(entries) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if !name.chars().all(|c| c.is_ascii_digit()) {
+            continue;
+        }
+        let cmdline = std::fs::read(entry.path().join("cmdline")).unwrap_or_default();
+        let text = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        // Zombies awaiting their reaper have an empty command line and hold nothing.
+        if text.contains(needle) {
+            found.push(format!("{name}: {text}"));
+        }
+    }
+    found
+}
+
+#[test]
+fn a_tract_sweep_writes_the_whole_results_directory() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("tiny.toml");
+    write(
+        &config,
+        "name = \"tiny\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = 4\nrepeats = 2\nsample_interval_ms = 20\n\
+         [output]\nformats = [\"csv\", \"json\", \"md\", \"svg\"]\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .args(["run", &config.display().to_string(), "--output"])
+        .arg(&out)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("1 condition(s) to run"), "{stderr}");
+    assert!(stderr.contains("estimated"), "{stderr}");
+    assert!(
+        stdout.contains("tract/shufflenet_v2_x0_5/3x32x32/b1/t1/cpu"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("mean latency"), "{stdout}");
+    let dir = results_dir(&out);
+    assert!(
+        dir.file_name()
+            .is_some_and(|n| n.to_string_lossy().ends_with("Z-tiny")),
+        "{dir:?}"
+    );
+    for file in [
+        "manifest.json",
+        "runs.jsonl",
+        "samples.jsonl",
+        "summary.csv",
+        "summary.json",
+        "summary.md",
+        "charts/latency.svg",
+        "charts/peak_memory.svg",
+        "charts/cpu_utilization.svg",
+    ] {
+        assert!(dir.join(file).is_file(), "missing {file}");
+    }
+    let manifest: serde_json::Value = match serde_json::from_str(&read(&dir.join("manifest.json")))
+    {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(manifest["status"], "complete");
+    assert!(manifest["device"]["cpus_available"]
+        .as_u64()
+        .is_some_and(|n| n >= 1));
+    assert!(manifest["device"]["kernel"].is_string());
+    assert_eq!(manifest["engines"]["tract"], "0.23.9");
+    let runs = records(&dir);
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0];
+    assert_eq!(run["ok"], true);
+    assert_eq!(run["run"]["repeats"].as_array().map(Vec::len), Some(2));
+    assert_eq!(run["stats"]["latency"]["samples"], 8);
+    assert!(run["resources"]["peak_rss_bytes"]
+        .as_u64()
+        .is_some_and(|b| b > 1 << 20));
+    assert!(read(&dir.join("samples.jsonl")).lines().count() >= 2);
+    let csv = read(&dir.join("summary.csv"));
+    assert!(csv.starts_with("id,engine,model,"), "{csv}");
+    assert_eq!(csv.lines().count(), 2);
+    // The stored run re-renders.
+    let again = edgeprof()
+        .args(["report", "--no-charts"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&again.get_output().stdout).into_owned();
+    assert!(text.contains("1 ok, 0 failed"), "{text}");
+    assert!(!text.contains("mean latency"), "{text}");
+}
+
+#[test]
+fn faulty_workers_are_recorded_retried_and_cleaned_up() {
+    let tmp = temp_dir();
+    let log = tmp.path().join("starts.log");
+    let config = tmp.path().join("faults.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"faults\"\n[command]\nprogram = \"{}\"\nargs = [\"{}\"]\n\
+             [matrix]\nengines = [\"command\"]\n\
+             models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\", \"resnet34\", \"resnet50\", \"vgg19\"]\n\
+             [measure]\ntimeout_s = 2\nretries = 1\nsample_interval_ms = 50\n",
+            worker_fixture("faulty.sh"),
+            log.display()
+        ),
+    );
+    let out = tmp.path().join("results");
+    let started = Instant::now();
+    let assert = edgeprof()
+        .args([
+            "run",
+            "--no-charts",
+            &config.display().to_string(),
+            "--output",
+        ])
+        .arg(&out)
+        .timeout(Duration::from_secs(120))
+        .assert()
+        .code(1);
+    // Two attempts of a 2 s timeout plus the 1 s kill grace, and little else.
+    assert!(started.elapsed() < Duration::from_secs(60));
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("4 of 5 condition(s) failed"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        stdout.contains("about to crash"),
+        "stderr tail missing: {stdout}"
+    );
+
+    // Every failing condition ran twice (one retry), the good one once.
+    let starts = read(&log);
+    for (what, times) in [
+        ("ok", 1),
+        ("segv", 2),
+        ("hang", 2),
+        ("garbage", 2),
+        ("exit", 2),
+    ] {
+        assert_eq!(
+            starts.lines().filter(|l| *l == what).count(),
+            times,
+            "{what} in {starts}"
+        );
+    }
+    let dir = results_dir(&out);
+    let runs = records(&dir);
+    assert_eq!(runs.len(), 9);
+    let last = |model: &str| -> serde_json::Value {
+        match runs
+            .iter()
+            .rev()
+            .find(|r| r["condition"]["model"]["name"] == model)
+        {
+            Some(r) => r.clone(),
+            None => panic!("no record for {model}"),
+        }
+    };
+    assert_eq!(last("shufflenet_v2_x0_5")["ok"], true);
+    for (model, kind, words) in [
+        ("mobilenet_v2", "signal", "signal 11"),
+        ("resnet34", "timeout", "timeout"),
+        ("resnet50", "protocol", "broke the protocol"),
+        ("vgg19", "exit", "status 3"),
+    ] {
+        let r = last(model);
+        assert_eq!(r["ok"], false, "{model}");
+        assert_eq!(r["last"], true, "{model}");
+        assert_eq!(r["attempt"], 2, "{model}");
+        assert_eq!(r["failure"]["kind"], kind, "{model}");
+        let reason = r["reason"].as_str().unwrap_or("");
+        assert!(reason.contains(words), "{model}: {reason}");
+    }
+    assert!(last("vgg19")["failure"]["stderr_tail"]
+        .as_str()
+        .is_some_and(|t| t.contains("giving up")));
+    let summary = read(&dir.join("summary.csv"));
+    assert_eq!(
+        summary.lines().filter(|l| l.contains(",failed,")).count(),
+        4
+    );
+    // Nothing the hanging worker started survives.
+    let needle = tmp.path().display().to_string();
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        let left = processes_mentioning(&needle);
+        if left.is_empty() {
+            break;
+        }
+        assert!(Instant::now() < deadline, "orphans remain: {left:?}");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// `Maximum resident set size (kbytes): N` of GNU time's verbose report.
+fn gnu_time_max_rss(stderr: &str) -> Option<u64> {
+    stderr.lines().find_map(|l| {
+        let v = l
+            .trim()
+            .strip_prefix("Maximum resident set size (kbytes):")?;
+        v.trim().parse::<u64>().ok().map(|kib| kib * 1024)
+    })
+}
+
+#[test]
+fn peak_rss_agrees_with_gnu_time_within_five_percent() {
+    let gnu_time = Path::new("/usr/bin/time");
+    assert!(
+        gnu_time.is_file(),
+        "GNU time is needed for this test: apt-get install time (.ci/run installs it)"
+    );
+    let tmp = temp_dir();
+    let config = tmp.path().join("memory.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"memory\"\n[command]\nprogram = \"{}\"\nargs = [\"300\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\n\
+             [measure]\nretries = 0\nsample_interval_ms = 20\n",
+            worker_fixture("allocate.py")
+        ),
+    );
+    let out = tmp.path().join("results");
+    edgeprof()
+        .args([
+            "run",
+            "--no-charts",
+            &config.display().to_string(),
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let runs = records(&results_dir(&out));
+    let resources = &runs[0]["resources"];
+    let peak = resources["peak_rss_bytes"].as_u64().unwrap_or(0);
+    let hwm = resources["vmhwm_bytes"].as_u64().unwrap_or(0);
+    let rusage = resources["rusage_maxrss_bytes"].as_u64().unwrap_or(0);
+
+    // The same program, with the same request on stdin, under GNU time.
+    let request = r#"{"condition":{"id":"x","engine":"command","model":{"kind":"zoo","name":"resnet34"},"input":"3x224x224","batch":1,"threads":0,"device":"cpu"},"warmup":10,"iterations":100,"repeats":5,"seed":1,"classes":1000}"#;
+    let output = std::process::Command::new(gnu_time)
+        .arg("-v")
+        .arg(worker_fixture("allocate.py"))
+        .arg("300")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut child| {
+            use std::io::Write;
+            if let Some(mut stdin) = child.stdin.take() {
+                stdin.write_all(request.as_bytes())?;
+            }
+            child.wait_with_output()
+        });
+    let output = match output {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run GNU time: {e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    let Some(reference) = gnu_time_max_rss(&stderr) else {
+        panic!("GNU time gave no maximum RSS: {stderr}")
+    };
+    let within = |a: u64, what: &str| {
+        let ratio = a as f64 / reference as f64;
+        assert!(
+            (0.95..=1.05).contains(&ratio),
+            "{what} {a} B vs GNU time {reference} B (ratio {ratio:.3})"
+        );
+    };
+    assert!(
+        reference > 300 << 20,
+        "the program touched less than 300 MiB: {reference}"
+    );
+    within(peak, "peak RSS");
+    within(hwm, "sampled VmHWM");
+    within(rusage, "rusage maxrss");
+}
+
+/// Starts `edgeprof run` on a sweep of slow command-engine conditions.
+fn slow_sweep(tmp: &Path, conditions: usize) -> (std::process::Child, PathBuf) {
+    let config = tmp.join("slow.toml");
+    let batches: Vec<String> = (1..=conditions).map(|b| b.to_string()).collect();
+    write(
+        &config,
+        &format!(
+            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"0.4\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [{}]\n\
+             [measure]\nretries = 0\nsample_interval_ms = 50\n",
+            worker_fixture("slow.sh"),
+            batches.join(", ")
+        ),
+    );
+    let out = tmp.join("results");
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn();
+    match child {
+        Ok(c) => (c, out),
+        Err(e) => panic!("cannot start edgeprof: {e}"),
+    }
+}
+
+/// Waits until the sweep has stored `n` records.
+fn wait_for_records(out: &Path, n: usize) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    loop {
+        if let Some(dir) = std::fs::read_dir(out)
+            .ok()
+            .and_then(|mut e| e.next())
+            .and_then(|e| e.ok())
+            .map(|e| e.path())
+        {
+            let lines = std::fs::read_to_string(dir.join("runs.jsonl"))
+                .map(|t| t.lines().count())
+                .unwrap_or(0);
+            if lines >= n {
+                return dir;
+            }
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the sweep stored fewer than {n} records"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn assert_each_condition_once(dir: &Path, conditions: usize) {
+    let runs = records(dir);
+    let mut ids: Vec<String> = runs
+        .iter()
+        .map(|r| r["condition"]["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert!(runs.iter().all(|r| r["ok"] == true), "{runs:?}");
+    assert_eq!(ids.len(), conditions, "{ids:?}");
+    ids.sort();
+    ids.dedup();
+    assert_eq!(ids.len(), conditions, "a condition ran twice");
+}
+
+#[test]
+fn a_sweep_killed_with_sigkill_is_finished_by_resume() {
+    let tmp = temp_dir();
+    let (mut child, out) = slow_sweep(tmp.path(), 6);
+    let dir = wait_for_records(&out, 2);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL) {
+        panic!("cannot kill edgeprof: {e}");
+    }
+    let _ = child.wait();
+    let before = records(&dir).len();
+    assert!((2..6).contains(&before), "{before} records before the kill");
+    // The worker that was running died with its parent.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while !processes_mentioning("slow.sh").is_empty() {
+        assert!(Instant::now() < deadline, "orphan worker after SIGKILL");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let assert = edgeprof()
+        .args(["run", "--no-charts", "--resume"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("{before} of 6 condition(s) already done")),
+        "{stderr}"
+    );
+    assert_each_condition_once(&dir, 6);
+    let manifest = read(&dir.join("manifest.json"));
+    assert!(manifest.contains("\"status\": \"complete\""), "{manifest}");
+    assert!(manifest.contains("\"resumed\": ["), "{manifest}");
+    // Resuming a finished sweep runs nothing again.
+    edgeprof()
+        .args(["run", "--no-charts", "--resume"])
+        .arg(&dir)
+        .assert()
+        .success();
+    assert_each_condition_once(&dir, 6);
+}
+
+#[test]
+fn ctrl_c_saves_what_was_measured_and_exits_130() {
+    let tmp = temp_dir();
+    let (mut child, out) = slow_sweep(tmp.path(), 5);
+    let dir = wait_for_records(&out, 1);
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT) {
+        panic!("cannot interrupt edgeprof: {e}");
+    }
+    let status = match child.wait() {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(status.code(), Some(130));
+    let manifest = read(&dir.join("manifest.json"));
+    assert!(
+        manifest.contains("\"status\": \"interrupted\""),
+        "{manifest}"
+    );
+    let done = records(&dir).len();
+    assert!((1..5).contains(&done));
+    assert!(dir.join("summary.csv").is_file());
+    edgeprof()
+        .args(["run", "--no-charts", "--resume"])
+        .arg(&dir)
+        .assert()
+        .success();
+    assert_each_condition_once(&dir, 5);
+}
+
+#[test]
+fn run_and_report_refuse_bad_input_with_exit_code_2() {
+    assert_bad_input(&["run"], "name a config file");
+    assert_bad_input(&["run", "/nonexistent/x.toml"], "cannot read config");
+    assert_bad_input(
+        &["run", "--resume", "/nonexistent/dir"],
+        "not an edgeprof results directory",
+    );
+    assert_bad_input(
+        &["report", "/nonexistent/dir"],
+        "not an edgeprof results directory",
+    );
+    let tmp = temp_dir();
+    let config = tmp.path().join("none.toml");
+    write(
+        &config,
+        "[matrix]\nmodels = [\"resnet34\"]\n[[matrix.exclude]]\nmodel = \"resnet34\"\n",
+    );
+    assert_bad_input(&["run", &config.display().to_string()], "nothing to run");
+    let both = config.display().to_string();
+    assert_bad_input(&["run", &both, "--resume", "/tmp"], "leave CONFIG out");
+}
+
+#[test]
+fn report_warns_about_a_torn_record_and_still_renders() {
+    let tmp = temp_dir();
+    let (mut child, out) = slow_sweep(tmp.path(), 2);
+    let _ = child.wait();
+    let dir = results_dir(&out);
+    let runs = dir.join("runs.jsonl");
+    let mut text = read(&runs);
+    text.push_str("{\"condition\":{\"id\":");
+    write(&runs, &text);
+    let assert = edgeprof().arg("report").arg(&dir).assert().success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stderr.contains("torn last line"), "{stderr}");
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(stdout.contains("2 ok"), "{stdout}");
+    assert!(dir.join("charts/latency.svg").is_file());
+}
