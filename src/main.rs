@@ -11,6 +11,7 @@ mod engines;
 mod models;
 mod report;
 mod results;
+mod roofline;
 mod runner;
 mod stats;
 

@@ -30,12 +30,7 @@ fn read(path: &Path) -> String {
 
 /// The one results directory under `parent`.
 fn results_dir(parent: &Path) -> PathBuf {
-    let dirs: Vec<PathBuf> = match std::fs::read_dir(parent) {
-        Ok(entries) => entries.flatten().map(|e| e.path()).collect(),
-        Err(e) => panic!("no results under {}: {e}", parent.display()),
-    };
-    assert_eq!(dirs.len(), 1, "{dirs:?}");
-    dirs[0].clone()
+    only_entry(parent)
 }
 
 fn records(dir: &Path) -> Vec<serde_json::Value> {
@@ -280,16 +275,7 @@ fn peak_rss_agrees_with_gnu_time_within_five_percent() {
         ),
     );
     let out = tmp.path().join("results");
-    edgeprof()
-        .args([
-            "run",
-            "--no-charts",
-            &config.display().to_string(),
-            "--output",
-        ])
-        .arg(&out)
-        .assert()
-        .success();
+    run_config(&config, &out);
     let runs = records(&results_dir(&out));
     let resources = &runs[0]["resources"];
     let peak = resources["peak_rss_bytes"].as_u64().unwrap_or(0);
@@ -391,6 +377,21 @@ fn wait_for_records(out: &Path, n: usize) -> PathBuf {
     }
 }
 
+fn signal(child: &std::process::Child, signal: nix::sys::signal::Signal) {
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    if let Err(e) = nix::sys::signal::kill(pid, signal) {
+        panic!("cannot signal edgeprof: {e}");
+    }
+}
+
+fn resume(dir: &Path) -> assert_cmd::assert::Assert {
+    edgeprof()
+        .args(["run", "--no-charts", "--resume"])
+        .arg(dir)
+        .assert()
+        .success()
+}
+
 fn assert_each_condition_once(dir: &Path, conditions: usize) {
     let runs = records(dir);
     let mut ids: Vec<String> = runs
@@ -409,10 +410,7 @@ fn a_sweep_killed_with_sigkill_is_finished_by_resume() {
     let tmp = temp_dir();
     let (mut child, out) = slow_sweep(tmp.path(), 6);
     let dir = wait_for_records(&out, 2);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGKILL) {
-        panic!("cannot kill edgeprof: {e}");
-    }
+    signal(&child, nix::sys::signal::Signal::SIGKILL);
     let _ = child.wait();
     let before = records(&dir).len();
     assert!((2..6).contains(&before), "{before} records before the kill");
@@ -422,11 +420,7 @@ fn a_sweep_killed_with_sigkill_is_finished_by_resume() {
         assert!(Instant::now() < deadline, "orphan worker after SIGKILL");
         std::thread::sleep(Duration::from_millis(50));
     }
-    let assert = edgeprof()
-        .args(["run", "--no-charts", "--resume"])
-        .arg(&dir)
-        .assert()
-        .success();
+    let assert = resume(&dir);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
         stderr.contains(&format!("{before} of 6 condition(s) already done")),
@@ -437,11 +431,7 @@ fn a_sweep_killed_with_sigkill_is_finished_by_resume() {
     assert!(manifest.contains("\"status\": \"complete\""), "{manifest}");
     assert!(manifest.contains("\"resumed\": ["), "{manifest}");
     // Resuming a finished sweep runs nothing again.
-    edgeprof()
-        .args(["run", "--no-charts", "--resume"])
-        .arg(&dir)
-        .assert()
-        .success();
+    resume(&dir);
     assert_each_condition_once(&dir, 6);
 }
 
@@ -450,10 +440,7 @@ fn ctrl_c_saves_what_was_measured_and_exits_130() {
     let tmp = temp_dir();
     let (mut child, out) = slow_sweep(tmp.path(), 5);
     let dir = wait_for_records(&out, 1);
-    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
-    if let Err(e) = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT) {
-        panic!("cannot interrupt edgeprof: {e}");
-    }
+    signal(&child, nix::sys::signal::Signal::SIGINT);
     let status = match child.wait() {
         Ok(s) => s,
         Err(e) => panic!("{e}"),
@@ -467,11 +454,7 @@ fn ctrl_c_saves_what_was_measured_and_exits_130() {
     let done = records(&dir).len();
     assert!((1..5).contains(&done));
     assert!(dir.join("summary.csv").is_file());
-    edgeprof()
-        .args(["run", "--no-charts", "--resume"])
-        .arg(&dir)
-        .assert()
-        .success();
+    resume(&dir);
     assert_each_condition_once(&dir, 5);
 }
 

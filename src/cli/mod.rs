@@ -2,6 +2,7 @@
 //! errors to stderr.
 
 mod render;
+mod roofline;
 mod sweep;
 
 use crate::bench::{self, BenchModel, BenchRequest};
@@ -48,6 +49,92 @@ enum Command {
     Run(RunArgs),
     /// Re-render the tables and charts of a results directory, and write its SVG charts
     Report(ReportArgs),
+    /// The hierarchical roofline: this CPU's ceilings
+    #[command(subcommand)]
+    Roofline(RooflineCommand),
+}
+
+#[derive(Subcommand, Debug)]
+enum RooflineCommand {
+    /// Measure this CPU's ceilings (peak FLOP/s per precision, one thread and all threads; load
+    /// bandwidth per memory level) and keep them for this device
+    Measure {
+        /// Shorter trials (about a third of the default time)
+        #[arg(long, conflicts_with = "thorough")]
+        quick: bool,
+        /// Longer trials, more of them (steadier figures)
+        #[arg(long)]
+        thorough: bool,
+        /// Threads for the all-thread figures (default: every core this process may use)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Print the ceilings and the sweep as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Draw the roofline with this device's ceilings and, given a results directory, its
+    /// conditions as points, followed by the advice for each
+    Show {
+        /// A results directory written by `edgeprof run`
+        results: Option<PathBuf>,
+        /// Ceilings from this file (as saved by `measure`) instead of this device's
+        #[arg(long, value_name = "FILE")]
+        ceilings: Option<PathBuf>,
+        /// The compute roof the points are judged against
+        #[arg(long, value_enum, default_value = "fp32")]
+        precision: PrecisionArg,
+        /// Plain characters instead of braille
+        #[arg(long)]
+        ascii: bool,
+        /// Chart size in terminal cells
+        #[arg(long, default_value_t = 80)]
+        width: usize,
+        #[arg(long, default_value_t = 24)]
+        height: usize,
+        /// Also write the chart as SVG
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
+        /// Print ceilings, points and advice as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
+    /// ranked by time share × headroom
+    Layers {
+        /// A zoo model
+        model: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// tract's threads (default: all cores)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Profiled inferences to average
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Ceilings from this file instead of this device's
+        #[arg(long, value_name = "FILE")]
+        ceilings: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the SIMD kernels this CPU can run and check that each does exactly the FLOPs and
+    /// bytes it claims (counts, not speed: meaningful under emulation too)
+    Kernels,
+    /// Use the ceilings of an LBNL Empirical Roofline Toolkit run (its roofline.json) for this device
+    ImportErt {
+        /// ERT's roofline.json (either dialect)
+        path: PathBuf,
+        /// ERT's bandwidth sweep (`max` or `max.trimmed` of the FLOPS=1 run), to name the levels
+        /// from this device's cache sizes rather than ERT's positions
+        #[arg(long, value_name = "FILE")]
+        sweep: Option<PathBuf>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum PrecisionArg {
+    Fp64,
+    Fp32,
 }
 
 #[derive(Args, Debug)]
@@ -258,6 +345,65 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             output: args.output,
             charts: !args.no_charts,
         }),
+        Command::Roofline(RooflineCommand::Measure {
+            quick,
+            thorough,
+            threads,
+            json,
+        }) => {
+            let effort = match (quick, thorough) {
+                (true, _) => crate::collect::ceilings::Effort::Quick,
+                (_, true) => crate::collect::ceilings::Effort::Thorough,
+                _ => crate::collect::ceilings::Effort::Default,
+            };
+            roofline::measure(effort, threads, json)
+        }
+        Command::Roofline(RooflineCommand::Show {
+            results,
+            ceilings,
+            precision,
+            ascii,
+            width,
+            height,
+            svg,
+            json,
+        }) => roofline::show(roofline::ShowOptions {
+            results,
+            ceilings,
+            precision: match precision {
+                PrecisionArg::Fp64 => crate::roofline::Precision::Fp64,
+                PrecisionArg::Fp32 => crate::roofline::Precision::Fp32,
+            },
+            ascii,
+            width,
+            height,
+            svg,
+            json,
+        }),
+        Command::Roofline(RooflineCommand::Layers {
+            model,
+            shape,
+            threads,
+            runs,
+            ceilings,
+            json,
+        }) => {
+            if threads == Some(0) {
+                bail!(BadInput("--threads must be at least 1".into()));
+            }
+            let model = zoo::build(&model, &shape.params())?;
+            roofline::layers(
+                &model,
+                crate::runner::resolve_threads(threads.unwrap_or(0)),
+                runs,
+                ceilings.as_deref(),
+                json,
+            )
+        }
+        Command::Roofline(RooflineCommand::Kernels) => roofline::kernels(),
+        Command::Roofline(RooflineCommand::ImportErt { path, sweep }) => {
+            roofline::import_ert(&path, sweep.as_deref())
+        }
         Command::Report(args) => {
             sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
         }
@@ -275,7 +421,7 @@ pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
         .context("cannot write to standard output")
 }
 
-fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
+pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot encode the result as JSON")?;
     print_out(&(text + "\n"))
 }

@@ -148,8 +148,10 @@ struct Progress {
     /// Estimated seconds of each condition still to run in this sweep, in order.
     estimates: Vec<f64>,
     started: Instant,
-    /// Estimated seconds of the conditions finished so far in this sweep.
+    /// Estimated and actual seconds of the conditions finished so far in this sweep.
     estimated_done: f64,
+    elapsed_done: f64,
+    current_started: Option<Instant>,
     finished: usize,
     current: String,
     index: usize,
@@ -161,14 +163,20 @@ struct Progress {
 }
 
 impl Progress {
-    fn eta(&self) -> Option<f64> {
+    /// Seconds left: the estimates of the conditions not finished, scaled by how the finished
+    /// ones compared with their estimates on this machine, less the time the current one has
+    /// already run.
+    fn eta(&self) -> f64 {
         let remaining: f64 = self.estimates.iter().skip(self.finished).sum();
-        if self.finished == 0 || self.estimated_done <= 0.0 {
-            return Some(remaining);
-        }
-        // Scale the model's estimate by how it has fared so far on this machine.
-        let ratio = self.started.elapsed().as_secs_f64() / self.estimated_done;
-        Some(remaining * ratio)
+        let ratio = if self.estimated_done > 0.0 {
+            self.elapsed_done / self.estimated_done
+        } else {
+            1.0
+        };
+        let in_current = self
+            .current_started
+            .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        (remaining * ratio - in_current).max(0.0)
     }
 
     fn clear(&self) {
@@ -213,9 +221,7 @@ impl Progress {
         if let Some(rss) = self.rss {
             let _ = write!(line, " · RSS {}", render::bytes(rss));
         }
-        if let Some(eta) = self.eta() {
-            let _ = write!(line, " · ETA {}", render::duration(eta));
-        }
+        let _ = write!(line, " · ETA {}", render::duration(self.eta()));
         // Keep to one terminal line so the redraw does not scroll.
         let line: String = line.chars().take(160).collect();
         eprint!("\r\x1b[2K{line}");
@@ -234,6 +240,9 @@ impl Progress {
             } => {
                 self.index = index;
                 self.total = total;
+                if self.current_started.is_none() {
+                    self.current_started = Some(Instant::now());
+                }
                 self.current = condition.id.clone();
                 self.timed = 0;
                 self.rss = None;
@@ -269,7 +278,9 @@ impl Progress {
                 if !retry {
                     self.estimated_done +=
                         self.estimates.get(self.finished).copied().unwrap_or(0.0);
+                    self.elapsed_done = self.started.elapsed().as_secs_f64();
                     self.finished += 1;
+                    self.current_started = None;
                 }
                 let r = &record.resources;
                 let mut line = format!("[{index}/{total}] {}: ", record.condition.id);
@@ -302,9 +313,7 @@ impl Progress {
                     let _ = write!(line, ", CPU {cpu:.0} %");
                 }
                 if !retry && self.finished < self.estimates.len() {
-                    if let Some(eta) = self.eta() {
-                        let _ = write!(line, " (ETA {})", render::duration(eta));
-                    }
+                    let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
                 eprintln!("{line}");
             }
@@ -402,6 +411,8 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         estimates,
         started: Instant::now(),
         estimated_done: 0.0,
+        elapsed_done: 0.0,
+        current_started: None,
         finished: 0,
         current: String::new(),
         index: 0,
@@ -426,6 +437,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     write_summaries(&stored, &rows, &config.output.formats)?;
     eprintln!("{}", overhead_line(&outcome));
     print_out(&report_text(&stored, &rows, options.charts))?;
+    if config.output.roofline {
+        roofline_outputs(&stored)?;
+    }
     let (ok, failed, not_run, _) = summary::counts(&rows);
     if outcome.interrupted || not_run > 0 {
         anyhow::bail!(Interrupted {
@@ -442,6 +456,46 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         });
     }
     Ok(())
+}
+
+/// The roofline of a finished sweep: ceilings of this device (measured first if it has none),
+/// its conditions as points with their advice on stdout, and `roofline.json` and
+/// `charts/roofline.svg` in the results directory.
+fn roofline_outputs(stored: &Stored) -> anyhow::Result<()> {
+    use crate::roofline::{advice, Precision};
+    let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
+    let c = &ceilings.ceilings;
+    let (programs, left_out) = crate::roofline::programs_from_results(stored);
+    let analyses: Vec<_> = programs
+        .iter()
+        .filter_map(|p| advice::analyse(p, c).ok())
+        .collect();
+    let value = serde_json::json!({
+        "ceilings": c,
+        "ceilings_file": from,
+        "programs": programs,
+        "left_out": left_out,
+        "analyses": analyses,
+    });
+    let text = serde_json::to_string_pretty(&value).context("cannot encode the roofline")?;
+    results::write_atomic(&stored.dir.join("roofline.json"), (text + "\n").as_bytes())?;
+    let charts = stored.dir.join("charts");
+    std::fs::create_dir_all(&charts)
+        .with_context(|| format!("cannot create {}", charts.display()))?;
+    let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
+    results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
+    print_out(&format!(
+        "\nroofline\n{}",
+        crate::cli::roofline::roofline_text(
+            c,
+            &from,
+            &programs,
+            &left_out,
+            Precision::Fp32,
+            false,
+            (80, 24),
+        )
+    ))
 }
 
 /// Where the sweep's time went: the workers' measured work, their process life, and the rest.

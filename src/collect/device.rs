@@ -12,6 +12,9 @@ pub struct Cache {
     /// `Data`, `Instruction` or `Unified`.
     pub kind: String,
     pub size_bytes: u64,
+    /// How many CPUs share this cache (from `shared_cpu_list`), when the system says.
+    #[serde(default)]
+    pub shared_cpus: Option<usize>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -108,6 +111,7 @@ fn caches(root: &Path) -> Vec<Cache> {
                 level: get("level")?.trim().parse().ok()?,
                 kind: get("type")?.trim().to_string(),
                 size_bytes: parse_cache_size(&get("size")?)?,
+                shared_cpus: get("shared_cpu_list").and_then(|t| count_cpu_list(&t)),
             })
         })
         .collect();
@@ -214,6 +218,10 @@ mod tests {
         put("sys/devices/system/cpu/cpu0/cache/index2/level", "2\n");
         put("sys/devices/system/cpu/cpu0/cache/index2/type", "Unified\n");
         put("sys/devices/system/cpu/cpu0/cache/index2/size", "2048K\n");
+        put(
+            "sys/devices/system/cpu/cpu0/cache/index2/shared_cpu_list",
+            "0-3\n",
+        );
         put("proc/sys/kernel/osrelease", "4.9.253-tegra\n");
         put("proc/meminfo", "MemTotal: 4051040 kB\nMemAvailable: 1 kB\n");
         let f = fingerprint(root.path());
@@ -222,6 +230,10 @@ mod tests {
         assert_eq!(f.kernel.as_deref(), Some("4.9.253-tegra"));
         assert_eq!(f.caches.len(), 2);
         assert_eq!((f.caches[1].level, f.caches[1].size_bytes), (2, 2 << 20));
+        assert_eq!(
+            (f.caches[0].shared_cpus, f.caches[1].shared_cpus),
+            (None, Some(4))
+        );
         assert_eq!(f.memory_total_bytes, Some(4_051_040 * 1024));
         assert_eq!(f.os, None);
     }

@@ -133,6 +133,9 @@ pub struct Measure {
 pub struct Output {
     pub dir: PathBuf,
     pub formats: Vec<String>,
+    /// Add the roofline and its advice to the outputs (measuring the ceilings if this device has
+    /// none yet).
+    pub roofline: bool,
 }
 
 /// The user's own program run as the `command` engine (SPEC 2.3): it reads the worker request
@@ -217,6 +220,7 @@ struct RawMeasure {
 struct RawOutput {
     dir: Option<Spanned<String>>,
     formats: Option<Spanned<Vec<Spanned<String>>>>,
+    roofline: Option<bool>,
 }
 
 /// Turns spans into located errors while the user layer is resolved.
@@ -544,7 +548,11 @@ impl Resolver<'_> {
             Some(v) => PathBuf::from(v.get_ref()),
             None => PathBuf::from("results"),
         };
-        Ok(Output { dir, formats })
+        Ok(Output {
+            dir,
+            formats,
+            roofline: raw.roofline.unwrap_or(false),
+        })
     }
 }
 

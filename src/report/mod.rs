@@ -2,6 +2,7 @@
 //! hand, lines with textplots' braille canvas) and as SVG files (plotters' SVG backend, which
 //! writes text elements and needs no font library).
 
+pub mod roofline_chart;
 pub mod svg;
 
 use crate::results::summary::Row;

@@ -159,6 +159,108 @@ pub fn lines(
     Ok(svg)
 }
 
+/// The roofline, log-log, as SVG text: a slanted roof per memory level bending into the
+/// compute roof at its ridge, flat roofs per precision, and each program's points lettered as in
+/// the terminal chart.
+pub fn roofline(
+    ceilings: &crate::roofline::Ceilings,
+    precision: crate::roofline::Precision,
+    programs: &[crate::roofline::Program],
+) -> anyhow::Result<String> {
+    use crate::roofline::{Level, Precision};
+    let marks = crate::report::roofline_chart::marks(programs);
+    let peak = ceilings.peak(precision).unwrap_or(1e9);
+    let levels: Vec<(Level, f64)> = [Level::L1, Level::L2, Level::L3, Level::Dram]
+        .iter()
+        .filter_map(|&l| ceilings.bandwidth(l).map(|bw| (l, bw)))
+        .collect();
+    let xs = levels
+        .iter()
+        .map(|(_, bw)| peak / bw)
+        .chain(marks.iter().map(|m| m.intensity))
+        .chain([0.1, 10.0]);
+    let (x_lo, x_hi) = xs.fold((f64::INFINITY, 0.0f64), |(lo, hi), x| {
+        (lo.min(x), hi.max(x))
+    });
+    let x_min = 10f64.powf(x_lo.log10().floor());
+    let x_max = 10f64.powf(x_hi.log10().ceil());
+    let ys = levels
+        .iter()
+        .map(|(_, bw)| bw * x_min)
+        .chain(marks.iter().map(|m| m.flops_per_s))
+        .chain([peak]);
+    let (y_lo, y_hi) = ys.fold((f64::INFINITY, 0.0f64), |(lo, hi), y| {
+        (lo.min(y), hi.max(y))
+    });
+    let y_min = 10f64.powf(y_lo.log10().floor());
+    let y_max = 10f64.powf(y_hi.log10().ceil());
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, 600)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let mut chart = ChartBuilder::on(&root)
+            .caption(format!("Roofline ({precision})"), ("sans-serif", 20))
+            .margin(12)
+            .x_label_area_size(40)
+            .y_label_area_size(70)
+            .build_cartesian_2d(
+                (x_min..x_max).log_scale(),
+                (y_min / 1e9..y_max / 1e9).log_scale(),
+            )
+            .map_err(chart_error)?;
+        chart
+            .configure_mesh()
+            .x_desc("arithmetic intensity (FLOP/byte)")
+            .y_desc("GFLOP/s")
+            .draw()
+            .map_err(chart_error)?;
+        for (k, (level, bw)) in levels.iter().enumerate() {
+            let colour = PALETTE[k % PALETTE.len()];
+            let ridge = (peak / bw).clamp(x_min, x_max);
+            chart
+                .draw_series(LineSeries::new(
+                    [(x_min, bw * x_min / 1e9), (ridge, bw * ridge / 1e9)],
+                    colour.stroke_width(2),
+                ))
+                .map_err(chart_error)?
+                .label(format!("{level} {:.1} GB/s", bw / 1e9))
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+        }
+        for p in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+            if let Some(v) = ceilings.peak(p) {
+                let start = levels
+                    .iter()
+                    .map(|(_, bw)| (v / bw).clamp(x_min, x_max))
+                    .fold(x_max, f64::min);
+                chart
+                    .draw_series(LineSeries::new(
+                        [(start, v / 1e9), (x_max, v / 1e9)],
+                        BLACK.stroke_width(2),
+                    ))
+                    .map_err(chart_error)?
+                    .label(format!("{p} peak {:.1} GFLOP/s", v / 1e9))
+                    .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
+            }
+        }
+        chart
+            .draw_series(marks.iter().map(|m| {
+                EmptyElement::at((m.intensity, m.flops_per_s / 1e9))
+                    + Circle::new((0, 0), 4, RED.filled())
+                    + Text::new(m.letter.to_string(), (6, -14), ("sans-serif", 14))
+            }))
+            .map_err(chart_error)?;
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.8))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::LowerRight)
+            .draw()
+            .map_err(chart_error)?;
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -205,5 +307,23 @@ mod tests {
         assert!(svg.contains("time (s)"));
         assert!(lines("CPU", "%", &[]).is_ok());
         assert!(bars("empty", "ms", &[]).is_ok());
+    }
+
+    #[test]
+    fn roofline_chart_is_svg_with_roofs_and_points() {
+        let (c, programs) = crate::report::roofline_chart::tests::sample();
+        let svg = match roofline(&c, crate::roofline::Precision::Fp32, &programs) {
+            Ok(s) => s,
+            Err(e) => panic!("{e}"),
+        };
+        for text in [
+            "Roofline (fp32)",
+            "DRAM 10.0 GB/s",
+            "fp32 peak 100.0 GFLOP/s",
+            ">\nA\n</text>",
+            ">\nB\n</text>",
+        ] {
+            assert!(svg.contains(text), "missing {text}");
+        }
     }
 }

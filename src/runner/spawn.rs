@@ -135,25 +135,42 @@ pub struct Attempt {
     pub samples: Vec<ProcSample>,
 }
 
-/// Keeps the last lines of a stream.
-fn read_tail(stream: impl std::io::Read) -> String {
+/// Calls `f` with each line of a stream (lossily decoded, line end removed) until it ends or
+/// `f` returns false.
+fn for_each_line(stream: impl std::io::Read, mut f: impl FnMut(String) -> bool) {
     let mut reader = BufReader::new(stream);
-    let mut lines: VecDeque<String> = VecDeque::new();
     let mut buf = Vec::new();
     loop {
         buf.clear();
         match reader.read_until(b'\n', &mut buf) {
             Ok(0) | Err(_) => break,
             Ok(_) => {
-                buf.truncate(STDERR_LINE_BYTES);
                 let line = String::from_utf8_lossy(&buf);
-                lines.push_back(line.trim_end_matches(['\n', '\r']).to_string());
-                if lines.len() > STDERR_TAIL_LINES {
-                    lines.pop_front();
+                if !f(line.trim_end_matches(['\n', '\r']).to_string()) {
+                    break;
                 }
             }
         }
     }
+}
+
+/// Keeps the last lines of a stream, each cut to [`STDERR_LINE_BYTES`].
+fn read_tail(stream: impl std::io::Read) -> String {
+    let mut lines: VecDeque<String> = VecDeque::new();
+    for_each_line(stream, |mut line| {
+        if line.len() > STDERR_LINE_BYTES {
+            let mut cut = STDERR_LINE_BYTES;
+            while !line.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            line.truncate(cut);
+        }
+        lines.push_back(line);
+        if lines.len() > STDERR_TAIL_LINES {
+            lines.pop_front();
+        }
+        true
+    });
     Vec::from(lines).join("\n")
 }
 
@@ -258,20 +275,7 @@ pub fn run_worker(
     let (tx, rx) = mpsc::channel::<Option<String>>();
     if let Some(stdout) = child.stdout.take() {
         std::thread::spawn(move || {
-            let mut reader = BufReader::new(stdout);
-            let mut buf = Vec::new();
-            loop {
-                buf.clear();
-                match reader.read_until(b'\n', &mut buf) {
-                    Ok(0) | Err(_) => break,
-                    Ok(_) => {
-                        let line = String::from_utf8_lossy(&buf).trim_end().to_string();
-                        if tx.send(Some(line)).is_err() {
-                            return;
-                        }
-                    }
-                }
-            }
+            for_each_line(stdout, |line| tx.send(Some(line)).is_ok());
             let _ = tx.send(None);
         });
     } else {

@@ -54,3 +54,24 @@ pub fn assert_bad_input(args: &[&str], needle: &str) {
         "{args:?} printed several error lines: {stderr}"
     );
 }
+
+/// `edgeprof run --no-charts CONFIG --output OUT`, which must succeed.
+pub fn run_config(config: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
+    edgeprof()
+        .args(["run", "--no-charts"])
+        .arg(config)
+        .arg("--output")
+        .arg(out)
+        .assert()
+        .success()
+}
+
+/// The one entry under `dir` (a run's results directory under its output directory).
+pub fn only_entry(dir: &std::path::Path) -> std::path::PathBuf {
+    let entries: Vec<std::path::PathBuf> = match std::fs::read_dir(dir) {
+        Ok(e) => e.flatten().map(|e| e.path()).collect(),
+        Err(e) => panic!("nothing under {}: {e}", dir.display()),
+    };
+    assert_eq!(entries.len(), 1, "{entries:?}");
+    entries[0].clone()
+}

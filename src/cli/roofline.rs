@@ -1,0 +1,589 @@
+//! `edgeprof roofline`: measure the ceilings of this CPU, and (next) place programs under them.
+
+use crate::cli::{print_json, print_out, render, BadInput};
+use crate::collect::ceilings::{self, Effort};
+use crate::collect::device;
+use crate::collect::kernels;
+use crate::roofline::{levels, store, Ceilings, Level, Precision};
+use std::fmt::Write as _;
+use std::io::{IsTerminal, Write};
+use std::path::{Path, PathBuf};
+
+fn gflops(v: f64) -> String {
+    format!("{:.1} GFLOP/s", v / 1e9)
+}
+
+fn gbytes(v: f64) -> String {
+    format!("{:.1} GB/s", v / 1e9)
+}
+
+/// The ceilings as a table: compute and bandwidth roofs by thread count, and ridge points.
+pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
+    let mut counts: Vec<usize> = c
+        .compute
+        .iter()
+        .map(|r| r.threads)
+        .chain(c.bandwidth.iter().map(|r| r.threads))
+        .collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let mut header = vec!["roof".to_string()];
+    header.extend(counts.iter().map(|n| format!("{n} thread(s)")));
+    let mut rows = Vec::new();
+    for precision in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+        let cells: Vec<String> = counts
+            .iter()
+            .map(|&n| {
+                c.compute
+                    .iter()
+                    .find(|r| r.precision == precision && r.threads == n)
+                    .map_or("-".to_string(), |r| gflops(r.flops_per_s))
+            })
+            .collect();
+        if cells.iter().any(|x| x != "-") {
+            let mut row = vec![format!("{precision} peak")];
+            row.extend(cells);
+            rows.push(row);
+        }
+    }
+    let all = counts.last().copied().unwrap_or(1);
+    let ranges = levels::level_ranges(caches, all);
+    for level in [Level::L1, Level::L2, Level::L3, Level::Dram] {
+        let cells: Vec<String> = counts
+            .iter()
+            .map(|&n| {
+                c.bandwidth
+                    .iter()
+                    .find(|r| r.level == level && r.threads == n)
+                    .map_or("-".to_string(), |r| gbytes(r.bytes_per_s))
+            })
+            .collect();
+        if cells.iter().any(|x| x != "-") {
+            let range = ranges
+                .iter()
+                .find(|r| r.level == level)
+                .map(|r| match r.up_to_bytes {
+                    Some(max) => format!(" (≤ {} per thread)", render::bytes(max)),
+                    None => format!(" (> {} per thread)", render::bytes(r.above_bytes)),
+                });
+            let mut row = vec![format!("{level} bandwidth{}", range.unwrap_or_default())];
+            row.extend(cells);
+            rows.push(row);
+        }
+    }
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut right = vec![false];
+    right.extend(counts.iter().map(|_| true));
+    let mut out = render::table(&header_refs, &right, &rows);
+    if let Some(peak) = c.peak(Precision::Fp64) {
+        let ridges: Vec<String> = [Level::L1, Level::L2, Level::L3, Level::Dram]
+            .iter()
+            .filter_map(|&l| {
+                c.bandwidth(l)
+                    .map(|bw| format!("{l} {:.2}", crate::roofline::ridge(peak, bw)))
+            })
+            .collect();
+        let _ = writeln!(
+            out,
+            "\nfp64 ridge points (FLOP/byte): {}",
+            ridges.join(", ")
+        );
+    }
+    out
+}
+
+/// The sweep as a table of working set → bandwidth, with the level each size exercises.
+pub fn sweep_text(c: &Ceilings, caches: &[device::Cache]) -> String {
+    let mut rows = Vec::new();
+    for p in &c.sweep {
+        let level = levels::level_ranges(caches, p.threads)
+            .iter()
+            .find(|r| r.contains(p.bytes_per_thread))
+            .map_or("(between levels)".to_string(), |r| r.level.to_string());
+        rows.push(vec![
+            render::bytes(p.bytes_per_thread),
+            p.threads.to_string(),
+            gbytes(p.bytes_per_s),
+            level,
+        ]);
+    }
+    render::table(
+        &[
+            "working set per thread",
+            "threads",
+            "load bandwidth",
+            "level",
+        ],
+        &[true, true, true, false],
+        &rows,
+    )
+}
+
+/// Measures this device's ceilings and keeps them in the cache; returns them and where.
+fn measure_and_keep(
+    effort: Effort,
+    threads: Option<usize>,
+) -> anyhow::Result<(store::Stored, Option<PathBuf>)> {
+    let fingerprint = device::fingerprint(Path::new("/"));
+    let threads = threads.unwrap_or_else(crate::runner::available_cores);
+    let ranges = levels::level_ranges(&fingerprint.caches, threads);
+    let dram = levels::dram_working_set(&ranges, threads, fingerprint.memory_total_bytes);
+    let single = levels::single_thread_sizes(
+        &fingerprint.caches,
+        levels::dram_working_set(
+            &levels::level_ranges(&fingerprint.caches, 1),
+            1,
+            fingerprint.memory_total_bytes,
+        ),
+    );
+    let isa = kernels::best_isa();
+    let tty = std::io::stderr().is_terminal();
+    eprintln!(
+        "measuring {} ({}, {isa}) on {threads} thread(s), sweeping up to {} per thread …",
+        fingerprint.cpu_model.as_deref().unwrap_or("this CPU"),
+        fingerprint.arch,
+        render::bytes(dram)
+    );
+    let m = ceilings::measure(isa, threads, dram, &single, effort, |step| {
+        if tty {
+            eprint!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
+            let _ = std::io::stderr().flush();
+        } else {
+            eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what);
+        }
+    });
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let source = format!(
+        "measured by edgeprof {} ({isa}, {threads} thread(s), {:?} effort) in {:.1} s",
+        env!("CARGO_PKG_VERSION"),
+        effort,
+        m.seconds
+    );
+    let ceilings = levels::ceilings(&m, &fingerprint.caches, source);
+    let stored = store::Stored {
+        device: fingerprint.clone(),
+        written: crate::results::now_rfc3339(),
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        ceilings,
+    };
+    let saved: Option<PathBuf> = match store::cache_dir() {
+        Some(dir) => Some(store::save(&dir, &stored)?),
+        None => {
+            eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+            None
+        }
+    };
+    Ok((stored, saved))
+}
+
+/// `edgeprof roofline measure`.
+pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Result<()> {
+    if threads == Some(0) {
+        anyhow::bail!(BadInput("--threads must be at least 1".into()));
+    }
+    let (stored, saved) = measure_and_keep(effort, threads)?;
+    if json {
+        return print_json(&stored);
+    }
+    let fingerprint = &stored.device;
+    let mut out = format!("{}\n\n", stored.ceilings.source);
+    out.push_str(&ceilings_text(&stored.ceilings, &fingerprint.caches));
+    out.push('\n');
+    out.push_str(&sweep_text(&stored.ceilings, &fingerprint.caches));
+    if let Some(path) = saved {
+        let _ = writeln!(
+            out,
+            "\nsaved to {} (used by later roofline commands on this device)",
+            path.display()
+        );
+    }
+    print_out(&out)
+}
+
+/// This device's ceilings, measured now (default effort) when none are kept yet.
+pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
+    let fingerprint = device::fingerprint(Path::new("/"));
+    if let Some(dir) = store::cache_dir() {
+        if let Some(stored) = store::load(&dir, &fingerprint)? {
+            return Ok((
+                stored,
+                store::path_for(&dir, &fingerprint).display().to_string(),
+            ));
+        }
+    }
+    eprintln!("no ceilings for this device yet: measuring them first");
+    let stored = measure_and_keep(Effort::Default, None)?.0;
+    let from = store::cache_dir()
+        .map(|d| store::path_for(&d, &fingerprint).display().to_string())
+        .unwrap_or_else(|| "not kept".to_string());
+    Ok((stored, from))
+}
+
+/// Where `show` gets its ceilings: a given file, else this device's cache.
+fn load_ceilings(file: Option<&Path>) -> anyhow::Result<(store::Stored, String)> {
+    if let Some(path) = file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+        let stored: store::Stored = serde_json::from_str(&text)
+            .map_err(|e| BadInput(format!("{} is not a ceilings file: {e}", path.display())))?;
+        return Ok((stored, path.display().to_string()));
+    }
+    let fingerprint = device::fingerprint(Path::new("/"));
+    let dir = store::cache_dir().ok_or_else(|| {
+        BadInput(
+            "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
+        )
+    })?;
+    match store::load(&dir, &fingerprint)? {
+        Some(stored) => {
+            let path = store::path_for(&dir, &fingerprint);
+            Ok((stored, path.display().to_string()))
+        }
+        None => anyhow::bail!(BadInput(
+            "no ceilings for this device yet: run `edgeprof roofline measure` (about 15 s) or \
+             `edgeprof roofline import-ert roofline.json`"
+                .into()
+        )),
+    }
+}
+
+pub struct ShowOptions {
+    pub results: Option<PathBuf>,
+    pub ceilings: Option<PathBuf>,
+    pub precision: Precision,
+    pub ascii: bool,
+    pub width: usize,
+    pub height: usize,
+    pub svg: Option<PathBuf>,
+    pub json: bool,
+}
+
+/// The program-data sources of SPEC 5.2 and whether each is available here.
+fn sources_text(counters: &Result<(), String>) -> String {
+    let counters = match counters {
+        Ok(()) => "available (this edgeprof does not read them yet)".to_string(),
+        Err(why) => format!("unavailable: {why}"),
+    };
+    format!(
+        "point sources: analytic model (used: exact FLOPs, DRAM bytes as the traffic lower bound); \
+         hardware counters {counters}\n"
+    )
+}
+
+#[derive(serde::Serialize)]
+struct ShowJson<'a> {
+    ceilings: &'a Ceilings,
+    ceilings_file: &'a str,
+    programs: &'a [crate::roofline::Program],
+    left_out: &'a [(String, String)],
+    /// None when hardware counters can be opened, else why not.
+    counters_unavailable: Option<String>,
+    analyses: Vec<crate::roofline::advice::Analysis>,
+}
+
+/// The chart, the roofs in words, and each program's place and advice (`show` and `run`).
+pub fn roofline_text(
+    ceilings: &Ceilings,
+    from: &str,
+    programs: &[crate::roofline::Program],
+    left_out: &[(String, String)],
+    precision: Precision,
+    ascii: bool,
+    (width, height): (usize, usize),
+) -> String {
+    let marks = crate::report::roofline_chart::marks(programs);
+    let mut out = format!("ceilings: {} ({from})\n\n", ceilings.source);
+    out.push_str(&crate::report::roofline_chart::render(
+        ceilings, precision, &marks, width, height, ascii,
+    ));
+    let peaks: Vec<String> = [Precision::Fp32, Precision::Fp64, Precision::Fp16]
+        .iter()
+        .filter_map(|&p| ceilings.peak(p).map(|v| format!("{p} peak {}", gflops(v))))
+        .collect();
+    let _ = writeln!(out, "\nflat roofs (top to bottom): {}", peaks.join(", "));
+    let peak = ceilings.peak(precision).unwrap_or(0.0);
+    let slopes: Vec<String> = [Level::L1, Level::L2, Level::L3, Level::Dram]
+        .iter()
+        .filter_map(|&l| {
+            ceilings.bandwidth(l).map(|bw| {
+                format!(
+                    "{l} {} (ridge {:.2} FLOP/byte)",
+                    gbytes(bw),
+                    crate::roofline::ridge(peak, bw)
+                )
+            })
+        })
+        .collect();
+    let _ = writeln!(out, "slanted roofs (left to right): {}", slopes.join(", "));
+    for note in &ceilings.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out.push_str(&sources_text(&crate::collect::perf::probe()));
+    for (p, a) in programs.iter().zip(
+        programs
+            .iter()
+            .map(|p| crate::roofline::advice::analyse(p, ceilings)),
+    ) {
+        let letter = marks
+            .iter()
+            .find(|m| Some(m.intensity) == p.intensity(Level::Dram))
+            .map_or('?', |m| m.letter);
+        match a {
+            Ok(a) => {
+                let binding = a.levels.iter().find(|l| l.level == a.binding);
+                let _ = writeln!(
+                    out,
+                    "\n{letter}  {}: {} at {:.1} % of the {} peak; {}",
+                    p.label,
+                    gflops(a.achieved_flops_per_s),
+                    100.0 * a.achieved_flops_per_s / a.peak_flops_per_s,
+                    precision,
+                    binding.map_or(String::new(), |b| format!(
+                        "{} FLOP/byte at {}, {}-bound there, headroom {:.1}×",
+                        format_args!("{:.2}", b.intensity),
+                        b.level,
+                        match b.region {
+                            crate::roofline::advice::Region::BandwidthBound => "bandwidth",
+                            crate::roofline::advice::Region::ComputeBound => "compute",
+                        },
+                        b.headroom
+                    ))
+                );
+                for (i, step) in a.steps.iter().enumerate() {
+                    let _ = writeln!(out, "   {}. {step}", i + 1);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out, "\n{letter}  {}: cannot be analysed: {e}", p.label);
+            }
+        }
+    }
+    for (id, why) in left_out {
+        let _ = writeln!(out, "\n   {id}: not placed: {why}");
+    }
+    out
+}
+
+/// `edgeprof roofline show`.
+pub fn show(o: ShowOptions) -> anyhow::Result<()> {
+    let (stored_ceilings, from) = load_ceilings(o.ceilings.as_deref())?;
+    let ceilings = &stored_ceilings.ceilings;
+    let (programs, left_out) = match &o.results {
+        Some(dir) => {
+            let stored = crate::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+            crate::roofline::programs_from_results(&stored)
+        }
+        None => (Vec::new(), Vec::new()),
+    };
+    let analyses: Vec<_> = programs
+        .iter()
+        .filter_map(|p| crate::roofline::advice::analyse(p, ceilings).ok())
+        .collect();
+    if let Some(path) = &o.svg {
+        let svg = crate::report::svg::roofline(ceilings, o.precision, &programs)?;
+        crate::results::write_atomic(path, svg.as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
+    if o.json {
+        return print_json(&ShowJson {
+            ceilings,
+            ceilings_file: &from,
+            programs: &programs,
+            left_out: &left_out,
+            counters_unavailable: crate::collect::perf::probe().err(),
+            analyses,
+        });
+    }
+    let mut out = roofline_text(
+        ceilings,
+        &from,
+        &programs,
+        &left_out,
+        o.precision,
+        o.ascii,
+        (o.width, o.height),
+    );
+    if o.results.is_none() {
+        out.push_str("\n(no results directory given: ceilings only; `edgeprof roofline show DIR` places its conditions)\n");
+    }
+    print_out(&out)
+}
+
+/// `edgeprof roofline import-ert`.
+pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))
+    };
+    let json = read(path)?;
+    let sweep_text = sweep.map(read).transpose()?;
+    let fingerprint = device::fingerprint(Path::new("/"));
+    let source = format!("imported from ERT {}", path.display());
+    let imported =
+        crate::roofline::ert::import(&json, sweep_text.as_deref(), &fingerprint.caches, source)
+            .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    if !imported.relabelled {
+        eprintln!(
+            "note: ERT names bandwidth levels by their position (its last plateau is always \"DRAM\"); \
+             give --sweep PATH/max to name them from this device's cache sizes"
+        );
+    }
+    let stored = store::Stored {
+        device: fingerprint.clone(),
+        written: crate::results::now_rfc3339(),
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        ceilings: imported.ceilings,
+    };
+    let dir = store::cache_dir()
+        .ok_or_else(|| BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into()))?;
+    let saved = store::save(&dir, &stored)?;
+    let mut out = format!(
+        "{} ({} thread(s))\n\n",
+        stored.ceilings.source, imported.threads
+    );
+    out.push_str(&ceilings_text(&stored.ceilings, &fingerprint.caches));
+    let _ = writeln!(
+        out,
+        "\nsaved to {} (used by later roofline commands on this device)",
+        saved.display()
+    );
+    print_out(&out)
+}
+
+/// `edgeprof roofline layers`: per-layer points of one zoo model from tract's node profile and
+/// the per-layer analytic cost, ranked by time share × headroom.
+pub fn layers(
+    model: &crate::models::graph::Model,
+    threads: usize,
+    runs: usize,
+    ceilings_file: Option<&Path>,
+    json: bool,
+) -> anyhow::Result<()> {
+    use crate::engines::tract::{ModelSource, TractSession};
+    use crate::roofline::{advice, PointSource, Program};
+    let (stored, from) = load_ceilings(ceilings_file)?;
+    let costs = crate::models::cost::analyze(model);
+    eprintln!(
+        "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
+        model.name
+    );
+    let session = TractSession::load(
+        ModelSource::Zoo {
+            model,
+            seed: crate::models::onnx::DEFAULT_SEED,
+        },
+        None,
+        threads,
+    )?;
+    let input = session.make_input(crate::models::onnx::DEFAULT_SEED)?;
+    let times = session.profile(&input, runs.max(1))?;
+    let programs: Vec<Program> = times
+        .iter()
+        .filter(|t| t.mapped)
+        .filter_map(|t| {
+            let cost = costs.layers.iter().find(|l| l.name == t.layer)?;
+            Some(Program {
+                label: t.layer.clone(),
+                precision: Precision::Fp32,
+                flops: cost.flops as f64,
+                seconds: t.ms_per_run / 1e3,
+                traffic: vec![(Level::Dram, cost.dram_bytes as f64)],
+                source: PointSource::Analytic,
+            })
+        })
+        .collect();
+    let ranks = advice::rank_layers(&programs, &stored.ceilings);
+    if json {
+        return print_json(&serde_json::json!({
+            "model": model.name,
+            "ceilings_file": from,
+            "layers": programs,
+            "ranking": ranks,
+        }));
+    }
+    let rows: Vec<Vec<String>> = ranks
+        .iter()
+        .take(20)
+        .map(|r| {
+            let p = programs.iter().find(|p| p.label == r.label);
+            vec![
+                r.label.clone(),
+                format!("{:.1}", 100.0 * r.time_share),
+                p.and_then(|p| p.flops_per_s())
+                    .map_or("-".into(), |v| format!("{:.2}", v / 1e9)),
+                p.and_then(|p| p.intensity(Level::Dram))
+                    .map_or("-".into(), |v| format!("{v:.2}")),
+                format!("{:.1}×", r.headroom),
+                format!("{:.2}", r.score),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{}: layers ranked by time share × headroom (ceilings: {}; FLOPs and DRAM bytes from the \
+         analytic model; time from tract's node profile, fused operators counted under the layer \
+         tract kept)\n\n",
+        model.name, stored.ceilings.source
+    );
+    out.push_str(&render::table(
+        &[
+            "layer",
+            "time %",
+            "GFLOP/s",
+            "FLOP/byte",
+            "headroom",
+            "score",
+        ],
+        &[false, true, true, true, true, true],
+        &rows,
+    ));
+    if let Some(first) = ranks.first() {
+        if let Some(p) = programs.iter().find(|p| p.label == first.label) {
+            if let Ok(a) = advice::analyse(p, &stored.ceilings) {
+                let _ = writeln!(out, "\nfirst: {}", first.label);
+                for (i, step) in a.steps.iter().enumerate() {
+                    let _ = writeln!(out, "   {}. {step}", i + 1);
+                }
+            }
+        }
+    }
+    print_out(&out)
+}
+
+/// `edgeprof roofline kernels`.
+pub fn kernels() -> anyhow::Result<()> {
+    let checks = kernels::self_check();
+    let rows: Vec<Vec<String>> = checks
+        .iter()
+        .map(|c| {
+            vec![
+                c.isa.to_string(),
+                c.kernel.to_string(),
+                c.claimed.to_string(),
+                format!("{}", c.counted),
+                if c.ok { "ok" } else { "MISMATCH" }.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "widest SIMD: {} (of {})\n\n",
+        kernels::best_isa(),
+        kernels::available_isas()
+            .iter()
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    );
+    out.push_str(&render::table(
+        &["ISA", "kernel", "claimed", "counted", "check"],
+        &[false, false, true, true, false],
+        &rows,
+    ));
+    print_out(&out)?;
+    let bad = checks.iter().filter(|c| !c.ok).count();
+    if bad > 0 {
+        anyhow::bail!("{bad} kernel(s) do not do the work they claim; the ceilings would be wrong");
+    }
+    Ok(())
+}

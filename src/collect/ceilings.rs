@@ -1,0 +1,370 @@
+//! Measures the CPU's ceilings: the peak FLOP rate per precision (one thread and all threads)
+//! and the sustained load bandwidth over a sweep of working-set sizes, in the spirit of the LBNL
+//! Empirical Roofline Toolkit but in seconds. Threads are pinned one per CPU, allocate and touch
+//! their own buffers (so memory lands near them), start together at a barrier, and the rate is
+//! the total work over the slowest thread's time. Each figure is the best of a few trials (the
+//! peak is the maximum measured, SPEC 5.3).
+
+use crate::collect::kernels::{self, Isa, Precision};
+use serde::{Deserialize, Serialize};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+/// One point of the bandwidth sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepPoint {
+    /// Working set of each thread.
+    pub bytes_per_thread: u64,
+    pub threads: usize,
+    pub bytes_per_s: f64,
+}
+
+/// A measured peak FLOP rate.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Peak {
+    pub precision: Precision,
+    pub threads: usize,
+    pub flops_per_s: f64,
+}
+
+/// How long to measure: trials per figure and seconds per trial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Effort {
+    Quick,
+    Default,
+    Thorough,
+}
+
+impl Effort {
+    fn trials(self) -> usize {
+        match self {
+            Effort::Quick => 2,
+            Effort::Default => 3,
+            Effort::Thorough => 5,
+        }
+    }
+
+    fn trial_time(self) -> Duration {
+        Duration::from_millis(match self {
+            Effort::Quick => 40,
+            Effort::Default => 100,
+            Effort::Thorough => 300,
+        })
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Measurement {
+    pub isa: Isa,
+    pub threads: usize,
+    pub peaks: Vec<Peak>,
+    /// With every thread; one-thread points too, at the sizes of `single_thread_sizes`.
+    pub sweep: Vec<SweepPoint>,
+    pub seconds: f64,
+}
+
+/// Progress of a measurement.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Step {
+    pub what: String,
+    pub done: usize,
+    pub total: usize,
+}
+
+/// The CPUs this process may run on, in order.
+fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&i| set.is_set(i).unwrap_or(false))
+            .collect(),
+        Err(_) => Vec::new(),
+    }
+}
+
+fn pin(cpu: Option<usize>) {
+    if let Some(cpu) = cpu {
+        let mut set = nix::sched::CpuSet::new();
+        if set.set(cpu).is_ok() {
+            // Unpinned threads still measure, only less steadily.
+            let _ = nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set);
+        }
+    }
+}
+
+/// Runs `work` on `threads` pinned threads, `trials` times, each trial started together at a
+/// barrier; returns the best rate over the trials: total units over the slowest thread's time.
+/// `prepare` runs once on each thread (allocation and first touch, outside the timing) and its
+/// result is handed to every trial of that thread.
+fn best_rate<S, P, W>(threads: usize, trials: usize, prepare: P, work: W) -> f64
+where
+    P: Fn(usize) -> S + Sync,
+    W: Fn(&mut S) -> f64 + Sync,
+{
+    let cpus = allowed_cpus();
+    let barrier = Barrier::new(threads);
+    let per_thread: Vec<Vec<(f64, f64)>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..threads)
+            .map(|i| {
+                let (barrier, prepare, work) = (&barrier, &prepare, &work);
+                let cpu = cpus.get(i % cpus.len().max(1)).copied();
+                scope.spawn(move || {
+                    pin(cpu);
+                    let mut state = prepare(i);
+                    (0..trials)
+                        .map(|_| {
+                            barrier.wait();
+                            let start = Instant::now();
+                            let units = work(&mut state);
+                            (units, start.elapsed().as_secs_f64())
+                        })
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_default())
+            .collect()
+    });
+    (0..trials)
+        .map(|t| {
+            let units: f64 = per_thread
+                .iter()
+                .filter_map(|r| r.get(t))
+                .map(|r| r.0)
+                .sum();
+            let slowest = per_thread
+                .iter()
+                .filter_map(|r| r.get(t))
+                .map(|r| r.1)
+                .fold(0.0, f64::max);
+            if slowest > 0.0 {
+                units / slowest
+            } else {
+                0.0
+            }
+        })
+        .fold(0.0, f64::max)
+}
+
+/// Repetitions of a unit of work that fill `target` on one thread.
+fn calibrate(target: Duration, mut once: impl FnMut(u64) -> f64) -> u64 {
+    let mut reps = 1u64;
+    loop {
+        let start = Instant::now();
+        std::hint::black_box(once(reps));
+        let took = start.elapsed();
+        if took >= target / 4 || reps >= 1 << 40 {
+            let scale = target.as_secs_f64() / took.as_secs_f64().max(1e-9);
+            return ((reps as f64 * scale).ceil() as u64).max(1);
+        }
+        reps *= 4;
+    }
+}
+
+/// Best FLOP rate of `precision` on `threads` threads.
+fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> f64 {
+    let kernel = move |rounds: u64| match precision {
+        Precision::Fp32 => kernels::fma_f32(isa, rounds),
+        _ => kernels::fma_f64(isa, rounds),
+    };
+    let rounds = calibrate(effort.trial_time(), |r| kernel(r).0);
+    best_rate(
+        threads,
+        effort.trials(),
+        |_| (),
+        |_| kernel(rounds).1 as f64,
+    )
+}
+
+/// Best load bandwidth with `bytes_per_thread` of working set on each of `threads` threads;
+/// `guess` (bytes/s per thread) sizes the trials.
+fn bandwidth(
+    isa: Isa,
+    bytes_per_thread: u64,
+    threads: usize,
+    trials: usize,
+    effort: Effort,
+    guess: f64,
+) -> f64 {
+    let len = (bytes_per_thread / 8).max(8) as usize;
+    let bytes = (len * 8) as f64;
+    let passes = ((effort.trial_time().as_secs_f64() * guess / bytes).ceil() as u64).max(1);
+    best_rate(
+        threads,
+        trials,
+        |_| kernels::Ones::new(len),
+        |ones| kernels::load_f64(isa, ones.as_slice(), passes).1 as f64,
+    )
+}
+
+/// A first guess of the per-thread load bandwidth, from a small buffer.
+fn guess_bandwidth(isa: Isa) -> f64 {
+    let ones = kernels::Ones::new(2048);
+    let data = ones.as_slice();
+    let target = Duration::from_millis(20);
+    let passes = calibrate(target, |p| kernels::load_f64(isa, data, p).0);
+    let start = Instant::now();
+    let (_, bytes) = kernels::load_f64(isa, data, passes);
+    bytes as f64 / start.elapsed().as_secs_f64().max(1e-9)
+}
+
+fn human(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{} MiB", bytes >> 20)
+    } else {
+        format!("{} KiB", bytes >> 10)
+    }
+}
+
+/// Working-set sizes per thread for the sweep: powers of two from 4 KiB, then powers of four
+/// from 64 MiB (large buffers take long to fill and no cache level ends up there), and
+/// `largest` last.
+pub fn sweep_sizes(largest: u64) -> Vec<u64> {
+    let mut sizes = Vec::new();
+    let mut size = 4096u64;
+    while size < largest {
+        sizes.push(size);
+        size *= if size >= 64 << 20 { 4 } else { 2 };
+    }
+    sizes.push(largest.max(4096));
+    sizes
+}
+
+/// Measures peaks (fp64, fp32; one thread and `threads`) and the bandwidth sweep up to
+/// `largest_bytes_per_thread`, with `single_thread_sizes` also measured on one thread.
+pub fn measure(
+    isa: Isa,
+    threads: usize,
+    largest_bytes_per_thread: u64,
+    single_thread_sizes: &[u64],
+    effort: Effort,
+    mut on_step: impl FnMut(Step),
+) -> Measurement {
+    let start = Instant::now();
+    let threads = threads.max(1);
+    let sizes = sweep_sizes(largest_bytes_per_thread);
+    let mut thread_counts = vec![1];
+    if threads > 1 {
+        thread_counts.push(threads);
+    }
+    let total = 2 * thread_counts.len() + sizes.len() + single_thread_sizes.len();
+    let mut done = 0;
+    let mut step = |what: String, done: &mut usize| {
+        on_step(Step {
+            what,
+            done: *done,
+            total,
+        });
+        *done += 1;
+    };
+    let mut peaks = Vec::new();
+    for precision in [Precision::Fp64, Precision::Fp32] {
+        for &n in &thread_counts {
+            step(format!("{precision} peak, {n} thread(s)"), &mut done);
+            peaks.push(Peak {
+                precision,
+                threads: n,
+                flops_per_s: peak(isa, precision, n, effort),
+            });
+        }
+    }
+    let mut sweep: Vec<SweepPoint> = Vec::new();
+    // Each size's trials are sized from the bandwidth just measured one size down.
+    let mut guess = guess_bandwidth(isa);
+    for &size in &sizes {
+        step(
+            format!("bandwidth, {} per thread × {threads}", human(size)),
+            &mut done,
+        );
+        // The largest working set stands for DRAM alone: give it the peaks' extra trials.
+        let trials = effort.trials()
+            + if size == largest_bytes_per_thread {
+                2
+            } else {
+                0
+            };
+        let bytes_per_s = bandwidth(isa, size, threads, trials, effort, guess);
+        guess = (bytes_per_s / threads as f64).max(1e6);
+        sweep.push(SweepPoint {
+            bytes_per_thread: size,
+            threads,
+            bytes_per_s,
+        });
+    }
+    if threads > 1 {
+        for &size in single_thread_sizes {
+            step(
+                format!("bandwidth, {} on one thread", human(size)),
+                &mut done,
+            );
+            let near = sweep
+                .iter()
+                .rfind(|p| p.bytes_per_thread <= size)
+                .map_or(guess, |p| p.bytes_per_s / threads as f64);
+            sweep.push(SweepPoint {
+                bytes_per_thread: size,
+                threads: 1,
+                bytes_per_s: bandwidth(isa, size, 1, effort.trials(), effort, near.max(1e6)),
+            });
+        }
+    }
+    Measurement {
+        isa,
+        threads,
+        peaks,
+        sweep,
+        seconds: start.elapsed().as_secs_f64(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sweep_sizes_double_up_to_the_largest() {
+        assert_eq!(sweep_sizes(4096), vec![4096]);
+        assert_eq!(sweep_sizes(20_000), vec![4096, 8192, 16384, 20_000]);
+        assert_eq!(sweep_sizes(16384), vec![4096, 8192, 16384]);
+        assert_eq!(sweep_sizes(0), vec![4096]);
+        let big = sweep_sizes(600 << 20);
+        assert_eq!(&big[big.len() - 3..], &[64 << 20, 256 << 20, 600 << 20][..]);
+    }
+
+    #[test]
+    fn parallel_rates_add_up_over_threads() {
+        // Each thread sleeps 20 ms per trial and counts its index + 1: 6 units in ≥ 20 ms.
+        let rate = best_rate(
+            3,
+            2,
+            |i| i as f64,
+            |s| {
+                std::thread::sleep(Duration::from_millis(20));
+                *s + 1.0
+            },
+        );
+        assert!(rate > 0.0 && rate <= 6.0 / 0.020, "{rate}");
+    }
+
+    #[test]
+    fn a_tiny_measurement_reports_every_figure() {
+        let mut steps = 0;
+        let m = measure(
+            kernels::Isa::Portable,
+            2,
+            16384,
+            &[8192],
+            Effort::Quick,
+            |_| steps += 1,
+        );
+        assert_eq!(m.peaks.len(), 4);
+        assert!(m.peaks.iter().all(|p| p.flops_per_s > 0.0));
+        // 4 KiB, 8 KiB, 16 KiB on two threads, then 8 KiB on one.
+        assert_eq!(m.sweep.len(), 4);
+        assert_eq!((m.sweep[3].threads, m.sweep[3].bytes_per_thread), (1, 8192));
+        assert!(m.sweep.iter().all(|p| p.bytes_per_s > 0.0));
+        assert_eq!(steps, 4 + 3 + 1);
+    }
+}

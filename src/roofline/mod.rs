@@ -1,0 +1,282 @@
+//! The hierarchical roofline (SPEC 5): ceilings of a machine, points of programs, and the pure
+//! maths between them. A compute roof is flat at the peak FLOP rate; the roof of a memory level
+//! is the line bandwidth × arithmetic intensity, where intensity = FLOPs / bytes moved at that
+//! level (Williams, Waterman & Patterson, "Roofline", CACM 2009). Attainable performance at
+//! intensity I is min(peak, bandwidth × I); the ridge point, where the two meet, is at
+//! I = peak / bandwidth. The hierarchical form (Yang et al., "Hierarchical Roofline Analysis",
+//! 2020) draws one point per memory level for each program, all at the same FLOP rate.
+
+pub mod advice;
+pub mod ert;
+pub mod levels;
+pub mod store;
+
+use serde::{Deserialize, Serialize};
+
+/// A level of the memory hierarchy, innermost first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Level {
+    L1,
+    L2,
+    L3,
+    #[serde(rename = "DRAM")]
+    Dram,
+}
+
+impl std::fmt::Display for Level {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Level::L1 => "L1",
+            Level::L2 => "L2",
+            Level::L3 => "L3",
+            Level::Dram => "DRAM",
+        })
+    }
+}
+
+pub use crate::collect::ceilings::SweepPoint;
+pub use crate::collect::kernels::Precision;
+
+/// A flat roof: the peak FLOP rate of one precision.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ComputeRoof {
+    pub precision: Precision,
+    /// Threads the peak was measured with.
+    pub threads: usize,
+    pub flops_per_s: f64,
+}
+
+/// A slanted roof: the sustained bandwidth of one memory level.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthRoof {
+    pub level: Level,
+    pub threads: usize,
+    pub bytes_per_s: f64,
+}
+
+/// The ceilings a program is judged against, and where they came from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Ceilings {
+    /// How they were obtained, in words (e.g. "measured by edgeprof 0.1.0, AVX2+FMA, 2 threads",
+    /// "imported from ERT roofline.json at PATH").
+    pub source: String,
+    pub compute: Vec<ComputeRoof>,
+    pub bandwidth: Vec<BandwidthRoof>,
+    /// The working-set sweep behind the bandwidth roofs, kept for display.
+    #[serde(default)]
+    pub sweep: Vec<SweepPoint>,
+    /// Adjustments made to the measured figures, in words.
+    #[serde(default)]
+    pub notes: Vec<String>,
+}
+
+impl Ceilings {
+    /// The highest compute roof of a precision (over thread counts).
+    pub fn peak(&self, precision: Precision) -> Option<f64> {
+        self.compute
+            .iter()
+            .filter(|r| r.precision == precision)
+            .map(|r| r.flops_per_s)
+            .max_by(f64::total_cmp)
+    }
+
+    /// The highest bandwidth of a level (over thread counts).
+    pub fn bandwidth(&self, level: Level) -> Option<f64> {
+        self.bandwidth
+            .iter()
+            .filter(|r| r.level == level)
+            .map(|r| r.bytes_per_s)
+            .max_by(f64::total_cmp)
+    }
+}
+
+/// Where a program's FLOPs and bytes come from (SPEC 5.2), best first.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PointSource {
+    /// Hardware performance counters (named events).
+    Counters,
+    /// Cache simulation (cachegrind): approximate per-level traffic.
+    CacheSimulation,
+    /// The analytic model of the zoo: exact FLOPs; DRAM bytes are the traffic lower bound.
+    Analytic,
+}
+
+impl std::fmt::Display for PointSource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            PointSource::Counters => "hardware counters",
+            PointSource::CacheSimulation => "cache simulation",
+            PointSource::Analytic => "analytic model (DRAM bytes = lower bound)",
+        })
+    }
+}
+
+/// One program (a condition, or one layer of it) to place on the chart.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Program {
+    pub label: String,
+    pub precision: Precision,
+    pub flops: f64,
+    /// Compute time of one execution (median latency), in seconds.
+    pub seconds: f64,
+    /// Bytes moved at each level known.
+    pub traffic: Vec<(Level, f64)>,
+    pub source: PointSource,
+}
+
+impl Program {
+    /// Achieved FLOP rate.
+    pub fn flops_per_s(&self) -> Option<f64> {
+        (self.seconds > 0.0 && self.flops >= 0.0).then(|| self.flops / self.seconds)
+    }
+
+    /// Arithmetic intensity at a level, FLOPs per byte.
+    pub fn intensity(&self, level: Level) -> Option<f64> {
+        let bytes = self.traffic.iter().find(|t| t.0 == level)?.1;
+        (bytes > 0.0).then(|| self.flops / bytes)
+    }
+}
+
+/// Attainable FLOP rate at an intensity under a peak and a bandwidth: min(peak, bw × I).
+pub fn attainable(peak_flops_per_s: f64, bytes_per_s: f64, intensity: f64) -> f64 {
+    peak_flops_per_s.min(bytes_per_s * intensity)
+}
+
+/// The intensity where the bandwidth roof meets the compute roof: peak / bandwidth.
+pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
+    peak_flops_per_s / bytes_per_s
+}
+
+/// Program points for the successful zoo-model conditions of a stored sweep, from the analytic
+/// model (FLOPs exact; DRAM bytes the traffic lower bound) and the median latency. Conditions
+/// that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
+pub fn programs_from_results(
+    stored: &crate::results::Stored,
+) -> (Vec<Program>, Vec<(String, String)>) {
+    use crate::config::ModelRef;
+    use crate::models::{cost, zoo};
+    let classes = stored
+        .manifest
+        .config
+        .pointer("/matrix/classes")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(1000) as usize;
+    let mut programs = Vec::new();
+    let mut left_out = Vec::new();
+    for record in stored.runs.iter().filter(|r| r.ok) {
+        let c = &record.condition;
+        let Some(stats) = &record.stats else { continue };
+        let ModelRef::Zoo(name) = &c.model else {
+            left_out.push((
+                c.id.clone(),
+                "an ONNX file has no analytic cost yet".to_string(),
+            ));
+            continue;
+        };
+        let params = zoo::ModelParams {
+            num_classes: classes,
+            channels: c.input.channels,
+            height: c.input.height,
+            width: c.input.width,
+            batch: c.batch,
+        };
+        match zoo::build(name, &params) {
+            Ok(model) => {
+                let total = cost::analyze(&model).total;
+                programs.push(Program {
+                    label: c.id.clone(),
+                    precision: Precision::Fp32,
+                    flops: total.flops as f64,
+                    seconds: stats.repeat_summary.median_ms / 1e3,
+                    traffic: vec![(Level::Dram, total.dram_bytes as f64)],
+                    source: PointSource::Analytic,
+                });
+            }
+            Err(e) => left_out.push((c.id.clone(), e.to_string())),
+        }
+    }
+    (programs, left_out)
+}
+
+/// Ceilings for other modules' tests: 50 / 100 GFLOP/s (fp64 / fp32); L1 400, L2 100, DRAM 10
+/// GB/s, so the fp32 ridges sit at 0.25, 1 and 10 FLOP/byte.
+#[cfg(test)]
+pub fn test_ceilings() -> Ceilings {
+    let bw = |level, gbs: f64| BandwidthRoof {
+        level,
+        threads: 4,
+        bytes_per_s: gbs * 1e9,
+    };
+    let flat = |precision, gflops: f64| ComputeRoof {
+        precision,
+        threads: 4,
+        flops_per_s: gflops * 1e9,
+    };
+    Ceilings {
+        source: "test machine".into(),
+        compute: vec![flat(Precision::Fp64, 50.0), flat(Precision::Fp32, 100.0)],
+        bandwidth: vec![
+            bw(Level::L1, 400.0),
+            bw(Level::L2, 100.0),
+            bw(Level::Dram, 10.0),
+        ],
+        sweep: Vec::new(),
+        notes: Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roof_maths_by_hand() {
+        // 100 GFLOP/s, 20 GB/s: ridge at 5 FLOP/byte.
+        assert_eq!(ridge(100e9, 20e9), 5.0);
+        assert_eq!(attainable(100e9, 20e9, 2.0), 40e9);
+        assert_eq!(attainable(100e9, 20e9, 10.0), 100e9);
+        let p = Program {
+            label: "x".into(),
+            precision: Precision::Fp32,
+            flops: 8e9,
+            seconds: 0.5,
+            traffic: vec![(Level::Dram, 2e9), (Level::L1, 0.0)],
+            source: PointSource::Analytic,
+        };
+        assert_eq!(p.flops_per_s(), Some(16e9));
+        assert_eq!(p.intensity(Level::Dram), Some(4.0));
+        assert_eq!(p.intensity(Level::L1), None);
+        assert_eq!(p.intensity(Level::L2), None);
+    }
+
+    #[test]
+    fn peaks_take_the_best_thread_count() {
+        let c = Ceilings {
+            source: "test".into(),
+            compute: vec![
+                ComputeRoof {
+                    precision: Precision::Fp64,
+                    threads: 1,
+                    flops_per_s: 10e9,
+                },
+                ComputeRoof {
+                    precision: Precision::Fp64,
+                    threads: 4,
+                    flops_per_s: 38e9,
+                },
+            ],
+            bandwidth: vec![BandwidthRoof {
+                level: Level::Dram,
+                threads: 4,
+                bytes_per_s: 12e9,
+            }],
+            sweep: Vec::new(),
+            notes: Vec::new(),
+        };
+        assert_eq!(c.peak(Precision::Fp64), Some(38e9));
+        assert_eq!(c.peak(Precision::Fp32), None);
+        assert_eq!(c.bandwidth(Level::Dram), Some(12e9));
+        assert_eq!(c.bandwidth(Level::L2), None);
+    }
+}

@@ -1,0 +1,140 @@
+//! Ceilings cached per device: measured once, reused by later commands on the same machine.
+//! The cache key is a hash of the parts of the fingerprint that decide the ceilings (CPU,
+//! board, CPU count, caches, memory), so a different machine never reuses them.
+
+use crate::collect::device::Fingerprint;
+use crate::roofline::Ceilings;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stored {
+    pub device: Fingerprint,
+    pub written: String,
+    pub edgeprof_version: String,
+    pub ceilings: Ceilings,
+}
+
+/// FNV-1a, 64 bit: a stable hash (std's hasher may change between Rust releases).
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, &b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
+}
+
+/// The key of a device's ceilings.
+pub fn device_key(f: &Fingerprint) -> String {
+    let parts = serde_json::json!([
+        f.arch,
+        f.cpu_model,
+        f.board,
+        f.cpus_online,
+        f.cpus_available,
+        f.caches,
+        f.memory_total_bytes
+    ]);
+    format!("{:016x}", fnv1a(parts.to_string().as_bytes()))
+}
+
+/// Where cached ceilings live: `$EDGEPROF_CACHE_DIR`, else `$XDG_CACHE_HOME/edgeprof`, else
+/// `~/.cache/edgeprof`.
+pub fn cache_dir() -> Option<PathBuf> {
+    let var = |name| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    var("EDGEPROF_CACHE_DIR")
+        .or_else(|| var("XDG_CACHE_HOME").map(|d| d.join("edgeprof")))
+        .or_else(|| var("HOME").map(|d| d.join(".cache/edgeprof")))
+}
+
+pub fn path_for(dir: &Path, f: &Fingerprint) -> PathBuf {
+    dir.join(format!("ceilings-{}.json", device_key(f)))
+}
+
+pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
+    std::fs::create_dir_all(dir)
+        .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
+    let path = path_for(dir, &stored.device);
+    let text = serde_json::to_string_pretty(stored).context("cannot encode the ceilings")?;
+    crate::results::write_atomic(&path, (text + "\n").as_bytes())?;
+    Ok(path)
+}
+
+/// The cached ceilings of this device, if any.
+pub fn load(dir: &Path, f: &Fingerprint) -> anyhow::Result<Option<Stored>> {
+    let path = path_for(dir, f);
+    let text = match std::fs::read_to_string(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+    };
+    let stored = serde_json::from_str(&text).with_context(|| {
+        format!(
+            "{} is not a ceilings file; delete it and measure again",
+            path.display()
+        )
+    })?;
+    Ok(Some(stored))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fingerprint(cpu: &str) -> Fingerprint {
+        Fingerprint {
+            hostname: Some("board".into()),
+            arch: "aarch64".into(),
+            cpu_model: Some(cpu.into()),
+            board: None,
+            cpus_online: Some(4),
+            cpus_available: 4,
+            caches: Vec::new(),
+            kernel: Some("4.9".into()),
+            os: None,
+            memory_total_bytes: Some(4 << 30),
+        }
+    }
+
+    #[test]
+    fn keys_are_stable_and_tell_machines_apart() {
+        assert_eq!(fnv1a(b""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(fnv1a(b"a"), 0xaf63_dc4c_8601_ec8c);
+        let a = fingerprint("Cortex-A57");
+        let mut a_rebooted = a.clone();
+        a_rebooted.kernel = Some("5.10".into());
+        assert_eq!(device_key(&a), device_key(&a_rebooted));
+        assert_ne!(device_key(&a), device_key(&fingerprint("Cortex-A78AE")));
+    }
+
+    #[test]
+    fn saved_ceilings_load_back_for_the_same_device_only() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let stored = Stored {
+            device: fingerprint("Cortex-A57"),
+            written: "now".into(),
+            edgeprof_version: "0".into(),
+            ceilings: Ceilings {
+                source: "test".into(),
+                compute: Vec::new(),
+                bandwidth: Vec::new(),
+                sweep: Vec::new(),
+                notes: Vec::new(),
+            },
+        };
+        if let Err(e) = save(dir.path(), &stored) {
+            panic!("{e}");
+        }
+        match load(dir.path(), &stored.device) {
+            Ok(Some(back)) => assert_eq!(back, stored),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(load(dir.path(), &fingerprint("other")), Ok(None)));
+    }
+}

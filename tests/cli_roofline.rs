@@ -1,0 +1,298 @@
+//! `edgeprof roofline` through the binary: measuring, importing ERT, showing programs and
+//! advice, per-layer ranking, and the errors on the way.
+
+mod common;
+
+use common::*;
+use std::path::Path;
+
+/// Hand-written ceilings of a Raspberry Pi 4 (fp32 and fp64, L1, L2, DRAM).
+fn pi4() -> String {
+    format!(
+        "{}/tests/fixtures/ceilings-pi4.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn ert(name: &str) -> String {
+    format!("{}/tests/fixtures/ert/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn stdout_of(assert: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
+}
+
+fn roofline(cache: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
+    edgeprof()
+        .env("EDGEPROF_CACHE_DIR", cache)
+        .arg("roofline")
+        .args(args)
+        .assert()
+}
+
+#[test]
+fn measured_ceilings_are_sane_and_kept_for_this_device() {
+    let cache = temp_dir();
+    let assert = roofline(
+        cache.path(),
+        &["measure", "--quick", "--threads", "2", "--json"],
+    )
+    .success();
+    let json: serde_json::Value = match serde_json::from_slice(&assert.get_output().stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("not JSON: {e}"),
+    };
+    let c = &json["ceilings"];
+    let compute = c["compute"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        compute.len(),
+        4,
+        "fp64 and fp32 on 1 and 2 threads: {compute:?}"
+    );
+    let get = |kind: &str, key: &str, name: &str, threads: u64| -> Option<f64> {
+        c[kind].as_array()?.iter().find_map(|r| {
+            (r[key] == name && r["threads"] == threads).then(|| {
+                r[if kind == "compute" {
+                    "flops_per_s"
+                } else {
+                    "bytes_per_s"
+                }]
+                .as_f64()
+            })?
+        })
+    };
+    for precision in ["fp64", "fp32"] {
+        let (one, two) = (
+            get("compute", "precision", precision, 1),
+            get("compute", "precision", precision, 2),
+        );
+        assert!(one.is_some_and(|v| v > 1e8), "{precision}: {one:?}");
+        assert!(
+            two >= one,
+            "{precision}: all-thread {two:?} < one-thread {one:?}"
+        );
+    }
+    // L1 ≥ L2 ≥ L3 ≥ DRAM for every thread count measured.
+    for threads in [1, 2] {
+        let levels: Vec<f64> = ["L1", "L2", "L3", "DRAM"]
+            .iter()
+            .filter_map(|l| get("bandwidth", "level", l, threads))
+            .collect();
+        assert!(!levels.is_empty());
+        assert!(
+            levels.windows(2).all(|w| w[0] >= w[1]),
+            "{threads} thread(s): {levels:?}"
+        );
+    }
+    assert!(c["sweep"].as_array().is_some_and(|s| s.len() >= 3));
+    let saved: Vec<_> = match std::fs::read_dir(cache.path()) {
+        Ok(d) => d.flatten().collect(),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(saved.len(), 1);
+    // A later command finds them.
+    let shown = stdout_of(&roofline(cache.path(), &["show", "--ascii"]).success());
+    assert!(shown.contains("measured by edgeprof"), "{shown}");
+    assert!(shown.contains("hardware counters"), "{shown}");
+}
+
+#[test]
+fn show_without_ceilings_says_how_to_get_them() {
+    let cache = temp_dir();
+    let assert = roofline(cache.path(), &["show"]).code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("run `edgeprof roofline measure`"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn ert_imports_in_both_dialects_and_relabels_by_size() {
+    let cache = temp_dir();
+    let new =
+        stdout_of(&roofline(cache.path(), &["import-ert", &ert("new-dialect.json")]).success());
+    assert!(new.contains("(4 thread(s))"), "{new}");
+    assert!(
+        new.contains("61.5 GFLOP/s") && new.contains("21.9 GB/s"),
+        "{new}"
+    );
+    let old =
+        stdout_of(&roofline(cache.path(), &["import-ert", &ert("old-dialect.json")]).success());
+    assert!(
+        old.contains("44.0 GFLOP/s") && old.contains("80.2 GB/s"),
+        "{old}"
+    );
+    // The last import is the device's ceilings now.
+    let shown = stdout_of(&roofline(cache.path(), &["show"]).success());
+    assert!(
+        shown.contains("imported from ERT") && shown.contains("old-dialect.json"),
+        "{shown}"
+    );
+    let with_sweep = roofline(
+        cache.path(),
+        &[
+            "import-ert",
+            &ert("old-dialect.json"),
+            "--sweep",
+            &ert("sweep.max"),
+        ],
+    )
+    .success();
+    let stderr = String::from_utf8_lossy(&with_sweep.get_output().stderr).into_owned();
+    assert!(!stderr.contains("by their position"), "{stderr}");
+    let broken = roofline(cache.path(), &["import-ert", &ert("broken.json")]).code(2);
+    let stderr = String::from_utf8_lossy(&broken.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("broken.json: empirical.gflops.data[0] is not a [name, number] pair"),
+        "{stderr}"
+    );
+    // A ceilings file that is not there is bad input, named.
+    let tmp = temp_dir();
+    let missing = tmp.path().join("missing.json");
+    let none = roofline(
+        cache.path(),
+        &["show", "--ceilings", &missing.display().to_string()],
+    )
+    .code(2);
+    let stderr = String::from_utf8_lossy(&none.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("cannot read") && stderr.contains("missing.json"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn a_results_directory_becomes_points_with_advice_and_an_svg() {
+    let cache = temp_dir();
+    let pi4 = pi4();
+    let tmp = temp_dir();
+    let config = tmp.path().join("r.toml");
+    if let Err(e) = std::fs::write(
+        &config,
+        "name = \"r\"\n[matrix]\nmodels = [\"resnet34\", \"mobilenet_v2\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    ) {
+        panic!("{e}");
+    }
+    let out = tmp.path().join("results");
+    run_config(&config, &out);
+    let dir = only_entry(&out);
+    let svg = tmp.path().join("roofline.svg");
+    let shown = stdout_of(
+        &roofline(
+            cache.path(),
+            &[
+                "show",
+                &dir.display().to_string(),
+                "--ceilings",
+                &pi4,
+                "--svg",
+                &svg.display().to_string(),
+            ],
+        )
+        .success(),
+    );
+    assert!(
+        shown.contains("A  tract/resnet34/3x32x32/b1/t1/cpu"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("B  tract/mobilenet_v2/3x32x32/b1/t1/cpu"),
+        "{shown}"
+    );
+    assert!(shown.contains("   1. "), "{shown}");
+    assert!(shown.contains("rests on:"), "{shown}");
+    assert!(std::fs::read_to_string(&svg).is_ok_and(|s| s.starts_with("<svg")));
+    let json = roofline(
+        cache.path(),
+        &[
+            "show",
+            &dir.display().to_string(),
+            "--ceilings",
+            &pi4,
+            "--json",
+        ],
+    )
+    .success();
+    let v: serde_json::Value = match serde_json::from_slice(&json.get_output().stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(v["programs"].as_array().map(Vec::len), Some(2));
+    assert_eq!(v["analyses"][0]["binding"], "DRAM");
+    assert_eq!(v["programs"][0]["source"], "analytic");
+}
+
+#[test]
+fn layers_are_ranked_by_time_share_times_headroom() {
+    let cache = temp_dir();
+    let pi4 = pi4();
+    let out = stdout_of(
+        &roofline(
+            cache.path(),
+            &[
+                "layers",
+                "resnet34",
+                "--input",
+                "3x32x32",
+                "--threads",
+                "1",
+                "--runs",
+                "2",
+                "--ceilings",
+                &pi4,
+            ],
+        )
+        .success(),
+    );
+    assert!(out.contains("layer") && out.contains("score"), "{out}");
+    assert!(
+        out.contains("layer1.0.conv1") || out.contains("conv1"),
+        "{out}"
+    );
+    assert!(out.contains("first: "), "{out}");
+}
+
+#[test]
+fn a_run_that_asks_for_it_adds_the_roofline_to_its_outputs() {
+    let cache = temp_dir();
+    roofline(cache.path(), &["import-ert", &ert("new-dialect.json")]).success();
+    let tmp = temp_dir();
+    let config = tmp.path().join("rr.toml");
+    if let Err(e) = std::fs::write(
+        &config,
+        "name = \"rr\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n[output]\nroofline = true\n",
+    ) {
+        panic!("{e}");
+    }
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .env("EDGEPROF_CACHE_DIR", cache.path())
+        .args([
+            "run",
+            "--no-charts",
+            &config.display().to_string(),
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let stdout = stdout_of(&assert);
+    assert!(stdout.contains("\nroofline\n"), "{stdout}");
+    assert!(
+        stdout.contains("A  tract/shufflenet_v2_x0_5/3x32x32/b1/t1/cpu"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("fp32 peak 122.9 GFLOP/s"), "{stdout}");
+    let dir = only_entry(&out);
+    let json: serde_json::Value = match serde_json::from_str(
+        &std::fs::read_to_string(dir.join("roofline.json")).unwrap_or_default(),
+    ) {
+        Ok(v) => v,
+        Err(e) => panic!("roofline.json: {e}"),
+    };
+    assert_eq!(json["analyses"].as_array().map(Vec::len), Some(1));
+    assert!(dir.join("charts/roofline.svg").is_file());
+}
