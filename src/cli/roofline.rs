@@ -321,16 +321,9 @@ pub fn roofline_text(
         let _ = writeln!(out, "note: {note}");
     }
     out.push_str(&sources_text(&crate::collect::perf::probe()));
-    for (p, a) in programs.iter().zip(
-        programs
-            .iter()
-            .map(|p| crate::roofline::advice::analyse(p, ceilings)),
-    ) {
-        let letter = marks
-            .iter()
-            .find(|m| Some(m.intensity) == p.intensity(Level::Dram))
-            .map_or('?', |m| m.letter);
-        match a {
+    for (i, p) in programs.iter().enumerate() {
+        let letter = crate::report::roofline_chart::letter(i);
+        match crate::roofline::advice::analyse(p, ceilings) {
             Ok(a) => {
                 let binding = a.levels.iter().find(|l| l.level == a.binding);
                 let _ = writeln!(

@@ -13,11 +13,16 @@ pub struct Mark {
     pub flops_per_s: f64,
 }
 
+/// The letter of the `index`-th program: A … Z, then again from A.
+pub fn letter(index: usize) -> char {
+    char::from(b'A' + (index % 26) as u8)
+}
+
 /// Marks for programs: one per level with known traffic, lettered A, B, … by program.
 pub fn marks(programs: &[Program]) -> Vec<Mark> {
     let mut out = Vec::new();
     for (i, p) in programs.iter().enumerate() {
-        let letter = char::from(b'A' + (i % 26) as u8);
+        let letter = letter(i);
         let Some(rate) = p.flops_per_s() else {
             continue;
         };
@@ -270,6 +275,19 @@ pub(crate) mod tests {
                 program("mobilenet", 0.6, 0.1, 0.6),
             ],
         )
+    }
+
+    #[test]
+    fn programs_are_lettered_by_position() {
+        assert_eq!((letter(0), letter(25), letter(26)), ('A', 'Z', 'A'));
+        // Two programs at the same intensity (one model at two thread counts) keep their own
+        // letters.
+        let (_, mut programs) = sample();
+        programs[1] = programs[0].clone();
+        programs[1].seconds *= 2.0;
+        let m = marks(&programs);
+        assert_eq!((m[0].letter, m[1].letter), ('A', 'B'));
+        assert_eq!(m[0].intensity, m[1].intensity);
     }
 
     #[test]
