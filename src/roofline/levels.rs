@@ -134,7 +134,67 @@ pub fn ceilings(m: &Measurement, caches: &[Cache], source: String) -> Ceilings {
 /// its data at least as fast as the levels beyond it (a lower figure is noise, or a level the
 /// sweep could not isolate), and more threads never lower a peak (they could idle).
 pub fn make_monotone(c: &mut Ceilings) {
+    /// Raises `value` to `floor` when it is below, saying so: "SUBJECT measured V UNIT, below
+    /// THAN F: raised to it" (values in units of 1e9).
+    fn raise(
+        value: &mut f64,
+        floor: f64,
+        subject: String,
+        unit: &str,
+        than: &str,
+        notes: &mut Vec<String>,
+    ) {
+        if *value < floor {
+            notes.push(format!(
+                "{subject} measured {:.1} {unit}, below {than} {:.1}: raised to it",
+                *value / 1e9,
+                floor / 1e9
+            ));
+            *value = floor;
+        }
+    }
     let mut notes = Vec::new();
+    // Threads first: a level raised here must still pass the level order below.
+    let most = c.compute.iter().map(|r| r.threads).max().unwrap_or(1);
+    let fewer_peak = |c: &Ceilings, precision, threads| {
+        c.compute
+            .iter()
+            .filter(|r| r.precision == precision && r.threads < threads)
+            .map(|r| r.flops_per_s)
+            .fold(0.0, f64::max)
+    };
+    for i in 0..c.compute.len() {
+        let (precision, threads) = (c.compute[i].precision, c.compute[i].threads);
+        if threads == most {
+            let floor = fewer_peak(c, precision, threads);
+            let subject = format!("{precision} peak on {threads} threads");
+            let value = &mut c.compute[i].flops_per_s;
+            raise(
+                value,
+                floor,
+                subject,
+                "GFLOP/s",
+                "fewer threads'",
+                &mut notes,
+            );
+        }
+    }
+    let most_bw = c.bandwidth.iter().map(|r| r.threads).max().unwrap_or(1);
+    for i in 0..c.bandwidth.len() {
+        let (level, threads) = (c.bandwidth[i].level, c.bandwidth[i].threads);
+        if threads == most_bw {
+            let floor = c
+                .bandwidth
+                .iter()
+                .filter(|r| r.level == level && r.threads < threads)
+                .map(|r| r.bytes_per_s)
+                .fold(0.0, f64::max);
+            let subject = format!("{level} on {threads} threads");
+            let value = &mut c.bandwidth[i].bytes_per_s;
+            raise(value, floor, subject, "GB/s", "fewer threads'", &mut notes);
+        }
+    }
+    // Then each level at least as fast as the levels beyond it, per thread count.
     let mut counts: Vec<usize> = c.bandwidth.iter().map(|r| r.threads).collect();
     counts.sort_unstable();
     counts.dedup();
@@ -149,64 +209,18 @@ pub fn make_monotone(c: &mut Ceilings) {
                 continue;
             };
             if let Some((outer, best)) = outer_best {
-                if roof.bytes_per_s < best {
-                    notes.push(format!(
-                        "{level} on {threads} thread(s) measured {:.1} GB/s, below {outer}'s {:.1}: raised to it",
-                        roof.bytes_per_s / 1e9,
-                        best / 1e9
-                    ));
-                    roof.bytes_per_s = best;
-                }
+                let subject = format!("{level} on {threads} thread(s)");
+                let than = format!("{outer}'s");
+                raise(
+                    &mut roof.bytes_per_s,
+                    best,
+                    subject,
+                    "GB/s",
+                    &than,
+                    &mut notes,
+                );
             }
             outer_best = Some((level, roof.bytes_per_s));
-        }
-    }
-    let most = c.compute.iter().map(|r| r.threads).max().unwrap_or(1);
-    for i in 0..c.compute.len() {
-        let (precision, threads) = (c.compute[i].precision, c.compute[i].threads);
-        if threads != most {
-            continue;
-        }
-        let fewer = c
-            .compute
-            .iter()
-            .filter(|r| r.precision == precision && r.threads < threads)
-            .map(|r| r.flops_per_s)
-            .fold(0.0, f64::max);
-        if c.compute[i].flops_per_s < fewer {
-            notes.push(format!(
-                "{precision} peak on {threads} threads measured {:.1} GFLOP/s, below fewer threads' {:.1}: raised to it",
-                c.compute[i].flops_per_s / 1e9,
-                fewer / 1e9
-            ));
-            c.compute[i].flops_per_s = fewer;
-        }
-    }
-    for (threads, level) in [
-        (most, Level::Dram),
-        (most, Level::L3),
-        (most, Level::L2),
-        (most, Level::L1),
-    ] {
-        let one = c
-            .bandwidth
-            .iter()
-            .filter(|r| r.level == level && r.threads < threads)
-            .map(|r| r.bytes_per_s)
-            .fold(0.0, f64::max);
-        if let Some(roof) = c
-            .bandwidth
-            .iter_mut()
-            .find(|r| r.level == level && r.threads == threads)
-        {
-            if roof.bytes_per_s < one {
-                notes.push(format!(
-                    "{level} on {threads} threads measured {:.1} GB/s, below fewer threads' {:.1}: raised to it",
-                    roof.bytes_per_s / 1e9,
-                    one / 1e9
-                ));
-                roof.bytes_per_s = one;
-            }
         }
     }
     c.notes.extend(notes);
