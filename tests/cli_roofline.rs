@@ -227,6 +227,7 @@ fn a_results_directory_becomes_points_with_advice_and_an_svg() {
 #[test]
 fn layers_are_ranked_by_time_share_times_headroom() {
     let cache = temp_dir();
+    let svg = cache.path().join("layers.svg");
     let pi4 = pi4();
     let out = stdout_of(
         &roofline(
@@ -242,11 +243,34 @@ fn layers_are_ranked_by_time_share_times_headroom() {
                 "2",
                 "--ceilings",
                 &pi4,
+                "--top",
+                "3",
+                "--ascii",
+                "--svg",
+                &svg.display().to_string(),
             ],
         )
         .success(),
     );
     assert!(out.contains("layer") && out.contains("score"), "{out}");
+    // The three highest-ranked layers are drawn as A, B, C and marked so in the table.
+    let (chart, table) = out.split_once("\n   layer ").unwrap_or_default();
+    for mark in ['A', 'B', 'C'] {
+        assert!(chart.contains(mark), "{mark} not drawn: {chart}");
+    }
+    let rows: Vec<&str> = table.lines().skip(2).collect();
+    assert!(rows.len() > 3, "{table}");
+    assert!(
+        rows[0].starts_with("A  ") && rows[2].starts_with("C  "),
+        "{table}"
+    );
+    assert!(rows[3].starts_with("   "), "{table}");
+    let first_layer = rows[0].split_whitespace().nth(1).unwrap_or("?");
+    let svg_text = std::fs::read_to_string(&svg).unwrap_or_default();
+    assert!(
+        svg_text.contains(first_layer),
+        "the SVG lacks {first_layer}"
+    );
     assert!(
         out.contains("layer1.0.conv1") || out.contains("conv1"),
         "{out}"
@@ -295,4 +319,110 @@ fn a_run_that_asks_for_it_adds_the_roofline_to_its_outputs() {
     };
     assert_eq!(json["analyses"].as_array().map(Vec::len), Some(1));
     assert!(dir.join("charts/roofline.svg").is_file());
+
+    // The worker was asked for hardware counters: it reports them or says why not, and the
+    // source line says which; nothing fails either way.
+    let runs = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap_or_default();
+    let record: serde_json::Value =
+        serde_json::from_str(runs.lines().next().unwrap_or("")).unwrap_or_default();
+    let counters = &record["run"]["counters"];
+    assert_eq!(counters["iterations"], 3, "{record}");
+    let counted = counters["counts"].as_array().is_some_and(|c| !c.is_empty());
+    if counted {
+        // Counted cache events place the point; FLOP events alone leave it analytic.
+        assert!(
+            stdout.contains("hardware counters for 1")
+                || stdout.contains("hardware counters available"),
+            "{stdout}"
+        );
+    } else {
+        let why = counters["unavailable"][0].as_str().unwrap_or("");
+        assert!(why.starts_with("all events: "), "{why}");
+        assert!(
+            stdout.contains("hardware counters unavailable: "),
+            "{stdout}"
+        );
+        assert_eq!(json["programs"][0]["source"], "analytic");
+    }
+}
+
+#[test]
+fn cache_simulation_places_l2_and_dram_points_and_is_kept() {
+    let cache = temp_dir();
+    roofline(cache.path(), &["import-ert", &ert("new-dialect.json")]).success();
+    let tmp = temp_dir();
+    let config = tmp.path().join("cs.toml");
+    if let Err(e) = std::fs::write(
+        &config,
+        "name = \"cs\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    ) {
+        panic!("{e}");
+    }
+    let out = tmp.path().join("results");
+    run_config(&config, &out).success();
+    let dir = only_entry(&out);
+    let dir_arg = dir.display().to_string();
+
+    // Without valgrind on PATH the request is refused in one sentence.
+    let refused = edgeprof()
+        .env("EDGEPROF_CACHE_DIR", cache.path())
+        .env("PATH", tmp.path())
+        .args(["roofline", "show", &dir_arg, "--cache-sim"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("--cache-sim needs valgrind: valgrind is not installed"),
+        "{stderr}"
+    );
+
+    // valgrind is installed by .ci/run; this test needs it.
+    let shown = roofline(
+        cache.path(),
+        &[
+            "show",
+            &dir_arg,
+            "--cache-sim",
+            "--cache-sim-iterations",
+            "1",
+            "--json",
+        ],
+    )
+    .success();
+    let v: serde_json::Value = match serde_json::from_slice(&shown.get_output().stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("no JSON: {e}"),
+    };
+    let program = &v["programs"][0];
+    assert_eq!(program["source"], "cache_simulation", "{program}");
+    let traffic = program["traffic"].as_array().cloned().unwrap_or_default();
+    let bytes = |level: &str| {
+        traffic
+            .iter()
+            .find(|t| t[0] == level)
+            .and_then(|t| t[1].as_f64())
+    };
+    // Every weight (1,366,792 fp32 parameters) passes from L2 into a far smaller L1 at least once
+    // per inference.
+    let l2 = bytes("L2").unwrap_or(0.0);
+    assert!(l2 >= 0.9 * 4.0 * 1_366_792.0, "L2 bytes {l2}");
+    assert!(
+        bytes("DRAM").is_some_and(|d| d >= 0.0 && d <= l2 * 2.0),
+        "{traffic:?}"
+    );
+    assert!(dir.join("cache-sim.json").is_file());
+
+    // Kept: a later show uses it without valgrind.
+    let again = edgeprof()
+        .env("EDGEPROF_CACHE_DIR", cache.path())
+        .args(["roofline", "show", &dir_arg, "--ascii"])
+        .assert()
+        .success();
+    let text = stdout_of(&again);
+    assert!(text.contains("cache simulation for 1"), "{text}");
+    assert!(
+        text.contains("from cache simulation (valgrind, one thread"),
+        "{text}"
+    );
 }

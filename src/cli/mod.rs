@@ -97,6 +97,13 @@ enum RooflineCommand {
         /// Print ceilings, points and advice as JSON
         #[arg(long)]
         json: bool,
+        /// Where counters are out of reach, simulate each condition's caches with valgrind to get
+        /// L2 and DRAM traffic (slow: one thread, 50–100× native time; kept in the directory)
+        #[arg(long, requires = "results")]
+        cache_sim: bool,
+        /// Counted inferences per simulated condition
+        #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+        cache_sim_iterations: u64,
     },
     /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
     /// ranked by time share × headroom
@@ -116,6 +123,20 @@ enum RooflineCommand {
         ceilings: Option<PathBuf>,
         #[arg(long)]
         json: bool,
+        /// Layers drawn on the chart: the highest-ranked
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=26))]
+        top: u64,
+        /// Plain characters instead of braille
+        #[arg(long)]
+        ascii: bool,
+        /// Chart size in terminal cells
+        #[arg(long, default_value_t = 80)]
+        width: usize,
+        #[arg(long, default_value_t = 24)]
+        height: usize,
+        /// Also write the chart as SVG
+        #[arg(long, value_name = "FILE")]
+        svg: Option<PathBuf>,
     },
     /// List the SIMD kernels this CPU can run and check that each does exactly the FLOPs and
     /// bytes it claims (counts, not speed: meaningful under emulation too)
@@ -367,6 +388,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             height,
             svg,
             json,
+            cache_sim,
+            cache_sim_iterations,
         }) => roofline::show(roofline::ShowOptions {
             results,
             ceilings,
@@ -379,6 +402,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             height,
             svg,
             json,
+            cache_sim: cache_sim.then_some(cache_sim_iterations as usize),
         }),
         Command::Roofline(RooflineCommand::Layers {
             model,
@@ -387,6 +411,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             runs,
             ceilings,
             json,
+            top,
+            ascii,
+            width,
+            height,
+            svg,
         }) => {
             if threads == Some(0) {
                 bail!(BadInput("--threads must be at least 1".into()));
@@ -394,10 +423,16 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let model = zoo::build(&model, &shape.params())?;
             roofline::layers(
                 &model,
-                crate::runner::resolve_threads(threads.unwrap_or(0)),
-                runs,
-                ceilings.as_deref(),
-                json,
+                roofline::LayersOptions {
+                    threads: crate::runner::resolve_threads(threads.unwrap_or(0)),
+                    runs,
+                    ceilings: ceilings.as_deref(),
+                    json,
+                    top: top as usize,
+                    ascii,
+                    size: (width, height),
+                    svg: svg.as_deref(),
+                },
             )
         }
         Command::Roofline(RooflineCommand::Kernels) => roofline::kernels(),
@@ -600,6 +635,7 @@ fn bench_isolated(
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         seed: args.seed,
         classes: args.classes,
+        counters: false,
     };
     let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     eprintln!("running {} in a worker process …", request.condition.id);

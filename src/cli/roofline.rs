@@ -5,6 +5,8 @@ use crate::collect::ceilings::{self, Effort};
 use crate::collect::device;
 use crate::collect::kernels;
 use crate::roofline::{levels, store, Ceilings, Level, Precision};
+use crate::runner::cachesim;
+use anyhow::Context;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -258,17 +260,27 @@ pub struct ShowOptions {
     pub height: usize,
     pub svg: Option<PathBuf>,
     pub json: bool,
+    /// Simulate the conditions that have no counted traffic (valgrind), this many inferences each.
+    pub cache_sim: Option<usize>,
 }
 
-/// The program-data sources of SPEC 5.2 and whether each is available here.
-fn sources_text(counters: &Result<(), String>) -> String {
-    let counters = match counters {
-        Ok(()) => "available (this edgeprof does not read them yet)".to_string(),
-        Err(why) => format!("unavailable: {why}"),
+/// The program-data sources of SPEC 5.2: which ones the points use, and why the others are not.
+fn sources_text(programs: &[crate::roofline::Program], counters: &Result<(), String>) -> String {
+    use crate::roofline::PointSource;
+    let used = |source: PointSource| programs.iter().filter(|p| p.source == source).count();
+    let counters = match (used(PointSource::Counters), counters) {
+        (n, _) if n > 0 => format!("hardware counters for {n}"),
+        (_, Ok(())) => "hardware counters available (counted during `edgeprof run` when the config sets [output] roofline = true)".to_string(),
+        (_, Err(why)) => format!("hardware counters unavailable: {why}"),
+    };
+    let simulated = match used(PointSource::CacheSimulation) {
+        0 => "cache simulation for none (`roofline show DIR --cache-sim` adds L2 and DRAM traffic)"
+            .to_string(),
+        n => format!("cache simulation for {n}"),
     };
     format!(
-        "point sources: analytic model (used: exact FLOPs, DRAM bytes as the traffic lower bound); \
-         hardware counters {counters}\n"
+        "point sources: analytic model for {} (exact FLOPs, DRAM bytes as the traffic lower bound); {counters}; {simulated}\n",
+        used(PointSource::Analytic)
     )
 }
 
@@ -320,7 +332,7 @@ pub fn roofline_text(
     for note in &ceilings.notes {
         let _ = writeln!(out, "note: {note}");
     }
-    out.push_str(&sources_text(&crate::collect::perf::probe()));
+    out.push_str(&sources_text(programs, &crate::collect::perf::probe()));
     for (i, p) in programs.iter().enumerate() {
         let letter = crate::report::roofline_chart::letter(i);
         match crate::roofline::advice::analyse(p, ceilings) {
@@ -344,6 +356,22 @@ pub fn roofline_text(
                         b.headroom
                     ))
                 );
+                let intensities: Vec<String> = p
+                    .traffic
+                    .iter()
+                    .map(|&(level, _)| match p.intensity(level) {
+                        Some(i) => format!("{level} {i:.2}"),
+                        None => format!("{level} no traffic (all hits above it)"),
+                    })
+                    .collect();
+                let mut data = vec![p.source.to_string()];
+                data.extend(p.basis.iter().cloned());
+                let _ = writeln!(
+                    out,
+                    "   FLOP/byte: {}; from {}",
+                    intensities.join(", "),
+                    data.join("; ")
+                );
                 for (i, step) in a.steps.iter().enumerate() {
                     let _ = writeln!(out, "   {}. {step}", i + 1);
                 }
@@ -366,7 +394,11 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
     let (programs, left_out) = match &o.results {
         Some(dir) => {
             let stored = crate::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
-            crate::roofline::programs_from_results(&stored)
+            let mut simulations = cachesim::load(dir)?;
+            if let Some(iterations) = o.cache_sim {
+                simulate_missing(&stored, &mut simulations, iterations)?;
+            }
+            crate::roofline::programs_from_results(&stored, &simulations)
         }
         None => (Vec::new(), Vec::new()),
     };
@@ -403,6 +435,90 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
     }
     print_out(&out)
 }
+
+/// Simulates, under valgrind, the built-in-engine conditions of a results directory that have
+/// neither counted cache traffic nor a kept simulation, and keeps the new ones there.
+fn simulate_missing(
+    stored: &crate::results::Stored,
+    simulations: &mut Vec<cachesim::Simulation>,
+    iterations: usize,
+) -> anyhow::Result<()> {
+    use crate::config::ModelRef;
+    let valgrind = cachesim::valgrind()
+        .map_err(|why| BadInput(format!("--cache-sim needs valgrind: {why}")))?;
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let caches = device::fingerprint(Path::new("/")).caches;
+    let todo: Vec<_> = stored
+        .runs
+        .iter()
+        .filter(|r| r.ok && r.condition.engine == "tract")
+        .filter(|r| matches!(r.condition.model, ModelRef::Zoo(_)))
+        .filter(|r| {
+            let counted = r
+                .run
+                .as_ref()
+                .and_then(|run| run.counters.as_ref())
+                .map(crate::collect::perf::CounterReport::derive)
+                .is_some_and(|d| d.l2_bytes.is_some() || d.dram_bytes.is_some());
+            !counted && !simulations.iter().any(|s| s.condition == r.condition.id)
+        })
+        .collect();
+    if todo.is_empty() {
+        eprintln!(
+            "cache simulation: nothing to simulate (it covers successful tract conditions on zoo models \
+             that have neither counted nor simulated traffic yet)"
+        );
+        return Ok(());
+    }
+    let cancel = std::sync::atomic::AtomicBool::new(false);
+    for (k, record) in todo.iter().enumerate() {
+        eprintln!(
+            "[{}/{}] simulating the caches for {} under valgrind (one thread, 1 warm-up + {iterations} counted inference(s); often 50–100× slower than native) …",
+            k + 1,
+            todo.len(),
+            record.condition.id
+        );
+        let request = crate::runner::protocol::WorkerRequest {
+            condition: record.condition.clone(),
+            warmup: 1,
+            warmup_seconds: 0.0,
+            iterations,
+            min_duration_s: 0.0,
+            repeats: 1,
+            seed: stored.seed(),
+            classes: stored.classes(),
+            counters: false,
+        };
+        match cachesim::simulate(
+            &valgrind,
+            &edgeprof,
+            &request,
+            &caches,
+            &stored.dir,
+            SIMULATION_TIMEOUT,
+            &cancel,
+        ) {
+            Ok(sim) => {
+                eprintln!(
+                    "      {:.1} s: {} between L1 and L2, {} from DRAM per inference",
+                    sim.seconds,
+                    render::bytes(sim.l2_bytes as u64),
+                    render::bytes(sim.dram_bytes as u64)
+                );
+                simulations.push(sim);
+                cachesim::save(&stored.dir, simulations)?;
+            }
+            Err(e) => eprintln!(
+                "warning: {}: the cache simulation failed ({e:#}); its point stays analytic",
+                record.condition.id
+            ),
+        }
+    }
+    Ok(())
+}
+
+/// How long one condition may take under valgrind.
+const SIMULATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// `edgeprof roofline import-ert`.
 pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
@@ -447,13 +563,26 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
 
 /// `edgeprof roofline layers`: per-layer points of one zoo model from tract's node profile and
 /// the per-layer analytic cost, ranked by time share × headroom.
-pub fn layers(
-    model: &crate::models::graph::Model,
-    threads: usize,
-    runs: usize,
-    ceilings_file: Option<&Path>,
-    json: bool,
-) -> anyhow::Result<()> {
+pub struct LayersOptions<'a> {
+    pub threads: usize,
+    pub runs: usize,
+    pub ceilings: Option<&'a Path>,
+    pub json: bool,
+    /// Layers drawn on the chart (the highest-ranked).
+    pub top: usize,
+    pub ascii: bool,
+    pub size: (usize, usize),
+    pub svg: Option<&'a Path>,
+}
+
+pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::Result<()> {
+    let LayersOptions {
+        threads,
+        runs,
+        ceilings: ceilings_file,
+        json,
+        ..
+    } = o;
     use crate::engines::tract::{ModelSource, TractSession};
     use crate::roofline::{advice, PointSource, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
@@ -484,10 +613,22 @@ pub fn layers(
                 seconds: t.ms_per_run / 1e3,
                 traffic: vec![(Level::Dram, cost.dram_bytes as f64)],
                 source: PointSource::Analytic,
+                basis: vec!["time from tract's node profile".to_string()],
             })
         })
         .collect();
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
+    // The highest-ranked layers, in rank order, are the chart's points A, B, C, …
+    let drawn: Vec<Program> = ranks
+        .iter()
+        .take(o.top)
+        .filter_map(|r| programs.iter().find(|p| p.label == r.label).cloned())
+        .collect();
+    if let Some(path) = o.svg {
+        let svg = crate::report::svg::roofline(&stored.ceilings, Precision::Fp32, &drawn)?;
+        crate::results::write_atomic(path, svg.as_bytes())?;
+        eprintln!("wrote {}", path.display());
+    }
     if json {
         return print_json(&serde_json::json!({
             "model": model.name,
@@ -501,7 +642,14 @@ pub fn layers(
         .take(20)
         .map(|r| {
             let p = programs.iter().find(|p| p.label == r.label);
+            let mark = drawn
+                .iter()
+                .position(|d| d.label == r.label)
+                .map_or(String::new(), |i| {
+                    crate::report::roofline_chart::letter(i).to_string()
+                });
             vec![
+                mark,
                 r.label.clone(),
                 format!("{:.1}", 100.0 * r.time_share),
                 p.and_then(|p| p.flops_per_s())
@@ -519,8 +667,19 @@ pub fn layers(
          tract kept)\n\n",
         model.name, stored.ceilings.source
     );
+    let marks = crate::report::roofline_chart::marks(&drawn);
+    out.push_str(&crate::report::roofline_chart::render(
+        &stored.ceilings,
+        Precision::Fp32,
+        &marks,
+        o.size.0,
+        o.size.1,
+        o.ascii,
+    ));
+    out.push('\n');
     out.push_str(&render::table(
         &[
+            "",
             "layer",
             "time %",
             "GFLOP/s",
@@ -528,7 +687,7 @@ pub fn layers(
             "headroom",
             "score",
         ],
-        &[false, true, true, true, true, true],
+        &[false, false, true, true, true, true, true],
         &rows,
     ));
     if let Some(first) = ranks.first() {

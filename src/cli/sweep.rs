@@ -465,7 +465,8 @@ fn roofline_outputs(stored: &Stored) -> anyhow::Result<()> {
     use crate::roofline::{advice, Precision};
     let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
     let c = &ceilings.ceilings;
-    let (programs, left_out) = crate::roofline::programs_from_results(stored);
+    let simulations = crate::runner::cachesim::load(&stored.dir)?;
+    let (programs, left_out) = crate::roofline::programs_from_results(stored, &simulations);
     let analyses: Vec<_> = programs
         .iter()
         .filter_map(|p| advice::analyse(p, c).ok())

@@ -88,10 +88,28 @@ impl Canvas {
         }
     }
 
+    /// Puts a letter in the cell at (x, y); when another letter holds that cell, in the nearest
+    /// free cell beside it on the same row (right first), so coinciding points stay visible.
     fn mark(&mut self, x: f64, y: f64, letter: char) {
         let (col, row) = ((x / self.dx as f64) as i64, (y / self.dy as f64) as i64);
-        if col >= 0 && row >= 0 && (col as usize) < self.cols && (row as usize) < self.rows {
-            self.overlay[row as usize * self.cols + col as usize] = Some(letter);
+        if row < 0 || row as usize >= self.rows {
+            return;
+        }
+        let row = row as usize;
+        for offset in [0, 1, -1, 2, -2, 3, -3] {
+            let c = col + offset;
+            if c < 0 || c as usize >= self.cols {
+                continue;
+            }
+            let slot = &mut self.overlay[row * self.cols + c as usize];
+            match slot {
+                Some(held) if *held == letter => return,
+                Some(_) => continue,
+                None => {
+                    *slot = Some(letter);
+                    return;
+                }
+            }
         }
     }
 
@@ -267,6 +285,7 @@ pub(crate) mod tests {
             seconds: s,
             traffic: vec![(Level::Dram, dram_gb * 1e9)],
             source: PointSource::Analytic,
+            basis: Vec::new(),
         };
         (
             ceilings,
@@ -319,6 +338,23 @@ pub(crate) mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn coinciding_points_stay_visible_side_by_side() {
+        let (c, programs) = sample();
+        let mut twins = vec![
+            programs[0].clone(),
+            programs[0].clone(),
+            programs[0].clone(),
+        ];
+        twins[1].label = "twin".into();
+        twins[2].label = "triplet".into();
+        let text = render(&c, Precision::Fp32, &marks(&twins), 80, 24, true);
+        let row = text.lines().find(|l| l.contains('A')).unwrap_or_default();
+        let col = row.find('A').unwrap_or(0);
+        assert_eq!(row.get(col..col + 2), Some("AB"), "{text}");
+        assert_eq!(row.get(col - 1..col), Some("C"), "{text}");
     }
 
     #[test]

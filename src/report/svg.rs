@@ -249,6 +249,18 @@ pub fn roofline(
                     + Text::new(m.letter.to_string(), (6, -14), ("sans-serif", 14))
             }))
             .map_err(chart_error)?;
+        // A legend entry per program, so the letters can be read without the terminal output.
+        for (i, p) in programs.iter().enumerate() {
+            chart
+                .draw_series(std::iter::empty::<Circle<(f64, f64), i32>>())
+                .map_err(chart_error)?
+                .label(format!(
+                    "{}  {}",
+                    crate::report::roofline_chart::letter(i),
+                    p.label
+                ))
+                .legend(|(x, y)| Circle::new((x + 8, y), 4, RED.filled()));
+        }
         chart
             .configure_series_labels()
             .background_style(WHITE.mix(0.8))
@@ -322,6 +334,7 @@ mod tests {
             "fp32 peak 100.0 GFLOP/s",
             ">\nA\n</text>",
             ">\nB\n</text>",
+            "A  resnet",
         ] {
             assert!(svg.contains(text), "missing {text}");
         }

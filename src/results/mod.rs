@@ -283,6 +283,26 @@ pub struct Stored {
     pub warnings: Vec<String>,
 }
 
+impl Stored {
+    /// The sweep's class count (1000 when the manifest predates the key).
+    pub fn classes(&self) -> usize {
+        self.manifest
+            .config
+            .pointer("/matrix/classes")
+            .and_then(serde_json::Value::as_u64)
+            .map_or(1000, |n| n as usize)
+    }
+
+    /// The seed the sweep's weights and inputs were drawn with.
+    pub fn seed(&self) -> u64 {
+        self.manifest
+            .config
+            .pointer("/measure/seed")
+            .and_then(serde_json::Value::as_u64)
+            .unwrap_or(crate::models::onnx::DEFAULT_SEED)
+    }
+}
+
 pub fn load(dir: &Path) -> anyhow::Result<Stored> {
     let manifest = read_manifest(dir)?;
     let runs = read_lines::<RunRecord>(&dir.join(RUNS))?;

@@ -299,6 +299,7 @@ mod tests {
             seconds,
             traffic: traffic.iter().map(|&(l, gb)| (l, gb * 1e9)).collect(),
             source: PointSource::Analytic,
+            basis: Vec::new(),
         }
     }
 

@@ -106,7 +106,9 @@ impl std::fmt::Display for PointSource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(match self {
             PointSource::Counters => "hardware counters",
-            PointSource::CacheSimulation => "cache simulation",
+            PointSource::CacheSimulation => {
+                "cache simulation (valgrind, one thread, no prefetcher; FLOPs from the analytic model)"
+            }
             PointSource::Analytic => "analytic model (DRAM bytes = lower bound)",
         })
     }
@@ -123,6 +125,9 @@ pub struct Program {
     /// Bytes moved at each level known.
     pub traffic: Vec<(Level, f64)>,
     pub source: PointSource,
+    /// What each figure rests on, in words (events, simulated caches), when more than the source.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub basis: Vec<String>,
 }
 
 impl Program {
@@ -148,20 +153,18 @@ pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
     peak_flops_per_s / bytes_per_s
 }
 
-/// Program points for the successful zoo-model conditions of a stored sweep, from the analytic
-/// model (FLOPs exact; DRAM bytes the traffic lower bound) and the median latency. Conditions
-/// that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
+/// Program points for the successful zoo-model conditions of a stored sweep. FLOPs and bytes
+/// come from the best source at hand (SPEC 5.2): the worker's hardware counters when it could
+/// count cache misses, else a cache simulation kept for the condition, else the analytic model
+/// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
+/// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
 pub fn programs_from_results(
     stored: &crate::results::Stored,
+    simulations: &[crate::runner::cachesim::Simulation],
 ) -> (Vec<Program>, Vec<(String, String)>) {
     use crate::config::ModelRef;
     use crate::models::{cost, zoo};
-    let classes = stored
-        .manifest
-        .config
-        .pointer("/matrix/classes")
-        .and_then(serde_json::Value::as_u64)
-        .unwrap_or(1000) as usize;
+    let classes = stored.classes();
     let mut programs = Vec::new();
     let mut left_out = Vec::new();
     for record in stored.runs.iter().filter(|r| r.ok) {
@@ -181,20 +184,58 @@ pub fn programs_from_results(
             width: c.input.width,
             batch: c.batch,
         };
-        match zoo::build(name, &params) {
-            Ok(model) => {
-                let total = cost::analyze(&model).total;
-                programs.push(Program {
-                    label: c.id.clone(),
-                    precision: Precision::Fp32,
-                    flops: total.flops as f64,
-                    seconds: stats.repeat_summary.median_ms / 1e3,
-                    traffic: vec![(Level::Dram, total.dram_bytes as f64)],
-                    source: PointSource::Analytic,
-                });
+        let total = match zoo::build(name, &params) {
+            Ok(model) => cost::analyze(&model).total,
+            Err(e) => {
+                left_out.push((c.id.clone(), e.to_string()));
+                continue;
             }
-            Err(e) => left_out.push((c.id.clone(), e.to_string())),
+        };
+        let mut program = Program {
+            label: c.id.clone(),
+            precision: Precision::Fp32,
+            flops: total.flops as f64,
+            seconds: stats.repeat_summary.median_ms / 1e3,
+            traffic: vec![(Level::Dram, total.dram_bytes as f64)],
+            source: PointSource::Analytic,
+            basis: Vec::new(),
+        };
+        let counted = record
+            .run
+            .as_ref()
+            .and_then(|r| r.counters.as_ref())
+            .map(crate::collect::perf::CounterReport::derive);
+        let simulated = simulations.iter().rev().find(|s| s.condition == c.id);
+        match (counted, simulated) {
+            (Some(d), _) if d.l2_bytes.is_some() || d.dram_bytes.is_some() => {
+                program.traffic = [(Level::L2, d.l2_bytes), (Level::Dram, d.dram_bytes)]
+                    .into_iter()
+                    .filter_map(|(level, bytes)| Some((level, bytes?)))
+                    .collect();
+                if let Some(flops) = d.flops {
+                    program.flops = flops;
+                } else {
+                    program
+                        .basis
+                        .push("FLOPs from the analytic model".to_string());
+                }
+                program.basis.extend(d.basis);
+                program.source = PointSource::Counters;
+            }
+            (_, Some(sim)) => {
+                program.traffic = vec![(Level::L2, sim.l2_bytes), (Level::Dram, sim.dram_bytes)];
+                program.basis.push(format!(
+                    "simulated D1 {}, LL {}, {} inference(s) on {} thread",
+                    sim.output.d1.as_deref().unwrap_or("(valgrind's default)"),
+                    sim.output.ll.as_deref().unwrap_or("(valgrind's default)"),
+                    sim.iterations,
+                    sim.threads
+                ));
+                program.source = PointSource::CacheSimulation;
+            }
+            _ => {}
         }
+        programs.push(program);
     }
     (programs, left_out)
 }
@@ -243,6 +284,7 @@ mod tests {
             seconds: 0.5,
             traffic: vec![(Level::Dram, 2e9), (Level::L1, 0.0)],
             source: PointSource::Analytic,
+            basis: Vec::new(),
         };
         assert_eq!(p.flops_per_s(), Some(16e9));
         assert_eq!(p.intensity(Level::Dram), Some(4.0));

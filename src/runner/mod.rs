@@ -1,5 +1,6 @@
 //! Running evaluations: the run matrix (and, next, isolated worker runs and the results store).
 
+pub mod cachesim;
 pub mod matrix;
 pub mod protocol;
 pub mod spawn;

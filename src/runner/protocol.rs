@@ -38,6 +38,14 @@ pub struct WorkerRequest {
     pub repeats: usize,
     pub seed: u64,
     pub classes: usize,
+    /// Count hardware events over the timed iterations and report them in a `counters` record
+    /// (built-in engines; workers that cannot simply omit the record).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counters: bool,
+}
+
+fn default_line() -> u64 {
+    64
 }
 
 /// One line of worker output.
@@ -70,6 +78,16 @@ pub enum WorkerMessage {
         latencies_ms: Vec<f64>,
         #[serde(default)]
         repeat: usize,
+    },
+    /// Hardware event counts over all timed iterations (after the last `iterations` record).
+    Counters {
+        iterations: usize,
+        #[serde(default = "default_line")]
+        line_bytes: u64,
+        #[serde(default)]
+        counts: Vec<crate::collect::perf::Count>,
+        #[serde(default)]
+        unavailable: Vec<String>,
     },
     Summary {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -122,6 +140,9 @@ pub struct WorkerRun {
     pub repeats: Vec<Vec<f64>>,
     /// The worker's own error message, when it reported one.
     pub error: Option<String>,
+    /// Hardware event counts over the timed iterations, when they were asked for.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub counters: Option<crate::collect::perf::CounterReport>,
 }
 
 /// Checks worker output line by line and gathers the run.
@@ -189,6 +210,7 @@ impl Collector {
                     WorkerMessage::First { .. } => "first",
                     WorkerMessage::Warmup { .. } => "warmup",
                     WorkerMessage::Summary { .. } => "summary",
+                    WorkerMessage::Counters { .. } => "counters",
                     _ => "iteration",
                 };
                 return Err(before_ready(record));
@@ -209,6 +231,26 @@ impl Collector {
                 repeat,
             } => {
                 self.push(repeat, &latencies_ms, line)?;
+            }
+            WorkerMessage::Counters {
+                iterations,
+                line_bytes,
+                counts,
+                unavailable,
+            } => {
+                if counts.iter().any(|c| !c.value.is_finite() || c.value < 0.0) {
+                    return Err(ProtocolError::Malformed {
+                        line,
+                        reason: "a counter value is not a finite, non-negative number".into(),
+                        text: String::new(),
+                    });
+                }
+                self.run.counters = Some(crate::collect::perf::CounterReport {
+                    iterations,
+                    line_bytes,
+                    counts,
+                    unavailable,
+                });
             }
             WorkerMessage::Summary { .. } => self.finished = true,
         }
@@ -283,6 +325,37 @@ mod tests {
         assert_eq!(run.warmup_ms, vec![5.0, 4.0]);
         assert_eq!(run.repeats, vec![vec![3.0, 3.5], vec![2.0, 2.5]]);
         assert_eq!(run.error, None);
+    }
+
+    #[test]
+    fn a_counters_record_is_kept_and_checked() {
+        let good = "{\"type\":\"ready\",\"init_ms\":1}
+{\"type\":\"iterations\",\"latencies_ms\":[2.0]}
+{\"type\":\"counters\",\"iterations\":1,\"counts\":[{\"event\":\"LL read misses\",\"measures\":\"last_level_misses\",\"value\":640.0,\"running\":1.0}],\"unavailable\":[\"FLOPs: no event\"]}
+{\"type\":\"summary\"}";
+        let run = match collect(good) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        let Some(c) = run.counters else {
+            panic!("counters lost")
+        };
+        assert_eq!(c.iterations, 1);
+        assert_eq!(c.counts[0].value, 640.0);
+        assert_eq!(c.derive().dram_bytes, Some(640.0 * 64.0));
+        let negative = good.replace("640.0", "-1.0");
+        assert!(matches!(
+            collect(&negative),
+            Err(ProtocolError::Malformed { line: 3, .. })
+        ));
+        let early = "{\"type\":\"counters\",\"iterations\":1}";
+        assert!(matches!(
+            collect(early),
+            Err(ProtocolError::BeforeReady {
+                record: "counters",
+                ..
+            })
+        ));
     }
 
     #[test]

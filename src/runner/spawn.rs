@@ -514,6 +514,7 @@ mod tests {
             repeats: 1,
             seed: 0,
             classes: 10,
+            counters: false,
         }
     }
 

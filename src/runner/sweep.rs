@@ -104,6 +104,7 @@ impl Sweep<'_> {
             repeats: m.repeats,
             seed: m.seed,
             classes: self.config.matrix.classes,
+            counters: self.config.output.roofline,
         }
     }
 

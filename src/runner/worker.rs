@@ -8,6 +8,7 @@ use crate::models::zoo::{self, ModelParams};
 use crate::runner::protocol::{WorkerMessage, WorkerRequest};
 use anyhow::Context;
 use std::io::{Read, Write};
+use std::path::Path;
 
 /// tract-onnx's version: the `=0.23.9` pin on tract-linalg in Cargo.toml fixes the whole family.
 pub const TRACT_VERSION: &str = "0.23.9";
@@ -62,6 +63,10 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         )));
     }
     let threads = crate::runner::resolve_threads(c.threads);
+    // Counters open before the engine starts its threads, so that they inherit them.
+    let counters = request
+        .counters
+        .then(|| crate::collect::perf::Counters::open(&crate::collect::perf::plan(Path::new("/"))));
     let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
     let zoo_model;
     let session = match &c.model {
@@ -113,15 +118,18 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         warm.push(ms(session.time_one(&data)?));
     }
     emit(out, &WorkerMessage::Warmup { latencies_ms: warm })?;
+    if let Some(Ok(c)) = &counters {
+        c.start();
+    }
+    let mut counted = 0;
     for repeat in 0..request.repeats.max(1) {
-        // At least `iterations`, and at least `min_duration_s` of timed work.
-        let mut times = Vec::with_capacity(request.iterations);
-        let repeat_start = std::time::Instant::now();
-        while times.len() < request.iterations.max(1)
-            || repeat_start.elapsed().as_secs_f64() < request.min_duration_s
-        {
-            times.push(ms(session.time_one(&data)?));
-        }
+        let times = timed_repeat(
+            &session,
+            &data,
+            request.iterations.max(1),
+            request.min_duration_s,
+        )?;
+        counted += times.len();
         emit(
             out,
             &WorkerMessage::Iterations {
@@ -130,5 +138,50 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             },
         )?;
     }
+    match counters {
+        Some(Ok(c)) => {
+            c.stop();
+            let report = c.read(counted);
+            emit(
+                out,
+                &WorkerMessage::Counters {
+                    iterations: report.iterations,
+                    line_bytes: report.line_bytes,
+                    counts: report.counts,
+                    unavailable: report.unavailable,
+                },
+            )?;
+        }
+        Some(Err(why)) => emit(
+            out,
+            &WorkerMessage::Counters {
+                iterations: counted,
+                line_bytes: crate::collect::perf::line_bytes(Path::new("/")),
+                counts: Vec::new(),
+                unavailable: vec![format!("all events: {why}")],
+            },
+        )?,
+        None => {}
+    }
     emit(out, &WorkerMessage::Summary { note: None })
+}
+
+/// The name cache simulation toggles on: only the inferences inside it are counted.
+pub const TIMED_REPEAT_SYMBOL: &str = "*edgeprof::runner::worker::timed_repeat*";
+
+/// One repeat: at least `iterations` inferences and at least `min_duration_s` of timed work.
+/// Never inlined, so that valgrind can count what happens inside it alone.
+#[inline(never)]
+fn timed_repeat(
+    session: &TractSession,
+    data: &tract_onnx::prelude::Tensor,
+    iterations: usize,
+    min_duration_s: f64,
+) -> anyhow::Result<Vec<f64>> {
+    let mut times = Vec::with_capacity(iterations);
+    let repeat_start = std::time::Instant::now();
+    while times.len() < iterations || repeat_start.elapsed().as_secs_f64() < min_duration_s {
+        times.push(ms(session.time_one(data)?));
+    }
+    Ok(times)
 }
