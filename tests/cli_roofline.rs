@@ -22,6 +22,19 @@ fn stdout_of(assert: &assert_cmd::assert::Assert) -> String {
     String::from_utf8_lossy(&assert.get_output().stdout).into_owned()
 }
 
+/// A config in `dir` for one small shufflenet condition on one thread, plus `extra` TOML.
+fn shufflenet_config(dir: &Path, extra: &str) -> std::path::PathBuf {
+    let config = dir.join("shufflenet.toml");
+    let text = format!(
+        "name = \"s\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\n\
+         threads = [1]\n[measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n{extra}"
+    );
+    if let Err(e) = std::fs::write(&config, text) {
+        panic!("{e}");
+    }
+    config
+}
+
 fn roofline(cache: &Path, args: &[&str]) -> assert_cmd::assert::Assert {
     edgeprof()
         .env("EDGEPROF_CACHE_DIR", cache)
@@ -283,14 +296,7 @@ fn a_run_that_asks_for_it_adds_the_roofline_to_its_outputs() {
     let cache = temp_dir();
     roofline(cache.path(), &["import-ert", &ert("new-dialect.json")]).success();
     let tmp = temp_dir();
-    let config = tmp.path().join("rr.toml");
-    if let Err(e) = std::fs::write(
-        &config,
-        "name = \"rr\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
-         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n[output]\nroofline = true\n",
-    ) {
-        panic!("{e}");
-    }
+    let config = shufflenet_config(tmp.path(), "[output]\nroofline = true\n");
     let out = tmp.path().join("results");
     let assert = edgeprof()
         .env("EDGEPROF_CACHE_DIR", cache.path())
@@ -351,14 +357,7 @@ fn cache_simulation_places_l2_and_dram_points_and_is_kept() {
     let cache = temp_dir();
     roofline(cache.path(), &["import-ert", &ert("new-dialect.json")]).success();
     let tmp = temp_dir();
-    let config = tmp.path().join("cs.toml");
-    if let Err(e) = std::fs::write(
-        &config,
-        "name = \"cs\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
-         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
-    ) {
-        panic!("{e}");
-    }
+    let config = shufflenet_config(tmp.path(), "");
     let out = tmp.path().join("results");
     run_config(&config, &out).success();
     let dir = only_entry(&out);

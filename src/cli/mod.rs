@@ -1,6 +1,7 @@
 //! The headless front-end: argument parsing and dispatch. Results go to stdout, progress and
 //! errors to stderr.
 
+mod monitor;
 mod render;
 mod roofline;
 mod sweep;
@@ -52,6 +53,42 @@ enum Command {
     /// The hierarchical roofline: this CPU's ceilings
     #[command(subcommand)]
     Roofline(RooflineCommand),
+    /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
+    /// lines or CSV, or turn a tegrastats log into the same samples
+    Monitor(MonitorArgs),
+    /// List every telemetry source and whether it works here (and why not)
+    Probe {
+        /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
+        #[arg(long, default_value = "/")]
+        root: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug)]
+struct MonitorArgs {
+    /// Log to stdout (until the terminal UI lands, the monitor always runs this way)
+    #[arg(long)]
+    headless: bool,
+    /// Time between samples (e.g. 100ms, 1s)
+    #[arg(long, default_value = "1s", value_parser = monitor::parse_duration)]
+    interval: std::time::Duration,
+    /// Stop after this long (default: until Ctrl-C)
+    #[arg(long, value_parser = monitor::parse_duration)]
+    duration: Option<std::time::Duration>,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    format: monitor::Format,
+    /// Also sample this process (CPU %, RSS, peak RSS); the monitor stops when it ends
+    #[arg(long)]
+    pid: Option<u32>,
+    /// Turn a tegrastats log into samples instead of sampling this machine (lines without
+    /// timestamps are --interval apart)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "duration"])]
+    from_tegrastats: Option<PathBuf>,
+    /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
+    #[arg(long, default_value = "/")]
+    root: PathBuf,
 }
 
 #[derive(Subcommand, Debug)]
@@ -83,17 +120,8 @@ enum RooflineCommand {
         /// The compute roof the points are judged against
         #[arg(long, value_enum, default_value = "fp32")]
         precision: PrecisionArg,
-        /// Plain characters instead of braille
-        #[arg(long)]
-        ascii: bool,
-        /// Chart size in terminal cells
-        #[arg(long, default_value_t = 80)]
-        width: usize,
-        #[arg(long, default_value_t = 24)]
-        height: usize,
-        /// Also write the chart as SVG
-        #[arg(long, value_name = "FILE")]
-        svg: Option<PathBuf>,
+        #[command(flatten)]
+        chart: ChartArgs,
         /// Print ceilings, points and advice as JSON
         #[arg(long)]
         json: bool,
@@ -126,17 +154,8 @@ enum RooflineCommand {
         /// Layers drawn on the chart: the highest-ranked
         #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=26))]
         top: u64,
-        /// Plain characters instead of braille
-        #[arg(long)]
-        ascii: bool,
-        /// Chart size in terminal cells
-        #[arg(long, default_value_t = 80)]
-        width: usize,
-        #[arg(long, default_value_t = 24)]
-        height: usize,
-        /// Also write the chart as SVG
-        #[arg(long, value_name = "FILE")]
-        svg: Option<PathBuf>,
+        #[command(flatten)]
+        chart: ChartArgs,
     },
     /// List the SIMD kernels this CPU can run and check that each does exactly the FLOPs and
     /// bytes it claims (counts, not speed: meaningful under emulation too)
@@ -232,6 +251,22 @@ enum ModelsCommand {
         #[arg(long, value_name = "DIR")]
         test_data: Option<PathBuf>,
     },
+}
+
+/// Chart options shared by the roofline commands.
+#[derive(Args, Debug, Clone)]
+struct ChartArgs {
+    /// Plain characters instead of braille
+    #[arg(long)]
+    ascii: bool,
+    /// Chart size in terminal cells
+    #[arg(long, default_value_t = 80)]
+    width: usize,
+    #[arg(long, default_value_t = 24)]
+    height: usize,
+    /// Also write the chart as SVG
+    #[arg(long, value_name = "FILE")]
+    svg: Option<PathBuf>,
 }
 
 /// Shape options shared by the zoo commands.
@@ -383,10 +418,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             ceilings,
             precision,
-            ascii,
-            width,
-            height,
-            svg,
+            chart,
             json,
             cache_sim,
             cache_sim_iterations,
@@ -397,10 +429,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 PrecisionArg::Fp64 => crate::roofline::Precision::Fp64,
                 PrecisionArg::Fp32 => crate::roofline::Precision::Fp32,
             },
-            ascii,
-            width,
-            height,
-            svg,
+            ascii: chart.ascii,
+            width: chart.width,
+            height: chart.height,
+            svg: chart.svg,
             json,
             cache_sim: cache_sim.then_some(cache_sim_iterations as usize),
         }),
@@ -412,10 +444,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             ceilings,
             json,
             top,
-            ascii,
-            width,
-            height,
-            svg,
+            chart,
         }) => {
             if threads == Some(0) {
                 bail!(BadInput("--threads must be at least 1".into()));
@@ -429,9 +458,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     ceilings: ceilings.as_deref(),
                     json,
                     top: top as usize,
-                    ascii,
-                    size: (width, height),
-                    svg: svg.as_deref(),
+                    ascii: chart.ascii,
+                    size: (chart.width, chart.height),
+                    svg: chart.svg.as_deref(),
                 },
             )
         }
@@ -442,6 +471,18 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Report(args) => {
             sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
         }
+        Command::Monitor(a) => {
+            let _ = a.headless;
+            monitor::monitor(monitor::MonitorOptions {
+                interval: a.interval,
+                duration: a.duration,
+                format: a.format,
+                pid: a.pid,
+                root: a.root,
+                from_tegrastats: a.from_tegrastats,
+            })
+        }
+        Command::Probe { root, json } => monitor::probe(&root, json),
         Command::Worker => {
             let mut out = std::io::stdout().lock();
             crate::runner::worker::run(std::io::stdin().lock(), &mut out)

@@ -6,3 +6,13 @@ pub mod device;
 pub mod kernels;
 pub mod perf;
 pub mod proc;
+pub mod tegrastats;
+pub mod telemetry;
+
+/// The first `name` on PATH, if any.
+pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(name))
+        .find(|p| p.is_file())
+}

@@ -381,9 +381,13 @@ impl Counters {
         }
     }
 
-    /// Zeroes and starts counting.
-    pub fn start(&self) {
+    /// Zeroes the counts.
+    pub fn reset(&self) {
         self.ioctl_all(IOC_RESET);
+    }
+
+    /// Counts from now on, adding to what was counted before.
+    pub fn resume(&self) {
         self.ioctl_all(IOC_ENABLE);
     }
 
@@ -547,7 +551,8 @@ mod tests {
     fn opening_here_gives_counters_or_a_reason() {
         match Counters::open(&plan(Path::new("/"))) {
             Ok(c) => {
-                c.start();
+                c.reset();
+                c.resume();
                 let x: f64 = (0..1000).map(|i| f64::from(i).sqrt()).sum();
                 c.stop();
                 assert!(x > 0.0);

@@ -18,8 +18,17 @@ pub fn parse_stat_ticks(text: &str) -> Option<(u64, u64)> {
     Some((utime, stime))
 }
 
+/// The state letter of a process (`R`, `S`, `Z` for a zombie, …) from `/proc/PID/stat`.
+pub fn parse_stat_state(text: &str) -> Option<char> {
+    text[text.rfind(')')? + 1..]
+        .split_whitespace()
+        .next()?
+        .chars()
+        .next()
+}
+
 /// A `Key:   123 kB` line of a procfs file, in bytes.
-fn kib_field(text: &str, key: &str) -> Option<u64> {
+pub(crate) fn kib_field(text: &str, key: &str) -> Option<u64> {
     text.lines().find_map(|line| {
         let value = line.strip_prefix(key)?.strip_prefix(':')?;
         let mut parts = value.split_whitespace();

@@ -192,13 +192,9 @@ pub struct Simulation {
 
 /// The valgrind on PATH, or why there is none.
 pub fn valgrind() -> Result<PathBuf, String> {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("valgrind"))
-        .find(|p| p.is_file())
-        .ok_or_else(|| {
-            "valgrind is not installed (Debian/Ubuntu: apt install valgrind)".to_string()
-        })
+    crate::collect::find_on_path("valgrind").ok_or_else(|| {
+        "valgrind is not installed (Debian/Ubuntu: apt install valgrind)".to_string()
+    })
 }
 
 /// Simulates one condition: `request` with one thread and its warm-up is run under valgrind,

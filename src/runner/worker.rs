@@ -118,17 +118,29 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         warm.push(ms(session.time_one(&data)?));
     }
     emit(out, &WorkerMessage::Warmup { latencies_ms: warm })?;
-    if let Some(Ok(c)) = &counters {
-        c.start();
+    // Counted over the timed loops only, not the records written between them.
+    let counting = match &counters {
+        Some(Ok(c)) => Some(c),
+        _ => None,
+    };
+    if let Some(c) = counting {
+        c.reset();
     }
     let mut counted = 0;
     for repeat in 0..request.repeats.max(1) {
+        if let Some(c) = counting {
+            c.resume();
+        }
         let times = timed_repeat(
             &session,
             &data,
             request.iterations.max(1),
             request.min_duration_s,
-        )?;
+        );
+        if let Some(c) = counting {
+            c.stop();
+        }
+        let times = times?;
         counted += times.len();
         emit(
             out,
@@ -140,7 +152,6 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
     }
     match counters {
         Some(Ok(c)) => {
-            c.stop();
             let report = c.read(counted);
             emit(
                 out,

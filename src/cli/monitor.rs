@@ -1,0 +1,299 @@
+//! `edgeprof monitor` (a headless telemetry logger) and `edgeprof probe` (which sources work
+//! here). Sampling happens in the collect layer; this module schedules, formats and prints.
+
+use crate::cli::{print_json, print_out, render, BadInput};
+use crate::collect::telemetry::{self, Reader, Sample};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// A duration such as `100ms`, `1s`, `1.5s`, `2m`, `1h` (a bare number is seconds).
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let value: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a duration such as 100ms, 2s or 5m"))?;
+    let seconds = match unit {
+        "ms" => value / 1e3,
+        "" | "s" => value,
+        "m" | "min" => value * 60.0,
+        "h" => value * 3600.0,
+        _ => {
+            return Err(format!(
+                "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
+            ))
+        }
+    };
+    if !(seconds.is_finite() && seconds > 0.0 && seconds < 1e7) {
+        return Err(format!("{text:?} must be a positive duration"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Jsonl,
+    Csv,
+}
+
+pub struct MonitorOptions {
+    pub interval: Duration,
+    pub duration: Option<Duration>,
+    pub format: Format,
+    pub pid: Option<u32>,
+    pub root: PathBuf,
+    pub from_tegrastats: Option<PathBuf>,
+}
+
+/// Writes samples as they come: JSON lines, or CSV whose columns are fixed by the first sample.
+struct Output {
+    format: Format,
+    columns: Option<Vec<String>>,
+}
+
+impl Output {
+    fn write(&mut self, sample: &Sample) -> anyhow::Result<()> {
+        let line = match self.format {
+            Format::Jsonl => serde_json::to_string(sample)?,
+            Format::Csv => {
+                let mut text = String::new();
+                if self.columns.is_none() {
+                    let columns = telemetry::csv_columns(std::slice::from_ref(sample));
+                    text.push_str(&columns.join(","));
+                    text.push('\n');
+                    self.columns = Some(columns);
+                }
+                let columns = self.columns.as_deref().unwrap_or_default();
+                text.push_str(&telemetry::csv_row(columns, sample));
+                text
+            }
+        };
+        let mut out = std::io::stdout().lock();
+        writeln!(out, "{line}")
+            .and_then(|_| out.flush())
+            .map_err(|e| anyhow::anyhow!("cannot write the samples (stdout closed?): {e}"))
+    }
+}
+
+/// `edgeprof monitor`.
+pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
+    let mut output = Output {
+        format: o.format,
+        columns: None,
+    };
+    if let Some(path) = &o.from_tegrastats {
+        return replay_tegrastats(path, o.interval, &mut output);
+    }
+    let start = Instant::now();
+    let mut process = match o.pid {
+        Some(pid) => {
+            let mut sampler = crate::collect::proc::ProcessSampler::new(&o.root, pid, start);
+            if sampler.sample(start).is_none() {
+                anyhow::bail!(BadInput(format!("no process {pid} to monitor")));
+            }
+            Some((pid, sampler))
+        }
+        None => None,
+    };
+    let mut active: Vec<Box<dyn Reader>> = Vec::new();
+    for reader in telemetry::readers(&o.root) {
+        match reader.probe() {
+            Ok(_) => active.push(reader),
+            Err(why) => eprintln!("{}: unavailable: {why}", reader.name()),
+        }
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register(signal, Arc::clone(&stop))
+            .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?;
+    }
+    eprintln!(
+        "sampling every {} ms{}; Ctrl-C stops",
+        o.interval.as_millis(),
+        o.duration
+            .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
+    );
+    // A first, unprinted reading primes the interval-based figures (CPU %, power).
+    let mut prime = Sample::default();
+    for r in &mut active {
+        r.read(&mut prime);
+    }
+    let mut tick: u32 = 1;
+    loop {
+        let due = start + o.interval * tick;
+        if o.duration.is_some_and(|d| o.interval * tick > d) {
+            return Ok(());
+        }
+        while Instant::now() < due {
+            if stop.load(Ordering::Relaxed) {
+                return Ok(());
+            }
+            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
+        }
+        let now = Instant::now();
+        let mut sample = Sample {
+            t_s: now.duration_since(start).as_secs_f64(),
+            ..Sample::default()
+        };
+        for r in &mut active {
+            r.read(&mut sample);
+        }
+        if let Some((pid, sampler)) = &mut process {
+            let state = std::fs::read_to_string(o.root.join(format!("proc/{pid}/stat")))
+                .ok()
+                .and_then(|t| crate::collect::proc::parse_stat_state(&t));
+            let alive = !matches!(state, Some('Z' | 'X') | None);
+            match sampler.sample(now).filter(|_| alive) {
+                Some(p) => sample.process = Some(p),
+                None => {
+                    eprintln!("process {pid} has ended");
+                    return Ok(());
+                }
+            }
+        }
+        output.write(&sample)?;
+        if stop.load(Ordering::Relaxed) {
+            return Ok(());
+        }
+        // A late tick is skipped rather than sampled twice in a row.
+        let elapsed = Instant::now().duration_since(start).as_secs_f64();
+        tick = tick.max((elapsed / o.interval.as_secs_f64()).floor() as u32) + 1;
+    }
+}
+
+/// Seconds between two `YYYY-MM-DDTHH:MM:SS` stamps.
+fn seconds_between(a: &str, b: &str) -> Option<f64> {
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    let a = time::PrimitiveDateTime::parse(a, &format).ok()?;
+    let b = time::PrimitiveDateTime::parse(b, &format).ok()?;
+    Some((b - a).as_seconds_f64())
+}
+
+/// `edgeprof monitor --from-tegrastats FILE`: the log's lines as samples; t_s from the lines'
+/// own timestamps where they have them, else `interval` apart (tegrastats' own default is 1 s).
+fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> anyhow::Result<()> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+    let (lines, errors) = crate::collect::tegrastats::parse_log(&text);
+    for (n, e) in &errors {
+        eprintln!("warning: {}:{n}: {e}", path.display());
+    }
+    if lines.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "{} holds no tegrastats line",
+            path.display()
+        )));
+    }
+    let first = lines[0].1.timestamp.clone();
+    for (i, (number, line)) in lines.iter().enumerate() {
+        let t_s = match (&first, &line.timestamp) {
+            (Some(a), Some(b)) => seconds_between(a, b),
+            _ => None,
+        }
+        .unwrap_or(i as f64 * interval.as_secs_f64());
+        if !line.unparsed.is_empty() {
+            eprintln!(
+                "warning: {}:{number}: not understood: {}",
+                path.display(),
+                line.unparsed.join(" ")
+            );
+        }
+        output.write(&telemetry::from_tegrastats(line, t_s))?;
+    }
+    Ok(())
+}
+
+#[derive(serde::Serialize)]
+struct ProbeEntry {
+    source: &'static str,
+    available: bool,
+    detail: String,
+}
+
+/// `edgeprof probe`: every telemetry source, available or not and why.
+pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
+    let mut entries: Vec<ProbeEntry> = telemetry::readers(root)
+        .iter()
+        .map(|r| {
+            let (available, detail) = match r.probe() {
+                Ok(d) => (true, d),
+                Err(why) => (false, why),
+            };
+            ProbeEntry {
+                source: r.name(),
+                available,
+                detail,
+            }
+        })
+        .collect();
+    entries.extend(other_sources());
+    if json {
+        return print_json(&entries);
+    }
+    let rows: Vec<Vec<String>> = entries
+        .iter()
+        .map(|e| {
+            vec![
+                e.source.to_string(),
+                if e.available {
+                    "available"
+                } else {
+                    "unavailable"
+                }
+                .to_string(),
+                e.detail.clone(),
+            ]
+        })
+        .collect();
+    print_out(&render::table(
+        &["source", "status", "detail"],
+        &[false, false, false],
+        &rows,
+    ))
+}
+
+/// Sources that are not sampled but matter to the user: tegrastats.
+fn other_sources() -> Vec<ProbeEntry> {
+    let tegrastats = crate::collect::find_on_path("tegrastats");
+    vec![
+        ProbeEntry {
+            source: "tegrastats",
+            available: tegrastats.is_some(),
+            detail: tegrastats.map_or(
+                "not installed (Jetson only); logs from a board can be replayed with `monitor --from-tegrastats FILE`".to_string(),
+                |p| p.display().to_string(),
+            ),
+        },
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("100ms"), Ok(Duration::from_millis(100)));
+        assert_eq!(parse_duration("30s"), Ok(Duration::from_secs(30)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert!(parse_duration("0s").is_err());
+        assert!(parse_duration("5 parsecs").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+
+    #[test]
+    fn stamps() {
+        assert_eq!(
+            seconds_between("2026-11-29T23:59:59", "2026-11-30T00:00:01"),
+            Some(2.0)
+        );
+        assert_eq!(seconds_between("x", "2026-11-30T00:00:01"), None);
+    }
+}

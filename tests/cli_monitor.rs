@@ -1,0 +1,379 @@
+//! `edgeprof probe` and `edgeprof monitor` on fixture trees of real board layouts (Jetson Nano,
+//! TX2, Xavier, Orin on JetPack 5 and 6, Thor, an AMD GPU with RAPL, a Raspberry Pi 4, and a
+//! machine with none of them and garbled files), tegrastats replay, and process sampling.
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+fn board(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/boards/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// `probe --json` on a fixture tree: (source, available, detail) for each source.
+fn probe(root: &str) -> Vec<(String, bool, String)> {
+    probe_with_path(root, None)
+}
+
+/// `probe --json` with PATH set to `path` when given.
+fn probe_with_path(root: &str, path: Option<&str>) -> Vec<(String, bool, String)> {
+    let mut command = edgeprof();
+    if let Some(p) = path {
+        command.env("PATH", p);
+    }
+    let out = command
+        .args(["probe", "--root", root, "--json"])
+        .assert()
+        .success();
+    let v: Value = serde_json::from_slice(&out.get_output().stdout).unwrap_or_default();
+    v.as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            (
+                e["source"].as_str().unwrap_or("").to_string(),
+                e["available"].as_bool().unwrap_or(false),
+                e["detail"].as_str().unwrap_or("").to_string(),
+            )
+        })
+        .collect()
+}
+
+fn source<'a>(entries: &'a [(String, bool, String)], prefix: &str) -> &'a (String, bool, String) {
+    match entries.iter().find(|e| e.0.starts_with(prefix)) {
+        Some(e) => e,
+        None => panic!("no source {prefix}: {entries:?}"),
+    }
+}
+
+#[test]
+fn probe_finds_what_each_board_has() {
+    // (board, Jetson GPU detail, INA3221 rails or None, AMD, RAPL)
+    type Case<'a> = (&'a str, Option<&'a str>, Option<&'a str>, bool, bool);
+    let cases: [Case; 8] = [
+        (
+            "nano-jp4",
+            Some("gpu, JetPack 4 (L4T R32.7.1), load from sysfs"),
+            Some("rails POM_5V_IN, POM_5V_GPU, POM_5V_CPU"),
+            false,
+            false,
+        ),
+        (
+            "tx2-jp4",
+            Some("gp10b, JetPack 4 (L4T R32.6.1)"),
+            Some("rails VDD_SYS_GPU, VDD_SYS_SOC, VDD_4V0_WIFI, VDD_IN, VDD_SYS_CPU, VDD_SYS_DDR"),
+            false,
+            false,
+        ),
+        (
+            "xavier-jp5",
+            Some("gv11b, JetPack 5 (L4T R35.4.1)"),
+            Some("rails GPU, CPU, SOC, CV, VDDRQ, SYS5V"),
+            false,
+            false,
+        ),
+        (
+            "orin-jp5",
+            Some("ga10b, JetPack 5"),
+            Some("rails VDD_GPU_SOC, VDD_CPU_CV, VIN_SYS_5V0, VDDQ_VDD2_1V8AO"),
+            false,
+            false,
+        ),
+        (
+            "orin-jp6",
+            Some("gpu, JetPack 6 (L4T R36.4.0)"),
+            Some("rails VDD_IN, VDD_CPU_GPU_CV, VDD_SOC"),
+            false,
+            false,
+        ),
+        (
+            "thor-jp7",
+            Some("gb10b, JetPack 7 (L4T R38.2.0), no load file"),
+            Some("rails VDD_GPU, VDD_CPU_SOC_MSS, VIN_SYS_5V0"),
+            false,
+            false,
+        ),
+        ("amd-x86", None, None, true, true),
+        ("pi4", None, None, false, false),
+    ];
+    for (name, jetson, rails, amd, rapl) in cases {
+        let e = probe(&board(name));
+        assert!(source(&e, "cpu").1, "{name}: {e:?}");
+        assert!(source(&e, "memory").1, "{name}: {e:?}");
+        assert!(source(&e, "thermal").1, "{name}: {e:?}");
+        let gpu = source(&e, "Jetson GPU");
+        match jetson {
+            Some(detail) => assert!(gpu.1 && gpu.2.starts_with(detail), "{name}: {gpu:?}"),
+            None => assert!(
+                !gpu.1 && gpu.2.starts_with("no Jetson GPU"),
+                "{name}: {gpu:?}"
+            ),
+        }
+        let ina = source(&e, "Jetson power");
+        match rails {
+            Some(detail) => assert_eq!((ina.1, ina.2.as_str()), (true, detail), "{name}"),
+            None => assert!(!ina.1, "{name}: {ina:?}"),
+        }
+        assert_eq!(source(&e, "AMD").1, amd, "{name}: {e:?}");
+        assert_eq!(source(&e, "RAPL").1, rapl, "{name}: {e:?}");
+        for (s, available, detail) in &e {
+            assert!(
+                available | !detail.is_empty(),
+                "{name}: {s} gives no reason"
+            );
+        }
+    }
+    let amd = probe(&board("amd-x86"));
+    assert_eq!(source(&amd, "AMD").2, "card1");
+    assert_eq!(source(&amd, "RAPL").2, "1 zone(s): package-0");
+}
+
+#[test]
+fn a_machine_with_garbled_files_reports_and_never_panics() {
+    let e = probe(&board("none"));
+    assert!(!source(&e, "cpu").1, "{e:?}");
+    assert!(!source(&e, "memory").1, "{e:?}");
+    assert!(source(&e, "Jetson GPU").2.contains("no Jetson GPU"));
+    assert!(source(&e, "RAPL").2.contains("not readable"), "{e:?}");
+    // Sampling it yields samples with empty fields, not a failure.
+    let out = edgeprof()
+        .args([
+            "monitor",
+            "--root",
+            &board("none"),
+            "--interval",
+            "50ms",
+            "--duration",
+            "100ms",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.lines().count() >= 1, "{text}");
+    for line in text.lines() {
+        let v: Value = serde_json::from_str(line).unwrap_or_default();
+        assert!(v["t_s"].as_f64().is_some(), "{line}");
+        assert!(
+            v.get("cores").is_none() && v.get("gpus").is_none(),
+            "{line}"
+        );
+    }
+}
+
+#[test]
+fn a_raspberry_pi_reports_firmware_throttling_through_vcgencmd() {
+    let without = probe_with_path(&board("pi4"), Some("/usr/bin:/bin"));
+    let pi = source(&without, "Raspberry");
+    assert!(!pi.1, "{pi:?}");
+    assert!(pi.2.contains("vcgencmd is not installed"), "{pi:?}");
+
+    let bin = format!(
+        "{}/tests/fixtures/bin:/usr/bin:/bin",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let with = probe_with_path(&board("pi4"), Some(&bin));
+    let pi = source(&with, "Raspberry");
+    assert!(pi.1, "{pi:?}");
+    assert_eq!(
+        pi.2,
+        "Raspberry Pi 4 Model B Rev 1.4; throttling now: under-voltage, throttled; since boot: under-voltage, throttled"
+    );
+    let out = edgeprof()
+        .env("PATH", &bin)
+        .args([
+            "monitor",
+            "--root",
+            &board("pi4"),
+            "--interval",
+            "50ms",
+            "--duration",
+            "120ms",
+        ])
+        .assert()
+        .success();
+    let first: Value = serde_json::from_str(
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .next()
+            .unwrap_or(""),
+    )
+    .unwrap_or_default();
+    assert_eq!(
+        first["throttling"],
+        serde_json::json!(["under-voltage", "throttled"])
+    );
+    assert_eq!(first["temperatures"][0]["value"], 55.844);
+}
+
+#[test]
+fn monitoring_a_jetson_tree_gives_gpu_power_and_offline_cores() {
+    let out = edgeprof()
+        .args([
+            "monitor",
+            "--headless",
+            "--root",
+            &board("nano-jp4"),
+            "--interval",
+            "50ms",
+            "--duration",
+            "120ms",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let v: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+    assert_eq!(v["gpus"][0]["name"], "jetson gpu");
+    assert_eq!(v["gpus"][0]["load_pct"], 45.3);
+    assert_eq!(v["gpus"][0]["freq_mhz"], 921);
+    assert_eq!(v["gpus"][0]["mem_used_bytes"], 262_144u64 * 1024);
+    // POM_5V_IN is the board's input: 3520 mW on iio.
+    assert_eq!(v["power_w"], 3.52);
+    let cores = v["cores"].as_array().cloned().unwrap_or_default();
+    assert_eq!(cores.len(), 4);
+    assert_eq!(cores[2]["online"], false);
+    assert_eq!(cores[0]["freq_mhz"], 1479);
+
+    // hwmon (JetPack 5): mV × mA; NC and the sum-of-shunts channel are left out.
+    let out = edgeprof()
+        .args([
+            "monitor",
+            "--root",
+            &board("orin-jp5"),
+            "--interval",
+            "50ms",
+            "--duration",
+            "60ms",
+            "--format",
+            "csv",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let row: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let cell = |name: &str| {
+        header
+            .iter()
+            .position(|h| *h == name)
+            .and_then(|i| row.get(i).copied())
+    };
+    assert_eq!(cell("rail_VDD_GPU_SOC_w"), Some("9.340"));
+    assert_eq!(cell("gpu0_pct"), Some("78.100"));
+    assert_eq!(cell("cpu11_pct"), Some("off"));
+    assert!(
+        !header
+            .iter()
+            .any(|h| h.contains("NC") || h.contains("shunt")),
+        "{header:?}"
+    );
+    // No VDD_IN on AGX Orin: the total is the sum of the rails.
+    assert_eq!(cell("power_w"), Some("17.555"));
+    assert!(
+        cell("temp_CV0_therm_c").is_none(),
+        "offline sensors are left out"
+    );
+}
+
+#[test]
+fn tegrastats_logs_replay_as_samples() {
+    let log = |name: &str| {
+        format!(
+            "{}/tests/fixtures/tegrastats/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )
+    };
+    let out = edgeprof()
+        .args(["monitor", "--from-tegrastats", &log("jp5-orin-root.log")])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let samples: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(samples.len(), 2);
+    assert_eq!(samples[1]["t_s"], 1.0);
+    assert_eq!(samples[1]["timestamp"], "2026-11-29T14:02:12");
+    assert_eq!(samples[1]["gpus"][0]["load_pct"], 81.0);
+    // Without timestamps, lines are --interval apart.
+    let out = edgeprof()
+        .args([
+            "monitor",
+            "--from-tegrastats",
+            &log("jp4-nano-root.log"),
+            "--interval",
+            "500ms",
+            "--format",
+            "csv",
+        ])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let rows: Vec<&str> = text.lines().collect();
+    assert_eq!(rows.len(), 3, "{text}");
+    assert!(rows[2].starts_with("0.500,"), "{text}");
+    // A broken log: what can be read is kept, the rest is named on stderr.
+    let out = edgeprof()
+        .args(["monitor", "--from-tegrastats", &log("broken.log")])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("broken.log:1: not a tegrastats line"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("not understood: CPU"), "{stderr}");
+    assert_eq!(
+        String::from_utf8_lossy(&out.get_output().stdout)
+            .lines()
+            .count(),
+        2
+    );
+    assert_bad_input(
+        &["monitor", "--from-tegrastats", "/nonexistent.log"],
+        "cannot read /nonexistent.log",
+    );
+}
+
+#[test]
+fn a_process_is_sampled_until_it_ends() {
+    let mut child = match std::process::Command::new("sleep").arg("1").spawn() {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start sleep: {e}"),
+    };
+    let pid = child.id().to_string();
+    let out = edgeprof()
+        .args([
+            "monitor",
+            "--pid",
+            &pid,
+            "--interval",
+            "100ms",
+            "--duration",
+            "5s",
+        ])
+        .assert()
+        .success();
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!("process {pid} has ended")),
+        "{stderr}"
+    );
+    let n = text.lines().count();
+    assert!((3..=12).contains(&n), "{n} samples in about 1 s at 100 ms");
+    let v: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+    assert!(
+        v["process"]["rss_bytes"].as_u64().is_some_and(|b| b > 0),
+        "{v}"
+    );
+    assert_bad_input(&["monitor", "--pid", "999999999"], "no process 999999999");
+    assert_bad_input(&["monitor", "--interval", "fast"], "not a duration");
+}
