@@ -14,6 +14,7 @@ mod results;
 mod roofline;
 mod runner;
 mod stats;
+mod throttle;
 
 use clap::Parser;
 use std::process::ExitCode;

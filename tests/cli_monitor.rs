@@ -377,3 +377,77 @@ fn a_process_is_sampled_until_it_ends() {
     assert_bad_input(&["monitor", "--pid", "999999999"], "no process 999999999");
     assert_bad_input(&["monitor", "--interval", "fast"], "not a duration");
 }
+
+/// Runs one small tract condition with telemetry read under `root` and PATH led by `path`;
+/// the condition's record and the run's stderr.
+fn run_with_telemetry(root: &str, path: Option<&str>) -> (Value, String) {
+    let tmp = temp_dir();
+    let config = tmp.path().join("t.toml");
+    if let Err(e) = std::fs::write(
+        &config,
+        "name = \"t\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\n\
+         threads = [1]\n[measure]\nwarmup = 1\niterations = 20\nrepeats = 1\nsample_interval_ms = 20\n",
+    ) {
+        panic!("{e}");
+    }
+    let out = tmp.path().join("results");
+    let mut command = edgeprof();
+    command.env("EDGEPROF_TELEMETRY_ROOT", root);
+    if let Some(p) = path {
+        command.env("PATH", p);
+    }
+    let assert = command
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    let runs = std::fs::read_to_string(only_entry(&out).join("runs.jsonl")).unwrap_or_default();
+    let record = serde_json::from_str(runs.lines().next().unwrap_or("")).unwrap_or_default();
+    (record, stderr)
+}
+
+#[test]
+fn a_run_is_marked_throttled_and_gets_its_energy_per_inference() {
+    // The Pi's firmware reports under-voltage and throttling throughout.
+    let bin = format!(
+        "{}/tests/fixtures/bin:{}",
+        env!("CARGO_MANIFEST_DIR"),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let (record, stderr) = run_with_telemetry(&board("pi4"), Some(&bin));
+    let t = &record["telemetry"];
+    assert_eq!(t["throttled"], true, "{record}");
+    assert_eq!(
+        t["reasons"],
+        serde_json::json!(["under-voltage", "throttled"])
+    );
+    assert!(t["samples"].as_u64().is_some_and(|n| n >= 1), "{t}");
+    assert!(
+        stderr.contains("THROTTLED (under-voltage; throttled)"),
+        "{stderr}"
+    );
+    assert!(
+        t.get("energy_per_inference_j").is_none(),
+        "a Pi has no power source: {t}"
+    );
+
+    // A Jetson Nano's input rail reads 3.52 W: energy per inference = 3.52 W × mean latency.
+    let (record, stderr) = run_with_telemetry(&board("nano-jp4"), None);
+    let t = &record["telemetry"];
+    assert_eq!(t["throttled"], false, "{t}");
+    let watts = t["power_mean_w"].as_f64().unwrap_or(0.0);
+    assert!((watts - 3.52).abs() < 1e-9, "{t}");
+    let mean_ms = record["stats"]["latency"]["mean_ms"]
+        .as_f64()
+        .unwrap_or(0.0);
+    let joules = t["energy_per_inference_j"].as_f64().unwrap_or(0.0);
+    assert!(
+        (joules - 3.52 * mean_ms / 1e3).abs() < 1e-9,
+        "{joules} vs {mean_ms} ms"
+    );
+    assert_eq!(t["gpu_load_mean_pct"], 45.3);
+    assert!(stderr.contains(" 3.52 W, "), "{stderr}");
+}

@@ -232,7 +232,7 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
             }
         })
         .collect();
-    entries.extend(other_sources());
+    entries.extend(other_sources(root));
     if json {
         return print_json(&entries);
     }
@@ -258,10 +258,65 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
     ))
 }
 
-/// Sources that are not sampled but matter to the user: tegrastats.
-fn other_sources() -> Vec<ProbeEntry> {
+/// The CPU's clusters, SIMD extensions and caches, in words.
+fn topology(root: &Path) -> String {
+    let f = crate::collect::device::fingerprint(root);
+    let clusters: Vec<String> = f
+        .clusters
+        .iter()
+        .map(|c| {
+            let ids: Vec<String> = c.cpus.iter().map(|i| i.to_string()).collect();
+            let mut s = format!("cpu {}", ids.join(","));
+            if let Some(cap) = c.capacity {
+                s.push_str(&format!(" capacity {cap}"));
+            }
+            if let Some(mhz) = c.max_freq_mhz {
+                s.push_str(&format!(" up to {mhz} MHz"));
+            }
+            s
+        })
+        .collect();
+    let caches: Vec<String> = f
+        .caches
+        .iter()
+        .map(|c| {
+            format!(
+                "L{} {} {}",
+                c.level,
+                c.kind.to_lowercase(),
+                render::bytes(c.size_bytes)
+            )
+        })
+        .collect();
+    format!(
+        "clusters: {}; SIMD: {}; caches: {}",
+        if clusters.is_empty() {
+            "unknown".to_string()
+        } else {
+            clusters.join(" | ")
+        },
+        if f.simd.is_empty() {
+            "unknown".to_string()
+        } else {
+            f.simd.join(", ")
+        },
+        if caches.is_empty() {
+            "unknown".to_string()
+        } else {
+            caches.join(", ")
+        }
+    )
+}
+
+/// Sources that are not sampled but matter to the user: the CPU topology and tegrastats.
+fn other_sources(root: &Path) -> Vec<ProbeEntry> {
     let tegrastats = crate::collect::find_on_path("tegrastats");
     vec![
+        ProbeEntry {
+            source: "CPU topology (sysfs, cpuinfo)",
+            available: true,
+            detail: topology(root),
+        },
         ProbeEntry {
             source: "tegrastats",
             available: tegrastats.is_some(),

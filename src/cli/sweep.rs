@@ -312,6 +312,17 @@ impl Progress {
                 if let Some(cpu) = r.cpu_mean_pct {
                     let _ = write!(line, ", CPU {cpu:.0} %");
                 }
+                if let Some(t) = &record.telemetry {
+                    if let Some(w) = t.power_mean_w {
+                        let _ = write!(line, ", {w:.2} W");
+                    }
+                    if let Some(j) = t.energy_per_inference_j {
+                        let _ = write!(line, ", {:.1} mJ/inference", j * 1e3);
+                    }
+                    if t.throttled {
+                        let _ = write!(line, ", THROTTLED ({})", t.reasons.join("; "));
+                    }
+                }
                 if !retry && self.finished < self.estimates.len() {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
@@ -398,6 +409,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     install_stop_handlers(&cancel)?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let mut writer = results::Writer::open(&dir)?;
+    // Tests point telemetry at a fixture tree; everyone else reads this machine.
+    let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
     let sweep = Sweep {
         config: &config,
         conditions: &todo,
@@ -405,6 +419,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         done_before,
         edgeprof: &edgeprof,
         cancel: &cancel,
+        telemetry_root: &telemetry_root,
     };
     let mut progress = Progress {
         tty: std::io::stderr().is_terminal(),

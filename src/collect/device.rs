@@ -31,6 +31,109 @@ pub struct Fingerprint {
     pub kernel: Option<String>,
     pub os: Option<String>,
     pub memory_total_bytes: Option<u64>,
+    /// Groups of cores of one kind, biggest first (big.LITTLE boards have two or three).
+    #[serde(default)]
+    pub clusters: Vec<Cluster>,
+    /// The SIMD extensions the CPU reports (`avx512f`, `avx2`, `fma`; `asimd`, `sve`, `asimddp`, …).
+    #[serde(default)]
+    pub simd: Vec<String>,
+}
+
+/// Cores of one kind: by the kernel's `cpu_capacity` where it gives one (Arm), else by maximum
+/// frequency (`cpufreq/cpuinfo_max_freq`); one cluster when neither is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Cluster {
+    pub cpus: Vec<usize>,
+    pub capacity: Option<u32>,
+    pub max_freq_mhz: Option<u32>,
+}
+
+/// The clusters of the CPUs listed in `sys/devices/system/cpu/possible` under `root`.
+pub fn clusters(root: &Path) -> Vec<Cluster> {
+    let cpu_dir = root.join("sys/devices/system/cpu");
+    let ids = read(root, "sys/devices/system/cpu/possible")
+        .map(|t| crate::collect::telemetry::cpu::parse_cpu_ids(&t))
+        .unwrap_or_default();
+    let number = |path: std::path::PathBuf| -> Option<u32> {
+        std::fs::read_to_string(path).ok()?.trim().parse().ok()
+    };
+    let cores: Vec<(usize, Option<u32>, Option<u32>)> = ids
+        .into_iter()
+        .map(|id| {
+            let dir = cpu_dir.join(format!("cpu{id}"));
+            (
+                id,
+                number(dir.join("cpu_capacity")),
+                number(dir.join("cpufreq/cpuinfo_max_freq")).map(|khz| khz / 1000),
+            )
+        })
+        .collect();
+    let by_capacity = cores.iter().any(|c| c.1.is_some());
+    let mut out: Vec<Cluster> = Vec::new();
+    for (id, capacity, freq) in cores {
+        let key = if by_capacity { capacity } else { freq };
+        let existing = out.iter_mut().find(|c| {
+            (if by_capacity {
+                c.capacity
+            } else {
+                c.max_freq_mhz
+            }) == key
+        });
+        match existing {
+            Some(c) => c.cpus.push(id),
+            None => out.push(Cluster {
+                cpus: vec![id],
+                capacity,
+                max_freq_mhz: freq,
+            }),
+        }
+    }
+    out.sort_by_key(|c| {
+        std::cmp::Reverse(if by_capacity {
+            c.capacity
+        } else {
+            c.max_freq_mhz
+        })
+    });
+    out
+}
+
+/// SIMD extensions from /proc/cpuinfo's `flags` (x86) or `Features` (Arm) line.
+pub fn parse_simd(cpuinfo: &str) -> Vec<String> {
+    const KNOWN: &[&str] = &[
+        "sse2",
+        "sse4_2",
+        "avx",
+        "avx2",
+        "fma",
+        "avx512f",
+        "avx512bw",
+        "avx512_vnni",
+        "avx512_bf16",
+        "avx512_fp16",
+        "avx_vnni",
+        "amx_tile",
+        "asimd",
+        "asimdhp",
+        "asimddp",
+        "i8mm",
+        "bf16",
+        "sve",
+        "sve2",
+        "fphp",
+    ];
+    let line = cpuinfo.lines().find_map(|l| {
+        let (k, v) = l.split_once(':')?;
+        matches!(k.trim(), "flags" | "Features").then_some(v)
+    });
+    let present: Vec<&str> = line
+        .map(|v| v.split_whitespace().collect())
+        .unwrap_or_default();
+    KNOWN
+        .iter()
+        .filter(|f| present.contains(f))
+        .map(|f| f.to_string())
+        .collect()
 }
 
 /// A cache size as sysfs writes it: `32K`, `1024K`, `8M`, or plain bytes.
@@ -146,12 +249,107 @@ pub fn fingerprint(root: &Path) -> Fingerprint {
         memory_total_bytes: read(root, "proc/meminfo")
             .and_then(|t| crate::collect::proc::parse_meminfo(&t))
             .map(|m| m.0),
+        clusters: clusters(root),
+        simd: read(root, "proc/cpuinfo")
+            .map(|t| parse_simd(&t))
+            .unwrap_or_default(),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        for (path, text) in files {
+            let p = dir.path().join(path);
+            if let Some(parent) = p.parent() {
+                if let Err(e) = std::fs::create_dir_all(parent) {
+                    panic!("{e}");
+                }
+            }
+            if let Err(e) = std::fs::write(&p, text) {
+                panic!("{e}");
+            }
+        }
+        dir
+    }
+
+    #[test]
+    fn big_little_by_capacity_then_by_frequency() {
+        // An RK3588: four A55 (capacity 414), two pairs of A76 (1024) at different clocks.
+        let cpu = "sys/devices/system/cpu";
+        let mut files = vec![(format!("{cpu}/possible"), "0-7\n".to_string())];
+        for id in 0..8 {
+            let (cap, khz) = if id < 4 {
+                (414, 1800000)
+            } else {
+                (1024, if id < 6 { 2256000 } else { 2304000 })
+            };
+            files.push((format!("{cpu}/cpu{id}/cpu_capacity"), format!("{cap}\n")));
+            files.push((
+                format!("{cpu}/cpu{id}/cpufreq/cpuinfo_max_freq"),
+                format!("{khz}\n"),
+            ));
+        }
+        let refs: Vec<(&str, &str)> = files
+            .iter()
+            .map(|(a, b)| (a.as_str(), b.as_str()))
+            .collect();
+        let root = tree(&refs);
+        let c = clusters(root.path());
+        assert_eq!(c.len(), 2);
+        assert_eq!(
+            (c[0].cpus.clone(), c[0].capacity),
+            (vec![4, 5, 6, 7], Some(1024))
+        );
+        assert_eq!(
+            (c[1].cpus.clone(), c[1].max_freq_mhz),
+            (vec![0, 1, 2, 3], Some(1800))
+        );
+        // Without capacities (x86, older kernels): by maximum frequency.
+        let root = tree(&[
+            ("sys/devices/system/cpu/possible", "0-2"),
+            (
+                "sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq",
+                "3000000",
+            ),
+            (
+                "sys/devices/system/cpu/cpu1/cpufreq/cpuinfo_max_freq",
+                "3000000",
+            ),
+            (
+                "sys/devices/system/cpu/cpu2/cpufreq/cpuinfo_max_freq",
+                "4200000",
+            ),
+        ]);
+        let c = clusters(root.path());
+        assert_eq!(
+            c.iter().map(|c| c.cpus.clone()).collect::<Vec<_>>(),
+            vec![vec![2], vec![0, 1]]
+        );
+        // Nothing known: one cluster of every core; no possible file: none.
+        let root = tree(&[("sys/devices/system/cpu/possible", "0-3")]);
+        assert_eq!(clusters(root.path()).len(), 1);
+        assert!(clusters(tree(&[]).path()).is_empty());
+    }
+
+    #[test]
+    fn simd_extensions_from_cpuinfo() {
+        assert_eq!(
+            parse_simd("flags\t\t: fpu sse2 ssse3 fma sse4_2 avx avx2 avx512f\n"),
+            vec!["sse2", "sse4_2", "avx", "avx2", "fma", "avx512f"]
+        );
+        assert_eq!(
+            parse_simd("Features\t: fp asimd evtstrm aes crc32 asimdhp asimddp\n"),
+            vec!["asimd", "asimdhp", "asimddp"]
+        );
+        assert!(parse_simd("garbage").is_empty());
+    }
 
     #[test]
     fn cache_sizes_and_cpu_lists() {

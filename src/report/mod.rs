@@ -234,6 +234,7 @@ mod tests {
             failure: None,
             run: None,
             stats: None,
+            telemetry: None,
             resources: crate::runner::spawn::Resources {
                 wall_s,
                 ..Default::default()

@@ -88,6 +88,9 @@ pub struct RunRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stats: Option<RunStats>,
     pub resources: Resources,
+    /// What the telemetry sources saw during the attempt: throttling, power, energy.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub telemetry: Option<crate::throttle::RunTelemetry>,
 }
 
 /// A line of samples.jsonl.

@@ -96,6 +96,8 @@ mod tests {
             kernel: Some("4.9".into()),
             os: None,
             memory_total_bytes: Some(4 << 30),
+            clusters: Vec::new(),
+            simd: Vec::new(),
         }
     }
 

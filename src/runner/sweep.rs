@@ -61,6 +61,8 @@ pub struct Sweep<'a> {
     /// This edgeprof binary, run as `edgeprof worker` for the built-in engines.
     pub edgeprof: &'a std::path::Path,
     pub cancel: &'a AtomicBool,
+    /// Where telemetry is read (`/`, or a fixture tree in tests).
+    pub telemetry_root: &'a std::path::Path,
 }
 
 /// Seconds of work a worker measured (its own figures, not its process's life).
@@ -122,6 +124,11 @@ impl Sweep<'_> {
         };
         let attempts = 1 + m.retries;
         let mut outcome = SweepOutcome::default();
+        // Telemetry sources that work here, sampled on their own thread during each attempt.
+        let mut readers = Some(crate::collect::telemetry::working_readers(
+            self.telemetry_root,
+        ));
+        let telemetry_interval = limits.sample_interval.max(Duration::from_millis(50));
         'conditions: for (k, condition) in self.conditions.iter().enumerate() {
             let index = self.done_before + k + 1;
             let command = self.command_for(condition);
@@ -139,9 +146,15 @@ impl Sweep<'_> {
                     attempts,
                 });
                 let started = now_rfc3339();
+                let recorder = crate::collect::telemetry::Recorder::start(
+                    readers.take().unwrap_or_default(),
+                    telemetry_interval,
+                );
                 let result = spawn::run_worker(&command, &request, limits, self.cancel, |event| {
                     on_event(SweepEvent::Worker(event))
                 });
+                let (telemetry_samples, back) = recorder.finish();
+                readers = Some(back);
                 if matches!(result.outcome, Err(RunFailure::Cancelled)) {
                     // Not a result: a resumed sweep runs this condition again.
                     outcome.interrupted = true;
@@ -169,7 +182,12 @@ impl Sweep<'_> {
                 };
                 let ok = failure.is_none();
                 let last = ok || attempt == attempts;
+                let telemetry = crate::throttle::summarize(
+                    &telemetry_samples,
+                    stats.as_ref().map(|s| s.latency.mean_ms),
+                );
                 let record = RunRecord {
+                    telemetry: Some(telemetry),
                     condition: condition.clone(),
                     attempt,
                     last,

@@ -101,7 +101,7 @@ impl Sample {
 }
 
 /// A telemetry source.
-pub trait Reader {
+pub trait Reader: Send {
     /// Its name in `edgeprof probe` and in messages.
     fn name(&self) -> &'static str;
     /// Ok with what it found when it can read here, else why not.
@@ -123,6 +123,68 @@ pub fn readers(root: &Path) -> Vec<Box<dyn Reader>> {
         Box::new(sysfs::RaspberryPiReader::new(root)),
         Box::new(nvml::NvmlReader::new()),
     ]
+}
+
+/// The readers that work under `root` (each probed once).
+pub fn working_readers(root: &Path) -> Vec<Box<dyn Reader>> {
+    readers(root)
+        .into_iter()
+        .filter(|r| r.probe().is_ok())
+        .collect()
+}
+
+/// The readers a sampling thread hands back, with what they read.
+type Recording = (Vec<Sample>, Vec<Box<dyn Reader>>);
+
+/// Samples telemetry on its own thread while something else runs (a benchmark's worker), so
+/// neither waits for the other.
+pub struct Recorder {
+    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    handle: std::thread::JoinHandle<Recording>,
+}
+
+impl Recorder {
+    /// Starts sampling `readers` every `interval`; the first reading primes interval figures.
+    pub fn start(mut readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Recorder {
+        use std::sync::atomic::Ordering;
+        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let flag = std::sync::Arc::clone(&stop);
+        let handle = std::thread::spawn(move || {
+            let start = std::time::Instant::now();
+            let mut samples = Vec::new();
+            let mut prime = Sample::default();
+            for r in &mut readers {
+                r.read(&mut prime);
+            }
+            let mut tick: u32 = 1;
+            while !flag.load(Ordering::Relaxed) {
+                let due = start + interval * tick;
+                let now = std::time::Instant::now();
+                if now < due {
+                    std::thread::sleep((due - now).min(std::time::Duration::from_millis(20)));
+                    continue;
+                }
+                let mut sample = Sample {
+                    t_s: now.duration_since(start).as_secs_f64(),
+                    ..Sample::default()
+                };
+                for r in &mut readers {
+                    r.read(&mut sample);
+                }
+                samples.push(sample);
+                let elapsed = start.elapsed().as_secs_f64() / interval.as_secs_f64();
+                tick = tick.max(elapsed.floor() as u32) + 1;
+            }
+            (samples, readers)
+        });
+        Recorder { stop, handle }
+    }
+
+    /// Stops sampling: the samples, and the readers for the next recording.
+    pub fn finish(self) -> Recording {
+        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.handle.join().unwrap_or_default()
+    }
 }
 
 /// A number from a one-line sysfs or procfs file under `root`.
