@@ -451,3 +451,74 @@ fn a_run_is_marked_throttled_and_gets_its_energy_per_inference() {
     assert_eq!(t["gpu_load_mean_pct"], 45.3);
     assert!(stderr.contains(" 3.52 W, "), "{stderr}");
 }
+
+#[test]
+fn every_board_tree_is_sampled_with_what_it_has() {
+    // (board, GPU name, GPU load %, board power in W)
+    type Case<'a> = (&'a str, Option<&'a str>, Option<f64>, Option<f64>);
+    let cases: [Case; 9] = [
+        ("nano-jp4", Some("jetson gpu"), Some(45.3), Some(3.52)),
+        (
+            "tx2-jp4",
+            Some("jetson gp10b"),
+            Some(0.0),
+            Some(3140.0 / 1e3),
+        ),
+        // Xavier's hwmon rails have no VDD_IN: the sum, 19.08 V × (420 + 300 + 250 + 10 + 80) mA
+        // + 4.99 V × 690 mA.
+        (
+            "xavier-jp5",
+            Some("jetson gv11b"),
+            Some(81.2),
+            Some(19.08 * 1.06 + 4.99 * 0.69),
+        ),
+        ("orin-jp5", Some("jetson ga10b"), Some(78.1), Some(17.555)),
+        ("orin-jp6", Some("jetson gpu"), Some(63.0), Some(7.12)),
+        // Thor's load comes only through NVML: the sysfs reader gives the clock alone.
+        (
+            "thor-jp7",
+            Some("jetson gb10b"),
+            None,
+            Some(4.02 + 6.63 + 2.2),
+        ),
+        // RAPL's package power: its fixture counter stands still, so 0 W.
+        ("amd-x86", Some("amdgpu card1"), Some(37.0), Some(0.0)),
+        ("pi4", None, None, None),
+        ("none", None, None, None),
+    ];
+    for (name, gpu, load, power) in cases {
+        let out = edgeprof()
+            .env("PATH", "/usr/bin:/bin")
+            .args([
+                "monitor",
+                "--root",
+                &board(name),
+                "--interval",
+                "50ms",
+                "--duration",
+                "50ms",
+            ])
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        let v: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+        assert_eq!(v["gpus"][0]["name"].as_str(), gpu, "{name}: {v}");
+        assert_eq!(v["gpus"][0]["load_pct"].as_f64(), load, "{name}: {v}");
+        match (power, v["power_w"].as_f64()) {
+            (Some(want), Some(got)) => {
+                assert!((want - got).abs() < 1e-6, "{name}: {got} W, not {want}")
+            }
+            (None, None) => {}
+            (want, got) => panic!("{name}: power {got:?}, expected {want:?}"),
+        }
+        let pi = probe_with_path(&board(name), Some("/usr/bin:/bin"));
+        let (_, available, why) = source(&pi, "Raspberry");
+        assert!(!available, "{name}");
+        let expected = if name == "pi4" {
+            "vcgencmd is not installed"
+        } else {
+            "not a Raspberry Pi"
+        };
+        assert!(why.contains(expected), "{name}: {why}");
+    }
+}
