@@ -44,6 +44,29 @@ fn probe_with_path(root: &str, path: Option<&str>) -> Vec<(String, bool, String)
         .collect()
 }
 
+/// `monitor --root ROOT ARGS…` with PATH set to `path` when given: its stdout lines.
+fn monitor_lines(root: &str, path: Option<&str>, args: &[&str]) -> Vec<String> {
+    let mut command = edgeprof();
+    if let Some(p) = path {
+        command.env("PATH", p);
+    }
+    let out = command
+        .args(["monitor", "--root", root])
+        .args(args)
+        .assert()
+        .success();
+    String::from_utf8_lossy(&out.get_output().stdout)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The first sample of `monitor_lines`, as JSON.
+fn first_sample(root: &str, path: Option<&str>, args: &[&str]) -> Value {
+    let lines = monitor_lines(root, path, args);
+    serde_json::from_str(lines.first().map_or("", String::as_str)).unwrap_or_default()
+}
+
 fn source<'a>(entries: &'a [(String, bool, String)], prefix: &str) -> &'a (String, bool, String) {
     match entries.iter().find(|e| e.0.starts_with(prefix)) {
         Some(e) => e,
@@ -141,21 +164,13 @@ fn a_machine_with_garbled_files_reports_and_never_panics() {
     assert!(source(&e, "Jetson GPU").2.contains("no Jetson GPU"));
     assert!(source(&e, "RAPL").2.contains("not readable"), "{e:?}");
     // Sampling it yields samples with empty fields, not a failure.
-    let out = edgeprof()
-        .args([
-            "monitor",
-            "--root",
-            &board("none"),
-            "--interval",
-            "50ms",
-            "--duration",
-            "100ms",
-        ])
-        .assert()
-        .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    assert!(text.lines().count() >= 1, "{text}");
-    for line in text.lines() {
+    let lines = monitor_lines(
+        &board("none"),
+        None,
+        &["--interval", "50ms", "--duration", "100ms"],
+    );
+    assert!(!lines.is_empty());
+    for line in &lines {
         let v: Value = serde_json::from_str(line).unwrap_or_default();
         assert!(v["t_s"].as_f64().is_some(), "{line}");
         assert!(
@@ -183,26 +198,11 @@ fn a_raspberry_pi_reports_firmware_throttling_through_vcgencmd() {
         pi.2,
         "Raspberry Pi 4 Model B Rev 1.4; throttling now: under-voltage, throttled; since boot: under-voltage, throttled"
     );
-    let out = edgeprof()
-        .env("PATH", &bin)
-        .args([
-            "monitor",
-            "--root",
-            &board("pi4"),
-            "--interval",
-            "50ms",
-            "--duration",
-            "120ms",
-        ])
-        .assert()
-        .success();
-    let first: Value = serde_json::from_str(
-        String::from_utf8_lossy(&out.get_output().stdout)
-            .lines()
-            .next()
-            .unwrap_or(""),
-    )
-    .unwrap_or_default();
+    let first = first_sample(
+        &board("pi4"),
+        Some(&bin),
+        &["--interval", "50ms", "--duration", "120ms"],
+    );
     assert_eq!(
         first["throttling"],
         serde_json::json!(["under-voltage", "throttled"])
@@ -212,21 +212,11 @@ fn a_raspberry_pi_reports_firmware_throttling_through_vcgencmd() {
 
 #[test]
 fn monitoring_a_jetson_tree_gives_gpu_power_and_offline_cores() {
-    let out = edgeprof()
-        .args([
-            "monitor",
-            "--headless",
-            "--root",
-            &board("nano-jp4"),
-            "--interval",
-            "50ms",
-            "--duration",
-            "120ms",
-        ])
-        .assert()
-        .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let v: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+    let v = first_sample(
+        &board("nano-jp4"),
+        None,
+        &["--headless", "--interval", "50ms", "--duration", "120ms"],
+    );
     assert_eq!(v["gpus"][0]["name"], "jetson gpu");
     assert_eq!(v["gpus"][0]["load_pct"], 45.3);
     assert_eq!(v["gpus"][0]["freq_mhz"], 921);
@@ -239,22 +229,19 @@ fn monitoring_a_jetson_tree_gives_gpu_power_and_offline_cores() {
     assert_eq!(cores[0]["freq_mhz"], 1479);
 
     // hwmon (JetPack 5): mV × mA; NC and the sum-of-shunts channel are left out.
-    let out = edgeprof()
-        .args([
-            "monitor",
-            "--root",
-            &board("orin-jp5"),
+    let csv = monitor_lines(
+        &board("orin-jp5"),
+        None,
+        &[
             "--interval",
             "50ms",
             "--duration",
             "60ms",
             "--format",
             "csv",
-        ])
-        .assert()
-        .success();
-    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-    let mut lines = text.lines();
+        ],
+    );
+    let mut lines = csv.iter().map(String::as_str);
     let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let row: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
     let cell = |name: &str| {
@@ -487,21 +474,11 @@ fn every_board_tree_is_sampled_with_what_it_has() {
         ("none", None, None, None),
     ];
     for (name, gpu, load, power) in cases {
-        let out = edgeprof()
-            .env("PATH", "/usr/bin:/bin")
-            .args([
-                "monitor",
-                "--root",
-                &board(name),
-                "--interval",
-                "50ms",
-                "--duration",
-                "50ms",
-            ])
-            .assert()
-            .success();
-        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-        let v: Value = serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+        let v = first_sample(
+            &board(name),
+            Some("/usr/bin:/bin"),
+            &["--interval", "50ms", "--duration", "50ms"],
+        );
         assert_eq!(v["gpus"][0]["name"].as_str(), gpu, "{name}: {v}");
         assert_eq!(v["gpus"][0]["load_pct"].as_f64(), load, "{name}: {v}");
         match (power, v["power_w"].as_f64()) {
