@@ -5,7 +5,7 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use crate::collect::telemetry::{self, Reader, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -119,31 +119,13 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
         o.duration
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
-    // A first, unprinted reading primes the interval-based figures (CPU %, power).
-    let mut prime = Sample::default();
-    for r in &mut active {
-        r.read(&mut prime);
-    }
-    let mut tick: u32 = 1;
+    let mut schedule = telemetry::Sampler::new(active, o.interval);
     loop {
-        let due = start + o.interval * tick;
-        if o.duration.is_some_and(|d| o.interval * tick > d) {
+        if o.duration.is_some_and(|d| schedule.next_offset() > d) || !schedule.wait(&stop) {
             return Ok(());
         }
-        while Instant::now() < due {
-            if stop.load(Ordering::Relaxed) {
-                return Ok(());
-            }
-            std::thread::sleep((due - Instant::now()).min(Duration::from_millis(50)));
-        }
         let now = Instant::now();
-        let mut sample = Sample {
-            t_s: now.duration_since(start).as_secs_f64(),
-            ..Sample::default()
-        };
-        for r in &mut active {
-            r.read(&mut sample);
-        }
+        let mut sample = schedule.take();
         if let Some((pid, sampler)) = &mut process {
             let state = std::fs::read_to_string(o.root.join(format!("proc/{pid}/stat")))
                 .ok()
@@ -158,12 +140,6 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             }
         }
         output.write(&sample)?;
-        if stop.load(Ordering::Relaxed) {
-            return Ok(());
-        }
-        // A late tick is skipped rather than sampled twice in a row.
-        let elapsed = Instant::now().duration_since(start).as_secs_f64();
-        tick = tick.max((elapsed / o.interval.as_secs_f64()).floor() as u32) + 1;
     }
 }
 

@@ -459,7 +459,7 @@ fn simulate_missing(
                 .as_ref()
                 .and_then(|run| run.counters.as_ref())
                 .map(crate::collect::perf::CounterReport::derive)
-                .is_some_and(|d| d.l2_bytes.is_some() || d.dram_bytes.is_some());
+                .is_some_and(|d| d.has_traffic());
             !counted && !simulations.iter().any(|s| s.condition == r.condition.id)
         })
         .collect();

@@ -470,6 +470,13 @@ pub struct Derived {
     pub basis: Vec<String>,
 }
 
+impl Derived {
+    /// Whether the counts gave any per-level traffic (what places a point by counters).
+    pub fn has_traffic(&self) -> bool {
+        self.l2_bytes.is_some() || self.dram_bytes.is_some()
+    }
+}
+
 impl CounterReport {
     /// Per-inference FLOPs and traffic. A figure whose events did not all count is left out.
     pub fn derive(&self) -> Derived {

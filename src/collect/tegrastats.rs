@@ -79,13 +79,15 @@ pub struct Line {
 impl Line {
     /// The board's input power in mW: `POM_5V_IN` (Nano) or `VDD_IN`, else the sum of the rails.
     pub fn board_power_mw(&self) -> Option<f64> {
-        self.rails
+        let rails: Vec<crate::collect::telemetry::Reading> = self
+            .rails
             .iter()
-            .find(|r| r.name == "POM_5V_IN" || r.name == "VDD_IN")
-            .map(|r| r.current_mw)
-            .or_else(|| {
-                (!self.rails.is_empty()).then(|| self.rails.iter().map(|r| r.current_mw).sum())
+            .map(|r| crate::collect::telemetry::Reading {
+                name: r.name.clone(),
+                value: r.current_mw,
             })
+            .collect();
+        crate::collect::telemetry::sysfs::board_power(&rails)
     }
 
     /// The GPU's load in percent (the first GPU domain that reports one).

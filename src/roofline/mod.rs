@@ -207,7 +207,7 @@ pub fn programs_from_results(
             .map(crate::collect::perf::CounterReport::derive);
         let simulated = simulations.iter().rev().find(|s| s.condition == c.id);
         match (counted, simulated) {
-            (Some(d), _) if d.l2_bytes.is_some() || d.dram_bytes.is_some() => {
+            (Some(d), _) if d.has_traffic() => {
                 program.traffic = [(Level::L2, d.l2_bytes), (Level::Dram, d.dram_bytes)]
                     .into_iter()
                     .filter_map(|(level, bytes)| Some((level, bytes?)))

@@ -143,39 +143,76 @@ pub struct Recorder {
     handle: std::thread::JoinHandle<Recording>,
 }
 
+/// Readers sampled every `interval` from a start: a late tick is skipped rather than taken
+/// twice in a row; the first, unkept reading primes the interval figures (CPU %, power).
+pub struct Sampler {
+    readers: Vec<Box<dyn Reader>>,
+    start: std::time::Instant,
+    interval: std::time::Duration,
+    tick: u32,
+}
+
+impl Sampler {
+    pub fn new(mut readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Sampler {
+        let mut prime = Sample::default();
+        for r in &mut readers {
+            r.read(&mut prime);
+        }
+        Sampler {
+            readers,
+            start: std::time::Instant::now(),
+            interval,
+            tick: 1,
+        }
+    }
+
+    /// How long after the start the next sample is due.
+    pub fn next_offset(&self) -> std::time::Duration {
+        self.interval * self.tick
+    }
+
+    /// Sleeps until the next sample is due; false when `stop` was raised meanwhile.
+    pub fn wait(&self, stop: &std::sync::atomic::AtomicBool) -> bool {
+        let due = self.start + self.next_offset();
+        loop {
+            if stop.load(std::sync::atomic::Ordering::Relaxed) {
+                return false;
+            }
+            let now = std::time::Instant::now();
+            if now >= due {
+                return true;
+            }
+            std::thread::sleep((due - now).min(std::time::Duration::from_millis(20)));
+        }
+    }
+
+    /// Reads every source now.
+    pub fn take(&mut self) -> Sample {
+        let mut sample = Sample {
+            t_s: self.start.elapsed().as_secs_f64(),
+            ..Sample::default()
+        };
+        for r in &mut self.readers {
+            r.read(&mut sample);
+        }
+        let elapsed = self.start.elapsed().as_secs_f64() / self.interval.as_secs_f64();
+        self.tick = self.tick.max(elapsed.floor() as u32) + 1;
+        sample
+    }
+}
+
 impl Recorder {
-    /// Starts sampling `readers` every `interval`; the first reading primes interval figures.
-    pub fn start(mut readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Recorder {
-        use std::sync::atomic::Ordering;
+    /// Starts sampling `readers` every `interval` on its own thread.
+    pub fn start(readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Recorder {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&stop);
         let handle = std::thread::spawn(move || {
-            let start = std::time::Instant::now();
+            let mut sampler = Sampler::new(readers, interval);
             let mut samples = Vec::new();
-            let mut prime = Sample::default();
-            for r in &mut readers {
-                r.read(&mut prime);
+            while sampler.wait(&flag) {
+                samples.push(sampler.take());
             }
-            let mut tick: u32 = 1;
-            while !flag.load(Ordering::Relaxed) {
-                let due = start + interval * tick;
-                let now = std::time::Instant::now();
-                if now < due {
-                    std::thread::sleep((due - now).min(std::time::Duration::from_millis(20)));
-                    continue;
-                }
-                let mut sample = Sample {
-                    t_s: now.duration_since(start).as_secs_f64(),
-                    ..Sample::default()
-                };
-                for r in &mut readers {
-                    r.read(&mut sample);
-                }
-                samples.push(sample);
-                let elapsed = start.elapsed().as_secs_f64() / interval.as_secs_f64();
-                tick = tick.max(elapsed.floor() as u32) + 1;
-            }
-            (samples, readers)
+            (samples, sampler.readers)
         });
         Recorder { stop, handle }
     }

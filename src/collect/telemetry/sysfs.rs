@@ -230,7 +230,8 @@ impl Ina3221Reader {
     }
 }
 
-/// The board's input power from its rails, in W: `POM_5V_IN` (Nano) or `VDD_IN`, else the sum.
+/// The board's input power from its rails, in the rails' unit: `POM_5V_IN` (Nano) or `VDD_IN`,
+/// else the sum (shared by the INA3221 reader and the tegrastats parser).
 pub fn board_power(rails: &[Reading]) -> Option<f64> {
     rails
         .iter()
