@@ -366,8 +366,8 @@ fn a_process_is_sampled_until_it_ends() {
 }
 
 /// Runs one small tract condition with telemetry read under `root` and PATH led by `path`;
-/// the condition's record and the run's stderr.
-fn run_with_telemetry(root: &str, path: Option<&str>) -> (Value, String) {
+/// the condition's record, the run's stderr and the lines of telemetry.jsonl.
+fn run_with_telemetry(root: &str, path: Option<&str>) -> (Value, String, Vec<Value>) {
     let tmp = temp_dir();
     let config = tmp.path().join("t.toml");
     if let Err(e) = std::fs::write(
@@ -391,9 +391,15 @@ fn run_with_telemetry(root: &str, path: Option<&str>) -> (Value, String) {
         .assert()
         .success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
-    let runs = std::fs::read_to_string(only_entry(&out).join("runs.jsonl")).unwrap_or_default();
+    let dir = only_entry(&out);
+    let runs = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap_or_default();
     let record = serde_json::from_str(runs.lines().next().unwrap_or("")).unwrap_or_default();
-    (record, stderr)
+    let telemetry = std::fs::read_to_string(dir.join("telemetry.jsonl")).unwrap_or_default();
+    let samples = telemetry
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    (record, stderr, samples)
 }
 
 #[test]
@@ -404,7 +410,7 @@ fn a_run_is_marked_throttled_and_gets_its_energy_per_inference() {
         env!("CARGO_MANIFEST_DIR"),
         std::env::var("PATH").unwrap_or_default()
     );
-    let (record, stderr) = run_with_telemetry(&board("pi4"), Some(&bin));
+    let (record, stderr, _) = run_with_telemetry(&board("pi4"), Some(&bin));
     let t = &record["telemetry"];
     assert_eq!(t["throttled"], true, "{record}");
     assert_eq!(
@@ -422,7 +428,7 @@ fn a_run_is_marked_throttled_and_gets_its_energy_per_inference() {
     );
 
     // A Jetson Nano's input rail reads 3.52 W: energy per inference = 3.52 W × mean latency.
-    let (record, stderr) = run_with_telemetry(&board("nano-jp4"), None);
+    let (record, stderr, samples) = run_with_telemetry(&board("nano-jp4"), None);
     let t = &record["telemetry"];
     assert_eq!(t["throttled"], false, "{t}");
     let watts = t["power_mean_w"].as_f64().unwrap_or(0.0);
@@ -437,6 +443,14 @@ fn a_run_is_marked_throttled_and_gets_its_energy_per_inference() {
     );
     assert_eq!(t["gpu_load_mean_pct"], 45.3);
     assert!(stderr.contains(" 3.52 W, "), "{stderr}");
+    // Every sample behind the summary is kept in telemetry.jsonl, under its condition.
+    assert_eq!(Some(samples.len() as u64), t["samples"].as_u64(), "{t}");
+    for s in &samples {
+        assert_eq!(s["condition"], record["condition"]["id"], "{s}");
+        assert_eq!(s["attempt"], 1, "{s}");
+        assert_eq!(s["gpus"][0]["load_pct"], 45.3, "{s}");
+        assert_eq!(s["power_w"], 3.52, "{s}");
+    }
 }
 
 #[test]
@@ -488,7 +502,38 @@ fn every_board_tree_is_sampled_with_what_it_has() {
             (None, None) => {}
             (want, got) => panic!("{name}: power {got:?}, expected {want:?}"),
         }
+        // Per-process GPU memory comes from nvmap's debugfs, which only root can read: the
+        // Xavier tree has its `maps` table, Orin JetPack 5 its `clients` table, the other Jetson
+        // trees neither, as a user other than root sees them.
+        let processes: Vec<(u64, u64)> = v["gpus"][0]["processes"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|p| Some((p[0].as_u64()?, p[1].as_u64()?)))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let expected: &[(u64, u64)] = match name {
+            "xavier-jp5" => &[(777, 1 << 20), (4242, 8 << 20)],
+            "orin-jp5" => &[
+                (1969, 69532 << 10),
+                (2170, 103916 << 10),
+                (4242, (812344 + 2048) << 10),
+                (5151, 16 << 20),
+            ],
+            _ => &[],
+        };
+        assert_eq!(processes, expected, "{name}: {v}");
         let pi = probe_with_path(&board(name), Some("/usr/bin:/bin"));
+        if gpu.is_some_and(|g| g.starts_with("jetson")) {
+            let (_, _, jetson) = source(&pi, "Jetson GPU");
+            let says = if expected.is_empty() {
+                "no per-process memory (nvmap debugfs is readable by root only)"
+            } else {
+                "per-process memory from nvmap debugfs"
+            };
+            assert!(jetson.ends_with(says), "{name}: {jetson}");
+        }
         let (_, available, why) = source(&pi, "Raspberry");
         assert!(!available, "{name}");
         let expected = if name == "pi4" {

@@ -159,6 +159,9 @@ struct Progress {
     iterations: usize,
     timed: usize,
     rss: Option<u64>,
+    /// The latest telemetry figures worth a place on the status line.
+    gpu_load: Option<f64>,
+    power_w: Option<f64>,
     last_draw: Option<Instant>,
 }
 
@@ -221,6 +224,12 @@ impl Progress {
         if let Some(rss) = self.rss {
             let _ = write!(line, " · RSS {}", render::bytes(rss));
         }
+        if let Some(gpu) = self.gpu_load {
+            let _ = write!(line, " · GPU {gpu:.0} %");
+        }
+        if let Some(w) = self.power_w {
+            let _ = write!(line, " · {w:.1} W");
+        }
         let _ = write!(line, " · ETA {}", render::duration(self.eta()));
         // Keep to one terminal line so the redraw does not scroll.
         let line: String = line.chars().take(160).collect();
@@ -268,6 +277,11 @@ impl Progress {
                 self.draw();
             }
             SweepEvent::Worker(WorkerEvent::Ready) => self.draw(),
+            SweepEvent::Telemetry(sample) => {
+                self.gpu_load = sample.gpus.first().and_then(|g| g.load_pct);
+                self.power_w = sample.power_w;
+                self.draw();
+            }
             SweepEvent::Done {
                 index,
                 total,
@@ -435,6 +449,8 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         iterations: 0,
         timed: 0,
         rss: None,
+        gpu_load: None,
+        power_w: None,
         last_draw: None,
     };
     let per_condition = config.measure.iterations * config.measure.repeats;
@@ -567,6 +583,28 @@ fn write_svgs(stored: &Stored, rows: &[summary::Row], dir: &Path) -> anyhow::Res
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let cpu = report::cpu_timeline(&stored.runs, &stored.samples);
     let rss = report::rss_timeline(&stored.runs, &stored.samples);
+    let system_cpu = report::system_cpu_timeline(&stored.runs, &stored.telemetry);
+    let gpu = report::gpu_timeline(&stored.runs, &stored.telemetry);
+    let system_memory = report::system_memory_timeline(&stored.runs, &stored.telemetry);
+    let gpu_memory = report::gpu_memory_timeline(&stored.runs, &stored.telemetry);
+    // Lines with no points (no GPU here, an older results directory) are left off the chart.
+    type Series<'a> = (&'static str, &'a [(f64, f64)]);
+    fn present<'a>(lines: [Series<'a>; 3]) -> Vec<Series<'a>> {
+        lines
+            .into_iter()
+            .filter(|(_, points)| !points.is_empty())
+            .collect()
+    }
+    let utilisation = present([
+        ("worker CPU (% of one core)", &cpu),
+        ("machine CPU (mean core, %)", &system_cpu),
+        ("GPU (%)", &gpu),
+    ]);
+    let memory = present([
+        ("worker RSS", &rss),
+        ("machine memory used", &system_memory),
+        ("GPU memory used", &gpu_memory),
+    ]);
     let charts = [
         (
             "latency.svg",
@@ -586,19 +624,11 @@ fn write_svgs(stored: &Stored, rows: &[summary::Row], dir: &Path) -> anyhow::Res
         ),
         (
             "cpu_utilization.svg",
-            report::svg::lines(
-                "Worker CPU utilisation over the sweep",
-                "% of one core",
-                &[("worker CPU", &cpu)],
-            )?,
+            report::svg::lines("CPU and GPU utilisation over the sweep", "%", &utilisation)?,
         ),
         (
             "memory.svg",
-            report::svg::lines(
-                "Worker resident memory over the sweep",
-                "MiB",
-                &[("worker RSS", &rss)],
-            )?,
+            report::svg::lines("Memory over the sweep", "MiB", &memory)?,
         ),
     ];
     let mut paths = Vec::new();

@@ -6,7 +6,7 @@ pub mod roofline_chart;
 pub mod svg;
 
 use crate::results::summary::Row;
-use crate::results::{RunRecord, SampleRecord};
+use crate::results::{RunRecord, SampleRecord, TelemetryRecord};
 use std::collections::HashMap;
 use std::fmt::Write;
 
@@ -76,17 +76,14 @@ pub fn memory_groups(rows: &[Row]) -> Vec<BarGroup> {
 
 /// A figure over the sweep's time: the attempts laid end to end in the order they ran, each
 /// sample at its attempt's start plus its own time.
-pub fn timeline(
+pub fn timeline<T: Timed>(
     runs: &[RunRecord],
-    samples: &[SampleRecord],
-    value: impl Fn(&SampleRecord) -> Option<f64>,
+    samples: &[T],
+    value: impl Fn(&T) -> Option<f64>,
 ) -> Vec<(f64, f64)> {
-    let mut by_attempt: HashMap<(&str, usize), Vec<&SampleRecord>> = HashMap::new();
+    let mut by_attempt: HashMap<(&str, usize), Vec<&T>> = HashMap::new();
     for s in samples {
-        by_attempt
-            .entry((s.condition.as_str(), s.attempt))
-            .or_default()
-            .push(s);
+        by_attempt.entry(s.attempt_key()).or_default().push(s);
     }
     let mut offset = 0.0;
     let mut points = Vec::new();
@@ -94,13 +91,67 @@ pub fn timeline(
         if let Some(list) = by_attempt.get(&(r.condition.id.as_str(), r.attempt)) {
             for s in list {
                 if let Some(v) = value(s) {
-                    points.push((offset + s.sample.t_s, v));
+                    points.push((offset + s.t_s(), v));
                 }
             }
         }
         offset += r.resources.wall_s;
     }
     points
+}
+
+/// A stored sample of one attempt, placed in time from that attempt's start.
+pub trait Timed {
+    fn attempt_key(&self) -> (&str, usize);
+    fn t_s(&self) -> f64;
+}
+
+impl Timed for SampleRecord {
+    fn attempt_key(&self) -> (&str, usize) {
+        (&self.condition, self.attempt)
+    }
+    fn t_s(&self) -> f64 {
+        self.sample.t_s
+    }
+}
+
+impl Timed for TelemetryRecord {
+    fn attempt_key(&self) -> (&str, usize) {
+        (&self.condition, self.attempt)
+    }
+    fn t_s(&self) -> f64 {
+        self.sample.t_s
+    }
+}
+
+/// The machine's mean core load (% of one core), as the telemetry sources saw it.
+pub fn system_cpu_timeline(runs: &[RunRecord], telemetry: &[TelemetryRecord]) -> Vec<(f64, f64)> {
+    timeline(runs, telemetry, |s| s.sample.cpu_load_pct())
+}
+
+/// The first GPU's load in %.
+pub fn gpu_timeline(runs: &[RunRecord], telemetry: &[TelemetryRecord]) -> Vec<(f64, f64)> {
+    timeline(runs, telemetry, |s| s.sample.gpus.first()?.load_pct)
+}
+
+/// The machine's used memory in MiB.
+pub fn system_memory_timeline(
+    runs: &[RunRecord],
+    telemetry: &[TelemetryRecord],
+) -> Vec<(f64, f64)> {
+    timeline(runs, telemetry, |s| {
+        s.sample
+            .mem_used_bytes
+            .map(|b| b as f64 / (1u64 << 20) as f64)
+    })
+}
+
+/// The first GPU's used memory in MiB (the shared NvMap memory on a Jetson).
+pub fn gpu_memory_timeline(runs: &[RunRecord], telemetry: &[TelemetryRecord]) -> Vec<(f64, f64)> {
+    timeline(runs, telemetry, |s| {
+        let bytes = s.sample.gpus.first()?.mem_used_bytes?;
+        Some(bytes as f64 / (1u64 << 20) as f64)
+    })
 }
 
 pub fn cpu_timeline(runs: &[RunRecord], samples: &[SampleRecord]) -> Vec<(f64, f64)> {
@@ -258,6 +309,34 @@ mod tests {
             cpu_timeline(&runs, &samples),
             vec![(0.5, 100.0), (2.5, 50.0)]
         );
+        // Telemetry samples are placed the same way; a sample without the figure is left out.
+        let telemetry = |attempt, t_s, gpu: Option<f64>| TelemetryRecord {
+            condition: c.id.clone(),
+            attempt,
+            sample: crate::collect::telemetry::Sample {
+                t_s,
+                gpus: gpu
+                    .map(|load| crate::collect::telemetry::Gpu {
+                        load_pct: Some(load),
+                        mem_used_bytes: Some(3 << 20),
+                        ..Default::default()
+                    })
+                    .into_iter()
+                    .collect(),
+                ..Default::default()
+            },
+        };
+        let t = vec![
+            telemetry(1, 0.25, Some(80.0)),
+            telemetry(1, 0.5, None),
+            telemetry(2, 0.75, Some(20.0)),
+        ];
+        assert_eq!(gpu_timeline(&runs, &t), vec![(0.25, 80.0), (2.75, 20.0)]);
+        assert_eq!(
+            gpu_memory_timeline(&runs, &t),
+            vec![(0.25, 3.0), (2.75, 3.0)]
+        );
+        assert!(system_cpu_timeline(&runs, &t).is_empty());
         assert!(terminal_line("cpu", &[(0.0, 1.0)]).contains("not enough"));
         assert!(terminal_line("cpu", &cpu_timeline(&runs, &samples)).contains("time (s)"));
     }

@@ -5,6 +5,8 @@
 //!   manifest.json   config (as written and resolved), device fingerprint, versions, plan, start/end
 //!   runs.jsonl      one record per attempt, appended and flushed as it happens
 //!   samples.jsonl   /proc samples of each attempt's worker
+//!   telemetry.jsonl the telemetry sources' samples (CPU cores, GPU, memory, power, temperatures)
+//!                   during each attempt
 //!   summary.csv / summary.json / summary.md   one row per condition, derived from runs.jsonl
 //!   charts/*.svg    latency and peak-memory bars, CPU utilisation over time (format `svg`)
 //! ```
@@ -30,6 +32,7 @@ use std::path::{Path, PathBuf};
 pub const MANIFEST: &str = "manifest.json";
 pub const RUNS: &str = "runs.jsonl";
 pub const SAMPLES: &str = "samples.jsonl";
+pub const TELEMETRY: &str = "telemetry.jsonl";
 /// Version of the directory layout, raised when a reader could misread an older one.
 pub const FORMAT: u32 = 1;
 
@@ -102,6 +105,15 @@ pub struct SampleRecord {
     pub sample: ProcSample,
 }
 
+/// A line of telemetry.jsonl.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TelemetryRecord {
+    pub condition: String,
+    pub attempt: usize,
+    #[serde(flatten)]
+    pub sample: crate::collect::telemetry::Sample,
+}
+
 /// Now, as RFC 3339 UTC.
 pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
@@ -161,6 +173,7 @@ pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {
 pub struct Writer {
     runs: File,
     samples: File,
+    telemetry: File,
 }
 
 /// Cuts a torn last line (a write interrupted by SIGKILL or power loss) off a JSON-lines file.
@@ -201,6 +214,7 @@ impl Writer {
         Ok(Writer {
             runs: open_append(&dir.join(RUNS))?,
             samples: open_append(&dir.join(SAMPLES))?,
+            telemetry: open_append(&dir.join(TELEMETRY))?,
         })
     }
 
@@ -212,27 +226,52 @@ impl Writer {
         Ok(())
     }
 
+    /// Appends the worker's /proc samples of one attempt.
     pub fn samples(
         &mut self,
         condition: &str,
         attempt: usize,
         samples: &[ProcSample],
     ) -> anyhow::Result<()> {
-        let mut block = Vec::new();
-        for sample in samples {
-            let record = SampleRecord {
-                condition: condition.to_string(),
-                attempt,
-                sample: sample.clone(),
-            };
-            serde_json::to_writer(&mut block, &record).context("cannot encode a sample")?;
-            block.push(b'\n');
-        }
-        self.samples
-            .write_all(&block)
-            .and_then(|_| self.samples.flush())
-            .with_context(|| format!("cannot append to {SAMPLES}"))
+        let records = samples.iter().map(|sample| SampleRecord {
+            condition: condition.to_string(),
+            attempt,
+            sample: sample.clone(),
+        });
+        append_block(&mut self.samples, SAMPLES, records)
     }
+
+    /// Appends the telemetry samples of one attempt.
+    pub fn telemetry(
+        &mut self,
+        condition: &str,
+        attempt: usize,
+        samples: &[crate::collect::telemetry::Sample],
+    ) -> anyhow::Result<()> {
+        let records = samples.iter().map(|sample| TelemetryRecord {
+            condition: condition.to_string(),
+            attempt,
+            sample: sample.clone(),
+        });
+        append_block(&mut self.telemetry, TELEMETRY, records)
+    }
+}
+
+/// Appends records as JSON lines in one write.
+fn append_block<T: Serialize>(
+    file: &mut File,
+    path: &str,
+    records: impl Iterator<Item = T>,
+) -> anyhow::Result<()> {
+    let mut block = Vec::new();
+    for record in records {
+        serde_json::to_writer(&mut block, &record)
+            .with_context(|| format!("cannot encode a {path} record"))?;
+        block.push(b'\n');
+    }
+    file.write_all(&block)
+        .and_then(|_| file.flush())
+        .with_context(|| format!("cannot append to {path}"))
 }
 
 /// A JSON-lines file read back: its records, and what had to be ignored.
@@ -283,6 +322,7 @@ pub struct Stored {
     pub manifest: Manifest,
     pub runs: Vec<RunRecord>,
     pub samples: Vec<SampleRecord>,
+    pub telemetry: Vec<TelemetryRecord>,
     pub warnings: Vec<String>,
 }
 
@@ -310,13 +350,16 @@ pub fn load(dir: &Path) -> anyhow::Result<Stored> {
     let manifest = read_manifest(dir)?;
     let runs = read_lines::<RunRecord>(&dir.join(RUNS))?;
     let samples = read_lines::<SampleRecord>(&dir.join(SAMPLES))?;
+    let telemetry = read_lines::<TelemetryRecord>(&dir.join(TELEMETRY))?;
     let mut warnings = runs.warnings;
     warnings.extend(samples.warnings);
+    warnings.extend(telemetry.warnings);
     Ok(Stored {
         dir: dir.to_path_buf(),
         manifest,
         runs: runs.records,
         samples: samples.records,
+        telemetry: telemetry.records,
         warnings,
     })
 }

@@ -23,6 +23,8 @@ pub enum SweepEvent<'a> {
         attempts: usize,
     },
     Worker(WorkerEvent),
+    /// What the telemetry sources saw, as the attempt runs.
+    Telemetry(&'a crate::collect::telemetry::Sample),
     /// An attempt ended and was stored; `retry` when another attempt follows.
     Done {
         index: usize,
@@ -151,6 +153,9 @@ impl Sweep<'_> {
                     telemetry_interval,
                 );
                 let result = spawn::run_worker(&command, &request, limits, self.cancel, |event| {
+                    for sample in recorder.fresh() {
+                        on_event(SweepEvent::Telemetry(&sample));
+                    }
                     on_event(SweepEvent::Worker(event))
                 });
                 let (telemetry_samples, back) = recorder.finish();
@@ -201,6 +206,7 @@ impl Sweep<'_> {
                 };
                 writer.run(&record)?;
                 writer.samples(&condition.id, attempt, &result.samples)?;
+                writer.telemetry(&condition.id, attempt, &telemetry_samples)?;
                 on_event(SweepEvent::Done {
                     index,
                     total: self.total,

@@ -141,6 +141,8 @@ type Recording = (Vec<Sample>, Vec<Box<dyn Reader>>);
 pub struct Recorder {
     stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
     handle: std::thread::JoinHandle<Recording>,
+    /// Each sample as it is taken, for a live view.
+    live: std::sync::mpsc::Receiver<Sample>,
 }
 
 /// Readers sampled every `interval` from a start: a late tick is skipped rather than taken
@@ -206,15 +208,24 @@ impl Recorder {
     pub fn start(readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Recorder {
         let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let flag = std::sync::Arc::clone(&stop);
+        let (feed, live) = std::sync::mpsc::channel();
         let handle = std::thread::spawn(move || {
             let mut sampler = Sampler::new(readers, interval);
             let mut samples = Vec::new();
             while sampler.wait(&flag) {
-                samples.push(sampler.take());
+                let sample = sampler.take();
+                // Nobody watching is fine: the samples are kept here either way.
+                let _ = feed.send(sample.clone());
+                samples.push(sample);
             }
             (samples, sampler.readers)
         });
-        Recorder { stop, handle }
+        Recorder { stop, handle, live }
+    }
+
+    /// The samples taken since the last call, without waiting.
+    pub fn fresh(&self) -> Vec<Sample> {
+        self.live.try_iter().collect()
     }
 
     /// Stops sampling: the samples, and the readers for the next recording.

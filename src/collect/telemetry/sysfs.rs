@@ -102,6 +102,39 @@ pub fn jetpack(text: &str) -> Option<String> {
 pub struct JetsonGpuReader {
     root: PathBuf,
     node: Option<(PathBuf, String)>,
+    /// nvmap's per-client table in debugfs, when this user can read it (root only).
+    nvmap: Option<PathBuf>,
+}
+
+/// Where nvmap lists its clients with their process ids and sizes (`clients`), or the same
+/// with every allocation below each client (`maps`, on kernels without `clients`).
+const NVMAP_TABLES: &[&str] = &[
+    "sys/kernel/debug/nvmap/iovmm/clients",
+    "sys/kernel/debug/nvmap/iovmm/maps",
+];
+
+/// GPU memory per process from an nvmap debugfs table: `CLIENT PROCESS PID SIZE` rows such as
+/// `user   python3   4242   123456K`, summed per process id. Allocation rows (indented, under
+/// their client in `maps`), the header and the `total` row are left out, as is anything garbled.
+pub fn parse_nvmap(text: &str) -> Vec<(u32, u64)> {
+    let mut per_pid: std::collections::BTreeMap<u32, u64> = std::collections::BTreeMap::new();
+    for line in text.lines() {
+        if line.starts_with(char::is_whitespace) || line.starts_with("total") {
+            continue;
+        }
+        let words: Vec<&str> = line.split_whitespace().collect();
+        let [.., pid, size] = words.as_slice() else {
+            continue;
+        };
+        let (Ok(pid), Some(Ok(kib))) = (
+            pid.parse::<u32>(),
+            size.strip_suffix('K').map(str::parse::<u64>),
+        ) else {
+            continue;
+        };
+        *per_pid.entry(pid).or_default() += kib * 1024;
+    }
+    per_pid.into_iter().collect()
 }
 
 impl JetsonGpuReader {
@@ -112,9 +145,14 @@ impl JetsonGpuReader {
                 let name = read_trimmed(&p.join("device/of_node/name"))?;
                 JETSON_GPUS.contains(&name.as_str()).then_some((p, name))
             });
+        let nvmap = NVMAP_TABLES
+            .iter()
+            .map(|t| root.join(t))
+            .find(|p| std::fs::read_to_string(p).is_ok());
         JetsonGpuReader {
             root: root.to_path_buf(),
             node,
+            nvmap,
         }
     }
 }
@@ -139,7 +177,12 @@ impl Reader for JetsonGpuReader {
         } else {
             "no load file (Thor: load only through NVML)"
         };
-        Ok(format!("{name}, {release}, {load}"))
+        let processes = if self.nvmap.is_some() {
+            "per-process memory from nvmap debugfs"
+        } else {
+            "no per-process memory (nvmap debugfs is readable by root only)"
+        };
+        Ok(format!("{name}, {release}, {load}, {processes}"))
     }
 
     fn read(&mut self, sample: &mut Sample) {
@@ -156,6 +199,12 @@ impl Reader for JetsonGpuReader {
             max_freq_mhz: mhz("max_freq"),
             mem_used_bytes: crate::collect::proc::kib_field(&meminfo, "NvMapMemUsed"),
             mem_total_bytes: crate::collect::proc::parse_meminfo(&meminfo).map(|m| m.0),
+            processes: self
+                .nvmap
+                .as_ref()
+                .and_then(|p| std::fs::read_to_string(p).ok())
+                .map(|t| parse_nvmap(&t))
+                .unwrap_or_default(),
             ..Gpu::default()
         };
         sample.gpus.push(gpu);
@@ -464,6 +513,28 @@ mod tests {
             Some("JetPack 6 (L4T R36.4.0)")
         );
         assert_eq!(jetpack("garbage"), None);
+    }
+
+    #[test]
+    fn nvmap_clients_are_summed_per_process() {
+        let clients = include_str!("../../../tests/fixtures/nvmap/clients");
+        assert_eq!(
+            parse_nvmap(clients),
+            vec![
+                (1969, 69532 * 1024),
+                (2170, 103916 * 1024),
+                (4242, (812344 + 2048) * 1024),
+                (5151, 16384 * 1024),
+            ]
+        );
+        let maps = include_str!("../../../tests/fixtures/nvmap/maps");
+        assert_eq!(
+            parse_nvmap(maps),
+            vec![(777, 1024 * 1024), (4242, 8192 * 1024)]
+        );
+        let garbled = include_str!("../../../tests/fixtures/nvmap/garbled");
+        assert_eq!(parse_nvmap(garbled), vec![(5, 3 * 1024)]);
+        assert!(parse_nvmap("").is_empty());
     }
 
     #[test]
