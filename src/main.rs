@@ -13,8 +13,10 @@ mod report;
 mod results;
 mod roofline;
 mod runner;
+mod session;
 mod stats;
 mod throttle;
+mod tui;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -2,7 +2,7 @@
 //! errors to stderr.
 
 mod monitor;
-mod render;
+pub mod render;
 mod roofline;
 mod sweep;
 
@@ -16,7 +16,6 @@ use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use thiserror::Error;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -25,16 +24,19 @@ use thiserror::Error;
     about = "Evaluate deep-learning frameworks on edge devices and learn what to optimise next",
     long_about = "edgeprof benchmarks deep-learning models on the board it runs on: a built-in zoo of \
                   the classic edge CNNs (or your own ONNX file), exact analytic costs per layer, and an \
-                  embedded tract engine that needs nothing installed.",
-    arg_required_else_help = true
+                  embedded tract engine that needs nothing installed. Without a subcommand it \
+                  opens the terminal UI."
 )]
 pub struct Cli {
     #[command(subcommand)]
-    command: Command,
+    command: Option<Command>,
 }
 
 #[derive(Subcommand, Debug)]
 enum Command {
+    /// The terminal UI (also what `edgeprof` alone opens): pick conditions, watch runs live,
+    /// read results and rooflines with their advice, monitor the board
+    Tui(TuiArgs),
     /// The built-in model zoo: list, per-layer costs, ONNX export
     #[command(subcommand)]
     Models(ModelsCommand),
@@ -66,9 +68,26 @@ enum Command {
     },
 }
 
+#[derive(Args, Debug, Default)]
+struct TuiArgs {
+    /// Config to start from (default: configs/default.toml when it is here, else the defaults)
+    config: Option<PathBuf>,
+    /// Colour theme: dark, light, high-contrast, monochrome, a theme under
+    /// ~/.config/edgeprof/themes/, or a TOML file (NO_COLOR selects monochrome)
+    #[arg(long)]
+    theme: Option<String>,
+    /// Draw with ASCII characters only (for terminals without Unicode fonts)
+    #[arg(long)]
+    ascii: bool,
+    /// Open this results directory at start
+    #[arg(long, value_name = "DIR")]
+    open: Option<PathBuf>,
+}
+
 #[derive(Args, Debug)]
 struct MonitorArgs {
-    /// Log to stdout (until the terminal UI lands, the monitor always runs this way)
+    /// Log to stdout even on a terminal (without it, a terminal gets the terminal UI's Monitor
+    /// tab; pipes, files, --duration, --pid and --from-tegrastats always log)
     #[arg(long)]
     headless: bool,
     /// Time between samples (e.g. 100ms, 1s)
@@ -348,10 +367,17 @@ struct BenchArgs {
     json: bool,
 }
 
-/// An error caused by what the user asked for (exit code 2), as opposed to a failed run (1).
-#[derive(Debug, Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
+pub use crate::session::BadInput;
+
+fn tui(args: TuiArgs) -> anyhow::Result<()> {
+    crate::tui::main(crate::tui::TuiOptions {
+        config: args.config,
+        theme: args.theme,
+        ascii: args.ascii,
+        open: args.open,
+        monitor: None,
+    })
+}
 
 /// Exit code for an error: 2 for bad input, 1 for anything else.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
@@ -375,7 +401,11 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
-    match cli.command {
+    let Some(command) = cli.command else {
+        return tui(TuiArgs::default());
+    };
+    match command {
+        Command::Tui(args) => tui(args),
         Command::Models(ModelsCommand::List { json }) => models_list(json),
         Command::Models(ModelsCommand::Info { name, shape, json }) => {
             let model = zoo::build(&name, &shape.params())?;
@@ -472,7 +502,19 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
         }
         Command::Monitor(a) => {
-            let _ = a.headless;
+            use std::io::IsTerminal;
+            let interactive = !a.headless
+                && a.from_tegrastats.is_none()
+                && a.duration.is_none()
+                && a.pid.is_none()
+                && std::io::stdout().is_terminal()
+                && std::io::stdin().is_terminal();
+            if interactive {
+                return crate::tui::main(crate::tui::TuiOptions {
+                    monitor: Some((a.interval, a.root)),
+                    ..crate::tui::TuiOptions::default()
+                });
+            }
             monitor::monitor(monitor::MonitorOptions {
                 interval: a.interval,
                 duration: a.duration,

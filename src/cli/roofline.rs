@@ -1,7 +1,7 @@
 //! `edgeprof roofline`: measure the ceilings of this CPU, and (next) place programs under them.
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use crate::collect::ceilings::{self, Effort};
+use crate::collect::ceilings::Effort;
 use crate::collect::device;
 use crate::collect::kernels;
 use crate::roofline::{levels, store, Ceilings, Level, Precision};
@@ -126,57 +126,23 @@ fn measure_and_keep(
     effort: Effort,
     threads: Option<usize>,
 ) -> anyhow::Result<(store::Stored, Option<PathBuf>)> {
-    let fingerprint = device::fingerprint(Path::new("/"));
-    let threads = threads.unwrap_or_else(crate::runner::available_cores);
-    let ranges = levels::level_ranges(&fingerprint.caches, threads);
-    let dram = levels::dram_working_set(&ranges, threads, fingerprint.memory_total_bytes);
-    let single = levels::single_thread_sizes(
-        &fingerprint.caches,
-        levels::dram_working_set(
-            &levels::level_ranges(&fingerprint.caches, 1),
-            1,
-            fingerprint.memory_total_bytes,
-        ),
-    );
-    let isa = kernels::best_isa();
     let tty = std::io::stderr().is_terminal();
-    eprintln!(
-        "measuring {} ({}, {isa}) on {threads} thread(s), sweeping up to {} per thread …",
-        fingerprint.cpu_model.as_deref().unwrap_or("this CPU"),
-        fingerprint.arch,
-        render::bytes(dram)
-    );
-    let m = ceilings::measure(isa, threads, dram, &single, effort, |step| {
-        if tty {
+    let (stored, saved) = store::measure_and_keep(effort, threads, |progress| match progress {
+        store::Progress::Start(what) => eprintln!("{what}"),
+        store::Progress::Step(step) if tty => {
             eprint!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
             let _ = std::io::stderr().flush();
-        } else {
-            eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what);
         }
-    });
+        store::Progress::Step(step) => {
+            eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what)
+        }
+    })?;
     if tty {
         eprint!("\r\x1b[2K");
     }
-    let source = format!(
-        "measured by edgeprof {} ({isa}, {threads} thread(s), {:?} effort) in {:.1} s",
-        env!("CARGO_PKG_VERSION"),
-        effort,
-        m.seconds
-    );
-    let ceilings = levels::ceilings(&m, &fingerprint.caches, source);
-    let stored = store::Stored {
-        device: fingerprint.clone(),
-        written: crate::results::now_rfc3339(),
-        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        ceilings,
-    };
-    let saved: Option<PathBuf> = match store::cache_dir() {
-        Some(dir) => Some(store::save(&dir, &stored)?),
-        None => {
-            eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
-            None
-        }
-    };
+    if saved.is_none() {
+        eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+    }
     Ok((stored, saved))
 }
 
@@ -583,40 +549,13 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
         json,
         ..
     } = o;
-    use crate::engines::tract::{ModelSource, TractSession};
-    use crate::roofline::{advice, PointSource, Program};
+    use crate::roofline::{advice, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
-    let costs = crate::models::cost::analyze(model);
     eprintln!(
         "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
         model.name
     );
-    let session = TractSession::load(
-        ModelSource::Zoo {
-            model,
-            seed: crate::models::onnx::DEFAULT_SEED,
-        },
-        None,
-        threads,
-    )?;
-    let input = session.make_input(crate::models::onnx::DEFAULT_SEED)?;
-    let times = session.profile(&input, runs.max(1))?;
-    let programs: Vec<Program> = times
-        .iter()
-        .filter(|t| t.mapped)
-        .filter_map(|t| {
-            let cost = costs.layers.iter().find(|l| l.name == t.layer)?;
-            Some(Program {
-                label: t.layer.clone(),
-                precision: Precision::Fp32,
-                flops: cost.flops as f64,
-                seconds: t.ms_per_run / 1e3,
-                traffic: vec![(Level::Dram, cost.dram_bytes as f64)],
-                source: PointSource::Analytic,
-                basis: vec!["time from tract's node profile".to_string()],
-            })
-        })
-        .collect();
+    let programs = crate::roofline::layer_programs(model, threads, runs)?;
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
     // The highest-ranked layers, in rank order, are the chart's points A, B, C, …
     let drawn: Vec<Program> = ranks

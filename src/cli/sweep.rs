@@ -2,12 +2,12 @@
 //! the tables and charts of a results directory on stdout.
 
 use crate::cli::{print_out, render, BadInput};
-use crate::config::{self, Config};
 use crate::report;
-use crate::results::{self, summary, Manifest, Stored, SweepStatus};
-use crate::runner::matrix::{self, Plan};
+use crate::results::{self, summary, Stored, SweepStatus};
+use crate::runner::matrix::{self};
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
+use crate::session::{self, reopen, start_new};
 use anyhow::Context;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
@@ -42,106 +42,6 @@ pub struct RunOptions {
     pub charts: bool,
 }
 
-/// A results directory that does not exist yet, under `parent`.
-fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
-    let base = results::dir_name(name);
-    for n in 1..100 {
-        let candidate = if n == 1 {
-            parent.join(&base)
-        } else {
-            parent.join(format!("{base}-{n}"))
-        };
-        if !candidate.exists() {
-            std::fs::create_dir_all(&candidate).map_err(|e| {
-                BadInput(format!(
-                    "cannot create the results directory {}: {e}",
-                    candidate.display()
-                ))
-            })?;
-            return Ok(candidate);
-        }
-    }
-    anyhow::bail!(BadInput(format!(
-        "cannot find a free results directory name under {}",
-        parent.display()
-    )))
-}
-
-fn engine_versions() -> std::collections::BTreeMap<String, String> {
-    [(
-        "tract".to_string(),
-        crate::runner::worker::TRACT_VERSION.to_string(),
-    )]
-    .into_iter()
-    .collect()
-}
-
-/// Starts a new sweep: config, plan, directory and manifest.
-fn start_new(
-    file: &Path,
-    output: Option<&Path>,
-) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
-    let text = std::fs::read_to_string(file).map_err(|e| config::ConfigReadError {
-        path: file.to_path_buf(),
-        reason: e.to_string(),
-    })?;
-    let config = config::parse(&text, file)?;
-    let plan = matrix::expand(&config);
-    if plan.to_run.is_empty() {
-        anyhow::bail!(BadInput(format!(
-            "nothing to run: {} condition(s) skipped and {} excluded (see edgeprof config check {})",
-            plan.skipped.len(),
-            plan.excluded,
-            file.display()
-        )));
-    }
-    let parent = output.unwrap_or(&config.output.dir);
-    let dir = new_dir(parent, &config.name)?;
-    let manifest = Manifest {
-        format: results::FORMAT,
-        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        name: config.name.clone(),
-        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
-        config_text: text,
-        config: serde_json::to_value(&config).context("cannot encode the config")?,
-        device: crate::collect::device::fingerprint(Path::new("/")),
-        engines: engine_versions(),
-        conditions: plan.to_run.clone(),
-        skipped: plan.skipped.clone(),
-        excluded: plan.excluded,
-        started: results::now_rfc3339(),
-        ended: None,
-        resumed: Vec::new(),
-        status: SweepStatus::Running,
-    };
-    results::write_manifest(&dir, &manifest)?;
-    Ok((config, plan, dir, manifest))
-}
-
-/// Reopens an interrupted sweep: the config it stored, checked against its plan.
-fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
-    let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
-    let config =
-        config::parse(&manifest.config_text, &manifest.config_file).with_context(|| {
-            format!(
-                "the config stored in {} no longer resolves here",
-                dir.display()
-            )
-        })?;
-    let plan = matrix::expand(&config);
-    let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
-    let now: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
-    if stored != now {
-        anyhow::bail!(BadInput(format!(
-            "the config stored in {} now expands to other conditions ({} instead of {}); start a new run instead",
-            dir.display(),
-            now.len(),
-            stored.len()
-        )));
-    }
-    Ok((config, manifest))
-}
-
 /// Progress on stderr: a redrawn status line on a terminal, plain lines otherwise.
 struct Progress {
     tty: bool,
@@ -170,16 +70,16 @@ impl Progress {
     /// ones compared with their estimates on this machine, less the time the current one has
     /// already run.
     fn eta(&self) -> f64 {
-        let remaining: f64 = self.estimates.iter().skip(self.finished).sum();
-        let ratio = if self.estimated_done > 0.0 {
-            self.elapsed_done / self.estimated_done
-        } else {
-            1.0
-        };
         let in_current = self
             .current_started
             .map_or(0.0, |t| t.elapsed().as_secs_f64());
-        (remaining * ratio - in_current).max(0.0)
+        matrix::eta_seconds(
+            &self.estimates,
+            self.finished,
+            self.estimated_done,
+            self.elapsed_done,
+            in_current,
+        )
     }
 
     fn clear(&self) {
@@ -456,16 +356,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let per_condition = config.measure.iterations * config.measure.repeats;
     let outcome = sweep.run(&mut writer, |event| progress.event(event, per_condition))?;
     progress.clear();
-    manifest.ended = Some(results::now_rfc3339());
-    manifest.status = if outcome.interrupted {
-        SweepStatus::Interrupted
-    } else {
-        SweepStatus::Complete
-    };
-    results::write_manifest(&dir, &manifest)?;
-    let stored = results::load(&dir)?;
-    let rows = summary::rows(&stored.manifest, &stored.runs);
-    write_summaries(&stored, &rows, &config.output.formats)?;
+    let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
     eprintln!("{}", overhead_line(&outcome));
     print_out(&report_text(&stored, &rows, options.charts))?;
     if config.output.roofline {
@@ -547,97 +438,6 @@ pub fn overhead_line(o: &SweepOutcome) -> String {
         (o.worker_s - o.measured_s).max(0.0),
         (o.wall_s - o.worker_s).max(0.0),
     )
-}
-
-/// Writes summary.csv/json/md (and the SVG charts) in the formats asked for.
-fn write_summaries(
-    stored: &Stored,
-    rows: &[summary::Row],
-    formats: &[String],
-) -> anyhow::Result<()> {
-    let dir = &stored.dir;
-    for format in formats {
-        match format.as_str() {
-            "csv" => {
-                results::write_atomic(&dir.join("summary.csv"), summary::to_csv(rows).as_bytes())?
-            }
-            "json" => results::write_atomic(
-                &dir.join("summary.json"),
-                summary::to_json(&stored.manifest, rows)?.as_bytes(),
-            )?,
-            "md" => results::write_atomic(
-                &dir.join("summary.md"),
-                summary::to_markdown(&stored.manifest, rows).as_bytes(),
-            )?,
-            "svg" => {
-                write_svgs(stored, rows, &dir.join("charts"))?;
-            }
-            _ => {}
-        }
-    }
-    Ok(())
-}
-
-/// The seeds' chart set as SVG files; returns their paths.
-fn write_svgs(stored: &Stored, rows: &[summary::Row], dir: &Path) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let cpu = report::cpu_timeline(&stored.runs, &stored.samples);
-    let rss = report::rss_timeline(&stored.runs, &stored.samples);
-    let system_cpu = report::system_cpu_timeline(&stored.runs, &stored.telemetry);
-    let gpu = report::gpu_timeline(&stored.runs, &stored.telemetry);
-    let system_memory = report::system_memory_timeline(&stored.runs, &stored.telemetry);
-    let gpu_memory = report::gpu_memory_timeline(&stored.runs, &stored.telemetry);
-    // Lines with no points (no GPU here, an older results directory) are left off the chart.
-    type Series<'a> = (&'static str, &'a [(f64, f64)]);
-    fn present<'a>(lines: [Series<'a>; 3]) -> Vec<Series<'a>> {
-        lines
-            .into_iter()
-            .filter(|(_, points)| !points.is_empty())
-            .collect()
-    }
-    let utilisation = present([
-        ("worker CPU (% of one core)", &cpu),
-        ("machine CPU (mean core, %)", &system_cpu),
-        ("GPU (%)", &gpu),
-    ]);
-    let memory = present([
-        ("worker RSS", &rss),
-        ("machine memory used", &system_memory),
-        ("GPU memory used", &gpu_memory),
-    ]);
-    let charts = [
-        (
-            "latency.svg",
-            report::svg::bars(
-                "Mean latency per condition (mean of repeat means)",
-                "ms",
-                &report::latency_groups(rows),
-            )?,
-        ),
-        (
-            "peak_memory.svg",
-            report::svg::bars(
-                "Peak resident memory of the worker",
-                "MiB",
-                &report::memory_groups(rows),
-            )?,
-        ),
-        (
-            "cpu_utilization.svg",
-            report::svg::lines("CPU and GPU utilisation over the sweep", "%", &utilisation)?,
-        ),
-        (
-            "memory.svg",
-            report::svg::lines("Memory over the sweep", "MiB", &memory)?,
-        ),
-    ];
-    let mut paths = Vec::new();
-    for (name, svg) in charts {
-        let path = dir.join(name);
-        results::write_atomic(&path, svg.as_bytes())?;
-        paths.push(path);
-    }
-    Ok(paths)
 }
 
 fn opt(v: Option<f64>, places: usize) -> String {
@@ -764,11 +564,11 @@ pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyho
         eprintln!("warning: {warning}");
     }
     let rows = summary::rows(&stored.manifest, &stored.runs);
-    write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))?;
+    session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))?;
     let svg_dir = svg_dir
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join("charts"));
-    let paths = write_svgs(&stored, &rows, &svg_dir)?;
+    let paths = session::write_svgs(&stored, &rows, &svg_dir)?;
     eprintln!(
         "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
         dir.display(),

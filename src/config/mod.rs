@@ -704,6 +704,112 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
     })
 }
 
+/// A resolved configuration written back as config text that [`parse`] reads to the same
+/// configuration (every key written out, defaults included; ONNX and program paths absolute as
+/// resolved). This is how the terminal UI saves a selection.
+pub fn to_toml(config: &Config) -> String {
+    use toml::{Table, Value};
+    let strings = |items: &mut dyn Iterator<Item = String>| -> Value {
+        Value::Array(items.map(Value::String).collect())
+    };
+    let ints = |items: &[usize]| -> Value {
+        Value::Array(items.iter().map(|&n| Value::Integer(n as i64)).collect())
+    };
+    let path = |p: &Path| p.display().to_string();
+    let m = &config.matrix;
+    let mut matrix = Table::new();
+    matrix.insert("engines".into(), strings(&mut m.engines.iter().cloned()));
+    matrix.insert(
+        "models".into(),
+        strings(&mut m.models.iter().map(|r| match r {
+            ModelRef::Zoo(name) => name.clone(),
+            ModelRef::Onnx(p) => path(p),
+        })),
+    );
+    matrix.insert(
+        "inputs".into(),
+        strings(&mut m.inputs.iter().map(|i| i.to_string())),
+    );
+    matrix.insert("batch".into(), ints(&m.batch));
+    matrix.insert("threads".into(), ints(&m.threads));
+    matrix.insert(
+        "devices".into(),
+        strings(&mut m.devices.iter().map(|d| d.to_string())),
+    );
+    matrix.insert("classes".into(), Value::Integer(m.classes as i64));
+    if !m.exclude.is_empty() {
+        let rules = m.exclude.iter().map(|e| {
+            let mut rule = Table::new();
+            if let Some(v) = &e.engine {
+                rule.insert("engine".into(), Value::String(v.clone()));
+            }
+            if let Some(v) = &e.model {
+                let name = match v {
+                    ModelRef::Zoo(name) => name.clone(),
+                    ModelRef::Onnx(p) => path(p),
+                };
+                rule.insert("model".into(), Value::String(name));
+            }
+            if let Some(v) = &e.input {
+                rule.insert("input".into(), Value::String(v.to_string()));
+            }
+            if let Some(v) = e.batch {
+                rule.insert("batch".into(), Value::Integer(v as i64));
+            }
+            if let Some(v) = e.threads {
+                rule.insert("threads".into(), Value::Integer(v as i64));
+            }
+            if let Some(v) = e.device {
+                rule.insert("device".into(), Value::String(v.to_string()));
+            }
+            Value::Table(rule)
+        });
+        matrix.insert("exclude".into(), Value::Array(rules.collect()));
+    }
+    let s = &config.measure;
+    let mut measure = Table::new();
+    for (key, value) in [
+        ("warmup", Value::Integer(s.warmup as i64)),
+        ("warmup_seconds", Value::Float(s.warmup_seconds)),
+        ("iterations", Value::Integer(s.iterations as i64)),
+        ("repeats", Value::Integer(s.repeats as i64)),
+        ("min_duration_s", Value::Float(s.min_duration_s)),
+        ("timeout_s", Value::Float(s.timeout_s)),
+        ("retries", Value::Integer(s.retries as i64)),
+        ("cooldown_s", Value::Float(s.cooldown_s)),
+        (
+            "sample_interval_ms",
+            Value::Integer(s.sample_interval_ms as i64),
+        ),
+        ("seed", Value::Integer(s.seed as i64)),
+    ] {
+        measure.insert(key.into(), value);
+    }
+    let mut output = Table::new();
+    output.insert("dir".into(), Value::String(path(&config.output.dir)));
+    output.insert(
+        "formats".into(),
+        strings(&mut config.output.formats.iter().cloned()),
+    );
+    output.insert("roofline".into(), Value::Boolean(config.output.roofline));
+    let mut top = Table::new();
+    top.insert("name".into(), Value::String(config.name.clone()));
+    top.insert("matrix".into(), Value::Table(matrix));
+    top.insert("measure".into(), Value::Table(measure));
+    top.insert("output".into(), Value::Table(output));
+    if let Some(c) = &config.command {
+        let mut command = Table::new();
+        command.insert("program".into(), Value::String(path(&c.program)));
+        command.insert("args".into(), strings(&mut c.args.iter().cloned()));
+        top.insert("command".into(), Value::Table(command));
+    }
+    format!(
+        "# Written by edgeprof {}; run it with: edgeprof run FILE\n{}",
+        env!("CARGO_PKG_VERSION"),
+        toml::to_string(&top).unwrap_or_default()
+    )
+}
+
 /// Error reading a config file (as opposed to its content).
 #[derive(Debug, Error)]
 #[error("cannot read config {}: {reason}", path.display())]
@@ -746,6 +852,41 @@ mod tests {
         assert_eq!(c.measure.repeats, 5);
         assert_eq!(c.measure.sample_interval_ms, 500);
         assert_eq!(c.output.dir, PathBuf::from("results"));
+    }
+
+    #[test]
+    fn written_configs_read_back_the_same() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("configs");
+        let texts = [
+            (
+                dir.join("default.toml"),
+                include_str!("../../configs/default.toml").to_string(),
+            ),
+            (
+                dir.join("command-example.toml"),
+                include_str!("../../configs/command-example.toml").to_string(),
+            ),
+            (
+                dir.join("x.toml"),
+                "name = \"x\"\n[matrix]\nthreads = [1, 2]\ndevices = [\"cpu\", \"gpu:1\"]\n\
+                 [[matrix.exclude]]\nthreads = 2\nmodel = \"resnet34\"\n[measure]\ncooldown_s = 1.5\n\
+                 [output]\nroofline = true\nformats = [\"svg\"]\n"
+                    .to_string(),
+            ),
+        ];
+        for (file, text) in texts {
+            let first = match parse(&text, &file) {
+                Ok(c) => c,
+                Err(e) => panic!("{}: {e}", file.display()),
+            };
+            let written = to_toml(&first);
+            // Written elsewhere: nothing in it may depend on the original file's directory.
+            let second = match parse(&written, Path::new("/elsewhere/saved.toml")) {
+                Ok(c) => c,
+                Err(e) => panic!("{written}\n{e}"),
+            };
+            assert_eq!(first, second, "{written}");
+        }
     }
 
     #[test]

@@ -158,36 +158,77 @@ pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
 /// count cache misses, else a cache simulation kept for the condition, else the analytic model
 /// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
 /// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
+/// One point per layer of a zoo model: FLOPs and DRAM bytes from the analytic model, time from
+/// tract's node profile over `runs` runs on `threads` threads (fused operators counted under the
+/// layer tract kept; layers tract merged away are left out).
+pub fn layer_programs(
+    model: &crate::models::graph::Model,
+    threads: usize,
+    runs: usize,
+) -> anyhow::Result<Vec<Program>> {
+    use crate::engines::tract::{ModelSource, TractSession};
+    let costs = crate::models::cost::analyze(model);
+    let session = TractSession::load(
+        ModelSource::Zoo {
+            model,
+            seed: crate::models::onnx::DEFAULT_SEED,
+        },
+        None,
+        threads,
+    )?;
+    let input = session.make_input(crate::models::onnx::DEFAULT_SEED)?;
+    let times = session.profile(&input, runs.max(1))?;
+    Ok(times
+        .iter()
+        .filter(|t| t.mapped)
+        .filter_map(|t| {
+            let cost = costs.layers.iter().find(|l| l.name == t.layer)?;
+            Some(Program {
+                label: t.layer.clone(),
+                precision: Precision::Fp32,
+                flops: cost.flops as f64,
+                seconds: t.ms_per_run / 1e3,
+                traffic: vec![(Level::Dram, cost.dram_bytes as f64)],
+                source: PointSource::Analytic,
+                basis: vec!["time from tract's node profile".to_string()],
+            })
+        })
+        .collect())
+}
+
+/// The zoo model a condition of a stored sweep ran, or why it has none.
+pub fn condition_model(
+    c: &crate::runner::matrix::Condition,
+    classes: usize,
+) -> Result<crate::models::graph::Model, String> {
+    let crate::config::ModelRef::Zoo(name) = &c.model else {
+        return Err("an ONNX file has no analytic cost yet".to_string());
+    };
+    let params = crate::models::zoo::ModelParams {
+        num_classes: classes,
+        channels: c.input.channels,
+        height: c.input.height,
+        width: c.input.width,
+        batch: c.batch,
+    };
+    crate::models::zoo::build(name, &params).map_err(|e| e.to_string())
+}
+
 pub fn programs_from_results(
     stored: &crate::results::Stored,
     simulations: &[crate::runner::cachesim::Simulation],
 ) -> (Vec<Program>, Vec<(String, String)>) {
-    use crate::config::ModelRef;
-    use crate::models::{cost, zoo};
+    use crate::models::cost;
     let classes = stored.classes();
     let mut programs = Vec::new();
     let mut left_out = Vec::new();
     for record in stored.runs.iter().filter(|r| r.ok) {
         let c = &record.condition;
         let Some(stats) = &record.stats else { continue };
-        let ModelRef::Zoo(name) = &c.model else {
-            left_out.push((
-                c.id.clone(),
-                "an ONNX file has no analytic cost yet".to_string(),
-            ));
-            continue;
-        };
-        let params = zoo::ModelParams {
-            num_classes: classes,
-            channels: c.input.channels,
-            height: c.input.height,
-            width: c.input.width,
-            batch: c.batch,
-        };
-        let total = match zoo::build(name, &params) {
+        let total = match condition_model(c, classes) {
             Ok(model) => cost::analyze(&model).total,
-            Err(e) => {
-                left_out.push((c.id.clone(), e.to_string()));
+            Err(why) => {
+                left_out.push((c.id.clone(), why));
                 continue;
             }
         };

@@ -2,7 +2,10 @@
 //! The cache key is a hash of the parts of the fingerprint that decide the ceilings (CPU,
 //! board, CPU count, caches, memory), so a different machine never reuses them.
 
-use crate::collect::device::Fingerprint;
+use crate::collect::ceilings::{self, Effort};
+use crate::collect::device::{self, Fingerprint};
+use crate::collect::kernels;
+use crate::roofline::levels;
 use crate::roofline::Ceilings;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -78,6 +81,62 @@ pub fn load(dir: &Path, f: &Fingerprint) -> anyhow::Result<Option<Stored>> {
         )
     })?;
     Ok(Some(stored))
+}
+
+/// What a measurement of the ceilings is doing.
+pub enum Progress {
+    Start(String),
+    Step(ceilings::Step),
+}
+
+/// Measures this device's ceilings (`effort`, on `threads` or every usable core) and keeps them
+/// in the cache directory; where they were kept (None: no cache directory). `progress` hears the
+/// plan and each step.
+pub fn measure_and_keep(
+    effort: Effort,
+    threads: Option<usize>,
+    mut progress: impl FnMut(Progress),
+) -> anyhow::Result<(Stored, Option<PathBuf>)> {
+    let fingerprint = device::fingerprint(Path::new("/"));
+    let threads = threads.unwrap_or_else(crate::runner::available_cores);
+    let ranges = levels::level_ranges(&fingerprint.caches, threads);
+    let dram = levels::dram_working_set(&ranges, threads, fingerprint.memory_total_bytes);
+    let single = levels::single_thread_sizes(
+        &fingerprint.caches,
+        levels::dram_working_set(
+            &levels::level_ranges(&fingerprint.caches, 1),
+            1,
+            fingerprint.memory_total_bytes,
+        ),
+    );
+    let isa = kernels::best_isa();
+    progress(Progress::Start(format!(
+        "measuring {} ({}, {isa}) on {threads} thread(s), sweeping up to {} MiB per thread …",
+        fingerprint.cpu_model.as_deref().unwrap_or("this CPU"),
+        fingerprint.arch,
+        dram >> 20
+    )));
+    let m = ceilings::measure(isa, threads, dram, &single, effort, |step| {
+        progress(Progress::Step(step))
+    });
+    let source = format!(
+        "measured by edgeprof {} ({isa}, {threads} thread(s), {:?} effort) in {:.1} s",
+        env!("CARGO_PKG_VERSION"),
+        effort,
+        m.seconds
+    );
+    let ceilings = levels::ceilings(&m, &fingerprint.caches, source);
+    let stored = Stored {
+        device: fingerprint.clone(),
+        written: crate::results::now_rfc3339(),
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        ceilings,
+    };
+    let saved = match cache_dir() {
+        Some(dir) => Some(save(&dir, &stored)?),
+        None => None,
+    };
+    Ok((stored, saved))
 }
 
 #[cfg(test)]

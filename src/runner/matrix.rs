@@ -166,6 +166,25 @@ pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
         .sum()
 }
 
+/// Seconds left in a sweep: the estimates of the conditions not finished, scaled by how the
+/// `finished` ones compared with their estimates on this machine (`elapsed_done` of
+/// `estimated_done`), less the `in_current` seconds the current one has already run.
+pub fn eta_seconds(
+    estimates: &[f64],
+    finished: usize,
+    estimated_done: f64,
+    elapsed_done: f64,
+    in_current: f64,
+) -> f64 {
+    let remaining: f64 = estimates.iter().skip(finished).sum();
+    let ratio = if estimated_done > 0.0 {
+        elapsed_done / estimated_done
+    } else {
+        1.0
+    };
+    (remaining * ratio - in_current).max(0.0)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,240 @@
+//! A sweep's life in its results directory, shared by both front-ends: a new directory with
+//! its manifest, reopening an interrupted one, and the summaries and charts written when it ends.
+
+use crate::config::{self, Config};
+use crate::report;
+use crate::results::{self, summary, Manifest, Stored, SweepStatus};
+use crate::runner::matrix::{self, Plan};
+use crate::runner::sweep::SweepOutcome;
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// An error caused by what the user asked for (exit code 2), as opposed to a failed run (1).
+#[derive(Debug, Error)]
+#[error("{0}")]
+pub struct BadInput(pub String);
+
+/// A results directory that does not exist yet, under `parent`.
+pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
+    let base = results::dir_name(name);
+    for n in 1..100 {
+        let candidate = if n == 1 {
+            parent.join(&base)
+        } else {
+            parent.join(format!("{base}-{n}"))
+        };
+        if !candidate.exists() {
+            std::fs::create_dir_all(&candidate).map_err(|e| {
+                BadInput(format!(
+                    "cannot create the results directory {}: {e}",
+                    candidate.display()
+                ))
+            })?;
+            return Ok(candidate);
+        }
+    }
+    anyhow::bail!(BadInput(format!(
+        "cannot find a free results directory name under {}",
+        parent.display()
+    )))
+}
+
+pub fn engine_versions() -> std::collections::BTreeMap<String, String> {
+    [(
+        "tract".to_string(),
+        crate::runner::worker::TRACT_VERSION.to_string(),
+    )]
+    .into_iter()
+    .collect()
+}
+
+/// Starts a new sweep from a config file: config, plan, directory and manifest.
+pub fn start_new(
+    file: &Path,
+    output: Option<&Path>,
+) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
+    let text = std::fs::read_to_string(file).map_err(|e| config::ConfigReadError {
+        path: file.to_path_buf(),
+        reason: e.to_string(),
+    })?;
+    start_from_text(text, file, output)
+}
+
+/// Starts a new sweep from config text (`file` names it and resolves its relative paths).
+pub fn start_from_text(
+    text: String,
+    file: &Path,
+    output: Option<&Path>,
+) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
+    let config = config::parse(&text, file)?;
+    let plan = matrix::expand(&config);
+    if plan.to_run.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "nothing to run: {} condition(s) skipped and {} excluded (see edgeprof config check {})",
+            plan.skipped.len(),
+            plan.excluded,
+            file.display()
+        )));
+    }
+    let parent = output.unwrap_or(&config.output.dir);
+    let dir = new_dir(parent, &config.name)?;
+    let manifest = Manifest {
+        format: results::FORMAT,
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: config.name.clone(),
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        config_text: text,
+        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        device: crate::collect::device::fingerprint(Path::new("/")),
+        engines: engine_versions(),
+        conditions: plan.to_run.clone(),
+        skipped: plan.skipped.clone(),
+        excluded: plan.excluded,
+        started: results::now_rfc3339(),
+        ended: None,
+        resumed: Vec::new(),
+        status: SweepStatus::Running,
+    };
+    results::write_manifest(&dir, &manifest)?;
+    Ok((config, plan, dir, manifest))
+}
+
+/// Reopens an interrupted sweep: the config it stored, checked against its plan.
+pub fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
+    let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let config =
+        config::parse(&manifest.config_text, &manifest.config_file).with_context(|| {
+            format!(
+                "the config stored in {} no longer resolves here",
+                dir.display()
+            )
+        })?;
+    let plan = matrix::expand(&config);
+    let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
+    let now: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+    if stored != now {
+        anyhow::bail!(BadInput(format!(
+            "the config stored in {} now expands to other conditions ({} instead of {}); start a new run instead",
+            dir.display(),
+            now.len(),
+            stored.len()
+        )));
+    }
+    Ok((config, manifest))
+}
+
+/// Writes summary.csv/json/md (and the SVG charts) in the formats asked for.
+pub fn write_summaries(
+    stored: &Stored,
+    rows: &[summary::Row],
+    formats: &[String],
+) -> anyhow::Result<()> {
+    let dir = &stored.dir;
+    for format in formats {
+        match format.as_str() {
+            "csv" => {
+                results::write_atomic(&dir.join("summary.csv"), summary::to_csv(rows).as_bytes())?
+            }
+            "json" => results::write_atomic(
+                &dir.join("summary.json"),
+                summary::to_json(&stored.manifest, rows)?.as_bytes(),
+            )?,
+            "md" => results::write_atomic(
+                &dir.join("summary.md"),
+                summary::to_markdown(&stored.manifest, rows).as_bytes(),
+            )?,
+            "svg" => {
+                write_svgs(stored, rows, &dir.join("charts"))?;
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The seeds' chart set as SVG files; returns their paths.
+pub fn write_svgs(
+    stored: &Stored,
+    rows: &[summary::Row],
+    dir: &Path,
+) -> anyhow::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let cpu = report::cpu_timeline(&stored.runs, &stored.samples);
+    let rss = report::rss_timeline(&stored.runs, &stored.samples);
+    let system_cpu = report::system_cpu_timeline(&stored.runs, &stored.telemetry);
+    let gpu = report::gpu_timeline(&stored.runs, &stored.telemetry);
+    let system_memory = report::system_memory_timeline(&stored.runs, &stored.telemetry);
+    let gpu_memory = report::gpu_memory_timeline(&stored.runs, &stored.telemetry);
+    // Lines with no points (no GPU here, an older results directory) are left off the chart.
+    type Series<'a> = (&'static str, &'a [(f64, f64)]);
+    fn present<'a>(lines: [Series<'a>; 3]) -> Vec<Series<'a>> {
+        lines
+            .into_iter()
+            .filter(|(_, points)| !points.is_empty())
+            .collect()
+    }
+    let utilisation = present([
+        ("worker CPU (% of one core)", &cpu),
+        ("machine CPU (mean core, %)", &system_cpu),
+        ("GPU (%)", &gpu),
+    ]);
+    let memory = present([
+        ("worker RSS", &rss),
+        ("machine memory used", &system_memory),
+        ("GPU memory used", &gpu_memory),
+    ]);
+    let charts = [
+        (
+            "latency.svg",
+            report::svg::bars(
+                "Mean latency per condition (mean of repeat means)",
+                "ms",
+                &report::latency_groups(rows),
+            )?,
+        ),
+        (
+            "peak_memory.svg",
+            report::svg::bars(
+                "Peak resident memory of the worker",
+                "MiB",
+                &report::memory_groups(rows),
+            )?,
+        ),
+        (
+            "cpu_utilization.svg",
+            report::svg::lines("CPU and GPU utilisation over the sweep", "%", &utilisation)?,
+        ),
+        (
+            "memory.svg",
+            report::svg::lines("Memory over the sweep", "MiB", &memory)?,
+        ),
+    ];
+    let mut paths = Vec::new();
+    for (name, svg) in charts {
+        let path = dir.join(name);
+        results::write_atomic(&path, svg.as_bytes())?;
+        paths.push(path);
+    }
+    Ok(paths)
+}
+
+/// Closes a sweep: its end time and status in the manifest, then the summaries in `formats`.
+pub fn finish(
+    dir: &Path,
+    manifest: &mut Manifest,
+    outcome: &SweepOutcome,
+    formats: &[String],
+) -> anyhow::Result<(Stored, Vec<summary::Row>)> {
+    manifest.ended = Some(results::now_rfc3339());
+    manifest.status = if outcome.interrupted {
+        SweepStatus::Interrupted
+    } else {
+        SweepStatus::Complete
+    };
+    results::write_manifest(dir, manifest)?;
+    let stored = results::load(dir)?;
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    write_summaries(&stored, &rows, formats)?;
+    Ok((stored, rows))
+}

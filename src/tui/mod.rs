@@ -1,0 +1,561 @@
+//! The terminal UI (SPEC 10.1): condition selection, the live run view, results, the roofline
+//! with its advice, and a live monitor, over the same sweep, telemetry and roofline code as the
+//! headless commands.
+//!
+//! Threads: one reads keys, one samples telemetry for the Monitor tab, one runs a sweep (and one
+//! measures ceilings when asked); each sends [`Message`]s to the event loop, which owns the
+//! [`app::App`] state and the terminal, so drawing never waits on a measurement. The terminal is
+//! restored on every exit: quit, error, panic (ratatui's hook), SIGTERM. On SIGHUP (a dropped SSH
+//! session) drawing stops but a run goes on to completion and its results are saved.
+
+pub mod app;
+pub mod conditions;
+pub mod theme;
+pub mod view;
+
+use crate::collect::telemetry::{self, Sample};
+use crate::results::{self, summary};
+use crate::runner::spawn::WorkerEvent;
+use crate::runner::sweep::{Sweep, SweepEvent};
+use anyhow::Context;
+use app::{App, Command, RunEvent, Severity, Tab};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, Sender};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+/// How the UI was asked for on the command line.
+#[derive(Default)]
+pub struct TuiOptions {
+    pub config: Option<PathBuf>,
+    pub theme: Option<String>,
+    pub ascii: bool,
+    /// Results directory to open at start.
+    pub open: Option<PathBuf>,
+    /// Start on the Monitor tab (`edgeprof monitor` on a terminal), sampling every interval
+    /// under a root path.
+    pub monitor: Option<(Duration, PathBuf)>,
+}
+
+/// What reaches the event loop.
+pub enum Message {
+    Key(crossterm::event::KeyEvent),
+    Resize,
+    Monitor(Sample),
+    Run(RunEvent),
+    Ceilings(Result<(crate::roofline::Ceilings, String), String>),
+    Layers(String, Result<Vec<crate::roofline::Program>, String>),
+}
+
+/// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
+/// the built-in defaults (the same as an empty config file).
+fn initial_config(given: Option<&Path>) -> anyhow::Result<(PathBuf, crate::config::Config)> {
+    if let Some(path) = given {
+        return Ok((path.to_path_buf(), crate::config::load(path)?));
+    }
+    let default = PathBuf::from("configs/default.toml");
+    if default.is_file() {
+        return Ok((default.clone(), crate::config::load(&default)?));
+    }
+    let file = PathBuf::from("edgeprof.toml");
+    let config = crate::config::parse("", &file)?;
+    Ok((file, config))
+}
+
+/// The user's configuration directory (`$XDG_CONFIG_HOME/edgeprof`, else `~/.config/edgeprof`).
+fn config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+        .map(|d| d.join("edgeprof"))
+}
+
+/// Builds the UI's state for `options` (no terminal needed: the tests start here too).
+pub fn new_app(options: &TuiOptions, offer: conditions::Offer) -> anyhow::Result<App> {
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let theme = theme::Theme::select(options.theme.as_deref(), no_color, config_dir().as_deref())?;
+    let (file, config) = initial_config(options.config.as_deref())?;
+    Ok(App::new(
+        conditions::Conditions::new(file, config, offer),
+        theme,
+        options.ascii,
+    ))
+}
+
+/// The event loop's resources: where messages arrive, the run in progress, its cancel flag.
+pub struct Session {
+    pub tx: Sender<Message>,
+    pub rx: Receiver<Message>,
+    pub cancel: Arc<AtomicBool>,
+    pub run: Option<std::thread::JoinHandle<()>>,
+    pub telemetry_root: PathBuf,
+}
+
+impl Session {
+    pub fn new() -> Session {
+        let (tx, rx) = mpsc::channel();
+        Session {
+            tx,
+            rx,
+            cancel: Arc::new(AtomicBool::new(false)),
+            run: None,
+            telemetry_root: std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
+                .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+        }
+    }
+
+    /// Carries out a command of the UI.
+    pub fn execute(&mut self, app: &mut App, command: Command) {
+        match command {
+            Command::Quit => {
+                self.cancel.store(true, Ordering::Relaxed);
+            }
+            Command::CancelRun => self.cancel.store(true, Ordering::Relaxed),
+            Command::StartRun { text, file } => {
+                self.cancel.store(false, Ordering::Relaxed);
+                self.run = Some(start_run(
+                    text,
+                    file,
+                    self.tx.clone(),
+                    Arc::clone(&self.cancel),
+                    self.telemetry_root.clone(),
+                ));
+                app.run.active = true;
+            }
+            Command::SaveConfig(path) => {
+                let text = app.conditions.to_toml();
+                match results::write_atomic(&path, text.as_bytes()) {
+                    Ok(()) => app.say(
+                        Severity::Info,
+                        format!(
+                            "saved {}; run it with: edgeprof run {}",
+                            path.display(),
+                            path.display()
+                        ),
+                    ),
+                    Err(e) => app.say(Severity::Error, format!("{e:#}")),
+                }
+            }
+            Command::LoadConfig(path) => match crate::config::load(&path) {
+                Ok(config) => {
+                    let offer = app.conditions.offer.clone();
+                    app.conditions = conditions::Conditions::new(path.clone(), config, offer);
+                    app.cursors = Default::default();
+                    app.say(Severity::Info, format!("loaded {}", path.display()));
+                }
+                Err(e) => app.say(Severity::Error, format!("{e:#}")),
+            },
+            Command::OpenResults(dir) => open_results(app, &dir),
+            Command::Layers { condition, classes } => {
+                let tx = self.tx.clone();
+                std::thread::spawn(move || {
+                    let result =
+                        crate::roofline::condition_model(&condition, classes).and_then(|model| {
+                            let threads = crate::runner::resolve_threads(condition.threads);
+                            crate::roofline::layer_programs(&model, threads, 3)
+                                .map_err(|e| format!("{e:#}"))
+                        });
+                    let _ = tx.send(Message::Layers(condition.id, result));
+                });
+            }
+            Command::MeasureCeilings => {
+                let tx = self.tx.clone();
+                app.roofline.ceilings = Some(Err(
+                    "measuring this device's ceilings (quick effort, about 5 s) …".to_string(),
+                ));
+                std::thread::spawn(move || {
+                    let result = crate::roofline::store::measure_and_keep(
+                        crate::collect::ceilings::Effort::Quick,
+                        None,
+                        |_| {},
+                    )
+                    .map(|(stored, saved)| {
+                        let from = saved.map_or_else(
+                            || "measured now, not kept".to_string(),
+                            |p| p.display().to_string(),
+                        );
+                        (stored.ceilings, from)
+                    })
+                    .map_err(|e| format!("{e:#}"));
+                    let _ = tx.send(Message::Ceilings(result));
+                });
+            }
+        }
+    }
+
+    /// Applies a message to the UI; true when it changed what is on screen.
+    pub fn apply(&mut self, app: &mut App, message: Message) -> Option<Command> {
+        match message {
+            Message::Key(key) => return app.key(key),
+            Message::Resize => {}
+            Message::Monitor(sample) => app.monitor_sample(sample),
+            Message::Run(event) => {
+                let finished = match &event {
+                    RunEvent::Finished { dir, .. } => Some(dir.clone()),
+                    _ => None,
+                };
+                app.run_event(event);
+                if let Some(dir) = finished {
+                    if let Some(handle) = self.run.take() {
+                        let _ = handle.join();
+                    }
+                    if let Some(dir) = dir {
+                        let run_status = app.status.clone();
+                        open_results(app, &dir);
+                        if app.results.error.is_none() {
+                            if let Some((severity, text)) = run_status {
+                                app.say(severity, format!("{text} · 3: results, 4: roofline"));
+                            }
+                        }
+                    }
+                }
+            }
+            Message::Layers(condition, result) => app.layers_profiled(condition, result),
+            Message::Ceilings(result) => {
+                app.roofline.ceilings = Some(result);
+                app.refresh_roofline();
+            }
+        }
+        None
+    }
+}
+
+impl Default for Session {
+    fn default() -> Self {
+        Session::new()
+    }
+}
+
+/// The run thread: a new results directory for `text`, the sweep, the summaries, and progress as
+/// [`RunEvent`]s.
+fn start_run(
+    text: String,
+    file: PathBuf,
+    tx: Sender<Message>,
+    cancel: Arc<AtomicBool>,
+    telemetry_root: PathBuf,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let send = |e: RunEvent| {
+            let _ = tx.send(Message::Run(e));
+        };
+        let mut dir = None;
+        let result = (|| -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
+            let (config, plan, d, mut manifest) =
+                crate::session::start_from_text(text, &file, None)?;
+            dir = Some(d.clone());
+            let cores = crate::runner::available_cores();
+            let estimates: Vec<f64> = plan
+                .to_run
+                .iter()
+                .map(|c| crate::runner::matrix::estimate_condition(&config, c, cores))
+                .collect();
+            send(RunEvent::Started {
+                dir: d.clone(),
+                total: plan.to_run.len(),
+                done_before: 0,
+                estimates,
+                iterations: config.measure.iterations * config.measure.repeats,
+            });
+            let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+            let mut writer = results::Writer::open(&d)?;
+            let sweep = Sweep {
+                config: &config,
+                conditions: &plan.to_run,
+                total: plan.to_run.len(),
+                done_before: 0,
+                edgeprof: &edgeprof,
+                cancel: &cancel,
+                telemetry_root: &telemetry_root,
+            };
+            let outcome = sweep.run(&mut writer, |event| {
+                let e = match event {
+                    SweepEvent::Start {
+                        index,
+                        total,
+                        condition,
+                        attempt,
+                        attempts,
+                    } => RunEvent::Attempt {
+                        index,
+                        total,
+                        condition: condition.id.clone(),
+                        attempt,
+                        attempts,
+                    },
+                    SweepEvent::Worker(WorkerEvent::Timed(n)) => RunEvent::Timed(n),
+                    SweepEvent::Worker(WorkerEvent::Sample(s)) => RunEvent::Worker(s),
+                    SweepEvent::Worker(WorkerEvent::Ready) => return,
+                    SweepEvent::Telemetry(s) => RunEvent::Telemetry(Box::new(s.clone())),
+                    SweepEvent::Done { record, retry, .. } => RunEvent::Done {
+                        record: Box::new(record.clone()),
+                        retry,
+                    },
+                    SweepEvent::Cooldown { seconds } => RunEvent::Cooldown(seconds),
+                };
+                send(e);
+            })?;
+            crate::session::finish(&d, &mut manifest, &outcome, &config.output.formats)?;
+            Ok(outcome)
+        })();
+        match result {
+            Ok(outcome) => send(RunEvent::Finished {
+                dir,
+                outcome: Some(outcome),
+                error: None,
+            }),
+            Err(e) => send(RunEvent::Finished {
+                dir,
+                outcome: None,
+                error: Some(format!("{e:#}")),
+            }),
+        }
+    })
+}
+
+/// Loads a results directory into the Results and Roofline tabs.
+pub fn open_results(app: &mut App, dir: &Path) {
+    let stored = match results::load(dir) {
+        Ok(s) => s,
+        Err(e) => {
+            app.results.error = Some(format!("{e:#}"));
+            app.say(Severity::Error, format!("{e:#}"));
+            return;
+        }
+    };
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    let utilisation = vec![
+        (
+            "worker CPU (% of a core)".to_string(),
+            crate::report::cpu_timeline(&stored.runs, &stored.samples),
+        ),
+        (
+            "machine CPU (%)".to_string(),
+            crate::report::system_cpu_timeline(&stored.runs, &stored.telemetry),
+        ),
+        (
+            "GPU (%)".to_string(),
+            crate::report::gpu_timeline(&stored.runs, &stored.telemetry),
+        ),
+    ];
+    app.results = app::ResultsView {
+        dir: Some(dir.to_path_buf()),
+        rows,
+        utilisation,
+        ..app::ResultsView::default()
+    };
+    app.results.sort_rows();
+    match stored.warnings.first() {
+        Some(w) => app.say(
+            Severity::Warn,
+            format!("{} ({} warning(s) reading it)", w, stored.warnings.len()),
+        ),
+        None => app.say(Severity::Info, format!("opened {}", dir.display())),
+    }
+    let simulations = crate::runner::cachesim::load(dir).unwrap_or_default();
+    let (programs, left_out) = crate::roofline::programs_from_results(&stored, &simulations);
+    app.roofline.programs = programs;
+    app.roofline.left_out = left_out;
+    app.roofline.selected = 0;
+    app.roofline.layers = None;
+    app.roofline.classes = stored.classes();
+    app.roofline.conditions = stored.manifest.conditions.clone();
+    if app.roofline.ceilings.is_none() || matches!(app.roofline.ceilings, Some(Err(_))) {
+        app.roofline.ceilings = Some(stored_ceilings());
+    }
+    app.refresh_roofline();
+}
+
+/// This device's kept ceilings, or what to do to get them.
+fn stored_ceilings() -> Result<(crate::roofline::Ceilings, String), String> {
+    use crate::roofline::store;
+    let fingerprint = crate::collect::device::fingerprint(Path::new("/"));
+    let Some(dir) = store::cache_dir() else {
+        return Err(
+            "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
+        );
+    };
+    match store::load(&dir, &fingerprint) {
+        Ok(Some(stored)) => Ok((
+            stored.ceilings,
+            store::path_for(&dir, &fingerprint).display().to_string(),
+        )),
+        Ok(None) => Err(
+            "no ceilings for this device yet: press m to measure them (about 5 s), or run \
+             `edgeprof roofline measure`"
+                .into(),
+        ),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+/// Reads keys and resizes from the terminal until it goes away.
+fn spawn_input(tx: Sender<Message>) {
+    std::thread::spawn(move || loop {
+        match crossterm::event::read() {
+            Ok(crossterm::event::Event::Key(k))
+                if k.kind != crossterm::event::KeyEventKind::Release =>
+            {
+                if tx.send(Message::Key(k)).is_err() {
+                    return;
+                }
+            }
+            Ok(crossterm::event::Event::Resize(..)) => {
+                if tx.send(Message::Resize).is_err() {
+                    return;
+                }
+            }
+            Ok(_) => {}
+            // The terminal is gone (SIGHUP, a closed pty): nothing more to read.
+            Err(_) => return,
+        }
+    });
+}
+
+/// Samples telemetry for the Monitor tab every `interval` until `stop`.
+fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: Arc<AtomicBool>) {
+    std::thread::spawn(move || {
+        let mut sampler = telemetry::Sampler::new(telemetry::working_readers(&root), interval);
+        while sampler.wait(&stop) {
+            if tx.send(Message::Monitor(sampler.take())).is_err() {
+                return;
+            }
+        }
+    });
+}
+
+/// How the event loop ended.
+enum Exit {
+    Quit,
+    Terminated,
+}
+
+/// `edgeprof` / `edgeprof tui`.
+pub fn main(options: TuiOptions) -> anyhow::Result<()> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        anyhow::bail!(crate::session::BadInput(
+            "the terminal UI needs a terminal; for scripts and logs use a subcommand \
+             (edgeprof run CONFIG, edgeprof monitor --headless; see edgeprof --help)"
+                .into()
+        ));
+    }
+    let mut session = Session::new();
+    if let Some((_, root)) = &options.monitor {
+        session.telemetry_root = root.clone();
+    }
+    let offer = conditions::Offer::probe(&session.telemetry_root);
+    let mut app = new_app(&options, offer)?;
+    if let Some(dir) = &options.open {
+        open_results(&mut app, dir);
+        app.tab = Tab::Results;
+    }
+    if options.monitor.is_some() {
+        app.tab = Tab::Monitor;
+    }
+    let interval = options
+        .monitor
+        .as_ref()
+        .map_or(Duration::from_millis(500), |m| m.0);
+    let term = Arc::new(AtomicBool::new(false));
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))
+        .context("cannot install the signal handlers")?;
+    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
+        .context("cannot install the signal handlers")?;
+    let stop_monitor = Arc::new(AtomicBool::new(false));
+    spawn_monitor(
+        session.tx.clone(),
+        session.telemetry_root.clone(),
+        interval,
+        Arc::clone(&stop_monitor),
+    );
+    // ratatui installs a panic hook that restores the terminal before the message prints.
+    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    spawn_input(session.tx.clone());
+    let exit = event_loop(&mut terminal, &mut app, &mut session, &term, &hangup);
+    stop_monitor.store(true, Ordering::Relaxed);
+    let headless = hangup.load(Ordering::Relaxed);
+    if !headless {
+        let _ = terminal.show_cursor();
+        ratatui::restore();
+    }
+    if headless {
+        // The terminal is gone: let the run finish and save its results, then leave.
+        while let Some(handle) = session.run.take() {
+            let _ = handle.join();
+        }
+    }
+    match exit {
+        Ok(Exit::Terminated) => {
+            if let Some(handle) = session.run.take() {
+                let _ = handle.join();
+            }
+            std::process::exit(143);
+        }
+        Ok(Exit::Quit) => {
+            if let Some(handle) = session.run.take() {
+                let _ = handle.join();
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    app: &mut App,
+    session: &mut Session,
+    term: &AtomicBool,
+    hangup: &AtomicBool,
+) -> anyhow::Result<Exit> {
+    let mut run_started: Option<Instant> = None;
+    let mut dirty = true;
+    let mut last_draw = Instant::now() - Duration::from_secs(1);
+    loop {
+        if term.load(Ordering::Relaxed) {
+            session.cancel.store(true, Ordering::Relaxed);
+            return Ok(Exit::Terminated);
+        }
+        let headless = hangup.load(Ordering::Relaxed);
+        if headless && session.run.is_none() {
+            return Ok(Exit::Quit);
+        }
+        if app.quit {
+            return Ok(Exit::Quit);
+        }
+        if app.run.active {
+            let t = *run_started.get_or_insert_with(Instant::now);
+            app.run.elapsed_s = t.elapsed().as_secs_f64();
+        } else {
+            run_started = None;
+        }
+        let since = last_draw.elapsed();
+        if !headless
+            && (dirty && since >= Duration::from_millis(50) || since >= Duration::from_millis(500))
+        {
+            if terminal.draw(|f| view::draw(f, app)).is_err() {
+                // The terminal went away without a SIGHUP reaching us: carry on without it.
+                hangup.store(true, Ordering::Relaxed);
+            }
+            last_draw = Instant::now();
+            dirty = false;
+            if std::env::var_os("EDGEPROF_TUI_TEST_PANIC").is_some() {
+                // Lets the tests check that a panic leaves the terminal as it found it.
+                panic!("EDGEPROF_TUI_TEST_PANIC is set: panicking after the first frame");
+            }
+        }
+        match session.rx.recv_timeout(Duration::from_millis(100)) {
+            Ok(message) => {
+                if let Some(command) = session.apply(app, message) {
+                    session.execute(app, command);
+                }
+                dirty = true;
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
+        }
+    }
+}

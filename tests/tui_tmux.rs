@@ -1,0 +1,306 @@
+//! The terminal UI end to end: the real binary inside tmux (its own server socket per test),
+//! driven by keys, its screen read back with `capture-pane`. Also: the terminal is restored after
+//! quit, a panic and SIGTERM (checked with `stty` in the same pane afterwards), and a run goes on
+//! to a complete results directory after SIGHUP. tmux must be installed (.ci/run installs it).
+
+mod common;
+
+use common::{edgeprof, temp_dir};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux server of its own with one 100×30 pane running `script` in `dir`.
+struct Tmux {
+    socket: String,
+    dir: PathBuf,
+}
+
+impl Tmux {
+    fn start(dir: &Path, script: &str) -> Tmux {
+        let socket = format!(
+            "edgeprof-test-{}-{}",
+            std::process::id(),
+            dir.file_name()
+                .map(|n| n.to_string_lossy().into_owned())
+                .unwrap_or_default()
+        );
+        let t = Tmux {
+            socket,
+            dir: dir.to_path_buf(),
+        };
+        let status = Command::new("tmux")
+            .args([
+                "-L",
+                &t.socket,
+                "-f",
+                "/dev/null",
+                "new-session",
+                "-d",
+                "-s",
+                "s",
+            ])
+            .args(["-x", "100", "-y", "30"])
+            .arg(format!("cd '{}' && {script}; sleep 60", dir.display()))
+            .env("TERM", "xterm-256color")
+            .status();
+        match status {
+            Ok(s) if s.success() => t,
+            Ok(s) => panic!("tmux new-session failed: {s}"),
+            Err(e) => panic!("tmux is needed for these tests (apt-get install tmux): {e}"),
+        }
+    }
+
+    fn tmux(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket])
+            .args(args)
+            .output();
+        match out {
+            Ok(o) => String::from_utf8_lossy(&o.stdout).into_owned(),
+            Err(e) => panic!("tmux {args:?}: {e}"),
+        }
+    }
+
+    fn screen(&self) -> String {
+        self.tmux(&["capture-pane", "-p", "-t", "s"])
+    }
+
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "s"];
+        args.extend_from_slice(keys);
+        self.tmux(&args);
+    }
+
+    /// Waits until the screen shows `text`; the screen.
+    fn wait_for(&self, text: &str, seconds: u64) -> String {
+        let until = Instant::now() + Duration::from_secs(seconds);
+        loop {
+            let screen = self.screen();
+            if screen.contains(text) {
+                return screen;
+            }
+            if Instant::now() > until {
+                panic!("no {text:?} on screen after {seconds} s:\n{screen}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// Waits for a file the pane's script writes after edgeprof exits.
+    fn wait_file(&self, name: &str, seconds: u64) -> String {
+        let path = self.dir.join(name);
+        let until = Instant::now() + Duration::from_secs(seconds);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                if !text.is_empty() {
+                    // Let the writer finish its line.
+                    std::thread::sleep(Duration::from_millis(100));
+                    return std::fs::read_to_string(&path).unwrap_or(text);
+                }
+            }
+            if Instant::now() > until {
+                panic!("no {name} after {seconds} s; screen:\n{}", self.screen());
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+
+    /// The pid of edgeprof in the pane (the child of the pane's shell).
+    fn edgeprof_pid(&self) -> i32 {
+        let shell = self.tmux(&["display-message", "-p", "-t", "s", "#{pane_pid}"]);
+        let until = Instant::now() + Duration::from_secs(10);
+        loop {
+            let out = Command::new("pgrep")
+                .args(["-P", shell.trim(), "edgeprof"])
+                .output()
+                .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+                .unwrap_or_default();
+            if let Some(pid) = out.lines().next().and_then(|l| l.trim().parse().ok()) {
+                return pid;
+            }
+            if Instant::now() > until {
+                panic!("no edgeprof under the pane's shell {shell}");
+            }
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .args(["-L", &self.socket, "kill-server"])
+            .status();
+    }
+}
+
+/// The shell line that runs edgeprof with `args`, then records its exit code and the terminal's
+/// modes for the test.
+fn script(args: &str, env: &str) -> String {
+    let bin = edgeprof().get_program().to_string_lossy().into_owned();
+    format!(
+        "EDGEPROF_CACHE_DIR=cache {env} '{bin}' {args}; echo EXIT=$? > exit.txt; \
+         stty -a > stty.txt; tput cnorm; echo done > finished.txt"
+    )
+}
+
+/// The terminal is back in cooked mode with echo: what raw mode turns off.
+fn assert_restored(t: &Tmux) {
+    t.wait_file("finished.txt", 30);
+    let stty = std::fs::read_to_string(t.dir.join("stty.txt")).unwrap_or_default();
+    let flags: Vec<&str> = stty.split_whitespace().collect();
+    for flag in ["icanon", "echo", "isig"] {
+        assert!(flags.contains(&flag), "{flag} not restored: {stty}");
+    }
+    let alternate = t.tmux(&["display-message", "-p", "-t", "s", "#{alternate_on}"]);
+    assert_eq!(alternate.trim(), "0", "still on the alternate screen");
+}
+
+fn small_config(dir: &Path, iterations: usize, models: &str) {
+    let text = format!(
+        "name = \"small\"\n[matrix]\nmodels = [{models}]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = {iterations}\nrepeats = 2\nsample_interval_ms = 100\n\
+         retries = 0\n"
+    );
+    if let Err(e) = std::fs::write(dir.join("small.toml"), text) {
+        panic!("{e}");
+    }
+}
+
+#[test]
+fn select_run_read_results_and_save_the_config() {
+    let tmp = temp_dir();
+    let dir = tmp.path();
+    small_config(dir, 20, "\"shufflenet_v2_x0_5\", \"mobilenet_v2\"");
+    let t = Tmux::start(dir, &script("tui small.toml", ""));
+    t.wait_for("Frameworks", 20);
+    // Threads: add 2 beside 1 (the axis is the 7th; its items: all, 1, 2, …).
+    for _ in 0..6 {
+        t.keys(&["Down"]);
+    }
+    t.keys(&["Right", "Down", "Down", "Space"]);
+    let screen = t.wait_for("4 conditions", 10);
+    assert!(screen.contains("[✓] 2"), "{screen}");
+    t.keys(&["r"]);
+    let screen = t.wait_for("done: 4 ok, 0 failed", 120);
+    assert!(screen.contains("4/4 100%"), "{screen}");
+    t.keys(&["3"]);
+    let screen = t.wait_for("mean ms", 10);
+    assert!(screen.contains("tract/shufflenet_v2_x0_5"), "{screen}");
+    // The roofline needs this device's ceilings: measure them from the tab, then read the advice
+    // for the first condition and drill into its layers.
+    t.keys(&["4"]);
+    t.wait_for("no ceilings for this device yet: press m", 10);
+    t.keys(&["m"]);
+    let screen = t.wait_for("Advice, in order", 240);
+    assert!(screen.contains("A tract/shufflenet_v2_x0_5"), "{screen}");
+    assert!(screen.contains("1. "), "no ordered advice:\n{screen}");
+    t.keys(&["l"]);
+    let screen = t.wait_for("Layers of tract/shufflenet_v2_x0_5", 120);
+    assert!(screen.contains("×"), "{screen}");
+    t.keys(&["Escape"]);
+    t.wait_for("Programs (l: layers)", 10);
+    // Back to the conditions; save the selection as saved.toml.
+    t.keys(&["1", "w"]);
+    t.wait_for("save the selection as: small.toml", 10);
+    t.keys(&["BSpace"; 10]);
+    t.keys(&["-l", "saved.toml"]);
+    t.keys(&["Enter"]);
+    t.wait_for("saved saved.toml", 10);
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+    // The saved selection is a config `edgeprof run` takes unchanged.
+    let check = edgeprof()
+        .args(["config", "check"])
+        .arg(dir.join("saved.toml"))
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&check.get_output().stdout).into_owned();
+    assert!(out.contains("4 condition"), "{out}");
+}
+
+#[test]
+fn a_panic_leaves_the_terminal_restored() {
+    let tmp = temp_dir();
+    let t = Tmux::start(tmp.path(), &script("tui", "EDGEPROF_TUI_TEST_PANIC=1"));
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=101");
+    assert_restored(&t);
+    let screen = t.screen();
+    assert!(
+        screen.contains("panicking after the first frame"),
+        "{screen}"
+    );
+}
+
+/// Opens the UI on `dir`'s small.toml, starts the run, and sends `signal` to edgeprof once the
+/// first condition is timing.
+fn signal_mid_run(dir: &Path, signal: &str) -> Tmux {
+    let t = Tmux::start(dir, &script("tui small.toml", ""));
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    t.wait_for("timed iterations", 60);
+    let pid = t.edgeprof_pid();
+    let _ = Command::new("kill")
+        .args([signal, &pid.to_string()])
+        .status();
+    t
+}
+
+#[test]
+fn sigterm_cancels_the_run_and_restores_the_terminal() {
+    let tmp = temp_dir();
+    small_config(tmp.path(), 100_000, "\"resnet50\"");
+    let t = signal_mid_run(tmp.path(), "-TERM");
+    assert_eq!(t.wait_file("exit.txt", 30).trim(), "EXIT=143");
+    assert_restored(&t);
+    // What ran is on disk, marked interrupted, ready for --resume.
+    let results = common::only_entry(&tmp.path().join("results"));
+    let manifest = std::fs::read_to_string(results.join("manifest.json")).unwrap_or_default();
+    assert!(
+        manifest.contains("\"status\": \"interrupted\""),
+        "{manifest}"
+    );
+}
+
+#[test]
+fn a_run_survives_sighup_and_completes_its_results() {
+    let tmp = temp_dir();
+    small_config(tmp.path(), 300, "\"shufflenet_v2_x0_5\", \"mobilenet_v2\"");
+    let t = signal_mid_run(tmp.path(), "-HUP");
+    // The run finished and edgeprof left on its own, without a terminal to restore.
+    assert_eq!(t.wait_file("exit.txt", 180).trim(), "EXIT=0");
+    let results = common::only_entry(&tmp.path().join("results"));
+    let manifest = std::fs::read_to_string(results.join("manifest.json")).unwrap_or_default();
+    assert!(manifest.contains("\"status\": \"complete\""), "{manifest}");
+    let runs = std::fs::read_to_string(results.join("runs.jsonl")).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+    assert!(runs.lines().all(|l| l.contains("\"ok\":true")), "{runs}");
+    assert!(results.join("summary.csv").is_file());
+}
+
+#[test]
+fn without_a_terminal_the_ui_says_what_to_use_instead() {
+    common::assert_bad_input(&[], "the terminal UI needs a terminal");
+    common::assert_bad_input(&["tui"], "edgeprof run CONFIG");
+}
+
+#[test]
+fn monitor_on_a_terminal_opens_the_monitor_tab() {
+    let tmp = temp_dir();
+    let root = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/boards/orin-jp5"
+    );
+    let t = Tmux::start(
+        tmp.path(),
+        &script(&format!("monitor --root {root} --interval 200ms"), ""),
+    );
+    // The Orin tree's GPU reads 78.1 % busy; its cores and the INA3221 board power show too.
+    let screen = t.wait_for("GPU % 78 %", 20);
+    assert!(screen.contains("cpu0"), "{screen}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+}
