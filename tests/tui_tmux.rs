@@ -304,3 +304,44 @@ fn monitor_on_a_terminal_opens_the_monitor_tab() {
     assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
     assert_restored(&t);
 }
+
+#[test]
+fn the_ui_follows_a_resize_and_c_cancels_the_run() {
+    let tmp = temp_dir();
+    small_config(tmp.path(), 100_000, "\"resnet50\"");
+    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    t.wait_for("timed iterations", 60);
+    // From 100×30 down to 80×24: the frame is redrawn to the new size.
+    t.tmux(&["resize-window", "-t", "s", "-x", "80", "-y", "24"]);
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let screen = t.screen();
+        let widths: Vec<usize> = screen.lines().map(|l| l.chars().count()).collect();
+        let progress = screen.lines().nth(1).unwrap_or("");
+        if widths.len() == 24
+            && progress.starts_with("┌ Progress")
+            && progress.ends_with('┐')
+            && progress.chars().count() == 80
+        {
+            break;
+        }
+        if Instant::now() > until {
+            panic!("not redrawn at 80×24:\n{screen}");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.keys(&["c"]);
+    let screen = t.wait_for("cancelled after 0 ok, 0 failed", 60);
+    assert!(screen.contains("edgeprof run --resume"), "{screen}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+    let results = common::only_entry(&tmp.path().join("results"));
+    let manifest = std::fs::read_to_string(results.join("manifest.json")).unwrap_or_default();
+    assert!(
+        manifest.contains("\"status\": \"interrupted\""),
+        "{manifest}"
+    );
+}
