@@ -425,3 +425,75 @@ fn cache_simulation_places_l2_and_dram_points_and_is_kept() {
         "{text}"
     );
 }
+
+fn gpu_profile(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/gpu-profilers/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn gpu_profiler_output_becomes_points_and_advice() {
+    let tmp = temp_dir();
+    // ncu: two kernels placed, the failed launch named on stderr.
+    let out = roofline(tmp.path(), &["import-ncu", &gpu_profile("ncu-orin.csv")]).success();
+    let text = stdout_of(&out);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        text.contains("ncu-orin: 2 kernel(s) from Nsight Compute"),
+        "{text}"
+    );
+    assert!(text.contains("program: 0.816 GFLOP in 1.100 ms"), "{text}");
+    assert!(text.contains("no GPU ceilings given"), "{text}");
+    assert!(
+        stderr.contains("layernorm_kernel") && stderr.contains("failed launch"),
+        "{stderr}"
+    );
+    // With the GPU's ceilings: the chart and the ordered advice, like the CPU roofline.
+    let orin = format!(
+        "{}/tests/fixtures/ceilings-orin-gpu.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let svg = tmp.path().join("gpu.svg");
+    let out = roofline(
+        tmp.path(),
+        &[
+            "import-ncu",
+            &gpu_profile("ncu-orin.csv"),
+            "--ceilings",
+            &orin,
+            "--label",
+            "resnet on Orin",
+            "--svg",
+            &svg.to_string_lossy(),
+        ],
+    )
+    .success();
+    let text = stdout_of(&out);
+    assert!(text.contains("resnet on Orin"), "{text}");
+    assert!(text.contains("1. "), "no advice:\n{text}");
+    assert!(svg.is_file());
+    // nvprof with its GPU summary; JSON carries kernels, program and warnings.
+    let v = json_of(&[
+        "roofline",
+        "import-nvprof",
+        &gpu_profile("nvprof-nano-metrics.csv"),
+        "--summary",
+        &gpu_profile("nvprof-nano-summary.csv"),
+        "--json",
+    ]);
+    assert_eq!(v["tool"], "nvprof");
+    assert_eq!(v["kernels"].as_array().map(Vec::len), Some(2), "{v}");
+    assert_eq!(v["program"]["flops"], 2e7);
+    assert!(v["warnings"].to_string().contains("broken_kernel"), "{v}");
+    // Broken input: one clear error, exit code 2.
+    assert_bad_input(
+        &["roofline", "import-ncu", &gpu_profile("not-a-profile.txt")],
+        "is not Nsight Compute CSV output",
+    );
+    assert_bad_input(
+        &["roofline", "import-nvprof", "/nonexistent.csv"],
+        "cannot read /nonexistent.csv",
+    );
+}

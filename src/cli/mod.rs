@@ -179,6 +179,26 @@ enum RooflineCommand {
     /// List the SIMD kernels this CPU can run and check that each does exactly the FLOPs and
     /// bytes it claims (counts, not speed: meaningful under emulation too)
     Kernels,
+    /// Place a GPU workload from Nsight Compute output (`ncu --csv` with the hierarchical
+    /// roofline metrics): per-kernel and whole-program points per level, with advice when
+    /// --ceilings gives the GPU's ceilings
+    ImportNcu {
+        /// The CSV ncu printed (application output before the header is fine)
+        path: PathBuf,
+        #[command(flatten)]
+        import: ImportArgs,
+    },
+    /// Place a GPU workload from nvprof output (Maxwell/Pascal: Jetson Nano, TX2): the CSV of
+    /// `nvprof --csv --metrics flop_count_sp,…`, with kernel times from --summary
+    ImportNvprof {
+        /// The CSV of nvprof's metrics run
+        path: PathBuf,
+        /// The CSV of `nvprof --csv --print-gpu-summary` for the same workload (kernel times)
+        #[arg(long, value_name = "FILE")]
+        summary: Option<PathBuf>,
+        #[command(flatten)]
+        import: ImportArgs,
+    },
     /// Use the ceilings of an LBNL Empirical Roofline Toolkit run (its roofline.json) for this device
     ImportErt {
         /// ERT's roofline.json (either dialect)
@@ -288,6 +308,23 @@ struct ChartArgs {
     svg: Option<PathBuf>,
 }
 
+/// Options of the GPU profiler imports.
+#[derive(Args, Debug)]
+struct ImportArgs {
+    /// The GPU's ceilings (a file saved by `roofline measure`/`import-ert`); without it only the
+    /// points are listed
+    #[arg(long, value_name = "FILE")]
+    ceilings: Option<PathBuf>,
+    /// The program's name on the chart (default: the file's name)
+    #[arg(long)]
+    label: Option<String>,
+    /// Print kernels, program, warnings and advice as JSON
+    #[arg(long)]
+    json: bool,
+    #[command(flatten)]
+    chart: ChartArgs,
+}
+
 /// Shape options shared by the zoo commands.
 #[derive(Args, Debug, Clone)]
 struct ShapeArgs {
@@ -368,6 +405,19 @@ struct BenchArgs {
 }
 
 pub use crate::session::BadInput;
+
+impl ImportArgs {
+    fn options(&self) -> roofline::ImportOptions<'_> {
+        roofline::ImportOptions {
+            ceilings: self.ceilings.as_deref(),
+            label: self.label.as_deref(),
+            json: self.json,
+            ascii: self.chart.ascii,
+            size: (self.chart.width, self.chart.height),
+            svg: self.chart.svg.as_deref(),
+        }
+    }
+}
 
 fn tui(args: TuiArgs) -> anyhow::Result<()> {
     crate::tui::main(crate::tui::TuiOptions {
@@ -495,6 +545,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Roofline(RooflineCommand::Kernels) => roofline::kernels(),
+        Command::Roofline(RooflineCommand::ImportNcu { path, import }) => {
+            roofline::import_gpu_profile(&path, None, import.options(), false)
+        }
+        Command::Roofline(RooflineCommand::ImportNvprof {
+            path,
+            summary,
+            import,
+        }) => roofline::import_gpu_profile(&path, summary.as_deref(), import.options(), true),
         Command::Roofline(RooflineCommand::ImportErt { path, sweep }) => {
             roofline::import_ert(&path, sweep.as_deref())
         }

@@ -527,6 +527,155 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
     print_out(&out)
 }
 
+pub struct ImportOptions<'a> {
+    pub ceilings: Option<&'a Path>,
+    pub label: Option<&'a str>,
+    pub json: bool,
+    pub ascii: bool,
+    pub size: (usize, usize),
+    pub svg: Option<&'a Path>,
+}
+
+/// `edgeprof roofline import-ncu` / `import-nvprof`: the kernels and the program as points per
+/// level, the warnings (failed launches, truncated lines, levels that disagree), and with
+/// --ceilings the chart and the advice.
+pub fn import_gpu_profile(
+    path: &Path,
+    summary: Option<&Path>,
+    o: ImportOptions,
+    nvprof: bool,
+) -> anyhow::Result<()> {
+    use crate::roofline::{advice, nvidia};
+    let read = |p: &Path| {
+        std::fs::read_to_string(p)
+            .map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))
+    };
+    let text = read(path)?;
+    let summary_text = summary.map(read).transpose()?;
+    let import = if nvprof {
+        nvidia::parse_nvprof(&text, summary_text.as_deref())
+    } else {
+        nvidia::parse_ncu(&text)
+    }
+    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    let label = o.label.map(str::to_string).unwrap_or_else(|| {
+        path.file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "gpu program".to_string())
+    });
+    let program = nvidia::program(&import, &label);
+    let ceilings = o.ceilings.map(|f| load_ceilings(Some(f))).transpose()?;
+    let analysis = match (&program, &ceilings) {
+        (Some(p), Some((c, _))) => Some(advice::analyse(p, &c.ceilings).map_err(|e| e.to_string())),
+        _ => None,
+    };
+    if o.json {
+        let kernels: Vec<serde_json::Value> = import
+            .kernels
+            .iter()
+            .map(|k| {
+                serde_json::json!({
+                    "name": k.name,
+                    "invocations": k.invocations,
+                    "seconds": k.seconds,
+                    "flops": k.flops.iter().map(|(p, f)| (p.to_string(), *f)).collect::<std::collections::BTreeMap<_, _>>(),
+                    "bytes": k.bytes.iter().map(|(l, b)| (l.to_string(), *b)).collect::<std::collections::BTreeMap<_, _>>(),
+                })
+            })
+            .collect();
+        return print_json(&serde_json::json!({
+            "tool": import.tool,
+            "kernels": kernels,
+            "program": program,
+            "warnings": import.warnings,
+            "analysis": analysis.map(|a| match a {
+                Ok(a) => serde_json::to_value(a).unwrap_or_default(),
+                Err(e) => serde_json::json!({ "error": e }),
+            }),
+        }));
+    }
+    for w in &import.warnings {
+        eprintln!("warning: {w}");
+    }
+    let mb = |b: Option<&f64>| b.map_or("-".to_string(), |b| format!("{:.1}", b / 1e6));
+    let rows: Vec<Vec<String>> = import
+        .kernels
+        .iter()
+        .map(|k| {
+            let name: String = k.name.chars().take(48).collect();
+            vec![
+                name,
+                k.invocations.to_string(),
+                k.seconds
+                    .map_or("-".to_string(), |s| format!("{:.3}", s * 1e3)),
+                format!("{:.3}", k.total_flops() / 1e9),
+                mb(k.bytes.get(&Level::L1)),
+                mb(k.bytes.get(&Level::L2)),
+                mb(k.bytes.get(&Level::Dram)),
+            ]
+        })
+        .collect();
+    let mut out = format!(
+        "{}: {} kernel(s) from {}\n\n",
+        label,
+        import.kernels.len(),
+        import.tool
+    );
+    out.push_str(&render::table(
+        &[
+            "kernel", "calls", "time ms", "GFLOP", "L1 MB", "L2 MB", "DRAM MB",
+        ],
+        &[false, true, true, true, true, true, true],
+        &rows,
+    ));
+    match (&program, &ceilings) {
+        (None, _) => out.push_str(
+            "\nno kernel has a time, so there is no FLOP rate to place (nvprof: give --summary)\n",
+        ),
+        (Some(p), None) => {
+            let _ = writeln!(
+                out,
+                "\nprogram: {:.3} GFLOP in {:.3} ms = {:.2} GFLOP/s ({})",
+                p.flops / 1e9,
+                p.seconds * 1e3,
+                p.flops_per_s().unwrap_or(0.0) / 1e9,
+                p.basis.join("; ")
+            );
+            for l in [Level::L1, Level::L2, Level::Dram] {
+                if let Some(ai) = p.intensity(l) {
+                    let _ = writeln!(out, "  {l}: {ai:.3} FLOP/byte");
+                }
+            }
+            out.push_str(
+                "\nno GPU ceilings given: pass --ceilings FILE (saved by `roofline import-ert` from \
+                 an ERT GPU run) for the chart and the advice\n",
+            );
+        }
+        (Some(p), Some((c, from))) => {
+            if let Some(path) = o.svg {
+                let svg = crate::report::svg::roofline(
+                    &c.ceilings,
+                    p.precision,
+                    std::slice::from_ref(p),
+                )?;
+                crate::results::write_atomic(path, svg.as_bytes())?;
+                eprintln!("wrote {}", path.display());
+            }
+            out.push('\n');
+            out.push_str(&roofline_text(
+                &c.ceilings,
+                from,
+                std::slice::from_ref(p),
+                &[],
+                p.precision,
+                o.ascii,
+                o.size,
+            ));
+        }
+    }
+    print_out(&out)
+}
+
 /// `edgeprof roofline layers`: per-layer points of one zoo model from tract's node profile and
 /// the per-layer analytic cost, ranked by time share × headroom.
 pub struct LayersOptions<'a> {

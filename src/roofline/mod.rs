@@ -9,6 +9,7 @@
 pub mod advice;
 pub mod ert;
 pub mod levels;
+pub mod nvidia;
 pub mod store;
 
 use serde::{Deserialize, Serialize};

@@ -1,0 +1,714 @@
+//! NVIDIA GPU profiler output as roofline points (SPEC 5.2, 5.3): `ncu --csv` (Nsight Compute,
+//! Volta and newer) with the hierarchical-roofline metric set, and `nvprof --csv` (Maxwell and
+//! Pascal: Jetson Nano, TX2) with its flop_count and transaction metrics plus, for time, its GPU
+//! summary. Pure parsers: the text in, kernels and warnings out.
+//!
+//! Quirks handled: the application's own output and `==PROF==` / `==PID==` lines before the
+//! header; quoted values with thousands separators; unit columns (`byte`, `Kbyte`, `cycle`,
+//! `hz`, `Ghz`, `nsecond`, …) and unit suffixes in values (`83.3%`, `1.5GB/s`); `nan` or `n/a`
+//! after a failed launch (reported, the kernel is left out); nvprof's per-invocation averages,
+//! multiplied by the invocation count; a truncated last line.
+//!
+//! Cleaning (SPEC 5.3): only the metrics the roofline needs are kept; FLOPs are the sum of the
+//! double, single and half precision counts (an FMA counts two); time is the sum over kernels
+//! after unit normalisation; bytes are per-level sums (transactions × 32 bytes for nvprof).
+
+use crate::roofline::{Level, PointSource, Precision, Program};
+use std::collections::BTreeMap;
+use thiserror::Error;
+
+#[derive(Debug, Error, PartialEq)]
+pub enum ImportError {
+    #[error("no {0} header line: this is not {1} CSV output (was it run with --csv?)")]
+    NoHeader(&'static str, &'static str),
+    #[error("the header has no {0:?} column")]
+    MissingColumn(String),
+    #[error("no kernel has the metrics a roofline needs ({0})")]
+    NothingUsable(String),
+}
+
+/// Splits one CSV line: fields separated by commas, optionally double-quoted (a doubled quote
+/// inside quotes is one quote). None when a quote is left open (a truncated line).
+pub fn split_csv(line: &str) -> Option<Vec<String>> {
+    let mut fields = Vec::new();
+    let mut field = String::new();
+    let mut quoted = false;
+    let mut chars = line.trim_end_matches(['\r', '\n']).chars().peekable();
+    while let Some(c) = chars.next() {
+        match (c, quoted) {
+            ('"', true) if chars.peek() == Some(&'"') => {
+                field.push('"');
+                chars.next();
+            }
+            ('"', true) => quoted = false,
+            ('"', false) if field.is_empty() => quoted = true,
+            (',', false) => fields.push(std::mem::take(&mut field)),
+            (c, _) => field.push(c),
+        }
+    }
+    if quoted {
+        return None;
+    }
+    fields.push(field);
+    Some(fields)
+}
+
+/// A number as the profilers print it: thousands separators, an optional unit suffix
+/// (`%`, `GB/s`, `B`, …). None for `nan`, `n/a` or anything else.
+pub fn number(text: &str) -> Option<f64> {
+    let t = text.trim().replace(',', "");
+    let end = t
+        .char_indices()
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit()
+                || c == '.'
+                || c == 'e'
+                || c == 'E'
+                || ((c == '-' || c == '+') && (i == 0 || t[..i].ends_with(['e', 'E']))))
+        })
+        .map_or(t.len(), |(i, _)| i);
+    let value: f64 = t[..end].parse().ok()?;
+    value.is_finite().then_some(value)
+}
+
+/// The factor from a unit to the base unit (bytes, seconds, hertz, cycles, instructions); None
+/// for a unit edgeprof does not know.
+pub fn unit_scale(unit: &str) -> Option<f64> {
+    let u = unit.trim().to_ascii_lowercase();
+    Some(match u.as_str() {
+        "" | "byte" | "b" | "cycle" | "inst" | "hz" | "second" | "s" | "(!) n/a" => 1.0,
+        "kbyte" | "kb" => 1e3,
+        "mbyte" | "mb" => 1e6,
+        "gbyte" | "gb" => 1e9,
+        "tbyte" | "tb" => 1e12,
+        "kcycle" => 1e3,
+        "mcycle" => 1e6,
+        "gcycle" => 1e9,
+        "khz" => 1e3,
+        "mhz" => 1e6,
+        "ghz" => 1e9,
+        "nsecond" | "ns" => 1e-9,
+        "usecond" | "us" => 1e-6,
+        "msecond" | "ms" => 1e-3,
+        "kinst" => 1e3,
+        "minst" => 1e6,
+        "ginst" => 1e9,
+        _ => return None,
+    })
+}
+
+/// One profiled kernel (an ncu launch, or an nvprof kernel over all its invocations).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Kernel {
+    pub name: String,
+    /// Launches it stands for.
+    pub invocations: u64,
+    /// Kernel-active time in seconds (None: the source gave none).
+    pub seconds: Option<f64>,
+    /// FLOPs by precision.
+    pub flops: BTreeMap<Precision, f64>,
+    /// Bytes moved at each level.
+    pub bytes: BTreeMap<Level, f64>,
+}
+
+impl Kernel {
+    pub fn total_flops(&self) -> f64 {
+        self.flops.values().sum()
+    }
+}
+
+/// What an import found: the kernels, and what had to be left out or looks wrong.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Import {
+    pub tool: &'static str,
+    pub kernels: Vec<Kernel>,
+    pub warnings: Vec<String>,
+}
+
+/// Finds the header line (the first whose fields include every name in `needs`); its index and
+/// fields. Lines before it (application output, `==PROF==`) are skipped.
+fn header(lines: &[&str], needs: &[&str]) -> Option<(usize, Vec<String>)> {
+    lines.iter().enumerate().find_map(|(i, line)| {
+        let fields = split_csv(line)?;
+        needs
+            .iter()
+            .all(|n| fields.iter().any(|f| f == n))
+            .then_some((i, fields))
+    })
+}
+
+fn column(fields: &[String], name: &str) -> Result<usize, ImportError> {
+    fields
+        .iter()
+        .position(|f| f == name)
+        .ok_or_else(|| ImportError::MissingColumn(name.to_string()))
+}
+
+/// The FLOP counters of ncu's hierarchical roofline set: (precision, op, weight).
+const NCU_FLOPS: [(Precision, &str, f64); 9] = [
+    (Precision::Fp64, "dadd", 1.0),
+    (Precision::Fp64, "dfma", 2.0),
+    (Precision::Fp64, "dmul", 1.0),
+    (Precision::Fp32, "fadd", 1.0),
+    (Precision::Fp32, "ffma", 2.0),
+    (Precision::Fp32, "fmul", 1.0),
+    (Precision::Fp16, "hadd", 1.0),
+    (Precision::Fp16, "hfma", 2.0),
+    (Precision::Fp16, "hmul", 1.0),
+];
+
+/// `ncu --csv --metrics …` output: one row per (launch, metric).
+pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, fields) = header(
+        &lines,
+        &["ID", "Kernel Name", "Metric Name", "Metric Value"],
+    )
+    .ok_or(ImportError::NoHeader(
+        "\"ID\",…,\"Metric Value\"",
+        "Nsight Compute",
+    ))?;
+    let id = column(&fields, "ID")?;
+    let kernel = column(&fields, "Kernel Name")?;
+    let metric = column(&fields, "Metric Name")?;
+    let unit = column(&fields, "Metric Unit").ok();
+    let value = column(&fields, "Metric Value")?;
+    let mut import = Import {
+        tool: "Nsight Compute",
+        ..Import::default()
+    };
+    // Launch id → (kernel name, metric → base-unit value or None for nan).
+    let mut launches: BTreeMap<u64, (String, BTreeMap<String, Option<f64>>)> = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate().skip(start + 1) {
+        if line.trim().is_empty() || line.starts_with("==") {
+            continue;
+        }
+        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
+            import.warnings.push(format!(
+                "line {}: not a complete row (truncated?); left out",
+                i + 1
+            ));
+            continue;
+        };
+        let Ok(launch) = row[id].trim().parse::<u64>() else {
+            import.warnings.push(format!(
+                "line {}: ID {:?} is not a number; left out",
+                i + 1,
+                row[id]
+            ));
+            continue;
+        };
+        let scale = unit.map_or(Some(1.0), |u| unit_scale(&row[u]));
+        let Some(scale) = scale else {
+            import.warnings.push(format!(
+                "line {}: unknown unit {:?} for {}; left out",
+                i + 1,
+                unit.map(|u| row[u].as_str()).unwrap_or(""),
+                row[metric]
+            ));
+            continue;
+        };
+        let entry = launches
+            .entry(launch)
+            .or_insert_with(|| (row[kernel].clone(), BTreeMap::new()));
+        entry
+            .1
+            .insert(row[metric].clone(), number(&row[value]).map(|v| v * scale));
+    }
+    for (launch, (name, metrics)) in launches {
+        let get = |m: &str| metrics.get(m).copied().flatten();
+        let missing: Vec<&String> = metrics
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k)
+            .collect();
+        if !missing.is_empty() {
+            import.warnings.push(format!(
+                "launch {launch} ({name}): no value for {} (a failed launch?); left out",
+                missing
+                    .iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        }
+        let seconds = match (
+            get("sm__cycles_elapsed.avg"),
+            get("sm__cycles_elapsed.avg.per_second"),
+        ) {
+            (Some(c), Some(hz)) if hz > 0.0 => Some(c / hz),
+            _ => get("gpu__time_duration.sum"),
+        };
+        let mut flops = BTreeMap::new();
+        for (precision, op, weight) in NCU_FLOPS {
+            let name = format!("sm__sass_thread_inst_executed_op_{op}_pred_on.sum");
+            if let Some(n) = get(&name) {
+                *flops.entry(precision).or_insert(0.0) += weight * n;
+            }
+        }
+        let mut bytes = BTreeMap::new();
+        for (level, m) in [
+            (Level::L1, "l1tex__t_bytes.sum"),
+            (Level::L2, "lts__t_bytes.sum"),
+            (Level::Dram, "dram__bytes.sum"),
+        ] {
+            if let Some(b) = get(m) {
+                bytes.insert(level, b);
+            }
+        }
+        if flops.is_empty() && bytes.is_empty() {
+            import.warnings.push(format!(
+                "launch {launch} ({name}): none of the roofline metrics (run ncu with the \
+                 hierarchical roofline set); left out"
+            ));
+            continue;
+        }
+        import.kernels.push(Kernel {
+            name,
+            invocations: 1,
+            seconds,
+            flops,
+            bytes,
+        });
+    }
+    if import.kernels.is_empty() {
+        return Err(ImportError::NothingUsable(import.warnings.join("; ")));
+    }
+    check_levels(&mut import);
+    Ok(import)
+}
+
+/// nvprof's transaction metrics per level (32 bytes each).
+const NVPROF_L1: [&str; 7] = [
+    "gld_transactions",
+    "gst_transactions",
+    "atomic_transactions",
+    "local_load_transactions",
+    "local_store_transactions",
+    "shared_load_transactions",
+    "shared_store_transactions",
+];
+const NVPROF_L2: [&str; 2] = ["l2_read_transactions", "l2_write_transactions"];
+const NVPROF_DRAM: [&str; 2] = ["dram_read_transactions", "dram_write_transactions"];
+const TRANSACTION_BYTES: f64 = 32.0;
+
+/// `nvprof --csv --metrics …` output (per-invocation Min/Max/Avg per kernel and metric), with the
+/// kernels' times from `nvprof --csv --print-gpu-summary` output when given.
+pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, ImportError> {
+    let lines: Vec<&str> = metrics.lines().collect();
+    let (start, fields) = header(&lines, &["Kernel", "Invocations", "Metric Name", "Avg"]).ok_or(
+        ImportError::NoHeader("\"Device\",\"Kernel\",…,\"Avg\"", "nvprof"),
+    )?;
+    let kernel = column(&fields, "Kernel")?;
+    let calls = column(&fields, "Invocations")?;
+    let metric = column(&fields, "Metric Name")?;
+    let avg = column(&fields, "Avg")?;
+    let mut import = Import {
+        tool: "nvprof",
+        ..Import::default()
+    };
+    let mut kernels: Vec<(String, u64, BTreeMap<String, Option<f64>>)> = Vec::new();
+    for (i, line) in lines.iter().enumerate().skip(start + 1) {
+        if line.trim().is_empty() || line.starts_with("==") {
+            continue;
+        }
+        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
+            import.warnings.push(format!(
+                "line {}: not a complete row (truncated?); left out",
+                i + 1
+            ));
+            continue;
+        };
+        let Some(n) = number(&row[calls]).filter(|n| *n >= 1.0) else {
+            import.warnings.push(format!(
+                "line {}: invocations {:?} is not a count; left out",
+                i + 1,
+                row[calls]
+            ));
+            continue;
+        };
+        let name = row[kernel].clone();
+        let index = match kernels.iter().position(|k| k.0 == name) {
+            Some(k) => k,
+            None => {
+                kernels.push((name, n as u64, BTreeMap::new()));
+                kernels.len() - 1
+            }
+        };
+        kernels[index]
+            .2
+            .insert(row[metric].clone(), number(&row[avg]));
+    }
+    let times = match summary {
+        Some(text) => gpu_summary(text, &mut import.warnings)?,
+        None => {
+            import.warnings.push(
+                "no GPU summary given (nvprof --csv --print-gpu-summary): kernel times unknown, so \
+                 no FLOP rates"
+                    .to_string(),
+            );
+            BTreeMap::new()
+        }
+    };
+    for (name, invocations, metrics) in kernels {
+        let n = invocations as f64;
+        let get = |m: &str| metrics.get(m).copied().flatten();
+        let nan: Vec<&String> = metrics
+            .iter()
+            .filter(|(k, v)| v.is_none() && is_roofline_metric(k))
+            .map(|(k, _)| k)
+            .collect();
+        if !nan.is_empty() {
+            import.warnings.push(format!(
+                "{name}: no value for {} (a failed launch?); left out",
+                nan.iter()
+                    .map(|s| s.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+            continue;
+        }
+        let mut flops = BTreeMap::new();
+        for (precision, m) in [
+            (Precision::Fp64, "flop_count_dp"),
+            (Precision::Fp32, "flop_count_sp"),
+            (Precision::Fp16, "flop_count_hp"),
+        ] {
+            if let Some(v) = get(m) {
+                flops.insert(precision, v * n);
+            }
+        }
+        let mut bytes = BTreeMap::new();
+        for (level, names) in [
+            (Level::L1, &NVPROF_L1[..]),
+            (Level::L2, &NVPROF_L2[..]),
+            (Level::Dram, &NVPROF_DRAM[..]),
+        ] {
+            let found: Vec<f64> = names.iter().filter_map(|m| get(m)).collect();
+            if !found.is_empty() {
+                bytes.insert(level, found.iter().sum::<f64>() * TRANSACTION_BYTES * n);
+            }
+        }
+        if flops.is_empty() && bytes.is_empty() {
+            import.warnings.push(format!(
+                "{name}: none of the roofline metrics (flop_count_*, *_transactions); left out"
+            ));
+            continue;
+        }
+        import.kernels.push(Kernel {
+            seconds: times.get(&name).copied(),
+            name,
+            invocations,
+            flops,
+            bytes,
+        });
+    }
+    if import.kernels.is_empty() {
+        return Err(ImportError::NothingUsable(import.warnings.join("; ")));
+    }
+    check_levels(&mut import);
+    Ok(import)
+}
+
+fn is_roofline_metric(name: &str) -> bool {
+    name.starts_with("flop_count_")
+        || NVPROF_L1.contains(&name)
+        || NVPROF_L2.contains(&name)
+        || NVPROF_DRAM.contains(&name)
+}
+
+/// Total GPU time per kernel name in seconds from `nvprof --csv --print-gpu-summary`: a header
+/// ("Type","Time(%)","Time","Calls",…,"Name"), then a row of units ("","%","ms",…), then rows;
+/// only "GPU activities" rows that are kernels (not `[CUDA memcpy …]`) are kept.
+pub fn gpu_summary(
+    text: &str,
+    warnings: &mut Vec<String>,
+) -> Result<BTreeMap<String, f64>, ImportError> {
+    let lines: Vec<&str> = text.lines().collect();
+    let (start, fields) =
+        header(&lines, &["Time", "Calls", "Name"]).ok_or(ImportError::NoHeader(
+            "\"Type\",\"Time(%)\",\"Time\",…,\"Name\"",
+            "nvprof GPU summary",
+        ))?;
+    let time = column(&fields, "Time")?;
+    let name = column(&fields, "Name")?;
+    let kind = column(&fields, "Type").ok();
+    let mut scale = 1.0;
+    let mut times = BTreeMap::new();
+    for (i, line) in lines.iter().enumerate().skip(start + 1) {
+        if line.trim().is_empty() || line.starts_with("==") {
+            continue;
+        }
+        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
+            warnings.push(format!(
+                "GPU summary line {}: not a complete row (truncated?); left out",
+                i + 1
+            ));
+            continue;
+        };
+        // The units row: the Time column holds a unit instead of a number.
+        if number(&row[time]).is_none() {
+            match unit_scale(&row[time]) {
+                Some(s) if i == start + 1 => scale = s,
+                _ => warnings.push(format!(
+                    "GPU summary line {}: time {:?} is not a number; left out",
+                    i + 1,
+                    row[time]
+                )),
+            }
+            continue;
+        }
+        if kind.is_some_and(|k| row[k] != "GPU activities" && !row[k].is_empty()) {
+            continue;
+        }
+        if row[name].starts_with("[CUDA ") {
+            continue;
+        }
+        if let Some(t) = number(&row[time]) {
+            *times.entry(row[name].clone()).or_insert(0.0) += t * scale;
+        }
+    }
+    Ok(times)
+}
+
+/// Bytes should shrink from L1 to DRAM on consistent data (so AI_L1 ≤ AI_L2 ≤ AI_DRAM); a kernel
+/// where they do not is kept but reported.
+fn check_levels(import: &mut Import) {
+    for k in &import.kernels {
+        let l1 = k.bytes.get(&Level::L1);
+        let l2 = k.bytes.get(&Level::L2);
+        let dram = k.bytes.get(&Level::Dram);
+        let pairs = [
+            (Level::L1, l1, Level::L2, l2),
+            (Level::L2, l2, Level::Dram, dram),
+        ];
+        for (upper, a, lower, b) in pairs {
+            if let (Some(a), Some(b)) = (a, b) {
+                if b > a {
+                    import.warnings.push(format!(
+                        "data quality: {}: more bytes at {lower} ({b:.0}) than at {upper} \
+                         ({a:.0}), so AI_{upper} > AI_{lower}; the counters disagree",
+                        k.name
+                    ));
+                }
+            }
+        }
+    }
+}
+
+/// The whole import as one program: FLOPs summed over precisions and kernels, time summed over
+/// kernels, bytes summed per level. Its precision is the one with the most FLOPs. None when no
+/// kernel has a time.
+pub fn program(import: &Import, label: &str) -> Option<Program> {
+    let timed: Vec<&Kernel> = import
+        .kernels
+        .iter()
+        .filter(|k| k.seconds.is_some())
+        .collect();
+    let seconds: f64 = timed.iter().filter_map(|k| k.seconds).sum();
+    if timed.is_empty() || seconds <= 0.0 {
+        return None;
+    }
+    let mut by_precision: BTreeMap<Precision, f64> = BTreeMap::new();
+    let mut bytes: BTreeMap<Level, f64> = BTreeMap::new();
+    for k in &timed {
+        for (p, f) in &k.flops {
+            *by_precision.entry(*p).or_default() += f;
+        }
+        for (l, b) in &k.bytes {
+            *bytes.entry(*l).or_default() += b;
+        }
+    }
+    let precision = by_precision
+        .iter()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(Precision::Fp32, |(p, _)| *p);
+    let breakdown: Vec<String> = by_precision
+        .iter()
+        .filter(|(_, f)| **f > 0.0)
+        .map(|(p, f)| format!("{p} {:.3e}", f))
+        .collect();
+    Some(Program {
+        label: label.to_string(),
+        precision,
+        flops: by_precision.values().sum(),
+        seconds,
+        traffic: bytes.into_iter().collect(),
+        source: PointSource::Counters,
+        basis: vec![format!(
+            "{} metrics over {} kernel(s); FLOPs {}; time = summed kernel time",
+            import.tool,
+            timed.len(),
+            if breakdown.is_empty() {
+                "none".to_string()
+            } else {
+                breakdown.join(", ")
+            }
+        )],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixture(name: &str) -> String {
+        let path = format!(
+            "{}/tests/fixtures/gpu-profilers/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        );
+        match std::fs::read_to_string(&path) {
+            Ok(t) => t,
+            Err(e) => panic!("{path}: {e}"),
+        }
+    }
+
+    #[test]
+    fn csv_fields_numbers_and_units() {
+        assert_eq!(
+            split_csv("\"a\",\"1,234\",x,\"say \"\"hi\"\"\""),
+            Some(vec![
+                "a".into(),
+                "1,234".into(),
+                "x".into(),
+                "say \"hi\"".into()
+            ])
+        );
+        assert_eq!(split_csv("\"cut"), None);
+        assert_eq!(number("134,957,158,144"), Some(134_957_158_144.0));
+        assert_eq!(number("83.340104%"), Some(83.340104));
+        assert_eq!(number("1.5GB/s"), Some(1.5));
+        assert_eq!(number("2.5e+03"), Some(2500.0));
+        assert_eq!(number("nan"), None);
+        assert_eq!(number("n/a"), None);
+        assert_eq!(unit_scale("Kbyte"), Some(1e3));
+        assert_eq!(unit_scale("usecond"), Some(1e-6));
+        assert_eq!(unit_scale("furlong"), None);
+    }
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn ncu_kernels_after_application_output_with_units_and_a_failed_launch() {
+        let import = match parse_ncu(&fixture("ncu-orin.csv")) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(import.kernels.len(), 2, "{import:?}");
+        let conv = &import.kernels[0];
+        assert!(conv.name.starts_with("void implicit_convolve_sgemm"));
+        // 1.2 M cycles at 1.2 GHz; FLOPs = fadd + 2 × ffma + fmul; lts in Kbyte.
+        assert!(close(conv.seconds.unwrap_or(0.0), 1e-3));
+        assert!(close(
+            conv.flops[&Precision::Fp32],
+            10e6 + 2.0 * 400e6 + 5e6
+        ));
+        assert_eq!(conv.flops[&Precision::Fp64], 0.0);
+        assert!(close(conv.bytes[&Level::L1], 2e9));
+        assert!(close(conv.bytes[&Level::L2], 6e8));
+        assert!(close(conv.bytes[&Level::Dram], 2e8));
+        // The frequency in Ghz.
+        assert!(close(import.kernels[1].seconds.unwrap_or(0.0), 1e-4));
+        assert!(
+            import
+                .warnings
+                .iter()
+                .any(|w| w.contains("launch 2 (layernorm_kernel") && w.contains("failed launch")),
+            "{:?}",
+            import.warnings
+        );
+        let Some(p) = program(&import, "resnet_infer") else {
+            panic!("no program")
+        };
+        assert!(close(p.seconds, 1.1e-3));
+        assert!(close(p.flops, 815e6 + 1e6));
+        assert_eq!(p.precision, Precision::Fp32);
+        let traffic: BTreeMap<Level, f64> = p.traffic.iter().copied().collect();
+        assert!(close(traffic[&Level::L1], 2.008e9));
+        assert!(close(traffic[&Level::L2], 6.08e8));
+        assert!(close(traffic[&Level::Dram], 2.08e8));
+        // Consistent data: AI_L1 ≤ AI_L2 ≤ AI_DRAM, and no data-quality warning.
+        let ai = |l| p.intensity(l).unwrap_or(f64::NAN);
+        assert!(ai(Level::L1) <= ai(Level::L2) && ai(Level::L2) <= ai(Level::Dram));
+        assert!(!import.warnings.iter().any(|w| w.contains("data quality")));
+    }
+
+    #[test]
+    fn broken_ncu_files_are_reported_not_hidden() {
+        let truncated = match parse_ncu(&fixture("ncu-truncated.csv")) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(truncated.kernels.len(), 1);
+        assert!(truncated.warnings.iter().any(|w| w.contains("truncated")));
+        let inconsistent = match parse_ncu(&fixture("ncu-inconsistent.csv")) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(
+            inconsistent.warnings.iter().any(
+                |w| w.starts_with("data quality: copy_kernel") && w.contains("AI_L2 > AI_DRAM")
+            ),
+            "{:?}",
+            inconsistent.warnings
+        );
+        assert!(matches!(
+            parse_ncu(&fixture("not-a-profile.txt")),
+            Err(ImportError::NoHeader(..))
+        ));
+        assert!(matches!(parse_ncu(""), Err(ImportError::NoHeader(..))));
+        // nvprof output is not ncu output.
+        assert!(parse_ncu(&fixture("nvprof-nano-metrics.csv")).is_err());
+    }
+
+    #[test]
+    fn nvprof_totals_are_averages_times_invocations() {
+        let metrics = fixture("nvprof-nano-metrics.csv");
+        let summary = fixture("nvprof-nano-summary.csv");
+        let import = match parse_nvprof(&metrics, Some(&summary)) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(import.kernels.len(), 2, "{import:?}");
+        let gemv = &import.kernels[0];
+        assert_eq!(gemv.invocations, 10);
+        assert!(close(gemv.flops[&Precision::Fp32], 2e6 * 10.0));
+        // (gld + gst + shared load + shared store) × 32 B × 10 invocations.
+        assert!(close(
+            gemv.bytes[&Level::L1],
+            (40000.0 + 1000.0 + 9000.0) * 32.0 * 10.0
+        ));
+        assert!(close(gemv.bytes[&Level::L2], 31000.0 * 320.0));
+        assert!(close(gemv.bytes[&Level::Dram], 25500.0 * 320.0));
+        // Times from the GPU summary, in ms by its units row; the memcpy is not a kernel.
+        assert!(close(gemv.seconds.unwrap_or(0.0), 4.5e-3));
+        assert!(close(import.kernels[1].seconds.unwrap_or(0.0), 0.93e-3));
+        assert!(import
+            .warnings
+            .iter()
+            .any(|w| w.starts_with("broken_kernel(int)")));
+        let Some(p) = program(&import, "mlp_infer") else {
+            panic!("no program")
+        };
+        assert!(close(p.seconds, 5.43e-3));
+        assert!(close(p.flops, 20e6));
+        // Without the summary there is no time, so no point, and the import says why.
+        let untimed = match parse_nvprof(&metrics, None) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        assert!(program(&untimed, "x").is_none());
+        assert!(untimed
+            .warnings
+            .iter()
+            .any(|w| w.contains("--print-gpu-summary")));
+        assert!(parse_nvprof(&fixture("ncu-orin.csv"), None).is_err());
+        assert!(matches!(
+            parse_nvprof(&metrics, Some("garbage")),
+            Err(ImportError::NoHeader(..))
+        ));
+    }
+}
