@@ -497,3 +497,70 @@ fn gpu_profiler_output_becomes_points_and_advice() {
         "cannot read /nonexistent.csv",
     );
 }
+
+#[test]
+fn profile_gpu_runs_the_profiler_the_gpu_needs() {
+    let tmp = temp_dir();
+    let path = format!(
+        "{}/tests/fixtures/bin:{}",
+        env!("CARGO_MANIFEST_DIR"),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let profile = |cc: &str, out: &str, fail: Option<&str>| {
+        let mut c = edgeprof();
+        c.env("PATH", &path).current_dir(tmp.path());
+        if let Some(f) = fail {
+            c.env("FAKE_PROFILER_FAIL", f);
+        }
+        c.args([
+            "roofline",
+            "profile-gpu",
+            "--compute-capability",
+            cc,
+            "--output",
+            out,
+        ])
+        .args(["--", "./resnet_infer", "--batch", "1"])
+        .assert()
+    };
+    // Orin (8.7): Nsight Compute, its CSV kept and placed.
+    let out = profile("8.7", "orin", None).success();
+    let text = stdout_of(&out);
+    assert!(text.contains("2 kernel(s) from Nsight Compute"), "{text}");
+    assert!(tmp.path().join("orin/ncu.csv").is_file());
+    // Jetson Nano (5.3): nvprof, twice (metrics, then the GPU summary for the times).
+    let out = profile("5.3", "nano", None).success();
+    let text = stdout_of(&out);
+    assert!(text.contains("2 kernel(s) from nvprof"), "{text}");
+    assert!(text.contains("program: 0.020 GFLOP in 5.430 ms"), "{text}");
+    assert!(tmp.path().join("nano/nvprof-metrics.csv").is_file());
+    assert!(tmp.path().join("nano/nvprof-summary.csv").is_file());
+    // A driver that keeps the counters to administrators: said in one sentence.
+    let out = profile("8.7", "denied", Some("perm")).code(1);
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("run edgeprof as root"), "{stderr}");
+    assert_bad_input(
+        &[
+            "roofline",
+            "profile-gpu",
+            "--compute-capability",
+            "eight",
+            "--",
+            "x",
+        ],
+        "is not MAJOR.MINOR",
+    );
+    // Without the profiler installed, the reason (PATH without the stand-ins).
+    if !Path::new("/usr/local/cuda/bin/ncu").exists() {
+        let out = edgeprof()
+            .env("PATH", "/usr/bin:/bin")
+            .args(["roofline", "profile-gpu", "--tool", "ncu", "--", "x"])
+            .assert()
+            .code(2);
+        let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+        assert!(
+            stderr.contains("GPU profiling unavailable: ncu is not installed"),
+            "{stderr}"
+        );
+    }
+}

@@ -188,6 +188,24 @@ enum RooflineCommand {
         #[command(flatten)]
         import: ImportArgs,
     },
+    /// Run a command under the GPU profiler its GPU needs (ncu from Volta on, nvprof on
+    /// Maxwell/Pascal: Jetson Nano, TX2), keep the CSV, and place it like import-ncu/import-nvprof
+    ProfileGpu {
+        /// The profiler (default: chosen by the GPU's compute capability)
+        #[arg(long, value_enum)]
+        tool: Option<ToolArg>,
+        /// The GPU's compute capability, e.g. 8.7 (default: from NVML, else the Jetson SoC)
+        #[arg(long, value_name = "X.Y")]
+        compute_capability: Option<String>,
+        /// Where the profiler's CSV files go (default: gpu-profile-<UTC time>/)
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        import: ImportArgs,
+        /// The workload: a program and its arguments, after --
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// Place a GPU workload from nvprof output (Maxwell/Pascal: Jetson Nano, TX2): the CSV of
     /// `nvprof --csv --metrics flop_count_sp,…`, with kernel times from --summary
     ImportNvprof {
@@ -208,6 +226,12 @@ enum RooflineCommand {
         #[arg(long, value_name = "FILE")]
         sweep: Option<PathBuf>,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum ToolArg {
+    Ncu,
+    Nvprof,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -545,6 +569,51 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             )
         }
         Command::Roofline(RooflineCommand::Kernels) => roofline::kernels(),
+        Command::Roofline(RooflineCommand::ProfileGpu {
+            tool,
+            compute_capability,
+            output,
+            import,
+            command,
+        }) => {
+            use crate::collect::gpuprof::{self, Tool};
+            let tool = match (tool, compute_capability) {
+                (Some(ToolArg::Ncu), _) => Tool::Ncu,
+                (Some(ToolArg::Nvprof), _) => Tool::Nvprof,
+                (None, Some(text)) => {
+                    let cc = text
+                        .split_once('.')
+                        .and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)))
+                        .ok_or_else(|| {
+                            BadInput(format!(
+                                "--compute-capability {text:?} is not MAJOR.MINOR (e.g. 8.7)"
+                            ))
+                        })?;
+                    gpuprof::tool_for(cc)
+                }
+                (None, None) => gpuprof::compute_capability(Path::new("/"))
+                    .map(gpuprof::tool_for)
+                    .map_err(|why| BadInput(format!("GPU profiling unavailable: {why}")))?,
+            };
+            let program = gpuprof::find(tool)
+                .map_err(|why| BadInput(format!("GPU profiling unavailable: {why}")))?;
+            let dir =
+                output.unwrap_or_else(|| PathBuf::from(crate::results::dir_name("gpu-profile")));
+            eprintln!(
+                "profiling {} with {} (CSV in {}) …",
+                command.join(" "),
+                program.display(),
+                dir.display()
+            );
+            let profile = gpuprof::profile(tool, &program, &command, &dir)
+                .map_err(|why| anyhow::anyhow!("{why}"))?;
+            roofline::import_gpu_profile(
+                &profile.metrics,
+                profile.summary.as_deref(),
+                import.options(),
+                tool == Tool::Nvprof,
+            )
+        }
         Command::Roofline(RooflineCommand::ImportNcu { path, import }) => {
             roofline::import_gpu_profile(&path, None, import.options(), false)
         }

@@ -49,6 +49,20 @@ impl NvmlReader {
     }
 }
 
+impl NvmlReader {
+    /// The compute capability of GPU `index` (major, minor), or why it cannot be had.
+    pub fn compute_capability(&self, index: u32) -> Result<(u32, u32), String> {
+        let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
+        let device = nvml
+            .device_by_index(index)
+            .map_err(|e| format!("NVML has no GPU {index}: {e}"))?;
+        let cc = device
+            .cuda_compute_capability()
+            .map_err(|e| format!("NVML cannot say GPU {index}'s compute capability: {e}"))?;
+        Ok((cc.major as u32, cc.minor as u32))
+    }
+}
+
 impl Reader for NvmlReader {
     fn name(&self) -> &'static str {
         "NVIDIA GPU (NVML)"

@@ -1,0 +1,284 @@
+//! Running a workload under NVIDIA's profilers for the GPU roofline (SPEC 5.2): Nsight Compute
+//! (`ncu`) on Volta and newer, nvprof on Maxwell and Pascal (Jetson Nano, TX2), chosen by the
+//! GPU's compute capability (from NVML, else from the Jetson SoC in the device tree). The
+//! profiler's CSV is written to files that `roofline::nvidia` parses. Nothing here draws.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    Ncu,
+    Nvprof,
+}
+
+impl Tool {
+    pub fn program(self) -> &'static str {
+        match self {
+            Tool::Ncu => "ncu",
+            Tool::Nvprof => "nvprof",
+        }
+    }
+}
+
+/// ncu's hierarchical roofline metric set.
+pub const NCU_METRICS: &[&str] = &[
+    "sm__cycles_elapsed.avg",
+    "sm__cycles_elapsed.avg.per_second",
+    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
+    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
+    "l1tex__t_bytes.sum",
+    "lts__t_bytes.sum",
+    "dram__bytes.sum",
+];
+
+/// nvprof's FLOP and transaction metrics.
+pub const NVPROF_METRICS: &[&str] = &[
+    "flop_count_sp",
+    "flop_count_dp",
+    "flop_count_hp",
+    "gld_transactions",
+    "gst_transactions",
+    "atomic_transactions",
+    "local_load_transactions",
+    "local_store_transactions",
+    "shared_load_transactions",
+    "shared_store_transactions",
+    "l2_read_transactions",
+    "l2_write_transactions",
+    "dram_read_transactions",
+    "dram_write_transactions",
+];
+
+/// The profiler for a compute capability: ncu from Volta (7.0) on, nvprof before.
+pub fn tool_for(cc: (u32, u32)) -> Tool {
+    if cc.0 >= 7 {
+        Tool::Ncu
+    } else {
+        Tool::Nvprof
+    }
+}
+
+/// A Jetson's GPU compute capability from its SoC in `/proc/device-tree/compatible`
+/// (NUL-separated strings such as `nvidia,p3450-0000\0nvidia,tegra210\0`).
+pub fn tegra_compute_capability(compatible: &str) -> Option<(u32, u32)> {
+    compatible.split(['\0', '\n']).find_map(|c| match c.trim() {
+        "nvidia,tegra210" => Some((5, 3)),
+        "nvidia,tegra186" => Some((6, 2)),
+        "nvidia,tegra194" => Some((7, 2)),
+        "nvidia,tegra234" => Some((8, 7)),
+        "nvidia,tegra264" => Some((11, 0)),
+        _ => None,
+    })
+}
+
+/// GPU 0's compute capability: NVML's answer, else the Jetson SoC's under `root`; or why
+/// neither knows.
+pub fn compute_capability(root: &Path) -> Result<(u32, u32), String> {
+    let nvml = crate::collect::telemetry::nvml::NvmlReader::new().compute_capability(0);
+    if let Ok(cc) = nvml {
+        return Ok(cc);
+    }
+    let compatible = std::fs::read(root.join("proc/device-tree/compatible")).unwrap_or_default();
+    if let Some(cc) = tegra_compute_capability(&String::from_utf8_lossy(&compatible)) {
+        return Ok(cc);
+    }
+    Err(format!(
+        "no NVIDIA GPU found (NVML: {}; not a Jetson: /proc/device-tree/compatible names no \
+         known nvidia,tegra SoC); give --compute-capability X.Y to choose the profiler yourself",
+        nvml.err().unwrap_or_default()
+    ))
+}
+
+/// The profiler's executable: on PATH, else in /usr/local/cuda/bin (where JetPack and the CUDA
+/// toolkit put it without adding it to PATH).
+pub fn find(tool: Tool) -> Result<PathBuf, String> {
+    if let Some(p) = crate::collect::find_on_path(tool.program()) {
+        return Ok(p);
+    }
+    let cuda = Path::new("/usr/local/cuda/bin").join(tool.program());
+    if cuda.is_file() {
+        return Ok(cuda);
+    }
+    Err(match tool {
+        Tool::Ncu => {
+            "ncu is not installed: install NVIDIA Nsight Compute (JetPack 5 and 6 ship it; \
+                      on a desktop it comes with the CUDA toolkit) or put it on PATH"
+                .to_string()
+        }
+        Tool::Nvprof => "nvprof is not installed: it comes with the CUDA toolkit up to 10.2 \
+                         (JetPack 4) in /usr/local/cuda/bin"
+            .to_string(),
+    })
+}
+
+/// Why a profiler run failed, in one sentence, from its output and exit status.
+pub fn failure(tool: Tool, output: &str, status: Option<i32>) -> String {
+    if output.contains("ERR_NVGPUCTRPERM") || output.contains("Insufficient privileges") {
+        return format!(
+            "{} may not read the GPU's performance counters as this user: run edgeprof as root \
+             (sudo), or allow all users (NVreg_RestrictProfilingToAdminUsers=0 on a desktop driver)",
+            tool.program()
+        );
+    }
+    if output.contains("No kernels were profiled") || output.contains("No kernels were profiled.") {
+        return format!(
+            "{} profiled no kernels: the command ran nothing on the GPU (is it using the CPU?)",
+            tool.program()
+        );
+    }
+    let last = output
+        .lines()
+        .rev()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("no output");
+    format!(
+        "{} failed ({}): {last}",
+        tool.program(),
+        status.map_or("killed by a signal".to_string(), |c| format!(
+            "exit code {c}"
+        ))
+    )
+}
+
+/// Files a profiling run wrote: the metrics CSV, and nvprof's GPU summary.
+pub struct Profile {
+    pub metrics: PathBuf,
+    pub summary: Option<PathBuf>,
+}
+
+fn run_to_file(mut command: Command, tool: Tool, file: &Path) -> Result<(), String> {
+    let output = command
+        .output()
+        .map_err(|e| format!("cannot start {}: {e}", tool.program()))?;
+    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    if tool == Tool::Ncu {
+        std::fs::write(file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
+    }
+    text.push_str(&stderr);
+    if !output.status.success() || text.contains("ERR_NVGPUCTRPERM") {
+        return Err(failure(tool, &text, output.status.code()));
+    }
+    if !file.is_file() {
+        return Err(format!(
+            "{} wrote no {}; its output ended: {}",
+            tool.program(),
+            file.display(),
+            text.lines().last().unwrap_or("nothing")
+        ));
+    }
+    Ok(())
+}
+
+/// Profiles `command` with `tool` (at `program`), writing the CSV files into `dir`.
+pub fn profile(
+    tool: Tool,
+    program: &Path,
+    command: &[String],
+    dir: &Path,
+) -> Result<Profile, String> {
+    let Some((first, args)) = command.split_first() else {
+        return Err("no command to profile: give it after --".to_string());
+    };
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    match tool {
+        Tool::Ncu => {
+            let metrics = dir.join("ncu.csv");
+            let mut c = Command::new(program);
+            c.args(["--csv", "--target-processes", "all", "--metrics"])
+                .arg(NCU_METRICS.join(","))
+                .arg(first)
+                .args(args);
+            run_to_file(c, tool, &metrics)?;
+            Ok(Profile {
+                metrics,
+                summary: None,
+            })
+        }
+        Tool::Nvprof => {
+            // nvprof prints to stderr; --log-file puts its CSV in a file of its own.
+            let metrics = dir.join("nvprof-metrics.csv");
+            let mut c = Command::new(program);
+            c.args(["--csv", "--log-file"])
+                .arg(&metrics)
+                .arg("--metrics")
+                .arg(NVPROF_METRICS.join(","))
+                .arg(first)
+                .args(args);
+            run_to_file(c, tool, &metrics)?;
+            let summary = dir.join("nvprof-summary.csv");
+            let mut c = Command::new(program);
+            c.args(["--csv", "--print-gpu-summary", "--log-file"])
+                .arg(&summary)
+                .arg(first)
+                .args(args);
+            run_to_file(c, tool, &summary)?;
+            Ok(Profile {
+                metrics,
+                summary: Some(summary),
+            })
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_profiler_follows_the_compute_capability() {
+        assert_eq!(
+            tegra_compute_capability("nvidia,p3450-0000\0nvidia,tegra210\0"),
+            Some((5, 3))
+        );
+        assert_eq!(
+            tegra_compute_capability("nvidia,p3701-0000\0nvidia,tegra234\0"),
+            Some((8, 7))
+        );
+        assert_eq!(
+            tegra_compute_capability("raspberrypi,4-model-b\0brcm,bcm2711\0"),
+            None
+        );
+        assert_eq!(tool_for((5, 3)), Tool::Nvprof);
+        assert_eq!(tool_for((6, 2)), Tool::Nvprof);
+        assert_eq!(tool_for((7, 2)), Tool::Ncu);
+        assert_eq!(tool_for((8, 7)), Tool::Ncu);
+    }
+
+    #[test]
+    fn failures_say_what_to_do() {
+        let perm = failure(
+            Tool::Ncu,
+            "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU \
+             Performance Counters on the target device 0.",
+            Some(1),
+        );
+        assert!(perm.contains("run edgeprof as root"), "{perm}");
+        let none = failure(Tool::Ncu, "==WARNING== No kernels were profiled.", Some(0));
+        assert!(none.contains("profiled no kernels"), "{none}");
+        let other = failure(
+            Tool::Nvprof,
+            "a\n======== Error: application not found\n",
+            Some(1),
+        );
+        assert!(other.ends_with("application not found"), "{other}");
+    }
+
+    #[test]
+    fn without_a_gpu_the_reason_is_given() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boards/none");
+        match compute_capability(&root) {
+            // A machine with an NVIDIA driver answers through NVML instead.
+            Ok(cc) => assert!(cc.0 >= 3),
+            Err(why) => assert!(why.contains("give --compute-capability"), "{why}"),
+        }
+    }
+}
