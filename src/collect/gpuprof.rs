@@ -21,29 +21,37 @@ impl Tool {
     }
 }
 
-/// ncu's hierarchical roofline metric set.
-pub const NCU_METRICS: &[&str] = &[
+/// ncu's hierarchical roofline metric set: elapsed cycles and their rate (time), …
+pub const NCU_TIME: [&str; 2] = [
     "sm__cycles_elapsed.avg",
     "sm__cycles_elapsed.avg.per_second",
-    "sm__sass_thread_inst_executed_op_dadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_dmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_ffma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_fmul_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hadd_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hfma_pred_on.sum",
-    "sm__sass_thread_inst_executed_op_hmul_pred_on.sum",
-    "l1tex__t_bytes.sum",
-    "lts__t_bytes.sum",
-    "dram__bytes.sum",
 ];
+/// … the executed add, FMA and multiply instructions per precision (d, f, h), …
+pub const NCU_FLOP_OPS: [&str; 9] = [
+    "dadd", "dfma", "dmul", "fadd", "ffma", "fmul", "hadd", "hfma", "hmul",
+];
+/// … and the bytes at L1, L2 and DRAM, in that order.
+pub const NCU_BYTES: [&str; 3] = ["l1tex__t_bytes.sum", "lts__t_bytes.sum", "dram__bytes.sum"];
 
-/// nvprof's FLOP and transaction metrics.
-pub const NVPROF_METRICS: &[&str] = &[
-    "flop_count_sp",
-    "flop_count_dp",
-    "flop_count_hp",
+/// ncu's counter of the executed instructions of one FLOP op (e.g. `ffma`).
+pub fn ncu_flop_metric(op: &str) -> String {
+    format!("sm__sass_thread_inst_executed_op_{op}_pred_on.sum")
+}
+
+/// Every metric ncu is asked for.
+pub fn ncu_metrics() -> Vec<String> {
+    NCU_TIME
+        .iter()
+        .map(|m| m.to_string())
+        .chain(NCU_FLOP_OPS.iter().map(|op| ncu_flop_metric(op)))
+        .chain(NCU_BYTES.iter().map(|m| m.to_string()))
+        .collect()
+}
+
+/// nvprof's FLOP counts (double, single, half; an FMA counts two) …
+pub const NVPROF_FLOPS: [&str; 3] = ["flop_count_dp", "flop_count_sp", "flop_count_hp"];
+/// … and its transactions (32 bytes each) at L1, …
+pub const NVPROF_L1: [&str; 7] = [
     "gld_transactions",
     "gst_transactions",
     "atomic_transactions",
@@ -51,11 +59,22 @@ pub const NVPROF_METRICS: &[&str] = &[
     "local_store_transactions",
     "shared_load_transactions",
     "shared_store_transactions",
-    "l2_read_transactions",
-    "l2_write_transactions",
-    "dram_read_transactions",
-    "dram_write_transactions",
 ];
+/// … L2 …
+pub const NVPROF_L2: [&str; 2] = ["l2_read_transactions", "l2_write_transactions"];
+/// … and DRAM.
+pub const NVPROF_DRAM: [&str; 2] = ["dram_read_transactions", "dram_write_transactions"];
+
+/// Every metric nvprof is asked for.
+pub fn nvprof_metrics() -> Vec<&'static str> {
+    NVPROF_FLOPS
+        .iter()
+        .chain(&NVPROF_L1)
+        .chain(&NVPROF_L2)
+        .chain(&NVPROF_DRAM)
+        .copied()
+        .collect()
+}
 
 /// The profiler for a compute capability: ncu from Volta (7.0) on, nvprof before.
 pub fn tool_for(cc: (u32, u32)) -> Tool {
@@ -194,7 +213,7 @@ pub fn profile(
             let metrics = dir.join("ncu.csv");
             let mut c = Command::new(program);
             c.args(["--csv", "--target-processes", "all", "--metrics"])
-                .arg(NCU_METRICS.join(","))
+                .arg(ncu_metrics().join(","))
                 .arg(first)
                 .args(args);
             run_to_file(c, tool, &metrics)?;
@@ -210,7 +229,7 @@ pub fn profile(
             c.args(["--csv", "--log-file"])
                 .arg(&metrics)
                 .arg("--metrics")
-                .arg(NVPROF_METRICS.join(","))
+                .arg(nvprof_metrics().join(","))
                 .arg(first)
                 .args(args);
             run_to_file(c, tool, &metrics)?;

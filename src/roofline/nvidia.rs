@@ -13,6 +13,10 @@
 //! double, single and half precision counts (an FMA counts two); time is the sum over kernels
 //! after unit normalisation; bytes are per-level sums (transactions × 32 bytes for nvprof).
 
+use crate::collect::gpuprof::{
+    ncu_flop_metric, NCU_BYTES, NCU_FLOP_OPS, NCU_TIME, NVPROF_DRAM, NVPROF_FLOPS, NVPROF_L1,
+    NVPROF_L2,
+};
 use crate::roofline::{Level, PointSource, Precision, Program};
 use std::collections::BTreeMap;
 use thiserror::Error;
@@ -144,18 +148,41 @@ fn column(fields: &[String], name: &str) -> Result<usize, ImportError> {
         .ok_or_else(|| ImportError::MissingColumn(name.to_string()))
 }
 
-/// The FLOP counters of ncu's hierarchical roofline set: (precision, op, weight).
-const NCU_FLOPS: [(Precision, &str, f64); 9] = [
-    (Precision::Fp64, "dadd", 1.0),
-    (Precision::Fp64, "dfma", 2.0),
-    (Precision::Fp64, "dmul", 1.0),
-    (Precision::Fp32, "fadd", 1.0),
-    (Precision::Fp32, "ffma", 2.0),
-    (Precision::Fp32, "fmul", 1.0),
-    (Precision::Fp16, "hadd", 1.0),
-    (Precision::Fp16, "hfma", 2.0),
-    (Precision::Fp16, "hmul", 1.0),
-];
+/// The precision of an ncu FLOP op (`dfma` → fp64) and the FLOPs per instruction (2 for FMA).
+fn ncu_op(op: &str) -> (Precision, f64) {
+    let precision = match op.as_bytes().first() {
+        Some(b'd') => Precision::Fp64,
+        Some(b'h') => Precision::Fp16,
+        _ => Precision::Fp32,
+    };
+    (precision, if op.ends_with("fma") { 2.0 } else { 1.0 })
+}
+
+/// The data rows after the header line `start`: (line number, fields). Blank lines and the
+/// profilers' own `==` lines are skipped; a row with the wrong number of fields (a truncated
+/// last line) is reported in `warnings` and left out.
+fn rows(
+    lines: &[&str],
+    start: usize,
+    width: usize,
+    what: &str,
+    warnings: &mut Vec<String>,
+) -> Vec<(usize, Vec<String>)> {
+    let mut out = Vec::new();
+    for (i, line) in lines.iter().enumerate().skip(start + 1) {
+        if line.trim().is_empty() || line.starts_with("==") {
+            continue;
+        }
+        match split_csv(line).filter(|r| r.len() == width) {
+            Some(row) => out.push((i + 1, row)),
+            None => warnings.push(format!(
+                "{what}line {}: not a complete row (truncated?); left out",
+                i + 1
+            )),
+        }
+    }
+    out
+}
 
 /// `ncu --csv --metrics …` output: one row per (launch, metric).
 pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
@@ -179,21 +206,10 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
     };
     // Launch id → (kernel name, metric → base-unit value or None for nan).
     let mut launches: BTreeMap<u64, (String, BTreeMap<String, Option<f64>>)> = BTreeMap::new();
-    for (i, line) in lines.iter().enumerate().skip(start + 1) {
-        if line.trim().is_empty() || line.starts_with("==") {
-            continue;
-        }
-        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
-            import.warnings.push(format!(
-                "line {}: not a complete row (truncated?); left out",
-                i + 1
-            ));
-            continue;
-        };
+    for (line, row) in rows(&lines, start, fields.len(), "", &mut import.warnings) {
         let Ok(launch) = row[id].trim().parse::<u64>() else {
             import.warnings.push(format!(
-                "line {}: ID {:?} is not a number; left out",
-                i + 1,
+                "line {line}: ID {:?} is not a number; left out",
                 row[id]
             ));
             continue;
@@ -201,8 +217,7 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
         let scale = unit.map_or(Some(1.0), |u| unit_scale(&row[u]));
         let Some(scale) = scale else {
             import.warnings.push(format!(
-                "line {}: unknown unit {:?} for {}; left out",
-                i + 1,
+                "line {line}: unknown unit {:?} for {}; left out",
                 unit.map(|u| row[u].as_str()).unwrap_or(""),
                 row[metric]
             ));
@@ -233,26 +248,22 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
             ));
             continue;
         }
-        let seconds = match (
-            get("sm__cycles_elapsed.avg"),
-            get("sm__cycles_elapsed.avg.per_second"),
-        ) {
+        let seconds = match (get(NCU_TIME[0]), get(NCU_TIME[1])) {
             (Some(c), Some(hz)) if hz > 0.0 => Some(c / hz),
             _ => get("gpu__time_duration.sum"),
         };
         let mut flops = BTreeMap::new();
-        for (precision, op, weight) in NCU_FLOPS {
-            let name = format!("sm__sass_thread_inst_executed_op_{op}_pred_on.sum");
-            if let Some(n) = get(&name) {
+        for op in NCU_FLOP_OPS {
+            let (precision, weight) = ncu_op(op);
+            if let Some(n) = get(&ncu_flop_metric(op)) {
                 *flops.entry(precision).or_insert(0.0) += weight * n;
             }
         }
         let mut bytes = BTreeMap::new();
-        for (level, m) in [
-            (Level::L1, "l1tex__t_bytes.sum"),
-            (Level::L2, "lts__t_bytes.sum"),
-            (Level::Dram, "dram__bytes.sum"),
-        ] {
+        for (level, m) in [Level::L1, Level::L2, Level::Dram]
+            .into_iter()
+            .zip(NCU_BYTES)
+        {
             if let Some(b) = get(m) {
                 bytes.insert(level, b);
             }
@@ -272,25 +283,10 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
             bytes,
         });
     }
-    if import.kernels.is_empty() {
-        return Err(ImportError::NothingUsable(import.warnings.join("; ")));
-    }
-    check_levels(&mut import);
-    Ok(import)
+    finish(import)
 }
 
-/// nvprof's transaction metrics per level (32 bytes each).
-const NVPROF_L1: [&str; 7] = [
-    "gld_transactions",
-    "gst_transactions",
-    "atomic_transactions",
-    "local_load_transactions",
-    "local_store_transactions",
-    "shared_load_transactions",
-    "shared_store_transactions",
-];
-const NVPROF_L2: [&str; 2] = ["l2_read_transactions", "l2_write_transactions"];
-const NVPROF_DRAM: [&str; 2] = ["dram_read_transactions", "dram_write_transactions"];
+/// Bytes per nvprof transaction.
 const TRANSACTION_BYTES: f64 = 32.0;
 
 /// `nvprof --csv --metrics …` output (per-invocation Min/Max/Avg per kernel and metric), with the
@@ -309,21 +305,10 @@ pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, Impo
         ..Import::default()
     };
     let mut kernels: Vec<(String, u64, BTreeMap<String, Option<f64>>)> = Vec::new();
-    for (i, line) in lines.iter().enumerate().skip(start + 1) {
-        if line.trim().is_empty() || line.starts_with("==") {
-            continue;
-        }
-        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
-            import.warnings.push(format!(
-                "line {}: not a complete row (truncated?); left out",
-                i + 1
-            ));
-            continue;
-        };
+    for (line, row) in rows(&lines, start, fields.len(), "", &mut import.warnings) {
         let Some(n) = number(&row[calls]).filter(|n| *n >= 1.0) else {
             import.warnings.push(format!(
-                "line {}: invocations {:?} is not a count; left out",
-                i + 1,
+                "line {line}: invocations {:?} is not a count; left out",
                 row[calls]
             ));
             continue;
@@ -370,11 +355,10 @@ pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, Impo
             continue;
         }
         let mut flops = BTreeMap::new();
-        for (precision, m) in [
-            (Precision::Fp64, "flop_count_dp"),
-            (Precision::Fp32, "flop_count_sp"),
-            (Precision::Fp16, "flop_count_hp"),
-        ] {
+        for (precision, m) in [Precision::Fp64, Precision::Fp32, Precision::Fp16]
+            .into_iter()
+            .zip(NVPROF_FLOPS)
+        {
             if let Some(v) = get(m) {
                 flops.insert(precision, v * n);
             }
@@ -404,15 +388,11 @@ pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, Impo
             bytes,
         });
     }
-    if import.kernels.is_empty() {
-        return Err(ImportError::NothingUsable(import.warnings.join("; ")));
-    }
-    check_levels(&mut import);
-    Ok(import)
+    finish(import)
 }
 
 fn is_roofline_metric(name: &str) -> bool {
-    name.starts_with("flop_count_")
+    NVPROF_FLOPS.contains(&name)
         || NVPROF_L1.contains(&name)
         || NVPROF_L2.contains(&name)
         || NVPROF_DRAM.contains(&name)
@@ -436,24 +416,13 @@ pub fn gpu_summary(
     let kind = column(&fields, "Type").ok();
     let mut scale = 1.0;
     let mut times = BTreeMap::new();
-    for (i, line) in lines.iter().enumerate().skip(start + 1) {
-        if line.trim().is_empty() || line.starts_with("==") {
-            continue;
-        }
-        let Some(row) = split_csv(line).filter(|r| r.len() == fields.len()) else {
-            warnings.push(format!(
-                "GPU summary line {}: not a complete row (truncated?); left out",
-                i + 1
-            ));
-            continue;
-        };
-        // The units row: the Time column holds a unit instead of a number.
+    for (line, row) in rows(&lines, start, fields.len(), "GPU summary ", warnings) {
+        // The units row, right under the header: the Time column holds a unit, not a number.
         if number(&row[time]).is_none() {
             match unit_scale(&row[time]) {
-                Some(s) if i == start + 1 => scale = s,
+                Some(s) if line == start + 2 => scale = s,
                 _ => warnings.push(format!(
-                    "GPU summary line {}: time {:?} is not a number; left out",
-                    i + 1,
+                    "GPU summary line {line}: time {:?} is not a number; left out",
                     row[time]
                 )),
             }
@@ -470,6 +439,15 @@ pub fn gpu_summary(
         }
     }
     Ok(times)
+}
+
+/// An import with at least one kernel, its levels checked; else why nothing could be used.
+fn finish(mut import: Import) -> Result<Import, ImportError> {
+    if import.kernels.is_empty() {
+        return Err(ImportError::NothingUsable(import.warnings.join("; ")));
+    }
+    check_levels(&mut import);
+    Ok(import)
 }
 
 /// Bytes should shrink from L1 to DRAM on consistent data (so AI_L1 ≤ AI_L2 ≤ AI_DRAM); a kernel
