@@ -472,7 +472,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         Arc::clone(&stop_monitor),
     );
     // ratatui installs a panic hook that restores the terminal before the message prints.
-    let mut terminal = ratatui::try_init().context("cannot set up the terminal")?;
+    let mut terminal = match ratatui::try_init() {
+        Ok(t) => t,
+        Err(e) => {
+            // Raw mode may be on already when the alternate screen is what failed.
+            let _ = ratatui::try_restore();
+            return Err(e).context("cannot set up the terminal");
+        }
+    };
     spawn_input(session.tx.clone());
     let exit = event_loop(&mut terminal, &mut app, &mut session, &term, &hangup);
     stop_monitor.store(true, Ordering::Relaxed);
