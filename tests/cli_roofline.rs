@@ -445,7 +445,7 @@ fn gpu_profiler_output_becomes_points_and_advice() {
         "{text}"
     );
     assert!(text.contains("program: 0.816 GFLOP in 1.100 ms"), "{text}");
-    assert!(text.contains("no GPU ceilings given"), "{text}");
+    assert!(text.contains("no ceilings for GPU 0 yet"), "{text}");
     assert!(
         stderr.contains("layernorm_kernel") && stderr.contains("failed launch"),
         "{stderr}"

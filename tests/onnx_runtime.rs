@@ -12,56 +12,15 @@ use std::path::{Path, PathBuf};
 use std::process;
 use std::sync::OnceLock;
 
-fn run(cmd: &mut process::Command) -> Result<(), String> {
-    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
-    if out.status.success() {
-        Ok(())
-    } else {
-        Err(format!(
-            "{cmd:?} failed: {}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ))
-    }
-}
-
 /// The Python interpreter with onnx and onnxruntime, set up on first use.
 fn python() -> &'static Path {
-    static PYTHON: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    let result = PYTHON.get_or_init(|| {
-        if let Some(p) = std::env::var_os("EDGEPROF_TEST_PYTHON") {
-            return Ok(PathBuf::from(p));
-        }
-        let venv = Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv");
-        let python = venv.join("bin/python");
-        let ready = python.is_file()
-            && run(process::Command::new(&python).args(["-c", "import onnx, onnxruntime, numpy"]))
-                .is_ok();
-        if !ready {
-            eprintln!(
-                "setting up {} with onnx, onnxruntime, numpy …",
-                venv.display()
-            );
-            run(process::Command::new("python3")
-                .arg("-m")
-                .arg("venv")
-                .arg(&venv))?;
-            run(process::Command::new(&python).args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "onnx",
-                "onnxruntime",
-                "numpy",
-            ]))?;
-        }
-        Ok(python)
-    });
-    match result {
-        Ok(p) => p,
-        Err(e) => panic!("cannot set up Python with onnx and onnxruntime: {e}"),
-    }
+    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
+    PYTHON.get_or_init(|| {
+        test_python(
+            "import onnx, onnxruntime, numpy",
+            &["onnx", "onnxruntime", "numpy"],
+        )
+    })
 }
 
 /// Exports each (model, input) with reference data and runs the checker script on all of them.

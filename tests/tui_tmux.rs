@@ -345,3 +345,58 @@ fn the_ui_follows_a_resize_and_c_cancels_the_run() {
         "{manifest}"
     );
 }
+
+#[test]
+fn g_shows_the_gpu_roofline_and_m_measures_its_ceilings() {
+    let tmp = temp_dir();
+    let worker = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/bin/gpu-bench-worker"
+    );
+    // The stand-in worker replays a recorded report (no GPU here); first a failure, said on
+    // screen, then the report.
+    let t = Tmux::start(
+        tmp.path(),
+        &script(
+            "tui",
+            &format!("EDGEPROF_GPU_BENCH_WORKER='{worker}' FAKE_GPU=unavailable"),
+        ),
+    );
+    t.wait_for("Conditions", 20);
+    t.keys(&["4", "g"]);
+    t.wait_for("no ceilings for GPU 0 yet", 20);
+    t.keys(&["m"]);
+    t.wait_for("GPU ceilings unavailable: no CUDA driver (stand-in)", 20);
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    drop(t);
+    let tmp = temp_dir();
+    let t = Tmux::start(
+        tmp.path(),
+        &script("tui", &format!("EDGEPROF_GPU_BENCH_WORKER='{worker}'")),
+    );
+    t.wait_for("Conditions", 20);
+    t.keys(&["4", "g", "m"]);
+    let screen = t.wait_for(
+        "GPU roofline (fp32; g: CPU; ceilings: measured by edgeprof",
+        30,
+    );
+    assert!(screen.contains("GPU profiles"), "{screen}");
+    // Kept for later: the GPU's file beside (not instead of) the CPU's.
+    let kept: Vec<String> = std::fs::read_dir(tmp.path().join("cache"))
+        .map(|d| {
+            d.filter_map(Result::ok)
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        kept.iter().all(|n| n.ends_with("-gpu0.json")) && kept.len() == 1,
+        "{kept:?}"
+    );
+    t.keys(&["g"]);
+    t.wait_for("CPU roofline", 20);
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+}

@@ -58,6 +58,15 @@ enum Command {
     /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
     /// lines or CSV, or turn a tegrastats log into the same samples
     Monitor(MonitorArgs),
+    /// Measure one GPU's ceilings and report JSON lines on stdout; started by
+    /// `roofline measure-gpu` in a child process
+    #[command(hide = true)]
+    GpuBenchWorker {
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        #[arg(long, value_enum, default_value = "default")]
+        effort: EffortArg,
+    },
     /// List every telemetry source and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
@@ -128,6 +137,31 @@ enum RooflineCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Measure an NVIDIA GPU's ceilings with a CUDA microbenchmark (fp64/fp32/fp16 FMA peaks;
+    /// L1/shared, L2 and device-memory bandwidth by a working-set sweep) and keep them for this
+    /// device; needs the CUDA driver and NVRTC, loaded at run time
+    MeasureGpu {
+        /// The CUDA device number
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Shorter trials
+        #[arg(long, conflicts_with = "thorough")]
+        quick: bool,
+        /// Longer trials, more of them (steadier figures)
+        #[arg(long)]
+        thorough: bool,
+        /// Print the ceilings and the sweep as JSON
+        #[arg(long)]
+        json: bool,
+        /// Only compile the kernels with NVRTC (no GPU needed) and print the PTX's entry points:
+        /// checks the CUDA toolkit on a machine before its GPU is used
+        #[arg(long)]
+        compile_only: bool,
+        /// NVRTC's target for --compile-only, e.g. compute_87 (default: compute_53, the oldest
+        /// edge GPU, Jetson Nano)
+        #[arg(long, requires = "compile_only", value_name = "compute_XY")]
+        arch: Option<String>,
+    },
     /// Draw the roofline with this device's ceilings and, given a results directory, its
     /// conditions as points, followed by the advice for each
     Show {
@@ -151,6 +185,11 @@ enum RooflineCommand {
         /// Counted inferences per simulated condition
         #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
         cache_sim_iterations: u64,
+        /// GPU N's ceilings (default 0) instead of the CPU's, and the GPU profiles (ncu.csv,
+        /// nvprof-metrics.csv from `roofline profile-gpu --output DIR/NAME`) in the results
+        /// directory as points
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0", conflicts_with = "cache_sim")]
+        gpu: Option<usize>,
     },
     /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
     /// ranked by time share × headroom
@@ -225,7 +264,29 @@ enum RooflineCommand {
         /// from this device's cache sizes rather than ERT's positions
         #[arg(long, value_name = "FILE")]
         sweep: Option<PathBuf>,
+        /// An ERT GPU run: keep them as GPU N's ceilings (default 0), apart from the CPU's;
+        /// ERT's own level names are kept
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0", conflicts_with = "sweep")]
+        gpu: Option<usize>,
     },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+enum EffortArg {
+    Quick,
+    Default,
+    Thorough,
+}
+
+impl EffortArg {
+    fn effort(self) -> crate::collect::ceilings::Effort {
+        use crate::collect::ceilings::Effort;
+        match self {
+            EffortArg::Quick => Effort::Quick,
+            EffortArg::Default => Effort::Default,
+            EffortArg::Thorough => Effort::Thorough,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -335,10 +396,13 @@ struct ChartArgs {
 /// Options of the GPU profiler imports.
 #[derive(Args, Debug)]
 struct ImportArgs {
-    /// The GPU's ceilings (a file saved by `roofline measure`/`import-ert`); without it only the
-    /// points are listed
+    /// The GPU's ceilings from this file (as saved by `roofline measure-gpu` or
+    /// `import-ert --gpu`) instead of the stored ceilings of GPU --gpu
     #[arg(long, value_name = "FILE")]
     ceilings: Option<PathBuf>,
+    /// Whose stored ceilings to use when there is no --ceilings: this CUDA device's
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    gpu: usize,
     /// The program's name on the chart (default: the file's name)
     #[arg(long)]
     label: Option<String>,
@@ -434,6 +498,7 @@ impl ImportArgs {
     fn options(&self) -> roofline::ImportOptions<'_> {
         roofline::ImportOptions {
             ceilings: self.ceilings.as_deref(),
+            gpu: self.gpu,
             label: self.label.as_deref(),
             json: self.json,
             ascii: self.chart.ascii,
@@ -526,9 +591,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             cache_sim,
             cache_sim_iterations,
+            gpu,
         }) => roofline::show(roofline::ShowOptions {
             results,
             ceilings,
+            gpu,
             precision: match precision {
                 PrecisionArg::Fp64 => crate::roofline::Precision::Fp64,
                 PrecisionArg::Fp32 => crate::roofline::Precision::Fp32,
@@ -622,8 +689,26 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             summary,
             import,
         }) => roofline::import_gpu_profile(&path, summary.as_deref(), import.options(), true),
-        Command::Roofline(RooflineCommand::ImportErt { path, sweep }) => {
-            roofline::import_ert(&path, sweep.as_deref())
+        Command::Roofline(RooflineCommand::ImportErt { path, sweep, gpu }) => {
+            roofline::import_ert(&path, sweep.as_deref(), gpu)
+        }
+        Command::Roofline(RooflineCommand::MeasureGpu {
+            device,
+            quick,
+            thorough,
+            json,
+            compile_only,
+            arch,
+        }) => {
+            if compile_only {
+                return roofline::compile_gpu_kernels(arch.as_deref().unwrap_or("compute_53"));
+            }
+            let effort = match (quick, thorough) {
+                (true, _) => crate::collect::ceilings::Effort::Quick,
+                (_, true) => crate::collect::ceilings::Effort::Thorough,
+                _ => crate::collect::ceilings::Effort::Default,
+            };
+            roofline::measure_gpu(device, effort, json)
         }
         Command::Report(args) => {
             sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
@@ -652,6 +737,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Probe { root, json } => monitor::probe(&root, json),
+        Command::GpuBenchWorker { device, effort } => {
+            let mut out = std::io::stdout().lock();
+            crate::collect::gpubench::worker(device, effort.effort(), &mut out)
+                .context("cannot write the GPU benchmark's report")
+        }
         Command::Worker => {
             let mut out = std::io::stdout().lock();
             crate::runner::worker::run(std::io::stdin().lock(), &mut out)

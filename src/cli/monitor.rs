@@ -301,6 +301,35 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
                 |p| p.display().to_string(),
             ),
         },
+        {
+            let cuda = crate::collect::gpubench::availability();
+            ProbeEntry {
+                source: "CUDA driver + NVRTC (GPU ceilings)",
+                available: cuda.is_ok(),
+                detail: cuda.map_or_else(
+                    |why| why,
+                    |_| "loadable: `roofline measure-gpu` can measure the GPU's ceilings".to_string(),
+                ),
+            }
+        },
+        {
+            use crate::collect::gpuprof::{find, Tool};
+            let found: Vec<String> = [Tool::Ncu, Tool::Nvprof]
+                .into_iter()
+                .filter_map(|t| find(t).ok())
+                .map(|p| p.display().to_string())
+                .collect();
+            ProbeEntry {
+                source: "GPU profilers (ncu, nvprof)",
+                available: !found.is_empty(),
+                detail: if found.is_empty() {
+                    "neither ncu (Nsight Compute) nor nvprof is on PATH or in /usr/local/cuda/bin"
+                        .to_string()
+                } else {
+                    found.join(", ")
+                },
+            }
+        },
     ]
 }
 

@@ -4,7 +4,7 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use crate::collect::ceilings::Effort;
 use crate::collect::device;
 use crate::collect::kernels;
-use crate::roofline::{levels, store, Ceilings, Level, Precision};
+use crate::roofline::{levels, store, Ceilings, Level, Precision, Processor};
 use crate::runner::cachesim;
 use anyhow::Context;
 use std::fmt::Write as _;
@@ -30,7 +30,10 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
     counts.sort_unstable();
     counts.dedup();
     let mut header = vec!["roof".to_string()];
-    header.extend(counts.iter().map(|n| format!("{n} thread(s)")));
+    header.extend(counts.iter().map(|n| match c.processor {
+        Processor::Cpu => format!("{n} thread(s)"),
+        Processor::Gpu => format!("GPU ({n} threads)"),
+    }));
     let mut rows = Vec::new();
     for precision in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
         let cells: Vec<String> = counts
@@ -49,7 +52,11 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
         }
     }
     let all = counts.last().copied().unwrap_or(1);
-    let ranges = levels::level_ranges(caches, all);
+    // The CPU's levels are named by its cache sizes; a GPU's by the microbenchmark (notes).
+    let ranges = match c.processor {
+        Processor::Cpu => levels::level_ranges(caches, all),
+        Processor::Gpu => Vec::new(),
+    };
     for level in [Level::L1, Level::L2, Level::L3, Level::Dram] {
         let cells: Vec<String> = counts
             .iter()
@@ -77,7 +84,12 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
     let mut right = vec![false];
     right.extend(counts.iter().map(|_| true));
     let mut out = render::table(&header_refs, &right, &rows);
-    if let Some(peak) = c.peak(Precision::Fp64) {
+    // A GPU's main precision is fp32 (its fp64 is often a small fraction); a CPU's ERT-style fp64.
+    let ridge_precision = match c.processor {
+        Processor::Cpu => Precision::Fp64,
+        Processor::Gpu => Precision::Fp32,
+    };
+    if let Some(peak) = c.peak(ridge_precision) {
         let ridges: Vec<String> = [Level::L1, Level::L2, Level::L3, Level::Dram]
             .iter()
             .filter_map(|&l| {
@@ -87,15 +99,43 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
             .collect();
         let _ = writeln!(
             out,
-            "\nfp64 ridge points (FLOP/byte): {}",
+            "\n{ridge_precision} ridge points (FLOP/byte): {}",
             ridges.join(", ")
         );
     }
     out
 }
 
+/// The GPU microbenchmark's sweep: working set, load path, blocks, bandwidth.
+fn gpu_sweep_text(c: &Ceilings) -> String {
+    use crate::collect::gpubench::LoadPath;
+    let rows: Vec<Vec<String>> = c
+        .gpu_sweep
+        .iter()
+        .map(|p| {
+            vec![
+                render::bytes(p.bytes),
+                match p.path {
+                    LoadPath::ThroughL1 => "through L1".to_string(),
+                    LoadPath::BypassL1 => "around L1 (L2, DRAM)".to_string(),
+                },
+                p.blocks.to_string(),
+                gbytes(p.bytes_per_s),
+            ]
+        })
+        .collect();
+    render::table(
+        &["working set", "loads", "blocks", "load bandwidth"],
+        &[true, false, true, true],
+        &rows,
+    )
+}
+
 /// The sweep as a table of working set → bandwidth, with the level each size exercises.
 pub fn sweep_text(c: &Ceilings, caches: &[device::Cache]) -> String {
+    if c.processor == Processor::Gpu {
+        return gpu_sweep_text(c);
+    }
     let mut rows = Vec::new();
     for p in &c.sweep {
         let level = levels::level_ranges(caches, p.threads)
@@ -170,6 +210,114 @@ pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Re
     print_out(&out)
 }
 
+/// What the GPU benchmark is measuring, in one line.
+fn gpu_info_line(i: &crate::collect::gpubench::GpuInfo) -> String {
+    format!(
+        "measuring GPU {}: {} (compute capability {}.{}, {} multiprocessors, {} L2, {} memory{}; \
+         CUDA driver {}, NVRTC {}) …",
+        i.ordinal,
+        i.name,
+        i.compute_capability.0,
+        i.compute_capability.1,
+        i.multiprocessors,
+        render::bytes(i.l2_bytes),
+        render::bytes(i.memory_bytes),
+        if i.integrated {
+            ", shared with the CPU"
+        } else {
+            ""
+        },
+        i.driver_version.map_or("?".to_string(), |v| format!(
+            "{}.{}",
+            v / 1000,
+            (v % 1000) / 10
+        )),
+        i.nvrtc_version
+            .map_or("?".to_string(), |(a, b)| format!("{a}.{b}"))
+    )
+}
+
+/// The GPU benchmark's progress on stderr: redrawn on a terminal, one line per step otherwise.
+fn gpu_progress(m: &crate::collect::gpubench::Message, tty: bool) {
+    use crate::collect::gpubench::Message;
+    match m {
+        Message::Info(i) => eprintln!("{}", gpu_info_line(i)),
+        Message::Step(step) if tty => {
+            eprint!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
+            let _ = std::io::stderr().flush();
+        }
+        Message::Step(step) => eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what),
+        _ => {}
+    }
+}
+
+/// `edgeprof roofline measure-gpu`.
+pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<()> {
+    use crate::collect::gpubench::GpuBenchError;
+    let tty = std::io::stderr().is_terminal();
+    let result = store::gpu_bench_program().and_then(|program| {
+        store::measure_gpu_and_keep(&program, device, effort, |m| gpu_progress(m, tty))
+    });
+    if tty {
+        eprint!("\r\x1b[2K");
+    }
+    let (stored, saved) = match result {
+        Ok(r) => r,
+        Err(GpuBenchError::Unavailable(why)) => {
+            anyhow::bail!(BadInput(format!("GPU ceilings unavailable: {why}")))
+        }
+        Err(GpuBenchError::Failed(why)) => anyhow::bail!("the GPU benchmark failed: {why}"),
+    };
+    if saved.is_none() {
+        eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+    }
+    if json {
+        return print_json(&stored);
+    }
+    let mut out = format!("{}\n\n", stored.ceilings.source);
+    out.push_str(&ceilings_text(&stored.ceilings, &[]));
+    for note in &stored.ceilings.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out.push('\n');
+    out.push_str(&sweep_text(&stored.ceilings, &[]));
+    if let Some(path) = saved {
+        let _ = writeln!(
+            out,
+            "\nsaved to {} (used by `roofline show --gpu`, import-ncu, import-nvprof and profile-gpu on this device)",
+            path.display()
+        );
+    }
+    print_out(&out)
+}
+
+/// `edgeprof roofline measure-gpu --compile-only`: NVRTC compiles the kernels for `arch`.
+pub fn compile_gpu_kernels(arch: &str) -> anyhow::Result<()> {
+    use crate::collect::gpubench::cuda;
+    let valid = ["compute_", "sm_"].iter().any(|prefix| {
+        arch.strip_prefix(prefix)
+            .is_some_and(|n| n.len() >= 2 && n.chars().all(|c| c.is_ascii_alphanumeric()))
+    });
+    if !valid {
+        anyhow::bail!(BadInput(format!(
+            "--arch {arch:?} is not an NVRTC target such as compute_87"
+        )));
+    }
+    cuda::nvrtc_present().map_err(|why| BadInput(format!("GPU kernels unavailable: {why}")))?;
+    let ptx = cuda::compile(arch).map_err(|why| anyhow::anyhow!("{why}"))?;
+    let entries: Vec<&str> = ptx
+        .lines()
+        .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
+        .map(|l| l.split('(').next().unwrap_or(l).trim())
+        .collect();
+    print_out(&format!(
+        "NVRTC {} compiled the GPU ceiling kernels for {arch}: {} bytes of PTX, entry points {}\n",
+        cuda::nvrtc_version().map_or("?".to_string(), |(a, b)| format!("{a}.{b}")),
+        ptx.len(),
+        entries.join(", ")
+    ))
+}
+
 /// This device's ceilings, measured now (default effort) when none are kept yet.
 pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
     let fingerprint = device::fingerprint(Path::new("/"));
@@ -217,9 +365,39 @@ fn load_ceilings(file: Option<&Path>) -> anyhow::Result<(store::Stored, String)>
     }
 }
 
+/// GPU `ordinal`'s stored ceilings on this device, or a given file's.
+fn load_gpu_ceilings(
+    file: Option<&Path>,
+    ordinal: usize,
+) -> anyhow::Result<(store::Stored, String)> {
+    if file.is_some() {
+        return load_ceilings(file);
+    }
+    let fingerprint = device::fingerprint(Path::new("/"));
+    let dir = store::cache_dir().ok_or_else(|| {
+        BadInput(
+            "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
+        )
+    })?;
+    match store::load_gpu(&dir, &fingerprint, ordinal)? {
+        Some(stored) => Ok((
+            stored,
+            store::gpu_path_for(&dir, &fingerprint, ordinal)
+                .display()
+                .to_string(),
+        )),
+        None => anyhow::bail!(BadInput(format!(
+            "no ceilings for GPU {ordinal} of this device yet: run `edgeprof roofline measure-gpu \
+             --device {ordinal}` or `edgeprof roofline import-ert roofline.json --gpu {ordinal}`"
+        ))),
+    }
+}
+
 pub struct ShowOptions {
     pub results: Option<PathBuf>,
     pub ceilings: Option<PathBuf>,
+    /// GPU ceilings (this CUDA device's) and the results directory's GPU profiles.
+    pub gpu: Option<usize>,
     pub precision: Precision,
     pub ascii: bool,
     pub width: usize,
@@ -231,9 +409,19 @@ pub struct ShowOptions {
 }
 
 /// The program-data sources of SPEC 5.2: which ones the points use, and why the others are not.
-fn sources_text(programs: &[crate::roofline::Program], counters: &Result<(), String>) -> String {
+fn sources_text(
+    programs: &[crate::roofline::Program],
+    counters: &Result<(), String>,
+    processor: Processor,
+) -> String {
     use crate::roofline::PointSource;
     let used = |source: PointSource| programs.iter().filter(|p| p.source == source).count();
+    if processor == Processor::Gpu {
+        return format!(
+            "point sources: GPU profiler counters (ncu / nvprof) for {}\n",
+            used(PointSource::GpuCounters)
+        );
+    }
     let counters = match (used(PointSource::Counters), counters) {
         (n, _) if n > 0 => format!("hardware counters for {n}"),
         (_, Ok(())) => "hardware counters available (counted during `edgeprof run` when the config sets [output] roofline = true)".to_string(),
@@ -298,7 +486,11 @@ pub fn roofline_text(
     for note in &ceilings.notes {
         let _ = writeln!(out, "note: {note}");
     }
-    out.push_str(&sources_text(programs, &crate::collect::perf::probe()));
+    out.push_str(&sources_text(
+        programs,
+        &crate::collect::perf::probe(),
+        ceilings.processor,
+    ));
     for (i, p) in programs.iter().enumerate() {
         let letter = crate::report::roofline_chart::letter(i);
         match crate::roofline::advice::analyse(p, ceilings) {
@@ -355,9 +547,18 @@ pub fn roofline_text(
 
 /// `edgeprof roofline show`.
 pub fn show(o: ShowOptions) -> anyhow::Result<()> {
-    let (stored_ceilings, from) = load_ceilings(o.ceilings.as_deref())?;
+    let (stored_ceilings, from) = match o.gpu {
+        Some(n) => load_gpu_ceilings(o.ceilings.as_deref(), n)?,
+        None => load_ceilings(o.ceilings.as_deref())?,
+    };
     let ceilings = &stored_ceilings.ceilings;
     let (programs, left_out) = match &o.results {
+        Some(dir) if o.gpu.is_some() => {
+            if !dir.is_dir() {
+                anyhow::bail!(BadInput(format!("{} is not a directory", dir.display())));
+            }
+            crate::roofline::nvidia::programs_in(dir)
+        }
         Some(dir) => {
             let stored = crate::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
             let mut simulations = cachesim::load(dir)?;
@@ -396,8 +597,18 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         o.ascii,
         (o.width, o.height),
     );
-    if o.results.is_none() {
-        out.push_str("\n(no results directory given: ceilings only; `edgeprof roofline show DIR` places its conditions)\n");
+    match (&o.results, o.gpu) {
+        (None, None) => out.push_str("\n(no results directory given: ceilings only; `edgeprof roofline show DIR` places its conditions)\n"),
+        (None, Some(_)) => out.push_str("\n(no results directory given: ceilings only; `edgeprof roofline show DIR --gpu` places the GPU profiles kept in DIR)\n"),
+        (Some(dir), Some(_)) if programs.is_empty() && left_out.is_empty() => {
+            let _ = writeln!(
+                out,
+                "\n(no GPU profiles in {}: `edgeprof roofline profile-gpu --output {}/NAME -- COMMAND` keeps one there)",
+                dir.display(),
+                dir.display()
+            );
+        }
+        _ => {}
     }
     print_out(&out)
 }
@@ -487,7 +698,7 @@ fn simulate_missing(
 const SIMULATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// `edgeprof roofline import-ert`.
-pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
+pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyhow::Result<()> {
     let read = |p: &Path| {
         std::fs::read_to_string(p)
             .map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))
@@ -495,11 +706,35 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
     let json = read(path)?;
     let sweep_text = sweep.map(read).transpose()?;
     let fingerprint = device::fingerprint(Path::new("/"));
-    let source = format!("imported from ERT {}", path.display());
-    let imported =
+    let source = match gpu {
+        Some(n) => format!("imported from ERT {} for GPU {n}", path.display()),
+        None => format!("imported from ERT {}", path.display()),
+    };
+    let mut imported =
         crate::roofline::ert::import(&json, sweep_text.as_deref(), &fingerprint.caches, source)
             .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-    if !imported.relabelled {
+    // A GPU run (by its metadata) is a GPU's ceilings even without --gpu: GPU 0's.
+    let gpu = match (gpu, imported.gpu_run) {
+        (None, true) => {
+            eprintln!(
+                "note: this ERT run measured a GPU (its metadata names GPU blocks): kept as GPU 0's \
+                 ceilings (give --gpu N for another GPU)"
+            );
+            imported.ceilings.source = format!("{} for GPU 0", imported.ceilings.source);
+            Some(0)
+        }
+        (Some(n), false) => {
+            eprintln!(
+                "warning: nothing in this ERT run's metadata says it measured a GPU; kept as GPU {n}'s \
+                 ceilings as asked"
+            );
+            Some(n)
+        }
+        (gpu, _) => gpu,
+    };
+    if gpu.is_some() {
+        imported.ceilings.processor = Processor::Gpu;
+    } else if !imported.relabelled {
         eprintln!(
             "note: ERT names bandwidth levels by their position (its last plateau is always \"DRAM\"); \
              give --sweep PATH/max to name them from this device's cache sizes"
@@ -510,14 +745,21 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
         written: crate::results::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings: imported.ceilings,
+        gpu: gpu.map(|ordinal| store::GpuTarget {
+            ordinal,
+            info: None,
+        }),
     };
     let dir = store::cache_dir()
         .ok_or_else(|| BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into()))?;
     let saved = store::save(&dir, &stored)?;
-    let mut out = format!(
-        "{} ({} thread(s))\n\n",
-        stored.ceilings.source, imported.threads
-    );
+    let mut out = match gpu {
+        Some(_) => format!("{}\n\n", stored.ceilings.source),
+        None => format!(
+            "{} ({} thread(s))\n\n",
+            stored.ceilings.source, imported.threads
+        ),
+    };
     out.push_str(&ceilings_text(&stored.ceilings, &fingerprint.caches));
     let _ = writeln!(
         out,
@@ -529,6 +771,8 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>) -> anyhow::Result<()> {
 
 pub struct ImportOptions<'a> {
     pub ceilings: Option<&'a Path>,
+    /// Whose stored ceilings to use without `ceilings`.
+    pub gpu: usize,
     pub label: Option<&'a str>,
     pub json: bool,
     pub ascii: bool,
@@ -564,7 +808,11 @@ pub fn import_gpu_profile(
             .unwrap_or_else(|| "gpu program".to_string())
     });
     let program = nvidia::program(&import, &label);
-    let ceilings = o.ceilings.map(|f| load_ceilings(Some(f))).transpose()?;
+    // A given file, else this GPU's stored ceilings when there are any.
+    let ceilings = match o.ceilings {
+        Some(f) => Some(load_ceilings(Some(f))?),
+        None => load_gpu_ceilings(None, o.gpu).ok(),
+    };
     let analysis = match (&program, &ceilings) {
         (Some(p), Some((c, _))) => Some(advice::analyse(p, &c.ceilings).map_err(|e| e.to_string())),
         _ => None,
@@ -646,9 +894,12 @@ pub fn import_gpu_profile(
                     let _ = writeln!(out, "  {l}: {ai:.3} FLOP/byte");
                 }
             }
-            out.push_str(
-                "\nno GPU ceilings given: pass --ceilings FILE (saved by `roofline import-ert` from \
-                 an ERT GPU run) for the chart and the advice\n",
+            let _ = writeln!(
+                out,
+                "\nno ceilings for GPU {} yet: run `edgeprof roofline measure-gpu` (or import an \
+                 ERT GPU run with `roofline import-ert FILE --gpu`), or pass --ceilings FILE, for \
+                 the chart and the advice",
+                o.gpu
             );
         }
         (Some(p), Some((c, from))) => {

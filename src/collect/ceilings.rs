@@ -210,8 +210,10 @@ fn guess_bandwidth(isa: Isa) -> f64 {
     bytes as f64 / start.elapsed().as_secs_f64().max(1e-9)
 }
 
-fn human(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
+pub(crate) fn human(bytes: u64) -> String {
+    if bytes >= 1 << 20 && !bytes.is_multiple_of(1 << 20) {
+        format!("{:.1} MiB", bytes as f64 / f64::from(1u32 << 20))
+    } else if bytes >= 1 << 20 {
         format!("{} MiB", bytes >> 20)
     } else {
         format!("{} KiB", bytes >> 10)

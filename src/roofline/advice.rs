@@ -13,7 +13,7 @@
 //!
 //! Layers are ranked by share of the time × headroom, so the first is where effort pays most.
 
-use crate::roofline::{attainable, ridge, Ceilings, Level, PointSource, Program};
+use crate::roofline::{attainable, ridge, Ceilings, Level, PointSource, Processor, Program};
 use serde::Serialize;
 
 /// Within this fraction of a roof, a point is near it.
@@ -50,8 +50,13 @@ impl std::fmt::Display for Basis {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "rests on: ceilings {}; FLOPs and bytes from the {}; time = median latency",
-            self.ceilings, self.counts
+            "rests on: ceilings {}; FLOPs and bytes from the {}; time = {}",
+            self.ceilings,
+            self.counts,
+            match self.counts.processor() {
+                Processor::Gpu => "kernel-active time",
+                Processor::Cpu => "median latency",
+            }
         )
     }
 }
@@ -110,20 +115,35 @@ impl std::fmt::Display for Hint {
             } => write!(
                 f,
                 "Raise arithmetic intensity at {level} (now {intensity:.2} FLOP/byte, ridge at {ridge:.2}): \
-                 cut the traffic there — fuse layers, tile for reuse in the level above, use a smaller \
-                 data type or a larger batch; up to {gain:.1}× before the compute roof ({basis})"
+                 cut the traffic there — {}; up to {gain:.1}× before the compute roof ({basis})",
+                match basis.counts.processor() {
+                    Processor::Cpu => "fuse layers, tile for reuse in the level above, use a smaller \
+                                       data type or a larger batch",
+                    Processor::Gpu => "fuse kernels, tile for reuse in shared memory and registers, \
+                                       use a smaller data type or a larger batch",
+                }
             ),
             Hint::RaiseComputeRate { level, gain, basis } => write!(
                 f,
-                "Raise the FLOP rate toward the {level} bandwidth roof: more threads, vectorised \
-                 kernels, fewer stalls and overheads between operators; up to {gain:.1}× at this \
-                 intensity ({basis})"
+                "Raise the FLOP rate toward the {level} bandwidth roof: {}; up to {gain:.1}× at this \
+                 intensity ({basis})",
+                match basis.counts.processor() {
+                    Processor::Cpu => "more threads, vectorised kernels, fewer stalls and overheads \
+                                       between operators",
+                    Processor::Gpu => "more parallel work per launch (occupancy), coalesced \
+                                       accesses, fewer launches and host gaps between kernels",
+                }
             ),
             Hint::RaiseComputeEfficiency { gain, basis } => write!(
                 f,
-                "Compute-bound: raise compute efficiency — use the widest SIMD and every core, a \
-                 better-tuned kernel library, fewer non-FLOP instructions; up to {gain:.1}× to the peak \
-                 ({basis})"
+                "Compute-bound: raise compute efficiency — {}; up to {gain:.1}× to the peak ({basis})",
+                match basis.counts.processor() {
+                    Processor::Cpu => "use the widest SIMD and every core, a better-tuned kernel \
+                                       library, fewer non-FLOP instructions",
+                    Processor::Gpu => "use tensor cores or packed half2 math, a better-tuned kernel \
+                                       library, fewer non-FLOP instructions, more independent work \
+                                       per thread",
+                }
             ),
             Hint::AtPeak { fraction, basis } => write!(
                 f,
@@ -157,10 +177,24 @@ pub enum AdviceError {
     ZeroRate,
     #[error("no memory level has both a measured bandwidth and the program's traffic")]
     NoCommonLevel,
+    #[error(
+        "a {program} program cannot be judged against {ceilings} ceilings: give the {program}'s \
+         ceilings"
+    )]
+    ProcessorMismatch {
+        program: Processor,
+        ceilings: Processor,
+    },
 }
 
 /// Places `program` against `ceilings` and orders the steps (see the module documentation).
 pub fn analyse(program: &Program, ceilings: &Ceilings) -> Result<Analysis, AdviceError> {
+    if program.source.processor() != ceilings.processor {
+        return Err(AdviceError::ProcessorMismatch {
+            program: program.source.processor(),
+            ceilings: ceilings.processor,
+        });
+    }
     let peak = ceilings
         .peak(program.precision)
         .ok_or(AdviceError::MissingPeak(program.precision))?;
@@ -305,6 +339,46 @@ mod tests {
 
     fn close(a: f64, b: f64) -> bool {
         (a - b).abs() <= 1e-9 * b.abs().max(1.0)
+    }
+
+    #[test]
+    fn gpu_programs_get_gpu_advice_and_never_cpu_ceilings() {
+        let mut p = program(1.0, 0.1, &[(Level::Dram, 2.0)]);
+        p.source = PointSource::GpuCounters;
+        let cpu = ceilings();
+        assert_eq!(
+            analyse(&p, &cpu),
+            Err(AdviceError::ProcessorMismatch {
+                program: Processor::Gpu,
+                ceilings: Processor::Cpu
+            })
+        );
+        let mut gpu = cpu.clone();
+        gpu.processor = Processor::Gpu;
+        let cpu_program = program(1.0, 0.1, &[(Level::Dram, 2.0)]);
+        assert!(matches!(
+            analyse(&cpu_program, &gpu),
+            Err(AdviceError::ProcessorMismatch { .. })
+        ));
+        let a = match analyse(&p, &gpu) {
+            Ok(a) => a,
+            Err(e) => panic!("{e}"),
+        };
+        let text: Vec<String> = a.steps.iter().map(|s| s.to_string()).collect();
+        let text = text.join("\n");
+        assert!(text.contains("time = kernel-active time"), "{text}");
+        assert!(
+            text.contains("fuse kernels, tile for reuse in shared memory"),
+            "{text}"
+        );
+        assert!(!text.contains("median latency"), "{text}");
+        // The same point as a CPU program gets the CPU's words, and the same numbers.
+        let b = match analyse(&cpu_program, &cpu) {
+            Ok(b) => b,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(a.levels, b.levels);
+        assert!(b.steps[0].to_string().contains("fuse layers"));
     }
 
     #[test]

@@ -126,6 +126,37 @@ pub struct Imported {
     pub threads: usize,
     /// True when the levels were named from this device's cache sizes (a sweep was given).
     pub relabelled: bool,
+    /// True when the run measured a GPU (its metadata names GPU blocks or ERT_GPU True).
+    pub gpu_run: bool,
+}
+
+/// Every metadata string of the file.
+fn strings(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out)),
+        _ => {}
+    }
+}
+
+/// Whether an ERT run measured a GPU, and its blocks × threads per block when it says.
+fn gpu_run(root: &Value) -> (bool, Option<usize>) {
+    let mut all = Vec::new();
+    strings(root, &mut all);
+    let number = |key: &str| {
+        all.iter().find_map(|s| {
+            s.trim()
+                .strip_prefix(key)
+                .and_then(|rest| rest.trim().parse::<usize>().ok())
+        })
+    };
+    let (blocks, threads) = (number("GPU_BLOCKS"), number("GPU_THREADS"));
+    let flagged = all
+        .iter()
+        .any(|s| s.contains("'ERT_GPU': ['True']") || s.contains("'ERT_GPU': [True]"));
+    let total = blocks.zip(threads).map(|(b, t)| b * t);
+    (flagged || blocks.is_some() || threads.is_some(), total)
 }
 
 /// Ceilings from an ERT roofline.json (and its sweep, if given, labelled with `caches`).
@@ -136,7 +167,8 @@ pub fn import(
     source: String,
 ) -> Result<Imported, ErtError> {
     let root: Value = serde_json::from_str(json).map_err(|e| ErtError::NotJson(e.to_string()))?;
-    let threads = threads_in(&root).unwrap_or(1);
+    let (is_gpu, gpu_threads) = gpu_run(&root);
+    let threads = gpu_threads.or_else(|| threads_in(&root)).unwrap_or(1);
     let compute = pairs(&root, "gflops")?
         .into_iter()
         .map(|(name, gflops)| ComputeRoof {
@@ -180,9 +212,16 @@ pub fn import(
             bandwidth,
             sweep: sweep_points,
             notes: Vec::new(),
+            processor: if is_gpu {
+                crate::roofline::Processor::Gpu
+            } else {
+                crate::roofline::Processor::Cpu
+            },
+            gpu_sweep: Vec::new(),
         },
         threads,
         relabelled,
+        gpu_run: is_gpu,
     })
 }
 
@@ -223,6 +262,26 @@ mod tests {
         assert_eq!(old.ceilings.peak(Precision::Fp64), Some(288.33e9));
         assert_eq!(old.ceilings.bandwidth(Level::Dram), Some(68.76e9));
         assert_eq!(precision_of("FP32 GFLOPs"), Precision::Fp32);
+        assert!(!new.gpu_run && !old.gpu_run);
+        assert_eq!(new.ceilings.processor, crate::roofline::Processor::Cpu);
+    }
+
+    #[test]
+    fn a_gpu_run_is_known_by_its_metadata() {
+        let gpu = NEW.replace(
+            r#""OPENMP_THREADS 8"]}},"#,
+            r#""GPU_BLOCKS     640", "GPU_THREADS    256"]}},"#,
+        );
+        let g = imported(&gpu, None, &[]);
+        assert!(g.gpu_run);
+        assert_eq!(g.threads, 640 * 256);
+        assert_eq!(g.ceilings.processor, crate::roofline::Processor::Gpu);
+        // ERT's config line alone says so too.
+        let flagged = NEW.replace(
+            r#""OPENMP_THREADS 8"]}},"#,
+            r#""CONFIG  {'ERT_GPU': ['True'], 'ERT_FLOPS': ['1']}"]}},"#,
+        );
+        assert!(imported(&flagged, None, &[]).gpu_run);
     }
 
     #[test]

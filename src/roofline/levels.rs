@@ -125,6 +125,8 @@ pub fn ceilings(m: &Measurement, caches: &[Cache], source: String) -> Ceilings {
         bandwidth,
         sweep: m.sweep.clone(),
         notes: Vec::new(),
+        processor: crate::roofline::Processor::Cpu,
+        gpu_sweep: Vec::new(),
     };
     make_monotone(&mut c);
     c
@@ -339,6 +341,8 @@ mod tests {
             ],
             sweep: Vec::new(),
             notes: Vec::new(),
+            processor: crate::roofline::Processor::Cpu,
+            gpu_sweep: Vec::new(),
         };
         make_monotone(&mut c);
         let get = |level, threads| {

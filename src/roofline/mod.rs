@@ -8,6 +8,7 @@
 
 pub mod advice;
 pub mod ert;
+pub mod gpu;
 pub mod levels;
 pub mod nvidia;
 pub mod store;
@@ -69,6 +70,36 @@ pub struct Ceilings {
     /// Adjustments made to the measured figures, in words.
     #[serde(default)]
     pub notes: Vec<String>,
+    /// Whose ceilings these are: the CPU's (default) or a GPU's.
+    #[serde(default, skip_serializing_if = "Processor::is_cpu")]
+    pub processor: Processor,
+    /// The GPU microbenchmark's sweep behind the bandwidth roofs, kept for display.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpu_sweep: Vec<crate::collect::gpubench::GpuSweepPoint>,
+}
+
+/// The processor a set of ceilings, or a program's point, belongs to.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Processor {
+    #[default]
+    Cpu,
+    Gpu,
+}
+
+impl Processor {
+    pub fn is_cpu(&self) -> bool {
+        *self == Processor::Cpu
+    }
+}
+
+impl std::fmt::Display for Processor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Processor::Cpu => "CPU",
+            Processor::Gpu => "GPU",
+        })
+    }
 }
 
 impl Ceilings {
@@ -101,6 +132,19 @@ pub enum PointSource {
     CacheSimulation,
     /// The analytic model of the zoo: exact FLOPs; DRAM bytes are the traffic lower bound.
     Analytic,
+    /// NVIDIA's GPU profilers (Nsight Compute, nvprof): counted FLOPs and bytes per level,
+    /// kernel-active time.
+    GpuCounters,
+}
+
+impl PointSource {
+    /// The processor the program ran on.
+    pub fn processor(&self) -> Processor {
+        match self {
+            PointSource::GpuCounters => Processor::Gpu,
+            _ => Processor::Cpu,
+        }
+    }
 }
 
 impl std::fmt::Display for PointSource {
@@ -111,6 +155,7 @@ impl std::fmt::Display for PointSource {
                 "cache simulation (valgrind, one thread, no prefetcher; FLOPs from the analytic model)"
             }
             PointSource::Analytic => "analytic model (DRAM bytes = lower bound)",
+            PointSource::GpuCounters => "GPU profiler counters (Nsight Compute or nvprof)",
         })
     }
 }
@@ -306,6 +351,8 @@ pub fn test_ceilings() -> Ceilings {
         ],
         sweep: Vec::new(),
         notes: Vec::new(),
+        processor: crate::roofline::Processor::Cpu,
+        gpu_sweep: Vec::new(),
     }
 }
 
@@ -357,6 +404,8 @@ mod tests {
             }],
             sweep: Vec::new(),
             notes: Vec::new(),
+            processor: crate::roofline::Processor::Cpu,
+            gpu_sweep: Vec::new(),
         };
         assert_eq!(c.peak(Precision::Fp64), Some(38e9));
         assert_eq!(c.peak(Precision::Fp32), None);

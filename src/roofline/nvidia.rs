@@ -513,7 +513,7 @@ pub fn program(import: &Import, label: &str) -> Option<Program> {
         flops: by_precision.values().sum(),
         seconds,
         traffic: bytes.into_iter().collect(),
-        source: PointSource::Counters,
+        source: PointSource::GpuCounters,
         basis: vec![format!(
             "{} metrics over {} kernel(s); FLOPs {}; time = summed kernel time",
             import.tool,
@@ -525,6 +525,48 @@ pub fn program(import: &Import, label: &str) -> Option<Program> {
             }
         )],
     })
+}
+
+/// The GPU profiles kept in a results directory: every `ncu.csv`, and `nvprof-metrics.csv`
+/// with its `nvprof-summary.csv`, in `dir` or a folder directly under it (where
+/// `roofline profile-gpu --output DIR/NAME` puts them), each as one program named after its
+/// folder; the profiles that cannot be placed, with the reason.
+pub fn programs_in(dir: &std::path::Path) -> (Vec<Program>, Vec<(String, String)>) {
+    let mut folders = vec![dir.to_path_buf()];
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        let mut subs: Vec<std::path::PathBuf> = entries
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.is_dir())
+            .collect();
+        subs.sort();
+        folders.extend(subs);
+    }
+    let mut programs = Vec::new();
+    let mut left_out = Vec::new();
+    for folder in folders {
+        let label = folder
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "gpu profile".to_string());
+        let read = |name: &str| std::fs::read_to_string(folder.join(name)).ok();
+        let import = match (read("ncu.csv"), read("nvprof-metrics.csv")) {
+            (Some(text), _) => parse_ncu(&text),
+            (None, Some(text)) => parse_nvprof(&text, read("nvprof-summary.csv").as_deref()),
+            (None, None) => continue,
+        };
+        match import {
+            Ok(import) => match program(&import, &label) {
+                Some(p) => programs.push(p),
+                None => left_out.push((
+                    label,
+                    "no kernel has a time (nvprof: nvprof-summary.csv is missing)".to_string(),
+                )),
+            },
+            Err(e) => left_out.push((label, e.to_string())),
+        }
+    }
+    (programs, left_out)
 }
 
 #[cfg(test)]

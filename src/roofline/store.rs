@@ -4,6 +4,7 @@
 
 use crate::collect::ceilings::{self, Effort};
 use crate::collect::device::{self, Fingerprint};
+use crate::collect::gpubench::{self, GpuInfo};
 use crate::collect::kernels;
 use crate::roofline::levels;
 use crate::roofline::Ceilings;
@@ -17,6 +18,18 @@ pub struct Stored {
     pub written: String,
     pub edgeprof_version: String,
     pub ceilings: Ceilings,
+    /// Set for a GPU's ceilings: which GPU of this device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuTarget>,
+}
+
+/// The GPU a set of ceilings belongs to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GpuTarget {
+    /// The CUDA device number.
+    pub ordinal: usize,
+    /// What the CUDA driver said about it (None: imported without asking the driver).
+    pub info: Option<GpuInfo>,
 }
 
 /// FNV-1a, 64 bit: a stable hash (std's hasher may change between Rust releases).
@@ -57,19 +70,35 @@ pub fn path_for(dir: &Path, f: &Fingerprint) -> PathBuf {
     dir.join(format!("ceilings-{}.json", device_key(f)))
 }
 
+/// Where GPU `ordinal`'s ceilings on this device are kept.
+pub fn gpu_path_for(dir: &Path, f: &Fingerprint, ordinal: usize) -> PathBuf {
+    dir.join(format!("ceilings-{}-gpu{ordinal}.json", device_key(f)))
+}
+
 pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
-    let path = path_for(dir, &stored.device);
+    let path = match &stored.gpu {
+        Some(gpu) => gpu_path_for(dir, &stored.device, gpu.ordinal),
+        None => path_for(dir, &stored.device),
+    };
     let text = serde_json::to_string_pretty(stored).context("cannot encode the ceilings")?;
     crate::results::write_atomic(&path, (text + "\n").as_bytes())?;
     Ok(path)
 }
 
-/// The cached ceilings of this device, if any.
+/// The cached ceilings of this device's CPU, if any.
 pub fn load(dir: &Path, f: &Fingerprint) -> anyhow::Result<Option<Stored>> {
-    let path = path_for(dir, f);
-    let text = match std::fs::read_to_string(&path) {
+    load_path(&path_for(dir, f))
+}
+
+/// The cached ceilings of GPU `ordinal` of this device, if any.
+pub fn load_gpu(dir: &Path, f: &Fingerprint, ordinal: usize) -> anyhow::Result<Option<Stored>> {
+    load_path(&gpu_path_for(dir, f, ordinal))
+}
+
+fn load_path(path: &Path) -> anyhow::Result<Option<Stored>> {
+    let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
@@ -131,6 +160,7 @@ pub fn measure_and_keep(
         written: crate::results::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings,
+        gpu: None,
     };
     let saved = match cache_dir() {
         Some(dir) => Some(save(&dir, &stored)?),
@@ -138,6 +168,64 @@ pub fn measure_and_keep(
     };
     Ok((stored, saved))
 }
+
+/// Measures GPU `ordinal`'s ceilings (in a child process: `program gpu-bench-worker`) and keeps
+/// them in the cache directory; where they were kept (None: no cache directory).
+pub fn measure_gpu_and_keep(
+    program: &Path,
+    ordinal: usize,
+    effort: Effort,
+    progress: impl FnMut(&gpubench::Message),
+) -> Result<(Stored, Option<PathBuf>), gpubench::GpuBenchError> {
+    // EDGEPROF_GPU_BENCH_TIMEOUT_S shortens (or lengthens) the limit.
+    let timeout = std::env::var("EDGEPROF_GPU_BENCH_TIMEOUT_S")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+        .map_or(GPU_TIMEOUT, std::time::Duration::from_secs);
+    let m = gpubench::measure_in_child(program, ordinal, effort, timeout, progress)?;
+    let source = format!(
+        "measured by edgeprof {} on GPU {ordinal} ({}, compute capability {}.{}, {:?} effort) in {:.1} s",
+        env!("CARGO_PKG_VERSION"),
+        m.info.name,
+        m.info.compute_capability.0,
+        m.info.compute_capability.1,
+        effort,
+        m.seconds
+    );
+    let stored = Stored {
+        device: device::fingerprint(Path::new("/")),
+        written: crate::results::now_rfc3339(),
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        ceilings: crate::roofline::gpu::ceilings(&m, source),
+        gpu: Some(GpuTarget {
+            ordinal,
+            info: Some(m.info),
+        }),
+    };
+    let saved = match cache_dir() {
+        Some(dir) => Some(
+            save(&dir, &stored).map_err(|e| gpubench::GpuBenchError::Failed(format!("{e:#}")))?,
+        ),
+        None => None,
+    };
+    Ok((stored, saved))
+}
+
+/// The program that measures a GPU: this edgeprof (`gpu-bench-worker`), after a quick check that
+/// the CUDA driver and NVRTC can be loaded here; or the stand-in `EDGEPROF_GPU_BENCH_WORKER`
+/// names (the tests' recorded worker), unchecked.
+pub fn gpu_bench_program() -> Result<PathBuf, gpubench::GpuBenchError> {
+    if let Some(p) = std::env::var_os("EDGEPROF_GPU_BENCH_WORKER").filter(|p| !p.is_empty()) {
+        return Ok(PathBuf::from(p));
+    }
+    gpubench::availability().map_err(gpubench::GpuBenchError::Unavailable)?;
+    std::env::current_exe().map_err(|e| {
+        gpubench::GpuBenchError::Failed(format!("cannot locate the edgeprof binary: {e}"))
+    })
+}
+
+/// How long the GPU benchmark may take (a thorough run on a small GPU takes about a minute).
+pub const GPU_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[cfg(test)]
 mod tests {
@@ -187,7 +275,10 @@ mod tests {
                 bandwidth: Vec::new(),
                 sweep: Vec::new(),
                 notes: Vec::new(),
+                processor: crate::roofline::Processor::Cpu,
+                gpu_sweep: Vec::new(),
             },
+            gpu: None,
         };
         if let Err(e) = save(dir.path(), &stored) {
             panic!("{e}");
@@ -197,5 +288,24 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(load(dir.path(), &fingerprint("other")), Ok(None)));
+        // A GPU's ceilings live beside the CPU's, one file per GPU.
+        let mut gpu = stored.clone();
+        gpu.ceilings.processor = crate::roofline::Processor::Gpu;
+        gpu.gpu = Some(GpuTarget {
+            ordinal: 1,
+            info: None,
+        });
+        match save(dir.path(), &gpu) {
+            Ok(path) => {
+                assert!(path.ends_with(format!("ceilings-{}-gpu1.json", device_key(&stored.device))))
+            }
+            Err(e) => panic!("{e}"),
+        }
+        match load_gpu(dir.path(), &stored.device, 1) {
+            Ok(Some(back)) => assert_eq!(back, gpu),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(load_gpu(dir.path(), &stored.device, 0), Ok(None)));
+        assert!(matches!(load(dir.path(), &stored.device), Ok(Some(s)) if s == stored));
     }
 }

@@ -57,8 +57,11 @@ pub enum Command {
     SaveConfig(PathBuf),
     LoadConfig(PathBuf),
     OpenResults(PathBuf),
-    /// Measure this device's ceilings (quick effort) for the roofline.
-    MeasureCeilings,
+    /// Read the kept ceilings of the CPU or of GPU 0 (the Roofline tab's `g` shows a side first
+    /// seen).
+    LoadCeilings(crate::roofline::Processor),
+    /// Measure the ceilings (quick effort) of the CPU or of GPU 0 for the roofline.
+    MeasureCeilings(crate::roofline::Processor),
     /// Profile the layers of a stored condition's model for the per-layer drill-down.
     Layers {
         condition: crate::runner::matrix::Condition,
@@ -333,6 +336,57 @@ pub struct RooflineView {
     pub left_out: Vec<(String, String)>,
     pub selected: usize,
     pub precision: Option<Precision>,
+    /// Whose roofline is shown: the CPU's (the sweep's conditions) or GPU 0's (the GPU profiles
+    /// kept in the results directory); `g` swaps in the other side.
+    pub processor: crate::roofline::Processor,
+    pub other: RooflineSide,
+}
+
+/// The side of the Roofline tab not shown: its ceilings and points.
+#[derive(Debug, Clone, Default)]
+pub struct RooflineSide {
+    pub ceilings: Option<Result<(Ceilings, String), String>>,
+    pub programs: Vec<Program>,
+    pub left_out: Vec<(String, String)>,
+}
+
+impl RooflineView {
+    /// Shows the other processor's side.
+    pub fn swap_side(&mut self) {
+        std::mem::swap(&mut self.ceilings, &mut self.other.ceilings);
+        std::mem::swap(&mut self.programs, &mut self.other.programs);
+        std::mem::swap(&mut self.left_out, &mut self.other.left_out);
+        self.processor = match self.processor {
+            crate::roofline::Processor::Cpu => crate::roofline::Processor::Gpu,
+            crate::roofline::Processor::Gpu => crate::roofline::Processor::Cpu,
+        };
+        self.selected = 0;
+        self.layers = None;
+    }
+
+    /// A side's ceilings, shown or not.
+    pub fn ceilings_of(
+        &mut self,
+        processor: crate::roofline::Processor,
+    ) -> &mut Option<Result<(Ceilings, String), String>> {
+        if processor == self.processor {
+            &mut self.ceilings
+        } else {
+            &mut self.other.ceilings
+        }
+    }
+
+    /// A side's points, shown or not.
+    pub fn points_of(
+        &mut self,
+        processor: crate::roofline::Processor,
+    ) -> (&mut Vec<Program>, &mut Vec<(String, String)>) {
+        if processor == self.processor {
+            (&mut self.programs, &mut self.left_out)
+        } else {
+            (&mut self.other.programs, &mut self.other.left_out)
+        }
+    }
 }
 
 /// The whole UI.
@@ -544,7 +598,16 @@ impl App {
                         self.roofline.selected =
                             (self.roofline.selected + 1).min(n.saturating_sub(1))
                     }
-                    KeyCode::Char('m') => return Some(Command::MeasureCeilings),
+                    KeyCode::Char('m') => {
+                        return Some(Command::MeasureCeilings(self.roofline.processor))
+                    }
+                    KeyCode::Char('g') => {
+                        self.roofline.swap_side();
+                        self.refresh_roofline();
+                        if self.roofline.ceilings.is_none() {
+                            return Some(Command::LoadCeilings(self.roofline.processor));
+                        }
+                    }
                     KeyCode::Char('p') => {
                         use crate::roofline::Precision;
                         self.roofline.precision = Some(match self.roofline.precision {

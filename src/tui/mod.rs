@@ -15,6 +15,7 @@ pub mod view;
 
 use crate::collect::telemetry::{self, Sample};
 use crate::results::{self, summary};
+use crate::roofline::Processor;
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Sweep, SweepEvent};
 use anyhow::Context;
@@ -44,7 +45,10 @@ pub enum Message {
     Resize,
     Monitor(Sample),
     Run(RunEvent),
-    Ceilings(Result<(crate::roofline::Ceilings, String), String>),
+    Ceilings(
+        crate::roofline::Processor,
+        Result<(crate::roofline::Ceilings, String), String>,
+    ),
     Layers(String, Result<Vec<crate::roofline::Program>, String>),
 }
 
@@ -159,7 +163,11 @@ impl Session {
                     let _ = tx.send(Message::Layers(condition.id, result));
                 });
             }
-            Command::MeasureCeilings => {
+            Command::LoadCeilings(processor) => {
+                *app.roofline.ceilings_of(processor) = Some(stored_ceilings(processor));
+                app.refresh_roofline();
+            }
+            Command::MeasureCeilings(Processor::Cpu) => {
                 let tx = self.tx.clone();
                 app.roofline.ceilings = Some(Err(
                     "measuring this device's ceilings (quick effort, about 5 s) …".to_string(),
@@ -178,7 +186,43 @@ impl Session {
                         (stored.ceilings, from)
                     })
                     .map_err(|e| format!("{e:#}"));
-                    let _ = tx.send(Message::Ceilings(result));
+                    let _ = tx.send(Message::Ceilings(Processor::Cpu, result));
+                });
+            }
+            Command::MeasureCeilings(Processor::Gpu) => {
+                let tx = self.tx.clone();
+                *app.roofline.ceilings_of(Processor::Gpu) = Some(Err(
+                    "measuring GPU 0's ceilings with the CUDA microbenchmark (quick effort) …"
+                        .to_string(),
+                ));
+                std::thread::spawn(move || {
+                    use crate::collect::gpubench::GpuBenchError;
+                    use crate::roofline::store;
+                    let result = store::gpu_bench_program()
+                        .and_then(|program| {
+                            store::measure_gpu_and_keep(
+                                &program,
+                                0,
+                                crate::collect::ceilings::Effort::Quick,
+                                |_| {},
+                            )
+                        })
+                        .map_err(|e| match e {
+                            GpuBenchError::Unavailable(why) => {
+                                format!("GPU ceilings unavailable: {why}")
+                            }
+                            GpuBenchError::Failed(why) => {
+                                format!("the GPU benchmark failed: {why}")
+                            }
+                        })
+                        .map(|(stored, saved)| {
+                            let from = saved.map_or_else(
+                                || "measured now, not kept".to_string(),
+                                |p| p.display().to_string(),
+                            );
+                            (stored.ceilings, from)
+                        });
+                    let _ = tx.send(Message::Ceilings(Processor::Gpu, result));
                 });
             }
         }
@@ -212,8 +256,8 @@ impl Session {
                 }
             }
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
-            Message::Ceilings(result) => {
-                app.roofline.ceilings = Some(result);
+            Message::Ceilings(processor, result) => {
+                *app.roofline.ceilings_of(processor) = Some(result);
                 app.refresh_roofline();
             }
         }
@@ -354,21 +398,26 @@ pub fn open_results(app: &mut App, dir: &Path) {
         None => app.say(Severity::Info, format!("opened {}", dir.display())),
     }
     let simulations = crate::runner::cachesim::load(dir).unwrap_or_default();
-    let (programs, left_out) = crate::roofline::programs_from_results(&stored, &simulations);
-    app.roofline.programs = programs;
-    app.roofline.left_out = left_out;
+    let cpu = crate::roofline::programs_from_results(&stored, &simulations);
+    let gpu = crate::roofline::nvidia::programs_in(dir);
+    for (processor, (programs, left_out)) in [(Processor::Cpu, cpu), (Processor::Gpu, gpu)] {
+        let (p, l) = app.roofline.points_of(processor);
+        *p = programs;
+        *l = left_out;
+        let ceilings = app.roofline.ceilings_of(processor);
+        if ceilings.is_none() || matches!(ceilings, Some(Err(_))) {
+            *ceilings = Some(stored_ceilings(processor));
+        }
+    }
     app.roofline.selected = 0;
     app.roofline.layers = None;
     app.roofline.classes = stored.classes();
     app.roofline.conditions = stored.manifest.conditions.clone();
-    if app.roofline.ceilings.is_none() || matches!(app.roofline.ceilings, Some(Err(_))) {
-        app.roofline.ceilings = Some(stored_ceilings());
-    }
     app.refresh_roofline();
 }
 
-/// This device's kept ceilings, or what to do to get them.
-fn stored_ceilings() -> Result<(crate::roofline::Ceilings, String), String> {
+/// The kept ceilings of this device's CPU or GPU 0, or what to do to get them.
+fn stored_ceilings(processor: Processor) -> Result<(crate::roofline::Ceilings, String), String> {
     use crate::roofline::store;
     let fingerprint = crate::collect::device::fingerprint(Path::new("/"));
     let Some(dir) = store::cache_dir() else {
@@ -376,17 +425,31 @@ fn stored_ceilings() -> Result<(crate::roofline::Ceilings, String), String> {
             "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
         );
     };
-    match store::load(&dir, &fingerprint) {
-        Ok(Some(stored)) => Ok((
-            stored.ceilings,
-            store::path_for(&dir, &fingerprint).display().to_string(),
-        )),
-        Ok(None) => Err(
+    let (loaded, path) = match processor {
+        Processor::Cpu => (
+            store::load(&dir, &fingerprint),
+            store::path_for(&dir, &fingerprint),
+        ),
+        Processor::Gpu => (
+            store::load_gpu(&dir, &fingerprint, 0),
+            store::gpu_path_for(&dir, &fingerprint, 0),
+        ),
+    };
+    match (loaded, processor) {
+        (Ok(Some(stored)), _) => Ok((stored.ceilings, path.display().to_string())),
+        (Ok(None), Processor::Cpu) => Err(
             "no ceilings for this device yet: press m to measure them (about 5 s), or run \
              `edgeprof roofline measure`"
                 .into(),
         ),
-        Err(e) => Err(format!("{e:#}")),
+        (Ok(None), Processor::Gpu) => Err(
+            "no ceilings for GPU 0 yet: press m to measure them with the CUDA microbenchmark, or \
+             run `edgeprof roofline measure-gpu` (or `roofline import-ert FILE --gpu`); GPU points \
+             come from the profiles kept in the results directory (`roofline profile-gpu --output \
+             DIR/NAME`)"
+                .into(),
+        ),
+        (Err(e), _) => Err(format!("{e:#}")),
     }
 }
 

@@ -137,8 +137,11 @@ pub fn footer_keys(app: &App) -> &'static str {
         Tab::Roofline if app.roofline.layers.is_some() => {
             "↑↓ layer  l/Esc back to programs  p precision  ? help  q quit"
         }
+        Tab::Roofline if app.roofline.processor == crate::roofline::Processor::Gpu => {
+            "↑↓ profile  g CPU  p precision  m measure  o open  ? help  q quit"
+        }
         Tab::Roofline => {
-            "↑↓ program  l layers  p precision  m measure ceilings  o open  ? help  q quit"
+            "↑↓ program  l layers  g GPU  p precision  m measure  o open  ? help  q quit"
         }
         Tab::Monitor => "Tab next tab  ? help  q quit",
     }
@@ -709,16 +712,21 @@ fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
 
 fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     let rv = &app.roofline;
+    let other = match rv.processor {
+        crate::roofline::Processor::Cpu => "GPU",
+        crate::roofline::Processor::Gpu => "CPU",
+    };
+    let bare_title = format!("{} roofline (g: {other})", rv.processor);
     let ceilings = match &rv.ceilings {
         None => {
             frame.render_widget(
                 Paragraph::new(Span::styled(
                     "no results open: finish a run or press o; the roofline places each condition \
-                     against this device's ceilings",
+                     against this device's ceilings (g: the GPU's)",
                     app.theme.muted(),
                 ))
                 .wrap(Wrap { trim: true })
-                .block(block(app, "Roofline", true)),
+                .block(block(app, &bare_title, true)),
                 area,
             );
             return;
@@ -727,7 +735,7 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             frame.render_widget(
                 Paragraph::new(Span::styled(why.clone(), app.theme.error()))
                     .wrap(Wrap { trim: true })
-                    .block(block(app, "Roofline", true)),
+                    .block(block(app, &bare_title, true)),
                 area,
             );
             return;
@@ -751,7 +759,8 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     };
     let precision = rv.precision.unwrap_or(crate::roofline::Precision::Fp32);
     let title = format!(
-        "Roofline ({precision}; ceilings: {})",
+        "{} roofline ({precision}; g: {other}; ceilings: {})",
+        rv.processor,
         c_source(&ceilings.0)
     );
     let b = block(app, &title, false);
@@ -776,9 +785,10 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
         app.ascii,
     );
     frame.render_widget(Paragraph::new(chart).style(app.theme.text()), inner);
-    let list_title = match layers {
-        Some(l) => format!("Layers of {} (time % × headroom)", l.condition),
-        None => "Programs (l: layers)".to_string(),
+    let list_title = match (layers, rv.processor) {
+        (Some(l), _) => format!("Layers of {} (time % × headroom)", l.condition),
+        (None, crate::roofline::Processor::Cpu) => "Programs (l: layers)".to_string(),
+        (None, crate::roofline::Processor::Gpu) => "GPU profiles".to_string(),
     };
     let b = block(app, &list_title, true);
     let inner = b.inner(legend);
@@ -839,7 +849,13 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             }
             if lines.is_empty() {
                 lines.push(Line::from(Span::styled(
-                    "no conditions to place (none finished)",
+                    match rv.processor {
+                        crate::roofline::Processor::Cpu => "no conditions to place (none finished)",
+                        crate::roofline::Processor::Gpu => {
+                            "no GPU profiles in the results directory (roofline profile-gpu \
+                             --output DIR/NAME -- COMMAND keeps one there)"
+                        }
+                    },
                     app.theme.muted(),
                 )));
             }
@@ -1018,7 +1034,14 @@ pub const HELP: &[(&str, &str)] = &[
         "the selected condition's layers, ranked (Esc: back)",
     ),
     ("Roofline: p", "judge against the fp32, fp64 or fp16 roof"),
-    ("Roofline: m", "measure this device's ceilings (about 5 s)"),
+    (
+        "Roofline: m",
+        "measure the ceilings shown (CPU about 5 s; GPU by CUDA)",
+    ),
+    (
+        "Roofline: g",
+        "switch between the CPU's and GPU 0's roofline",
+    ),
 ];
 
 fn draw_help(frame: &mut Frame, app: &App) {
@@ -1300,8 +1323,68 @@ mod tests {
                 crossterm::event::KeyCode::Char('m'),
                 crossterm::event::KeyModifiers::NONE,
             )),
-            Some(Command::MeasureCeilings)
+            Some(Command::MeasureCeilings(crate::roofline::Processor::Cpu))
         );
+    }
+
+    #[test]
+    fn the_gpu_side_of_the_roofline() {
+        use crate::roofline::Processor;
+        let key = |a: &mut App, c: char| {
+            a.key(crossterm::event::KeyEvent::new(
+                crossterm::event::KeyCode::Char(c),
+                crossterm::event::KeyModifiers::NONE,
+            ))
+        };
+        let mut a = default_app();
+        a.tab = Tab::Roofline;
+        a.roofline.ceilings = Some(Ok((fixture_ceilings(), "ceilings-pi4.json".into())));
+        // g: the GPU side, whose ceilings are read first.
+        assert_eq!(
+            key(&mut a, 'g'),
+            Some(Command::LoadCeilings(Processor::Gpu))
+        );
+        assert_eq!(a.roofline.processor, Processor::Gpu);
+        a.roofline.ceilings = Some(Err(
+            "no ceilings for GPU 0 yet: press m to measure them with \
+             the CUDA microbenchmark, or run `edgeprof roofline measure-gpu`"
+                .into(),
+        ));
+        snap("roofline_gpu_no_ceilings", &a);
+        assert_eq!(
+            key(&mut a, 'm'),
+            Some(Command::MeasureCeilings(Processor::Gpu))
+        );
+        let stored: crate::roofline::store::Stored =
+            match serde_json::from_str(include_str!("../../tests/fixtures/ceilings-orin-gpu.json"))
+            {
+                Ok(s) => s,
+                Err(e) => panic!("{e}"),
+            };
+        a.roofline.ceilings = Some(Ok((stored.ceilings, "ceilings-orin-gpu.json".into())));
+        let import = match crate::roofline::nvidia::parse_ncu(include_str!(
+            "../../tests/fixtures/gpu-profilers/ncu-orin.csv"
+        )) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        a.roofline.programs = crate::roofline::nvidia::program(&import, "resnet-orin")
+            .into_iter()
+            .collect();
+        a.roofline.left_out = vec![("broken".into(), "not Nsight Compute CSV output".into())];
+        a.refresh_roofline();
+        assert!(
+            matches!(a.roofline.analyses.first(), Some(Ok(_))),
+            "{:?}",
+            a.roofline.analyses
+        );
+        snap("roofline_gpu", &a);
+        // g again: the CPU side as it was; a side already seen is not read again.
+        assert_eq!(key(&mut a, 'g'), None);
+        assert_eq!(a.roofline.processor, Processor::Cpu);
+        assert!(matches!(&a.roofline.ceilings, Some(Ok((_, from))) if from == "ceilings-pi4.json"));
+        assert_eq!(key(&mut a, 'g'), None);
+        assert_eq!(a.roofline.programs.len(), 1);
     }
 
     #[test]

@@ -75,3 +75,60 @@ pub fn only_entry(dir: &std::path::Path) -> std::path::PathBuf {
     assert_eq!(entries.len(), 1, "{entries:?}");
     entries[0].clone()
 }
+
+fn run_ok(cmd: &mut std::process::Command) -> Result<(), String> {
+    let out = cmd.output().map_err(|e| format!("{cmd:?}: {e}"))?;
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(format!(
+            "{cmd:?} failed: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        ))
+    }
+}
+
+/// A Python interpreter on which `check` (Python code) runs: `$EDGEPROF_TEST_PYTHON` when set,
+/// else the virtual environment `target/test-venv` (created on first use); `packages` are
+/// installed from PyPI when `check` fails, so the tests work on a fresh machine that can reach
+/// PyPI.
+pub fn test_python(check: &str, packages: &[&str]) -> std::path::PathBuf {
+    let setup = || -> Result<std::path::PathBuf, String> {
+        let python = match std::env::var_os("EDGEPROF_TEST_PYTHON") {
+            Some(p) => std::path::PathBuf::from(p),
+            None => {
+                let venv =
+                    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv");
+                let python = venv.join("bin/python");
+                if !python.is_file() {
+                    eprintln!("creating {} …", venv.display());
+                    run_ok(
+                        std::process::Command::new("python3")
+                            .args(["-m", "venv"])
+                            .arg(&venv),
+                    )?;
+                }
+                python
+            }
+        };
+        if run_ok(std::process::Command::new(&python).args(["-c", check])).is_err() {
+            eprintln!(
+                "installing {} into {} …",
+                packages.join(", "),
+                python.display()
+            );
+            run_ok(
+                std::process::Command::new(&python)
+                    .args(["-m", "pip", "install", "--quiet"])
+                    .args(packages),
+            )?;
+            run_ok(std::process::Command::new(&python).args(["-c", check]))?;
+        }
+        Ok(python)
+    };
+    match setup() {
+        Ok(p) => p,
+        Err(e) => panic!("cannot set up Python with {}: {e}", packages.join(", ")),
+    }
+}
