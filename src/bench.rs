@@ -2,7 +2,8 @@
 //! with isolated worker processes builds on it). Measures and reports through events and a
 //! plain result struct; printing is the front-end's job.
 
-use crate::engines::tract::{LayerTime, ModelSource, TractSession};
+use crate::engines::tract::LayerTime;
+use crate::engines::{Loaded, Source};
 use crate::models::cost::{self, CostTotals};
 use crate::models::graph::Model;
 use crate::stats::{self, RunStats};
@@ -21,6 +22,8 @@ pub enum BenchModel {
 }
 
 pub struct BenchRequest {
+    /// A built-in engine: tract or candle.
+    pub engine: String,
     pub model: BenchModel,
     pub threads: usize,
     pub warmup: usize,
@@ -70,37 +73,43 @@ pub fn run(
     request: &BenchRequest,
     mut on_event: impl FnMut(BenchEvent),
 ) -> anyhow::Result<BenchReport> {
-    let (source, name, override_shape, analytic) = match &request.model {
+    let (source, name, analytic) = match &request.model {
         BenchModel::Zoo(model) => (
-            ModelSource::Zoo {
+            Source::Zoo {
                 model,
                 seed: request.seed,
             },
             model.name.clone(),
-            None,
             Some(cost::analyze(model).total),
         ),
         BenchModel::File { path, input_shape } => (
-            ModelSource::OnnxFile(path),
+            Source::OnnxFile {
+                path,
+                input_shape: input_shape.as_deref(),
+            },
             path.display().to_string(),
-            input_shape.as_deref(),
             None,
         ),
     };
+    if request.profile_runs > 0 && request.engine != "tract" {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "--profile needs tract's node profile; {} has none",
+            request.engine
+        )));
+    }
     on_event(BenchEvent::Loading {
         model: name.clone(),
     });
-    let session = TractSession::load(source, override_shape, request.threads)?;
+    let session = Loaded::load(&request.engine, source, request.threads, request.seed)?;
     on_event(BenchEvent::Loaded {
-        init: session.init_time,
+        init: session.init_time(),
     });
-    let input = session.make_input(request.seed)?;
-    let first = session.time_one(&input)?;
+    let first = session.time_one()?;
     on_event(BenchEvent::FirstInference { time: first });
 
     let mut warm: Vec<f64> = Vec::with_capacity(request.warmup);
     for _ in 0..request.warmup {
-        warm.push(ms(session.time_one(&input)?));
+        warm.push(ms(session.time_one()?));
     }
     on_event(BenchEvent::WarmupDone {
         iterations: request.warmup,
@@ -115,7 +124,7 @@ pub fn run(
     for _ in 0..repeats {
         let mut times = Vec::with_capacity(iterations);
         for _ in 0..iterations {
-            times.push(ms(session.time_one(&input)?));
+            times.push(ms(session.time_one()?));
             done += 1;
             if done % step == 0 || done == total {
                 on_event(BenchEvent::Timed { done, total });
@@ -124,20 +133,22 @@ pub fn run(
         per_repeat.push(times);
     }
 
-    let profile = if request.profile_runs > 0 {
-        on_event(BenchEvent::Profiling {
-            runs: request.profile_runs,
-        });
-        Some(session.profile(&input, request.profile_runs)?)
-    } else {
-        None
+    let profile = match &session {
+        Loaded::Tract { session, input } if request.profile_runs > 0 => {
+            on_event(BenchEvent::Profiling {
+                runs: request.profile_runs,
+            });
+            Some(session.profile(input, request.profile_runs)?)
+        }
+        _ => None,
     };
     assemble(
+        session.engine(),
         Measured {
             model: name,
-            input_shape: session.input_shape.clone(),
-            threads: session.threads,
-            init_ms: ms(session.init_time),
+            input_shape: session.input_shape().to_vec(),
+            threads: session.threads(),
+            init_ms: ms(session.init_time()),
             first_inference_ms: ms(first),
             warmup_ms: warm,
             repeats: per_repeat,
@@ -161,6 +172,7 @@ pub struct Measured {
 
 /// Statistics and flags of a measured benchmark.
 pub fn assemble(
+    engine: &'static str,
     m: Measured,
     analytic: Option<CostTotals>,
     profile: Option<Vec<LayerTime>>,
@@ -175,7 +187,7 @@ pub fn assemble(
     )
     .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
     Ok(BenchReport {
-        engine: "tract",
+        engine,
         model: m.model,
         input_shape: m.input_shape,
         threads: m.threads,

@@ -41,12 +41,10 @@ pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
 }
 
 pub fn engine_versions() -> std::collections::BTreeMap<String, String> {
-    [(
-        "tract".to_string(),
-        crate::runner::worker::TRACT_VERSION.to_string(),
-    )]
-    .into_iter()
-    .collect()
+    crate::engines::BUILT_IN
+        .iter()
+        .filter_map(|&e| crate::engines::version(e).map(|v| (e.to_string(), v.to_string())))
+        .collect()
 }
 
 /// Starts a new sweep from a config file: config, plan, directory and manifest.

@@ -221,3 +221,68 @@ fn an_operator_tract_lacks_fails_the_run_with_a_reason() {
         "{stderr}"
     );
 }
+
+#[test]
+fn candle_benches_zoo_models_and_says_what_it_cannot_run() {
+    let v = json_of(&[
+        "bench",
+        "--engine",
+        "candle",
+        "--model",
+        "mobilenet_v2",
+        "--input",
+        "3x32x32",
+        "--threads",
+        "1",
+        "--warmup",
+        "1",
+        "--iterations",
+        "3",
+        "--json",
+    ]);
+    assert_eq!(v["engine"], "candle");
+    assert_eq!(v["threads"], 1);
+    assert_eq!(v["samples_ms"].as_array().map(Vec::len), Some(3));
+    // In its own worker process too.
+    let v = json_of(&[
+        "bench",
+        "--engine",
+        "candle",
+        "--model",
+        "shufflenet_v2_x0_5",
+        "--input",
+        "3x32x32",
+        "--warmup",
+        "1",
+        "--iterations",
+        "2",
+        "--isolated",
+        "--json",
+    ]);
+    assert_eq!(v["engine"], "candle");
+    assert_bad_input(
+        &[
+            "bench",
+            "--engine",
+            "candle",
+            "--model",
+            &fixture("dynamic_input.onnx"),
+            "--input",
+            "3x32x32",
+        ],
+        "candle runs the zoo's models",
+    );
+    assert_bad_input(
+        &[
+            "bench",
+            "--engine",
+            "candle",
+            "--model",
+            "resnet34",
+            "--input",
+            "3x32x32",
+            "--profile",
+        ],
+        "--profile needs tract's node profile",
+    );
+}

@@ -157,7 +157,7 @@ fn default_config_is_the_seeds_experiment() {
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("8 condition(s) to run, 0 skipped, 0 excluded")
+            predicate::str::contains("16 condition(s) to run, 0 skipped, 0 excluded")
                 .and(predicate::str::contains(
                     "shufflenet_v2_x0_5, mobilenet_v2, resnet34, resnet50",
                 ))
@@ -169,7 +169,7 @@ fn default_config_is_the_seeds_experiment() {
         );
     let check = json_of(&["config", "check", &path, "--json"]);
     assert_eq!(check["config"]["name"], "default");
-    assert_eq!(check["plan"]["to_run"].as_array().map(Vec::len), Some(8));
+    assert_eq!(check["plan"]["to_run"].as_array().map(Vec::len), Some(16));
     assert!(check["estimated_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 

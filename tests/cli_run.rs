@@ -498,3 +498,86 @@ fn report_warns_about_a_torn_record_and_still_renders() {
     assert!(stdout.contains("2 ok"), "{stdout}");
     assert!(dir.join("charts/latency.svg").is_file());
 }
+
+#[test]
+fn an_engine_that_built_another_model_fails_its_condition() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("params.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"params\"\n[command]\nprogram = \"{}\"\n[matrix]\nengines = [\"command\"]\n\
+             models = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\n[measure]\nretries = 0\n",
+            worker_fixture("wrong-params.sh")
+        ),
+    );
+    let out = tmp.path().join("results");
+    edgeprof()
+        .args([
+            "run",
+            "--no-charts",
+            &config.display().to_string(),
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .code(1);
+    let runs = records(&results_dir(&out));
+    assert_eq!(runs.len(), 1);
+    assert_eq!(runs[0]["ok"], false);
+    assert_eq!(runs[0]["failure"]["kind"], "parameter_mismatch");
+    let reason = runs[0]["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.contains(
+            "the engine built 12345 parameters where the zoo's shufflenet_v2_x0_5 has 1366792"
+        ),
+        "{reason}"
+    );
+}
+
+#[test]
+fn tract_and_candle_run_side_by_side_from_one_config() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("two.toml");
+    write(
+        &config,
+        "name = \"two\"\n[matrix]\nengines = [\"tract\", \"candle\"]\n\
+         models = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .args([
+            "run",
+            "--no-charts",
+            &config.display().to_string(),
+            "--output",
+        ])
+        .arg(&out)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(stdout.contains("2 ok, 0 failed"), "{stdout}");
+    let dir = results_dir(&out);
+    let runs = records(&dir);
+    let engine = |name: &str| -> serde_json::Value {
+        match runs.iter().find(|r| r["condition"]["engine"] == name) {
+            Some(r) => r.clone(),
+            None => panic!("no {name} record in {runs:?}"),
+        }
+    };
+    assert_eq!(engine("tract")["ok"], true);
+    let candle = engine("candle");
+    assert_eq!(candle["ok"], true, "{candle}");
+    assert_eq!(candle["run"]["engine_version"], "0.11.1");
+    assert_eq!(candle["run"]["threads"], 1);
+    // candle reports the parameters it built; they are the zoo's.
+    assert!(
+        candle["run"]["parameters"]
+            .as_u64()
+            .is_some_and(|n| n > 300_000),
+        "{candle}"
+    );
+    let manifest = read(&dir.join("manifest.json"));
+    assert!(manifest.contains("\"candle\": \"0.11.1\""), "{manifest}");
+}

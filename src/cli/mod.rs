@@ -443,6 +443,17 @@ impl ShapeArgs {
 enum Engine {
     /// Embedded pure-Rust ONNX engine (always available)
     Tract,
+    /// Embedded candle (Hugging Face's Rust ML framework): zoo models built layer by layer
+    Candle,
+}
+
+impl Engine {
+    fn name(self) -> &'static str {
+        match self {
+            Engine::Tract => "tract",
+            Engine::Candle => "candle",
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -925,7 +936,14 @@ fn bench_isolated(
             )
         }
     };
-    let condition = Condition::new("tract", model_ref, input, batch, threads, Device::Cpu);
+    let condition = Condition::new(
+        args.engine.name(),
+        model_ref,
+        input,
+        batch,
+        threads,
+        Device::Cpu,
+    );
     let request = WorkerRequest {
         condition,
         warmup: args.warmup,
@@ -956,6 +974,7 @@ fn bench_isolated(
         .first_inference_ms
         .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;
     bench::assemble(
+        args.engine.name(),
         bench::Measured {
             model: label,
             input_shape: vec![batch, input.channels, input.height, input.width],
@@ -977,7 +996,6 @@ fn is_file_model(model: &str) -> bool {
 }
 
 fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
-    let Engine::Tract = args.engine;
     if args.threads == Some(0) {
         bail!(BadInput("--threads must be at least 1".into()));
     }
@@ -1019,6 +1037,7 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         };
     }
     let request = BenchRequest {
+        engine: args.engine.name().to_string(),
         model,
         threads,
         warmup: args.warmup,

@@ -23,7 +23,9 @@ pub const KNOWN_ENGINES: &[&str] = &[
 ];
 /// Engines built into this edgeprof. `command` is available too, once a `[command]` table names
 /// the program it runs.
-pub const AVAILABLE_ENGINES: &[&str] = &["tract"];
+pub const AVAILABLE_ENGINES: &[&str] = &["tract", "candle"];
+/// The engine a config without `matrix.engines` runs: the reference that reads any ONNX file.
+pub const DEFAULT_ENGINE: &str = "tract";
 pub const OUTPUT_FORMATS: &[&str] = &["csv", "json", "md", "svg"];
 
 /// A configuration error, located in its file.
@@ -397,7 +399,7 @@ impl Resolver<'_> {
         let engines = self.axis(
             "matrix.engines",
             &raw.engines,
-            AVAILABLE_ENGINES.iter().map(|s| s.to_string()).collect(),
+            vec![DEFAULT_ENGINE.to_string()],
             Self::engine,
         )?;
         let models = self.axis(

@@ -1,3 +1,146 @@
-//! Engines (frameworks) that run models. Only the embedded tract engine exists so far.
+//! Engines (frameworks) that run models: the embedded tract and candle engines, behind one
+//! [`Loaded`] so that the worker and `bench` time them the same way.
 
+pub mod candle;
 pub mod tract;
+
+use crate::models::graph::Model;
+use std::path::Path;
+use std::time::Duration;
+pub use tract::EngineError;
+
+/// The built-in engines.
+pub const BUILT_IN: &[&str] = &["tract", "candle"];
+
+/// A built-in engine's version.
+pub fn version(engine: &str) -> Option<&'static str> {
+    match engine {
+        "tract" => Some(crate::runner::worker::TRACT_VERSION),
+        "candle" => Some(candle::CANDLE_VERSION),
+        _ => None,
+    }
+}
+
+/// What to load: a zoo model (with its weight seed) or an ONNX file.
+pub enum Source<'a> {
+    Zoo {
+        model: &'a Model,
+        seed: u64,
+    },
+    /// An ONNX file with an optional (N, C, H, W) input shape override.
+    OnnxFile {
+        path: &'a Path,
+        input_shape: Option<&'a [usize]>,
+    },
+}
+
+/// A model loaded on a built-in engine, with its reproducible input.
+pub enum Loaded {
+    Tract {
+        session: tract::TractSession,
+        input: tract_onnx::prelude::Tensor,
+    },
+    Candle {
+        session: candle::CandleSession,
+        input: candle_core::Tensor,
+    },
+}
+
+impl Loaded {
+    /// Loads `source` on `engine` with `threads` threads; the input comes from `seed`.
+    pub fn load(
+        engine: &str,
+        source: Source,
+        threads: usize,
+        seed: u64,
+    ) -> Result<Loaded, EngineError> {
+        match (engine, source) {
+            ("tract", source) => {
+                let session = match source {
+                    Source::Zoo { model, seed } => tract::TractSession::load(
+                        tract::ModelSource::Zoo { model, seed },
+                        None,
+                        threads,
+                    )?,
+                    Source::OnnxFile { path, input_shape } => tract::TractSession::load(
+                        tract::ModelSource::OnnxFile(path),
+                        input_shape,
+                        threads,
+                    )?,
+                };
+                let input = session.make_input(seed)?;
+                Ok(Loaded::Tract { session, input })
+            }
+            (
+                "candle",
+                Source::Zoo {
+                    model,
+                    seed: weights,
+                },
+            ) => {
+                let session = candle::CandleSession::load(model, weights, threads)?;
+                let input = session.make_input(seed)?;
+                Ok(Loaded::Candle { session, input })
+            }
+            ("candle", Source::OnnxFile { path, .. }) => Err(EngineError::UnsupportedModel {
+                origin: path.display().to_string(),
+                reason: "candle runs the zoo's models (built from their description); run ONNX \
+                         files on tract"
+                    .to_string(),
+            }),
+            (other, _) => Err(EngineError::UnsupportedModel {
+                origin: other.to_string(),
+                reason: format!(
+                    "{other} is not a built-in engine (built in: {})",
+                    BUILT_IN.join(", ")
+                ),
+            }),
+        }
+    }
+
+    pub fn engine(&self) -> &'static str {
+        match self {
+            Loaded::Tract { .. } => "tract",
+            Loaded::Candle { .. } => "candle",
+        }
+    }
+
+    pub fn init_time(&self) -> Duration {
+        match self {
+            Loaded::Tract { session, .. } => session.init_time,
+            Loaded::Candle { session, .. } => session.init_time,
+        }
+    }
+
+    /// Threads the engine really runs with.
+    pub fn threads(&self) -> usize {
+        match self {
+            Loaded::Tract { session, .. } => session.threads,
+            Loaded::Candle { session, .. } => session.threads,
+        }
+    }
+
+    pub fn input_shape(&self) -> &[usize] {
+        match self {
+            Loaded::Tract { session, .. } => &session.input_shape,
+            Loaded::Candle { session, .. } => &session.input_shape,
+        }
+    }
+
+    /// Trainable parameters the engine built, where it knows (candle builds them itself; tract
+    /// reads them from the ONNX graph).
+    pub fn parameters(&self) -> Option<u64> {
+        match self {
+            Loaded::Tract { .. } => None,
+            Loaded::Candle { session, .. } => Some(session.parameters),
+        }
+    }
+
+    /// One timed inference on the loaded input.
+    pub fn time_one(&self) -> Result<Duration, EngineError> {
+        match self {
+            Loaded::Tract { session, input } => session.time_one(input),
+            Loaded::Candle { session, input } => session.time_one(input),
+        }
+    }
+}

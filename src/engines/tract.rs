@@ -212,8 +212,7 @@ impl TractSession {
 
     /// A reproducible input: uniform in [-1, 1) from `seed`.
     pub fn make_input(&self, seed: u64) -> Result<Tensor, EngineError> {
-        let count = self.input_shape.iter().product();
-        let data = onnx::seeded_uniform(seed, "input", count, -1.0, 1.0);
+        let data = crate::models::weights::input_data(&self.input_shape, seed);
         Tensor::from_shape(&self.input_shape, &data).map_err(|e| EngineError::Run {
             reason: one_line(&e),
         })

@@ -3,6 +3,7 @@
 pub mod cost;
 pub mod graph;
 pub mod onnx;
+pub mod weights;
 pub mod zoo;
 
 use thiserror::Error;

@@ -2,14 +2,11 @@
 //!
 //! Nodes carry the layer names; a layer that needs several ONNX nodes (channel shuffle, an
 //! adaptive pooling that is not a plain pooling) names the extra nodes `{layer}.{step}` so that
-//! per-node profiles map back to the layer. Weights are drawn per tensor from a ChaCha stream
-//! seeded with the model seed and the tensor's name, so a layer's weights do not depend on the
-//! layers before it. Initialisation keeps activations of order one through deep stacks:
-//! He-uniform convolutions, PyTorch's default uniform for linear layers, batch-norm statistics
-//! near the identity.
+//! per-node profiles map back to the layer. The weights are the seeded parameters of
+//! [`super::weights`], shared with the other engines.
 
-use super::cost::adaptive_window;
 use super::graph::{Model, Op, ValueId};
+use super::weights;
 use prost::Message;
 use rand::distr::{Distribution, Uniform};
 use rand::SeedableRng;
@@ -143,12 +140,16 @@ impl Writer {
         });
     }
 
-    /// Adds a random initializer and returns its name.
-    fn random(&mut self, name: String, dims: &[usize], low: f32, high: f32) -> String {
-        let count = dims.iter().product();
-        let data = seeded_uniform(self.seed, &name, count, low, high);
-        self.initializers.push(float_tensor(&name, dims, &data));
-        name
+    /// Adds the layer's seeded parameters as initializers and returns their names.
+    fn params(&mut self, op: &Op, layer: &str) -> Vec<String> {
+        weights::layer_params(op, layer, self.seed)
+            .into_iter()
+            .map(|p| {
+                self.initializers
+                    .push(float_tensor(&p.name, &p.dims, &p.data));
+                p.name
+            })
+            .collect()
     }
 
     fn constant(&mut self, name: String, dims: &[usize], data: &[f32]) -> String {
@@ -161,19 +162,6 @@ impl Writer {
         name
     }
 
-    /// The (rows, cols) pooling matrix of PyTorch's adaptive average pooling of `len` → `out`.
-    fn pooling_matrix(len: usize, out: usize) -> Vec<f32> {
-        let mut m = vec![0.0; out * len];
-        for i in 0..out {
-            let (start, end) = adaptive_window(i, len, out);
-            let weight = 1.0 / (end - start) as f32;
-            for j in start..end {
-                m[i * len + j] = weight;
-            }
-        }
-        m
-    }
-
     fn layer(&mut self, model: &Model, index: usize, names: &HashMap<ValueId, String>) {
         let layer = &model.layers[index];
         let name = layer.name.as_str();
@@ -182,22 +170,13 @@ impl Writer {
         let in_shape = model.shape_of(layer.inputs[0]).to_vec();
         match &layer.op {
             Op::Conv2d {
-                in_channels,
-                out_channels,
                 kernel,
                 stride,
                 padding,
                 groups,
-                bias,
+                ..
             } => {
-                let fan_in = (in_channels / groups * kernel[0] * kernel[1]) as f32;
-                let bound = (6.0 / fan_in).sqrt();
-                let dims = [*out_channels, in_channels / groups, kernel[0], kernel[1]];
-                inputs.push(self.random(format!("{name}.weight"), &dims, -bound, bound));
-                if *bias {
-                    let b = 1.0 / fan_in.sqrt();
-                    inputs.push(self.random(format!("{name}.bias"), &[*out_channels], -b, b));
-                }
+                inputs.extend(self.params(&layer.op, name));
                 let attrs = vec![
                     ints("kernel_shape", kernel),
                     ints("strides", stride),
@@ -207,13 +186,12 @@ impl Writer {
                 ];
                 self.node("Conv", name, inputs, out, attrs);
             }
-            Op::BatchNorm2d { channels } => {
-                let c = [*channels];
-                inputs.push(self.random(format!("{name}.weight"), &c, 0.75, 1.25));
-                inputs.push(self.random(format!("{name}.bias"), &c, -0.1, 0.1));
-                inputs.push(self.random(format!("{name}.running_mean"), &c, -0.1, 0.1));
-                inputs.push(self.random(format!("{name}.running_var"), &c, 0.75, 1.25));
-                let attrs = vec![float("epsilon", 1e-5), float("momentum", 0.9)];
+            Op::BatchNorm2d { .. } => {
+                inputs.extend(self.params(&layer.op, name));
+                let attrs = vec![
+                    float("epsilon", weights::BN_EPSILON),
+                    float("momentum", 0.9),
+                ];
                 self.node("BatchNormalization", name, inputs, out, attrs);
             }
             Op::Relu => self.node("Relu", name, inputs, out, vec![]),
@@ -245,9 +223,9 @@ impl Writer {
                 } else {
                     // Overlapping windows: averaging is separable, so Y = P_h · X · P_wᵀ with
                     // PyTorch's window bounds in the pooling matrices (exact, not approximate).
-                    let pw_t = transpose(&Self::pooling_matrix(w, output[1]), output[1], w);
+                    let pw_t = transpose(&weights::pooling_matrix(w, output[1]), output[1], w);
                     let pw_t = self.constant(format!("{name}.cols_matrix"), &[w, output[1]], &pw_t);
-                    let ph = Self::pooling_matrix(h, output[0]);
+                    let ph = weights::pooling_matrix(h, output[0]);
                     let ph = self.constant(format!("{name}.rows_matrix"), &[output[0], h], &ph);
                     let cols = format!("{name}.cols");
                     let x = inputs.remove(0);
@@ -279,17 +257,8 @@ impl Writer {
                 self.node("Slice", name, inputs, out, vec![]);
             }
             Op::Flatten => self.node("Flatten", name, inputs, out, vec![int("axis", 1)]),
-            Op::Linear {
-                in_features,
-                out_features,
-                bias,
-            } => {
-                let b = 1.0 / (*in_features as f32).sqrt();
-                let dims = [*out_features, *in_features];
-                inputs.push(self.random(format!("{name}.weight"), &dims, -b, b));
-                if *bias {
-                    inputs.push(self.random(format!("{name}.bias"), &[*out_features], -b, b));
-                }
+            Op::Linear { .. } => {
+                inputs.extend(self.params(&layer.op, name));
                 self.node("Gemm", name, inputs, out, vec![int("transB", 1)]);
             }
             Op::Dropout { .. } => self.node("Dropout", name, inputs, out, vec![]),
@@ -377,7 +346,7 @@ mod tests {
 
     #[test]
     fn pooling_matrix_rows_average_pytorch_windows() {
-        let m = Writer::pooling_matrix(4, 7);
+        let m = weights::pooling_matrix(4, 7);
         // Row 1 averages input cells 0 and 1.
         assert_eq!(&m[4..8], &[0.5, 0.5, 0.0, 0.0]);
         for row in m.chunks(4) {

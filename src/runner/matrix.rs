@@ -73,8 +73,17 @@ fn unsupported(c: &Condition) -> Option<String> {
             c.engine
         ));
     }
-    if c.engine == "tract" && c.device != Device::Cpu {
-        return Some(format!("tract runs on the CPU only, not {}", c.device));
+    if (c.engine == "tract" || c.engine == "candle") && c.device != Device::Cpu {
+        return Some(format!(
+            "{} runs on the CPU only here, not {}",
+            c.engine, c.device
+        ));
+    }
+    if c.engine == "candle" && matches!(c.model, crate::config::ModelRef::Onnx(_)) {
+        return Some(
+            "candle runs the zoo's models (built from their description), not ONNX files"
+                .to_string(),
+        );
     }
     None
 }

@@ -5,7 +5,7 @@
 //!
 //! | type | fields | when |
 //! |---|---|---|
-//! | `ready` | `init_ms`, optional `engine`, `engine_version`, `device`, `threads` | once, first |
+//! | `ready` | `init_ms`, optional `engine`, `engine_version`, `device`, `threads`, `parameters` | once, first |
 //! | `first` | `latency_ms` | optional: the first inference |
 //! | `warmup` | `latencies_ms` (list) | optional: the untimed iterations |
 //! | `iteration` | `latency_ms`, optional `repeat` (default 0) | one per timed iteration, or … |
@@ -62,6 +62,9 @@ pub enum WorkerMessage {
         device: Option<String>,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         threads: Option<usize>,
+        /// Trainable parameters of the model the engine built; checked against the zoo's.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parameters: Option<u64>,
     },
     First {
         latency_ms: f64,
@@ -134,6 +137,9 @@ pub struct WorkerRun {
     pub engine_version: Option<String>,
     pub device: Option<String>,
     pub threads: Option<usize>,
+    /// Trainable parameters the engine reported building.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parameters: Option<u64>,
     pub first_inference_ms: Option<f64>,
     pub warmup_ms: Vec<f64>,
     /// Timed iterations, one list per repeat.
@@ -190,6 +196,7 @@ impl Collector {
                 engine_version,
                 device,
                 threads,
+                parameters,
             } => {
                 if self.ready {
                     return Err(ProtocolError::DuplicateReady { line });
@@ -200,6 +207,7 @@ impl Collector {
                 self.run.engine_version = engine_version;
                 self.run.device = device;
                 self.run.threads = threads;
+                self.run.parameters = parameters;
             }
             WorkerMessage::Error { message } => {
                 self.run.error = Some(message);

@@ -49,6 +49,15 @@ pub enum RunFailure {
     Timeout { seconds: f64, stderr_tail: String },
     #[error("the run was interrupted")]
     Cancelled,
+    #[error(
+        "the engine built {built} parameters where the zoo's {model} has {expected}: it did not \
+         build the same model"
+    )]
+    ParameterMismatch {
+        model: String,
+        built: u64,
+        expected: u64,
+    },
 }
 
 impl RunFailure {
@@ -60,7 +69,9 @@ impl RunFailure {
             | RunFailure::Exit { stderr_tail, .. }
             | RunFailure::Protocol { stderr_tail, .. }
             | RunFailure::Timeout { stderr_tail, .. } => stderr_tail,
-            RunFailure::Spawn { .. } | RunFailure::Cancelled => "",
+            RunFailure::Spawn { .. }
+            | RunFailure::Cancelled
+            | RunFailure::ParameterMismatch { .. } => "",
         }
     }
 }
@@ -423,11 +434,43 @@ pub fn run_worker(
         protocol_error,
         collector,
         stderr_tail,
-    );
+    )
+    .and_then(|run| check_parameters(request, run));
     Attempt {
         outcome,
         resources,
         samples,
+    }
+}
+
+/// A worker that reports the parameters of the model it built must have built the zoo's model:
+/// the same trainable parameter count (a mismatch means another architecture).
+fn check_parameters(request: &WorkerRequest, run: WorkerRun) -> Result<WorkerRun, RunFailure> {
+    let (Some(built), crate::config::ModelRef::Zoo(name)) =
+        (run.parameters, &request.condition.model)
+    else {
+        return Ok(run);
+    };
+    let c = &request.condition;
+    let params = crate::models::zoo::ModelParams {
+        num_classes: request.classes,
+        channels: c.input.channels,
+        height: c.input.height,
+        width: c.input.width,
+        batch: c.batch,
+    };
+    let Ok(model) = crate::models::zoo::build(name, &params) else {
+        return Ok(run);
+    };
+    let expected = crate::models::cost::analyze(&model).total.params;
+    if built == expected {
+        Ok(run)
+    } else {
+        Err(RunFailure::ParameterMismatch {
+            model: name.clone(),
+            built,
+            expected,
+        })
     }
 }
 

@@ -1,9 +1,9 @@
-//! `edgeprof worker`: the child process that measures one condition with an embedded engine and
+//! `edgeprof worker`: the child process that measures one condition with a built-in engine and
 //! reports over the worker protocol (see `protocol.rs`). Timed latencies are sent in one batched
 //! record per repeat, so writing output never lands inside the timed loop.
 
 use crate::config::{Device, ModelRef};
-use crate::engines::tract::{ModelSource, TractSession};
+use crate::engines::{Loaded, Source};
 use crate::models::zoo::{self, ModelParams};
 use crate::runner::protocol::{WorkerMessage, WorkerRequest};
 use anyhow::Context;
@@ -50,16 +50,17 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         ))
     })?;
     let c = &request.condition;
-    if c.engine != "tract" {
+    if !crate::engines::BUILT_IN.contains(&c.engine.as_str()) {
         anyhow::bail!(crate::cli::BadInput(format!(
-            "this worker runs the tract engine, not {}",
+            "this worker runs the built-in engines ({}), not {}",
+            crate::engines::BUILT_IN.join(", "),
             c.engine
         )));
     }
     if c.device != Device::Cpu {
         anyhow::bail!(crate::cli::BadInput(format!(
-            "tract runs on the CPU only, not {}",
-            c.device
+            "{} runs on the CPU only here, not {}",
+            c.engine, c.device
         )));
     }
     let threads = crate::runner::resolve_threads(c.threads);
@@ -69,7 +70,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         .then(|| crate::collect::perf::Counters::open(&crate::collect::perf::plan(Path::new("/"))));
     let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
     let zoo_model;
-    let session = match &c.model {
+    let source = match &c.model {
         ModelRef::Zoo(name) => {
             let params = ModelParams {
                 num_classes: request.classes,
@@ -79,31 +80,29 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
                 batch: c.batch,
             };
             zoo_model = zoo::build(name, &params)?;
-            TractSession::load(
-                ModelSource::Zoo {
-                    model: &zoo_model,
-                    seed: request.seed,
-                },
-                None,
-                threads,
-            )?
+            Source::Zoo {
+                model: &zoo_model,
+                seed: request.seed,
+            }
         }
-        ModelRef::Onnx(path) => {
-            TractSession::load(ModelSource::OnnxFile(path), Some(&input_shape), threads)?
-        }
+        ModelRef::Onnx(path) => Source::OnnxFile {
+            path,
+            input_shape: Some(&input_shape),
+        },
     };
+    let session = Loaded::load(&c.engine, source, threads, request.seed)?;
     emit(
         out,
         &WorkerMessage::Ready {
-            init_ms: ms(session.init_time),
-            engine: Some("tract".to_string()),
-            engine_version: Some(TRACT_VERSION.to_string()),
+            init_ms: ms(session.init_time()),
+            engine: Some(session.engine().to_string()),
+            engine_version: crate::engines::version(session.engine()).map(str::to_string),
             device: Some("cpu".to_string()),
-            threads: Some(session.threads),
+            threads: Some(session.threads()),
+            parameters: session.parameters(),
         },
     )?;
-    let data = session.make_input(request.seed)?;
-    let first = session.time_one(&data)?;
+    let first = session.time_one()?;
     emit(
         out,
         &WorkerMessage::First {
@@ -115,7 +114,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
     let warm_start = std::time::Instant::now();
     while warm.len() < request.warmup || warm_start.elapsed().as_secs_f64() < request.warmup_seconds
     {
-        warm.push(ms(session.time_one(&data)?));
+        warm.push(ms(session.time_one()?));
     }
     emit(out, &WorkerMessage::Warmup { latencies_ms: warm })?;
     // Counted over the timed loops only, not the records written between them.
@@ -131,12 +130,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         if let Some(c) = counting {
             c.resume();
         }
-        let times = timed_repeat(
-            &session,
-            &data,
-            request.iterations.max(1),
-            request.min_duration_s,
-        );
+        let times = timed_repeat(&session, request.iterations.max(1), request.min_duration_s);
         if let Some(c) = counting {
             c.stop();
         }
@@ -184,15 +178,14 @@ pub const TIMED_REPEAT_SYMBOL: &str = "*edgeprof::runner::worker::timed_repeat*"
 /// Never inlined, so that valgrind can count what happens inside it alone.
 #[inline(never)]
 fn timed_repeat(
-    session: &TractSession,
-    data: &tract_onnx::prelude::Tensor,
+    session: &Loaded,
     iterations: usize,
     min_duration_s: f64,
 ) -> anyhow::Result<Vec<f64>> {
     let mut times = Vec::with_capacity(iterations);
     let repeat_start = std::time::Instant::now();
     while times.len() < iterations || repeat_start.elapsed().as_secs_f64() < min_duration_s {
-        times.push(ms(session.time_one(data)?));
+        times.push(ms(session.time_one()?));
     }
     Ok(times)
 }

@@ -556,7 +556,7 @@ pub mod tests {
                 .iter()
                 .map(|&e| {
                     let state = match e {
-                        "tract" => Ok("built in".to_string()),
+                        "tract" | "candle" => Ok("built in".to_string()),
                         "command" => Ok("your program, named in [command]".to_string()),
                         _ => Err("not in this build yet".to_string()),
                     };
