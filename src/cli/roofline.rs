@@ -339,29 +339,15 @@ pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
 
 /// Where `show` gets its ceilings: a given file, else this device's cache.
 fn load_ceilings(file: Option<&Path>) -> anyhow::Result<(store::Stored, String)> {
-    if let Some(path) = file {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
-        let stored: store::Stored = serde_json::from_str(&text)
-            .map_err(|e| BadInput(format!("{} is not a ceilings file: {e}", path.display())))?;
-        return Ok((stored, path.display().to_string()));
-    }
-    let fingerprint = device::fingerprint(Path::new("/"));
-    let dir = store::cache_dir().ok_or_else(|| {
-        BadInput(
-            "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
-        )
-    })?;
-    match store::load(&dir, &fingerprint)? {
-        Some(stored) => {
-            let path = store::path_for(&dir, &fingerprint);
+    match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
+            let stored: store::Stored = serde_json::from_str(&text)
+                .map_err(|e| BadInput(format!("{} is not a ceilings file: {e}", path.display())))?;
             Ok((stored, path.display().to_string()))
         }
-        None => anyhow::bail!(BadInput(
-            "no ceilings for this device yet: run `edgeprof roofline measure` (about 15 s) or \
-             `edgeprof roofline import-ert roofline.json`"
-                .into()
-        )),
+        None => load_kept(None),
     }
 }
 
@@ -370,25 +356,40 @@ fn load_gpu_ceilings(
     file: Option<&Path>,
     ordinal: usize,
 ) -> anyhow::Result<(store::Stored, String)> {
-    if file.is_some() {
-        return load_ceilings(file);
+    match file {
+        Some(_) => load_ceilings(file),
+        None => load_kept(Some(ordinal)),
     }
+}
+
+/// The ceilings kept for this device's CPU (`gpu` None) or its GPU `gpu`, or how to get them.
+fn load_kept(gpu: Option<usize>) -> anyhow::Result<(store::Stored, String)> {
     let fingerprint = device::fingerprint(Path::new("/"));
     let dir = store::cache_dir().ok_or_else(|| {
         BadInput(
             "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
         )
     })?;
-    match store::load_gpu(&dir, &fingerprint, ordinal)? {
-        Some(stored) => Ok((
-            stored,
-            store::gpu_path_for(&dir, &fingerprint, ordinal)
-                .display()
-                .to_string(),
+    let (kept, path) = match gpu {
+        None => (
+            store::load(&dir, &fingerprint)?,
+            store::path_for(&dir, &fingerprint),
+        ),
+        Some(n) => (
+            store::load_gpu(&dir, &fingerprint, n)?,
+            store::gpu_path_for(&dir, &fingerprint, n),
+        ),
+    };
+    match (kept, gpu) {
+        (Some(stored), _) => Ok((stored, path.display().to_string())),
+        (None, None) => anyhow::bail!(BadInput(
+            "no ceilings for this device yet: run `edgeprof roofline measure` (about 15 s) or \
+             `edgeprof roofline import-ert roofline.json`"
+                .into()
         )),
-        None => anyhow::bail!(BadInput(format!(
-            "no ceilings for GPU {ordinal} of this device yet: run `edgeprof roofline measure-gpu \
-             --device {ordinal}` or `edgeprof roofline import-ert roofline.json --gpu {ordinal}`"
+        (None, Some(n)) => anyhow::bail!(BadInput(format!(
+            "no ceilings for GPU {n} of this device yet: run `edgeprof roofline measure-gpu \
+             --device {n}` or `edgeprof roofline import-ert roofline.json --gpu {n}`"
         ))),
     }
 }
