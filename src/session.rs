@@ -47,6 +47,35 @@ pub fn engine_versions() -> std::collections::BTreeMap<String, String> {
         .collect()
 }
 
+/// The versions of the built-in engines and of the external frameworks the plan runs, as found
+/// here (with the interpreter that has them).
+pub fn engine_versions_for(
+    config: &Config,
+    plan: &Plan,
+) -> std::collections::BTreeMap<String, String> {
+    let mut versions = engine_versions();
+    let configured = config.interpreters();
+    let external: std::collections::BTreeSet<&str> =
+        plan.to_run.iter().map(|c| c.engine.as_str()).collect();
+    for name in external {
+        if let Some(f) = crate::engines::external::find(name) {
+            let readiness = crate::engines::env::readiness(f, configured.get(name));
+            if let Some(i) = readiness.interpreter() {
+                versions.insert(
+                    name.to_string(),
+                    format!(
+                        "{} (Python {}, {})",
+                        i.version,
+                        i.python_version,
+                        i.python.display()
+                    ),
+                );
+            }
+        }
+    }
+    versions
+}
+
 /// Starts a new sweep from a config file: config, plan, directory and manifest.
 pub fn start_new(
     file: &Path,
@@ -66,7 +95,7 @@ pub fn start_from_text(
     output: Option<&Path>,
 ) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
     let config = config::parse(&text, file)?;
-    let plan = matrix::expand(&config);
+    let plan = matrix::check_frameworks(&config, matrix::expand(&config));
     if plan.to_run.is_empty() {
         anyhow::bail!(BadInput(format!(
             "nothing to run: {} condition(s) skipped and {} excluded (see edgeprof config check {})",
@@ -85,7 +114,7 @@ pub fn start_from_text(
         config_text: text,
         config: serde_json::to_value(&config).context("cannot encode the config")?,
         device: crate::collect::device::fingerprint(Path::new("/")),
-        engines: engine_versions(),
+        engines: engine_versions_for(&config, &plan),
         conditions: plan.to_run.clone(),
         skipped: plan.skipped.clone(),
         excluded: plan.excluded,
@@ -110,7 +139,18 @@ pub fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
         })?;
     let plan = matrix::expand(&config);
     let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
-    let now: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+    // Conditions skipped at the start (a framework not set up then) stay skipped.
+    let skipped: std::collections::HashSet<&str> = manifest
+        .skipped
+        .iter()
+        .map(|s| s.condition.id.as_str())
+        .collect();
+    let now: Vec<&str> = plan
+        .to_run
+        .iter()
+        .map(|c| c.id.as_str())
+        .filter(|id| !skipped.contains(id))
+        .collect();
     if stored != now {
         anyhow::bail!(BadInput(format!(
             "the config stored in {} now expands to other conditions ({} instead of {}); start a new run instead",
@@ -129,6 +169,7 @@ pub fn write_summaries(
     formats: &[String],
 ) -> anyhow::Result<()> {
     let dir = &stored.dir;
+    let agreement = results::agreement::compare(dir, rows);
     for format in formats {
         match format.as_str() {
             "csv" => {
@@ -136,11 +177,11 @@ pub fn write_summaries(
             }
             "json" => results::write_atomic(
                 &dir.join("summary.json"),
-                summary::to_json(&stored.manifest, rows)?.as_bytes(),
+                summary::to_json(&stored.manifest, rows, &agreement)?.as_bytes(),
             )?,
             "md" => results::write_atomic(
                 &dir.join("summary.md"),
-                summary::to_markdown(&stored.manifest, rows).as_bytes(),
+                summary::to_markdown(&stored.manifest, rows, &agreement).as_bytes(),
             )?,
             "svg" => {
                 write_svgs(stored, rows, &dir.join("charts"))?;

@@ -152,12 +152,20 @@ fn unreadable_config_is_exit_code_2() {
 #[test]
 fn default_config_is_the_seeds_experiment() {
     let path = format!("{}/configs/default.toml", env!("CARGO_MANIFEST_DIR"));
+    // A machine with no framework set up: an empty data directory and no python3 on PATH.
+    let data = temp_dir();
     edgeprof()
+        .env("EDGEPROF_DATA_DIR", data.path())
+        .env("PATH", "/nonexistent")
         .args(["config", "check", &path])
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("16 condition(s) to run, 0 skipped, 0 excluded")
+            predicate::str::contains("16 condition(s) to run, 32 skipped, 0 excluded")
+                .and(predicate::str::contains(
+                    "skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: onnxruntime is not set up \
+                     here: run `edgeprof env setup onnxruntime`",
+                ))
                 .and(predicate::str::contains(
                     "shufflenet_v2_x0_5, mobilenet_v2, resnet34, resnet50",
                 ))
@@ -169,7 +177,17 @@ fn default_config_is_the_seeds_experiment() {
         );
     let check = json_of(&["config", "check", &path, "--json"]);
     assert_eq!(check["config"]["name"], "default");
-    assert_eq!(check["plan"]["to_run"].as_array().map(Vec::len), Some(16));
+    let to_run = check["plan"]["to_run"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let skipped = check["plan"]["skipped"]
+        .as_array()
+        .map(Vec::len)
+        .unwrap_or(0);
+    // Six engines × 8 conditions: the built-in two always run, the others once set up.
+    assert_eq!(to_run.len() + skipped, 48);
+    assert!(to_run.len() >= 16);
     assert!(check["estimated_seconds"].as_f64().unwrap_or(0.0) > 0.0);
 }
 
@@ -183,15 +201,17 @@ fn excluded_and_skipped_conditions_are_reported() {
         panic!("{e}");
     }
     let path = file.to_string_lossy().into_owned();
+    let data = temp_dir();
     edgeprof()
+        .env("EDGEPROF_DATA_DIR", data.path())
+        .env("PATH", "/nonexistent")
         .args(["config", "check", &path])
         .assert()
         .success()
         .stdout(
-            predicate::str::contains("1 condition(s) to run, 2 skipped, 1 excluded").and(
-                predicate::str::contains(
-                    "skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: engine onnxruntime is not available",
-                ),
-            ),
+            predicate::str::contains("1 condition(s) to run, 2 skipped, 1 excluded")
+                .and(predicate::str::contains(
+                "skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: onnxruntime is not set up here",
+            )),
         );
 }

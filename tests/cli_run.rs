@@ -15,19 +15,6 @@ fn worker_fixture(name: &str) -> String {
     )
 }
 
-fn write(path: &Path, text: &str) {
-    if let Err(e) = std::fs::write(path, text) {
-        panic!("cannot write {}: {e}", path.display());
-    }
-}
-
-fn read(path: &Path) -> String {
-    match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) => panic!("cannot read {}: {e}", path.display()),
-    }
-}
-
 /// The one results directory under `parent`.
 fn results_dir(parent: &Path) -> PathBuf {
     only_entry(parent)

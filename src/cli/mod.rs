@@ -1,6 +1,7 @@
 //! The headless front-end: argument parsing and dispatch. Results go to stdout, progress and
 //! errors to stderr.
 
+mod env;
 mod monitor;
 pub mod render;
 mod roofline;
@@ -67,7 +68,10 @@ enum Command {
         #[arg(long, value_enum, default_value = "default")]
         effort: EffortArg,
     },
-    /// List every telemetry source and whether it works here (and why not)
+    /// The external frameworks' Python environments: list, set up, remove
+    #[command(subcommand)]
+    Env(env::EnvCommand),
+    /// List every telemetry source and engine, and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
         #[arg(long, default_value = "/")]
@@ -748,6 +752,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             })
         }
         Command::Probe { root, json } => monitor::probe(&root, json),
+        Command::Env(command) => env::run(command),
         Command::GpuBenchWorker { device, effort } => {
             let mut out = std::io::stdout().lock();
             crate::collect::gpubench::worker(device, effort.effort(), &mut out)
@@ -882,7 +887,8 @@ struct ConfigCheck<'a> {
 
 fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
     let config = crate::config::load(file)?;
-    let plan = crate::runner::matrix::expand(&config);
+    let plan =
+        crate::runner::matrix::check_frameworks(&config, crate::runner::matrix::expand(&config));
     let estimated_seconds =
         crate::runner::matrix::estimate_seconds(&config, &plan, crate::runner::available_cores());
     if json {
@@ -954,6 +960,10 @@ fn bench_isolated(
         seed: args.seed,
         classes: args.classes,
         counters: false,
+        model_file: None,
+        input_file: None,
+        output_file: None,
+        options: None,
     };
     let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     eprintln!("running {} in a worker process …", request.condition.id);

@@ -187,7 +187,7 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
 
 #[derive(serde::Serialize)]
 struct ProbeEntry {
-    source: &'static str,
+    source: String,
     available: bool,
     detail: String,
 }
@@ -202,13 +202,26 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
                 Err(why) => (false, why),
             };
             ProbeEntry {
-                source: r.name(),
+                source: r.name().to_string(),
                 available,
                 detail,
             }
         })
         .collect();
     entries.extend(other_sources(root));
+    entries.extend(
+        crate::engines::env::engines_here(&Default::default())
+            .into_iter()
+            .map(|(name, readiness)| ProbeEntry {
+                source: format!("framework {name}"),
+                available: matches!(
+                    readiness,
+                    crate::engines::env::Readiness::BuiltIn { .. }
+                        | crate::engines::env::Readiness::Ready(_)
+                ),
+                detail: readiness.describe(),
+            }),
+    );
     if json {
         return print_json(&entries);
     }
@@ -289,12 +302,12 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
     let tegrastats = crate::collect::find_on_path("tegrastats");
     vec![
         ProbeEntry {
-            source: "CPU topology (sysfs, cpuinfo)",
+            source: "CPU topology (sysfs, cpuinfo)".to_string(),
             available: true,
             detail: topology(root),
         },
         ProbeEntry {
-            source: "tegrastats",
+            source: "tegrastats".to_string(),
             available: tegrastats.is_some(),
             detail: tegrastats.map_or(
                 "not installed (Jetson only); logs from a board can be replayed with `monitor --from-tegrastats FILE`".to_string(),
@@ -304,7 +317,7 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
         {
             let cuda = crate::collect::gpubench::availability();
             ProbeEntry {
-                source: "CUDA driver + NVRTC (GPU ceilings)",
+                source: "CUDA driver + NVRTC (GPU ceilings)".to_string(),
                 available: cuda.is_ok(),
                 detail: cuda.map_or_else(
                     |why| why,
@@ -320,7 +333,7 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
                 .map(|p| p.display().to_string())
                 .collect();
             ProbeEntry {
-                source: "GPU profilers (ncu, nvprof)",
+                source: "GPU profilers (ncu, nvprof)".to_string(),
                 available: !found.is_empty(),
                 detail: if found.is_empty() {
                     "neither ncu (Nsight Compute) nor nvprof is on PATH or in /usr/local/cuda/bin"

@@ -666,6 +666,10 @@ fn simulate_missing(
             seed: stored.seed(),
             classes: stored.classes(),
             counters: false,
+            model_file: None,
+            input_file: None,
+            output_file: None,
+            options: None,
         };
         match cachesim::simulate(
             &valgrind,

@@ -334,6 +334,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         edgeprof: &edgeprof,
         cancel: &cancel,
         telemetry_root: &telemetry_root,
+        dir: &dir,
     };
     let mut progress = Progress {
         tty: std::io::stderr().is_terminal(),
@@ -445,6 +446,69 @@ fn opt(v: Option<f64>, places: usize) -> String {
         .unwrap_or_else(|| "-".to_string())
 }
 
+/// The framework comparison: mean latency per engine, side by side, for every condition the
+/// engines share (model, input, batch, threads, device); the fastest is starred. Empty when
+/// fewer than two engines ran.
+pub fn engine_comparison(rows: &[summary::Row]) -> String {
+    let mut engines: Vec<&str> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+        let key = format!(
+            "{}/{}/b{}/t{}/{}",
+            r.model, r.input, r.batch, r.threads, r.device
+        );
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if engines.len() < 2 {
+        return String::new();
+    }
+    let table: Vec<Vec<String>> = keys
+        .iter()
+        .map(|key| {
+            let means: Vec<Option<f64>> = engines
+                .iter()
+                .map(|e| {
+                    rows.iter()
+                        .find(|r| {
+                            r.status == "ok"
+                                && r.engine == *e
+                                && format!(
+                                    "{}/{}/b{}/t{}/{}",
+                                    r.model, r.input, r.batch, r.threads, r.device
+                                ) == *key
+                        })
+                        .and_then(|r| r.mean_ms)
+                })
+                .collect();
+            let best = means
+                .iter()
+                .flatten()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let mut row = vec![key.clone()];
+            row.extend(means.iter().map(|m| match m {
+                Some(v) if *v == best => format!("*{v:.3}"),
+                Some(v) => format!("{v:.3}"),
+                None => "-".to_string(),
+            }));
+            row
+        })
+        .collect();
+    let mut header = vec!["mean ms (* fastest)"];
+    header.extend(engines.iter().copied());
+    let mut right = vec![false];
+    right.extend(engines.iter().map(|_| true));
+    format!(
+        "\nframeworks side by side:\n{}",
+        render::table(&header, &right, &table)
+    )
+}
+
 /// Tables and terminal charts of a stored sweep (what `run` and `report` print).
 pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> String {
     let m = &stored.manifest;
@@ -532,6 +596,60 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
                 let _ = writeln!(out, "      | {line}");
             }
         }
+    }
+    out.push_str(&engine_comparison(rows));
+    // How each engine ran, once per engine, version and note.
+    let mut engines: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        let mut said = r.engine_version.clone().unwrap_or_default();
+        if let Some(note) = &r.engine_note {
+            said = format!("{said}: {note}");
+        }
+        if !said.is_empty() && !engines.contains(&(r.engine.clone(), said.clone())) {
+            engines.push((r.engine.clone(), said));
+        }
+    }
+    if !engines.is_empty() {
+        out.push_str("\nengines:\n");
+        for (engine, said) in &engines {
+            let _ = writeln!(out, "  {engine} {said}");
+        }
+    }
+    let agreement = results::agreement::compare(&stored.dir, rows);
+    if !agreement.is_empty() {
+        let _ = writeln!(
+            out,
+            "\noutputs: each engine's first output against the reference's (same weights and \
+             input; agree = within {:e} of the reference's largest value)",
+            results::agreement::TOLERANCE
+        );
+        let table: Vec<Vec<String>> = agreement
+            .iter()
+            .map(|a| {
+                vec![
+                    a.condition.clone(),
+                    a.reference.clone(),
+                    format!("{:.2e}", a.max_abs_diff),
+                    format!("{:.2e}", a.max_rel_diff),
+                    if a.agree {
+                        "yes".to_string()
+                    } else {
+                        format!(
+                            "NO{}",
+                            a.note
+                                .as_deref()
+                                .map(|n| format!(": {n}"))
+                                .unwrap_or_default()
+                        )
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&render::table(
+            &["condition", "reference", "max |diff|", "relative", "agree"],
+            &[false, false, true, true, false],
+            &table,
+        ));
     }
     if charts {
         out.push('\n');

@@ -21,9 +21,18 @@ pub const KNOWN_ENGINES: &[&str] = &[
     "tflite",
     "command",
 ];
-/// Engines built into this edgeprof. `command` is available too, once a `[command]` table names
+/// Engines this build can run: built in (tract, candle) or through an embedded harness in the
+/// framework's own Python environment (see `engines::external`; whether it is set up here is
+/// checked when a run is planned). `command` is available too, once a `[command]` table names
 /// the program it runs.
-pub const AVAILABLE_ENGINES: &[&str] = &["tract", "candle"];
+pub const AVAILABLE_ENGINES: &[&str] = &[
+    "tract",
+    "candle",
+    "onnxruntime",
+    "pytorch",
+    "tensorflow",
+    "tflite",
+];
 /// The engine a config without `matrix.engines` runs: the reference that reads any ONNX file.
 pub const DEFAULT_ENGINE: &str = "tract";
 pub const OUTPUT_FORMATS: &[&str] = &["csv", "json", "md", "svg"];
@@ -129,6 +138,9 @@ pub struct Measure {
     pub cooldown_s: f64,
     pub sample_interval_ms: u64,
     pub seed: u64,
+    /// Keep each condition's first output and compare the engines that run the same weights
+    /// on the same input.
+    pub check_outputs: bool,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -149,6 +161,16 @@ pub struct CommandEngine {
     pub args: Vec<String>,
 }
 
+/// How an external framework runs (`[frameworks.NAME]`).
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct FrameworkSettings {
+    /// The interpreter that has the framework, instead of edgeprof's environment or the
+    /// system's `python3`.
+    pub python: Option<PathBuf>,
+    /// Options handed to the framework's harness as JSON (each harness documents its own).
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
 /// A complete configuration: every key resolved.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Config {
@@ -157,6 +179,18 @@ pub struct Config {
     pub measure: Measure,
     pub output: Output,
     pub command: Option<CommandEngine>,
+    /// Settings of the external frameworks, by engine name.
+    pub frameworks: std::collections::BTreeMap<String, FrameworkSettings>,
+}
+
+impl Config {
+    /// The interpreters the config names, by framework.
+    pub fn interpreters(&self) -> std::collections::BTreeMap<String, PathBuf> {
+        self.frameworks
+            .iter()
+            .filter_map(|(name, f)| f.python.clone().map(|p| (name.clone(), p)))
+            .collect()
+    }
 }
 
 // ------------------------------------------------------------------ the user layer
@@ -169,6 +203,14 @@ struct RawConfig {
     measure: Option<RawMeasure>,
     output: Option<RawOutput>,
     command: Option<Spanned<RawCommand>>,
+    frameworks: Option<std::collections::BTreeMap<String, Spanned<RawFramework>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawFramework {
+    python: Option<Spanned<String>>,
+    options: Option<toml::Table>,
 }
 
 #[derive(Deserialize, Default)]
@@ -215,6 +257,7 @@ struct RawMeasure {
     cooldown_s: Option<Spanned<f64>>,
     sample_interval_ms: Option<Spanned<i64>>,
     seed: Option<Spanned<i64>>,
+    check_outputs: Option<bool>,
 }
 
 #[derive(Deserialize, Default)]
@@ -523,6 +566,7 @@ impl Resolver<'_> {
                 i64::MAX,
                 crate::models::onnx::DEFAULT_SEED as usize,
             )? as u64,
+            check_outputs: raw.check_outputs.unwrap_or(true),
         })
     }
 
@@ -624,6 +668,75 @@ impl Resolver<'_> {
     }
 }
 
+impl Resolver<'_> {
+    fn frameworks(
+        &self,
+        raw: Option<std::collections::BTreeMap<String, Spanned<RawFramework>>>,
+    ) -> Result<std::collections::BTreeMap<String, FrameworkSettings>, ConfigError> {
+        let mut out = std::collections::BTreeMap::new();
+        for (name, table) in raw.unwrap_or_default() {
+            let key = format!("frameworks.{name}");
+            let span = table.span();
+            if crate::engines::external::find(&name).is_none() {
+                let known: Vec<&str> = crate::engines::external::FRAMEWORKS
+                    .iter()
+                    .map(|f| f.name)
+                    .collect();
+                return Err(self.error(
+                    &key,
+                    Some(span.start..span.start),
+                    format!(
+                        "not an external framework; the ones set up here are {}",
+                        known.join(", ")
+                    ),
+                ));
+            }
+            let table = table.into_inner();
+            let python = match &table.python {
+                None => None,
+                Some(v) => {
+                    let text = v.get_ref();
+                    let path = if text.contains('/') {
+                        let path = self.base.join(text);
+                        if !path.exists() {
+                            return Err(self.at(
+                                &format!("{key}.python"),
+                                v,
+                                format!("no interpreter at {}", path.display()),
+                            ));
+                        }
+                        path
+                    } else {
+                        on_path(text).ok_or_else(|| {
+                            self.at(
+                                &format!("{key}.python"),
+                                v,
+                                "no interpreter of that name on PATH".to_string(),
+                            )
+                        })?
+                    };
+                    Some(path)
+                }
+            };
+            let options = match table.options {
+                None => serde_json::Map::new(),
+                Some(t) => match serde_json::to_value(t) {
+                    Ok(serde_json::Value::Object(map)) => map,
+                    _ => {
+                        return Err(self.error(
+                            &format!("{key}.options"),
+                            Some(span),
+                            "options must be a table of plain values".to_string(),
+                        ))
+                    }
+                },
+            };
+            out.insert(name, FrameworkSettings { python, options });
+        }
+        Ok(out)
+    }
+}
+
 /// serde's type names in words a config author uses.
 fn friendly(message: &str) -> String {
     message
@@ -703,6 +816,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         measure: resolver.measure(raw.measure.unwrap_or_default())?,
         output: resolver.output(raw.output.unwrap_or_default())?,
         command,
+        frameworks: resolver.frameworks(raw.frameworks)?,
     })
 }
 
@@ -784,6 +898,7 @@ pub fn to_toml(config: &Config) -> String {
             Value::Integer(s.sample_interval_ms as i64),
         ),
         ("seed", Value::Integer(s.seed as i64)),
+        ("check_outputs", Value::Boolean(s.check_outputs)),
     ] {
         measure.insert(key.into(), value);
     }
@@ -804,6 +919,22 @@ pub fn to_toml(config: &Config) -> String {
         command.insert("program".into(), Value::String(path(&c.program)));
         command.insert("args".into(), strings(&mut c.args.iter().cloned()));
         top.insert("command".into(), Value::Table(command));
+    }
+    if !config.frameworks.is_empty() {
+        let mut frameworks = Table::new();
+        for (name, f) in &config.frameworks {
+            let mut table = Table::new();
+            if let Some(p) = &f.python {
+                table.insert("python".into(), Value::String(path(p)));
+            }
+            if !f.options.is_empty() {
+                if let Ok(Value::Table(options)) = Value::try_from(&f.options) {
+                    table.insert("options".into(), Value::Table(options));
+                }
+            }
+            frameworks.insert(name.clone(), Value::Table(table));
+        }
+        top.insert("frameworks".into(), Value::Table(frameworks));
     }
     format!(
         "# Written by edgeprof {}; run it with: edgeprof run FILE\n{}",
@@ -875,6 +1006,14 @@ mod tests {
                  [output]\nroofline = true\nformats = [\"svg\"]\n"
                     .to_string(),
             ),
+            (
+                dir.join("f.toml"),
+                "[matrix]\nengines = [\"onnxruntime\", \"pytorch\"]\n[measure]\ncheck_outputs = false\n\
+                 [frameworks.pytorch]\npython = \"sh\"\noptions = { mode = \"torchscript\" }\n\
+                 [frameworks.onnxruntime.options]\ngraph_optimization_level = \"basic\"\n\
+                 spinning = false\ninter_op_threads = 2\n"
+                    .to_string(),
+            ),
         ];
         for (file, text) in texts {
             let first = match parse(&text, &file) {
@@ -913,6 +1052,42 @@ mod tests {
             panic!("accepted")
         };
         assert_eq!((e.line, e.key.as_str()), (2, "measure.iteratons"));
+        assert!(e.message.contains("unknown field"), "{e}");
+    }
+
+    #[test]
+    fn framework_tables_name_known_frameworks_and_real_interpreters() {
+        let Ok(c) =
+            parse_str("[frameworks.tensorflow]\noptions = { xla = true, mode = \"function\" }\n")
+        else {
+            panic!("rejected")
+        };
+        let tf = c.frameworks.get("tensorflow").cloned().unwrap_or_default();
+        assert_eq!(tf.python, None);
+        assert_eq!(tf.options.get("xla"), Some(&serde_json::Value::Bool(true)));
+        assert!(c.interpreters().is_empty());
+        assert!(c.measure.check_outputs);
+        let Err(e) = parse_str("\n[frameworks.caffe]\npython = \"sh\"\n") else {
+            panic!("accepted")
+        };
+        assert_eq!((e.line, e.key.as_str()), (2, "frameworks.caffe"));
+        assert!(
+            e.message
+                .contains("onnxruntime, pytorch, tensorflow, tflite"),
+            "{e}"
+        );
+        let Err(e) = parse_str("[frameworks.pytorch]\npython = \"./no/such/python\"\n") else {
+            panic!("accepted")
+        };
+        assert_eq!((e.line, e.key.as_str()), (2, "frameworks.pytorch.python"));
+        assert!(e.message.starts_with("no interpreter at"), "{e}");
+        let Err(e) = parse_str("[frameworks.pytorch]\npython = \"no-such-python-here\"\n") else {
+            panic!("accepted")
+        };
+        assert!(e.message.contains("on PATH"), "{e}");
+        let Err(e) = parse_str("[frameworks.pytorch]\npyhton = \"python3\"\n") else {
+            panic!("accepted")
+        };
         assert!(e.message.contains("unknown field"), "{e}");
     }
 

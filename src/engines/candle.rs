@@ -309,7 +309,6 @@ impl CandleSession {
     }
 
     /// One inference; the output as float32 values with its shape.
-    #[cfg(test)]
     pub fn run(&self, input: &Tensor) -> Result<(Vec<usize>, Vec<f32>), EngineError> {
         let y = self.forward(input).map_err(run_err)?;
         let shape = y.dims().to_vec();

@@ -2,6 +2,8 @@
 //! [`Loaded`] so that the worker and `bench` time them the same way.
 
 pub mod candle;
+pub mod env;
+pub mod external;
 pub mod tract;
 
 use crate::models::graph::Model;
@@ -133,6 +135,14 @@ impl Loaded {
         match self {
             Loaded::Tract { .. } => None,
             Loaded::Candle { session, .. } => Some(session.parameters),
+        }
+    }
+
+    /// One inference on the loaded input: its first output's values.
+    pub fn output(&self) -> Result<Vec<f32>, EngineError> {
+        match self {
+            Loaded::Tract { session, input } => session.run(input).map(|(_, v)| v),
+            Loaded::Candle { session, input } => session.run(input).map(|(_, v)| v),
         }
     }
 

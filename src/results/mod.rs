@@ -14,6 +14,7 @@
 //! A crash, SIGKILL or Ctrl-C loses nothing already written: every record is one line, flushed
 //! before the next run starts, and a torn last line is ignored (and trimmed on resume).
 
+pub mod agreement;
 pub mod summary;
 
 use crate::collect::device::Fingerprint;

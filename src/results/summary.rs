@@ -1,6 +1,7 @@
 //! Derived tables: one row per condition of a sweep, from its run records (the last attempt
 //! decides), written as CSV, JSON and Markdown.
 
+use crate::results::agreement::Agreement;
 use crate::results::{Manifest, RunRecord};
 use serde::Serialize;
 
@@ -41,6 +42,9 @@ pub struct Row {
     pub cpu_mean_pct: Option<f64>,
     pub cpu_max_pct: Option<f64>,
     pub wall_s: Option<f64>,
+    /// The engine's version and what it said about how it ran, as its worker reported them.
+    pub engine_version: Option<String>,
+    pub engine_note: Option<String>,
 }
 
 impl Row {
@@ -78,6 +82,8 @@ impl Row {
             cpu_mean_pct: None,
             cpu_max_pct: None,
             wall_s: None,
+            engine_version: None,
+            engine_note: None,
         }
     }
 
@@ -90,6 +96,10 @@ impl Row {
         row.cpu_mean_pct = r.cpu_mean_pct;
         row.cpu_max_pct = r.cpu_max_pct;
         row.wall_s = Some(r.wall_s);
+        if let Some(run) = &record.run {
+            row.engine_version = run.engine_version.clone();
+            row.engine_note = run.note.clone();
+        }
         if let Some(s) = &record.stats {
             let rs = &s.repeat_summary;
             row.init_ms = Some(s.init_ms);
@@ -177,6 +187,8 @@ const COLUMNS: &[&str] = &[
     "cpu_mean_pct",
     "cpu_max_pct",
     "wall_s",
+    "engine_version",
+    "engine_note",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -217,6 +229,8 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.cpu_mean_pct),
         opt(&r.cpu_max_pct),
         opt(&r.wall_s),
+        opt(&r.engine_version),
+        opt(&r.engine_note),
     ]
 }
 
@@ -239,7 +253,11 @@ pub fn to_csv(rows: &[Row]) -> String {
     out
 }
 
-pub fn to_json(manifest: &Manifest, rows: &[Row]) -> anyhow::Result<String> {
+pub fn to_json(
+    manifest: &Manifest,
+    rows: &[Row],
+    agreement: &[Agreement],
+) -> anyhow::Result<String> {
     let (ok, failed, not_run, skipped) = counts(rows);
     let value = serde_json::json!({
         "name": manifest.name,
@@ -249,6 +267,7 @@ pub fn to_json(manifest: &Manifest, rows: &[Row]) -> anyhow::Result<String> {
         "device": manifest.device,
         "counts": {"ok": ok, "failed": failed, "not_run": not_run, "skipped": skipped},
         "conditions": rows,
+        "outputs": {"tolerance": crate::results::agreement::TOLERANCE, "compared": agreement},
     });
     Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
@@ -262,7 +281,7 @@ fn fixed(v: Option<f64>, places: usize) -> String {
         .unwrap_or_else(|| "–".to_string())
 }
 
-pub fn to_markdown(manifest: &Manifest, rows: &[Row]) -> String {
+pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -> String {
     let (ok, failed, not_run, skipped) = counts(rows);
     let mut out = format!(
         "# {}\n\nStarted {}, ended {}. {} ok, {} failed, {} not run, {} skipped.\n\n",
@@ -315,6 +334,36 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row]) -> String {
             fixed(r.cpu_mean_pct, 0),
             md_cell(&notes.join("; ")),
         ));
+    }
+    if !agreement.is_empty() {
+        out.push_str(&format!(
+            "\n## Outputs\n\nEach engine's first output against the reference's, on the same \
+             weights and input; they agree when the largest difference is within {:e} of the \
+             reference's largest value.\n\n| model | condition | reference | max abs diff | \
+             relative | agree |\n|---|---|---|--:|--:|---|\n",
+            crate::results::agreement::TOLERANCE
+        ));
+        for a in agreement {
+            out.push_str(&format!(
+                "| {} | {} | {} | {:.2e} | {:.2e} | {} |\n",
+                md_cell(&a.group),
+                md_cell(&a.condition),
+                md_cell(&a.reference),
+                a.max_abs_diff,
+                a.max_rel_diff,
+                if a.agree {
+                    "yes".to_string()
+                } else {
+                    format!(
+                        "**no**{}",
+                        a.note
+                            .as_deref()
+                            .map(|n| format!(" ({n})"))
+                            .unwrap_or_default()
+                    )
+                }
+            ));
+        }
     }
     out
 }

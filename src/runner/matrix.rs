@@ -85,7 +85,66 @@ fn unsupported(c: &Condition) -> Option<String> {
                 .to_string(),
         );
     }
+    if let Some(f) = crate::engines::external::find(&c.engine) {
+        if c.device != Device::Cpu && !f.gpu {
+            return Some(format!("{} runs on the CPU only, not {}", f.name, c.device));
+        }
+        if !f.runs_onnx() && matches!(c.model, crate::config::ModelRef::Onnx(_)) {
+            return Some(format!(
+                "{} runs the zoo's models, not ONNX files (run those on tract or onnxruntime)",
+                f.name
+            ));
+        }
+    }
     None
+}
+
+/// The plan with the conditions of external frameworks that cannot run here (not set up, or
+/// their interpreter broken) moved to the skipped list with the reason and what to do.
+pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
+    let needed: std::collections::BTreeSet<&str> = plan
+        .to_run
+        .iter()
+        .filter(|c| crate::engines::external::find(&c.engine).is_some())
+        .map(|c| c.engine.as_str())
+        .collect();
+    if needed.is_empty() {
+        return plan;
+    }
+    let configured = config.interpreters();
+    let blockers: std::collections::BTreeMap<String, String> = needed
+        .into_iter()
+        .filter_map(|name| {
+            let f = crate::engines::external::find(name)?;
+            let blocker = crate::engines::env::readiness(f, configured.get(name)).blocker(name);
+            let blocker = blocker.or_else(|| {
+                // tflite runs the .tflite files TensorFlow converts here.
+                let tf = crate::engines::external::find("tensorflow")?;
+                (f.model == crate::engines::external::ModelInput::Tflite)
+                    .then(|| {
+                        crate::engines::env::readiness(tf, configured.get(tf.name))
+                            .blocker(tf.name)
+                            .map(|why| {
+                                format!(
+                                    "tflite runs the .tflite files TensorFlow converts here, and {why}"
+                                )
+                            })
+                    })
+                    .flatten()
+            });
+            blocker.map(|why| (name.to_string(), why))
+        })
+        .collect();
+    let (to_run, blocked): (Vec<Condition>, Vec<Condition>) = plan
+        .to_run
+        .into_iter()
+        .partition(|c| !blockers.contains_key(&c.engine));
+    plan.to_run = to_run;
+    for condition in blocked {
+        let reason = blockers.get(&condition.engine).cloned().unwrap_or_default();
+        plan.skipped.push(Skipped { condition, reason });
+    }
+    plan
 }
 
 /// Expands the configured axes into the conditions to run, in a stable order
@@ -237,12 +296,42 @@ mod tests {
     #[test]
     fn impossible_conditions_are_skipped_with_a_reason() {
         let (_, plan) = plan_of(
-            "[matrix]\nengines = [\"tract\", \"onnxruntime\"]\nmodels = [\"resnet34\"]\ndevices = [\"cpu\", \"gpu:0\"]\n",
+            "[matrix]\nengines = [\"tract\", \"pytorch\", \"tflite\"]\nmodels = [\"resnet34\"]\n\
+             devices = [\"cpu\", \"gpu:0\"]\n",
         );
-        assert_eq!(plan.to_run.len(), 1);
-        assert_eq!(plan.skipped.len(), 3);
-        assert!(plan.skipped[0].reason.contains("CPU only"));
-        assert!(plan.skipped[1].reason.contains("not available"));
+        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "tract/resnet34/3x224x224/b1/t0/cpu",
+                "pytorch/resnet34/3x224x224/b1/t0/cpu",
+                "pytorch/resnet34/3x224x224/b1/t0/gpu:0",
+                "tflite/resnet34/3x224x224/b1/t0/cpu"
+            ]
+        );
+        assert_eq!(plan.skipped.len(), 2);
+        assert!(plan.skipped[0]
+            .reason
+            .contains("tract runs on the CPU only here"));
+        assert_eq!(
+            plan.skipped[1].reason,
+            "tflite runs on the CPU only, not gpu:0"
+        );
+        // ONNX files run on tract and onnxruntime; the frameworks that build zoo models refuse.
+        let onnx = Condition::new(
+            "pytorch",
+            ModelRef::Onnx("m.onnx".into()),
+            InputShape::default(),
+            1,
+            0,
+            Device::Cpu,
+        );
+        assert!(unsupported(&onnx).is_some_and(|r| r.contains("not ONNX files")));
+        let onnx = Condition {
+            engine: "onnxruntime".into(),
+            ..onnx
+        };
+        assert_eq!(unsupported(&onnx), None);
     }
 
     #[test]

@@ -2,6 +2,7 @@
 
 pub mod cachesim;
 pub mod matrix;
+pub mod prepare;
 pub mod protocol;
 pub mod spawn;
 pub mod sweep;

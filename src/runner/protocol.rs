@@ -42,6 +42,20 @@ pub struct WorkerRequest {
     /// (built-in engines; workers that cannot simply omit the record).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub counters: bool,
+    /// The model file an external framework loads (edgeprof's ONNX export of a zoo model, or
+    /// the user's ONNX file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_file: Option<std::path::PathBuf>,
+    /// The input to feed, as little-endian f32 in (batch, channels, height, width) order: the
+    /// same values the built-in engines make from `seed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_file: Option<std::path::PathBuf>,
+    /// Where to write the first inference's output (little-endian f32), for comparing engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_file: Option<std::path::PathBuf>,
+    /// The framework's own options (`[frameworks.NAME] options` in the config).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<serde_json::Map<String, serde_json::Value>>,
 }
 
 fn default_line() -> u64 {
@@ -146,6 +160,9 @@ pub struct WorkerRun {
     pub repeats: Vec<Vec<f64>>,
     /// The worker's own error message, when it reported one.
     pub error: Option<String>,
+    /// What the worker said about how it ran (e.g. a framework's execution providers or mode).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
     /// Hardware event counts over the timed iterations, when they were asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::collect::perf::CounterReport>,
@@ -260,7 +277,10 @@ impl Collector {
                     unavailable,
                 });
             }
-            WorkerMessage::Summary { .. } => self.finished = true,
+            WorkerMessage::Summary { note } => {
+                self.run.note = note;
+                self.finished = true;
+            }
         }
         Ok(())
     }

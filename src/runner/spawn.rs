@@ -49,6 +49,8 @@ pub enum RunFailure {
     Timeout { seconds: f64, stderr_tail: String },
     #[error("the run was interrupted")]
     Cancelled,
+    #[error("cannot start this condition: {reason}")]
+    Prepare { reason: String },
     #[error(
         "the engine built {built} parameters where the zoo's {model} has {expected}: it did not \
          build the same model"
@@ -70,6 +72,7 @@ impl RunFailure {
             | RunFailure::Protocol { stderr_tail, .. }
             | RunFailure::Timeout { stderr_tail, .. } => stderr_tail,
             RunFailure::Spawn { .. }
+            | RunFailure::Prepare { .. }
             | RunFailure::Cancelled
             | RunFailure::ParameterMismatch { .. } => "",
         }
@@ -558,6 +561,10 @@ mod tests {
             seed: 0,
             classes: 10,
             counters: false,
+            model_file: None,
+            input_file: None,
+            output_file: None,
+            options: None,
         }
     }
 

@@ -5,8 +5,9 @@
 use crate::config::Config;
 use crate::results::{now_rfc3339, RunRecord, Writer};
 use crate::runner::matrix::Condition;
+use crate::runner::prepare::{self, Prepared};
 use crate::runner::protocol::{WorkerRequest, WorkerRun};
-use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerCommand, WorkerEvent};
+use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerEvent};
 use crate::stats;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -65,6 +66,8 @@ pub struct Sweep<'a> {
     pub cancel: &'a AtomicBool,
     /// Where telemetry is read (`/`, or a fixture tree in tests).
     pub telemetry_root: &'a std::path::Path,
+    /// The results directory (the conditions' first outputs go under it).
+    pub dir: &'a std::path::Path,
 }
 
 /// Seconds of work a worker measured (its own figures, not its process's life).
@@ -87,16 +90,6 @@ fn pause(seconds: f64, cancel: &AtomicBool) {
 }
 
 impl Sweep<'_> {
-    fn command_for(&self, condition: &Condition) -> WorkerCommand {
-        match (&self.config.command, condition.engine.as_str()) {
-            (Some(c), "command") => WorkerCommand {
-                program: c.program.clone(),
-                args: c.args.clone(),
-            },
-            _ => WorkerCommand::edgeprof(self.edgeprof),
-        }
-    }
-
     fn request(&self, condition: &Condition) -> WorkerRequest {
         let m = &self.config.measure;
         WorkerRequest {
@@ -109,6 +102,10 @@ impl Sweep<'_> {
             seed: m.seed,
             classes: self.config.matrix.classes,
             counters: self.config.output.roofline,
+            model_file: None,
+            input_file: None,
+            output_file: None,
+            options: None,
         }
     }
 
@@ -131,10 +128,55 @@ impl Sweep<'_> {
             self.telemetry_root,
         ));
         let telemetry_interval = limits.sample_interval.max(Duration::from_millis(50));
+        let interpreters = prepare::interpreters(self.config, self.conditions);
         'conditions: for (k, condition) in self.conditions.iter().enumerate() {
             let index = self.done_before + k + 1;
-            let command = self.command_for(condition);
-            let request = self.request(condition);
+            let prepared = prepare::prepare(
+                self.config,
+                condition,
+                self.request(condition),
+                self.edgeprof,
+                self.dir,
+                &interpreters,
+            );
+            let Prepared { command, request } = match prepared {
+                Ok(p) => p,
+                Err(e) => {
+                    // Nothing to retry: the condition cannot start here.
+                    on_event(SweepEvent::Start {
+                        index,
+                        total: self.total,
+                        condition,
+                        attempt: 1,
+                        attempts: 1,
+                    });
+                    let failure = RunFailure::Prepare {
+                        reason: format!("{e:#}"),
+                    };
+                    let record = RunRecord {
+                        telemetry: None,
+                        condition: condition.clone(),
+                        attempt: 1,
+                        last: true,
+                        started: now_rfc3339(),
+                        ok: false,
+                        reason: Some(failure.to_string()),
+                        failure: Some(failure),
+                        run: None,
+                        stats: None,
+                        resources: Default::default(),
+                    };
+                    writer.run(&record)?;
+                    on_event(SweepEvent::Done {
+                        index,
+                        total: self.total,
+                        record: &record,
+                        retry: false,
+                    });
+                    outcome.failed += 1;
+                    continue;
+                }
+            };
             for attempt in 1..=attempts {
                 if self.cancel.load(Ordering::Relaxed) {
                     outcome.interrupted = true;

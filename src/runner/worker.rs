@@ -109,6 +109,12 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             latency_ms: ms(first),
         },
     )?;
+    if let Some(path) = &request.output_file {
+        let values = session.output()?;
+        let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        std::fs::write(path, bytes)
+            .with_context(|| format!("cannot write the output to {}", path.display()))?;
+    }
     // Warm-up: at least `warmup` iterations and at least `warmup_seconds`.
     let mut warm = Vec::with_capacity(request.warmup);
     let warm_start = std::time::Instant::now();

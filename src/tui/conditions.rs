@@ -26,7 +26,7 @@ pub struct Offer {
 
 impl Offer {
     /// What this machine offers, found by probing it (telemetry under `root`).
-    pub fn probe(root: &Path) -> Offer {
+    pub fn probe(root: &Path, configured: &std::collections::BTreeMap<String, PathBuf>) -> Offer {
         use crate::collect::telemetry;
         let readers = telemetry::readers(root);
         let probes: Vec<(&str, Result<String, String>)> =
@@ -53,19 +53,25 @@ impl Offer {
             .ok_or_else(|| "no power source here (INA3221 rails, RAPL or NVML)".to_string());
         Offer {
             cores: crate::runner::available_cores(),
-            engines: config::KNOWN_ENGINES
-                .iter()
-                .map(|&e| {
-                    let state = if config::AVAILABLE_ENGINES.contains(&e) {
-                        Ok("built in".to_string())
-                    } else if e == "command" {
-                        Ok("your program, named in [command]".to_string())
-                    } else {
-                        Err("not in this build yet".to_string())
-                    };
-                    (e.to_string(), state)
-                })
-                .collect(),
+            engines: {
+                use crate::engines::env::Readiness;
+                let mut engines: Vec<(String, Result<String, String>)> =
+                    crate::engines::env::engines_here(configured)
+                        .into_iter()
+                        .map(|(name, r)| {
+                            let state = match r {
+                                Readiness::BuiltIn { .. } | Readiness::Ready(_) => Ok(r.describe()),
+                                _ => Err(r.describe()),
+                            };
+                            (name, state)
+                        })
+                        .collect();
+                engines.push((
+                    "command".to_string(),
+                    Ok("your program, named in [command]".to_string()),
+                ));
+                engines
+            },
             gpus,
             gpu_telemetry,
             power,
@@ -252,7 +258,7 @@ impl Conditions {
                             (true, "needs a [command] table in the config".to_string())
                         }
                         Ok(what) => (false, what.clone()),
-                        Err(why) => (true, format!("not installed: {why}")),
+                        Err(why) => (true, why.clone()),
                     };
                     Item {
                         label: name.clone(),
@@ -508,8 +514,29 @@ impl Conditions {
     }
 
     /// The plan of the selection: conditions to run, skipped (with reasons) and excluded.
+    /// Conditions of an engine this machine cannot run (a framework not set up) are skipped,
+    /// as `edgeprof run` will skip them.
     pub fn plan(&self) -> matrix::Plan {
-        matrix::expand(&self.config)
+        let mut plan = matrix::expand(&self.config);
+        let blocked = |c: &matrix::Condition| {
+            self.offer
+                .engines
+                .iter()
+                .find(|(name, _)| *name == c.engine)
+                .and_then(|(_, state)| state.as_ref().err().cloned())
+        };
+        let (run, skip): (Vec<_>, Vec<_>) =
+            plan.to_run.into_iter().partition(|c| blocked(c).is_none());
+        plan.to_run = run;
+        for condition in skip {
+            let reason = format!(
+                "{}: {}",
+                condition.engine,
+                blocked(&condition).unwrap_or_default()
+            );
+            plan.skipped.push(matrix::Skipped { condition, reason });
+        }
+        plan
     }
 
     /// Estimated seconds for the whole selection on this machine.
@@ -556,9 +583,10 @@ pub mod tests {
                 .iter()
                 .map(|&e| {
                     let state = match e {
-                        "tract" | "candle" => Ok("built in".to_string()),
+                        "tract" => Ok("built in (0.23.9)".to_string()),
+                        "candle" => Ok("built in (0.11.1)".to_string()),
                         "command" => Ok("your program, named in [command]".to_string()),
-                        _ => Err("not in this build yet".to_string()),
+                        _ => Err(format!("not set up (run: edgeprof env setup {e})")),
                     };
                     (e.to_string(), state)
                 })

@@ -312,6 +312,7 @@ fn start_run(
                 edgeprof: &edgeprof,
                 cancel: &cancel,
                 telemetry_root: &telemetry_root,
+                dir: &d,
             };
             let outcome = sweep.run(&mut writer, |event| {
                 let e = match event {
@@ -508,7 +509,11 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     if let Some((_, root)) = &options.monitor {
         session.telemetry_root = root.clone();
     }
-    let offer = conditions::Offer::probe(&session.telemetry_root);
+    // Interpreters the starting config names count when finding the frameworks.
+    let configured = initial_config(options.config.as_deref())
+        .map(|(_, c)| c.interpreters())
+        .unwrap_or_default();
+    let offer = conditions::Offer::probe(&session.telemetry_root, &configured);
     let mut app = new_app(&options, offer)?;
     if let Some(dir) = &options.open {
         open_results(&mut app, dir);

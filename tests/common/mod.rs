@@ -16,6 +16,21 @@ pub fn fixture(name: &str) -> String {
     format!("{}/tests/fixtures/onnx/{name}", env!("CARGO_MANIFEST_DIR"))
 }
 
+/// Writes a file a test needs.
+pub fn write(path: &std::path::Path, text: &str) {
+    if let Err(e) = std::fs::write(path, text) {
+        panic!("cannot write {}: {e}", path.display());
+    }
+}
+
+/// Reads a file a test made.
+pub fn read(path: &std::path::Path) -> String {
+    match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) => panic!("cannot read {}: {e}", path.display()),
+    }
+}
+
 /// A fresh temporary directory.
 pub fn temp_dir() -> tempfile::TempDir {
     match tempfile::tempdir() {

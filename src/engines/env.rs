@@ -1,0 +1,627 @@
+//! Python environments for the external frameworks (SPEC 2.4): one virtual environment per
+//! framework under edgeprof's data directory, made and removed by `edgeprof env`, and the
+//! search for an interpreter that has the framework: the one the config names, then
+//! edgeprof's own environment, then the system's `python3` (JetPack installs PyTorch there).
+
+use crate::engines::external::{self, Framework};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The file that marks a directory as an environment edgeprof made (and may remove).
+pub const MARKER: &str = "edgeprof-env.json";
+/// How long an interpreter may take to say what it has.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// edgeprof's data directory: `$EDGEPROF_DATA_DIR`, else `$XDG_DATA_HOME/edgeprof`, else
+/// `~/.local/share/edgeprof`.
+pub fn data_dir() -> anyhow::Result<PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(dir) = var("EDGEPROF_DATA_DIR") {
+        return Ok(PathBuf::from(dir));
+    }
+    if let Some(dir) = var("XDG_DATA_HOME") {
+        return Ok(PathBuf::from(dir).join("edgeprof"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(PathBuf::from(home).join(".local/share/edgeprof")),
+        None => anyhow::bail!(crate::cli::BadInput(
+            "cannot find a data directory: set EDGEPROF_DATA_DIR, XDG_DATA_HOME or HOME".into()
+        )),
+    }
+}
+
+/// Where `edgeprof env setup FRAMEWORK` makes the framework's environment.
+pub fn env_dir(framework: &Framework) -> anyhow::Result<PathBuf> {
+    Ok(data_dir()?.join("envs").join(framework.name))
+}
+
+/// Models and inputs exported for the external frameworks, kept between runs.
+pub fn cache_dir() -> anyhow::Result<PathBuf> {
+    Ok(data_dir()?.join("cache"))
+}
+
+fn venv_python(dir: &Path) -> PathBuf {
+    dir.join("bin").join("python")
+}
+
+/// Where an interpreter came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// `[frameworks.NAME] python` in the config.
+    Config,
+    /// The environment `edgeprof env setup` made.
+    Managed,
+    /// The system's `python3` (a system-wide install).
+    System,
+}
+
+impl Origin {
+    pub fn describe(self) -> &'static str {
+        match self {
+            Origin::Config => "the config's interpreter",
+            Origin::Managed => "edgeprof's environment",
+            Origin::System => "system-wide",
+        }
+    }
+}
+
+/// An interpreter that has the framework.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Interpreter {
+    pub python: PathBuf,
+    pub origin: Origin,
+    /// The framework's version there.
+    pub version: String,
+    pub python_version: String,
+}
+
+/// Whether a framework can run here.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum Readiness {
+    BuiltIn {
+        version: String,
+    },
+    Ready(Interpreter),
+    /// Nowhere to be found; `hint` is the command that sets it up.
+    NotSetUp {
+        hint: String,
+    },
+    /// The configured or managed interpreter does not work, or lacks the framework.
+    Broken {
+        python: PathBuf,
+        reason: String,
+    },
+    /// This build has no harness for it.
+    NotInBuild,
+}
+
+impl Readiness {
+    pub fn interpreter(&self) -> Option<&Interpreter> {
+        match self {
+            Readiness::Ready(i) => Some(i),
+            _ => None,
+        }
+    }
+
+    /// One line: `ready: 1.19.2 (edgeprof's environment, /…/python)`, `not set up: run …`.
+    pub fn describe(&self) -> String {
+        match self {
+            Readiness::BuiltIn { version } => format!("built in ({version})"),
+            Readiness::Ready(i) => format!(
+                "ready ({}; {}, {})",
+                i.version,
+                i.origin.describe(),
+                i.python.display()
+            ),
+            Readiness::NotSetUp { hint } => format!("not set up (run: {hint})"),
+            Readiness::Broken { python, reason } => {
+                format!("not usable ({}: {reason})", python.display())
+            }
+            Readiness::NotInBuild => "not in this build yet".to_string(),
+        }
+    }
+
+    /// Why a condition of this framework cannot run, if it cannot.
+    pub fn blocker(&self, framework: &str) -> Option<String> {
+        match self {
+            Readiness::BuiltIn { .. } | Readiness::Ready(_) => None,
+            Readiness::NotSetUp { hint } => Some(format!(
+                "{framework} is not set up here: run `{hint}`, or point [frameworks.{framework}] \
+                 python at an interpreter that has it"
+            )),
+            Readiness::Broken { python, reason } => Some(format!(
+                "{framework} cannot run with {}: {reason}",
+                python.display()
+            )),
+            Readiness::NotInBuild => {
+                Some(format!("the {framework} harness is not in this build yet"))
+            }
+        }
+    }
+}
+
+/// What an interpreter said about itself and the modules asked after.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Probe {
+    pub python: String,
+    /// Module name → its distribution's version (an empty string when found but unversioned),
+    /// absent when the module is not installed.
+    pub modules: BTreeMap<String, Option<String>>,
+}
+
+/// Asks `python` which of `frameworks` it has (without importing them, so it is quick).
+const PROBE: &str = r#"
+import json, sys
+import importlib.util
+try:
+    from importlib import metadata
+except ImportError:
+    metadata = None
+asked = json.load(sys.stdin)
+modules = {}
+for module, dist in asked:
+    try:
+        found = importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        found = False
+    if not found:
+        modules[module] = None
+        continue
+    version = ""
+    if metadata is not None:
+        try:
+            version = metadata.version(dist)
+        except Exception:
+            version = ""
+    modules[module] = version
+print(json.dumps({"python": sys.version.split()[0], "modules": modules}))
+"#;
+
+/// Runs `command` with `input` on stdin and returns its stdout, or why not.
+pub fn run_with_timeout(
+    mut command: Command,
+    input: &str,
+    timeout: Duration,
+) -> Result<String, String> {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("cannot start it: {e}"))?;
+    if let Some(mut stdin) = child.stdin.take() {
+        // A program that does not read its input is judged by its output below.
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    let reader = |stream: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut s) = stream {
+                let _ = s.read_to_string(&mut text);
+            }
+            text
+        })
+    };
+    let out = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let err = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+    );
+    let start = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if start.elapsed() > timeout => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("it did not answer within {} s", timeout.as_secs()));
+            }
+            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        }
+    };
+    let stdout = out.join().unwrap_or_default();
+    let stderr = err.join().unwrap_or_default();
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!("it failed ({status}): {}", last.trim()));
+    }
+    Ok(stdout)
+}
+
+/// Asks `python` about `frameworks`.
+pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, String> {
+    let asked: Vec<(&str, &str)> = frameworks
+        .iter()
+        .map(|f| (f.module, f.distribution))
+        .collect();
+    let input = serde_json::to_string(&asked).map_err(|e| e.to_string())?;
+    let mut command = Command::new(python);
+    command.args(["-c", PROBE]);
+    let out = run_with_timeout(command, &input, PROBE_TIMEOUT)?;
+    let line = out.lines().last().unwrap_or("");
+    serde_json::from_str(line)
+        .map_err(|e| format!("it answered {line:?}, not the probe's JSON ({e})"))
+}
+
+/// The system's `python3`, when there is one on PATH.
+pub fn system_python() -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join("python3"))
+        .find(|candidate| candidate.is_file())
+}
+
+fn interpreter(
+    python: &Path,
+    origin: Origin,
+    framework: &Framework,
+    probe: &Probe,
+) -> Option<Interpreter> {
+    let version = probe.modules.get(framework.module)?.clone()?;
+    Some(Interpreter {
+        python: python.to_path_buf(),
+        origin,
+        version: if version.is_empty() {
+            "version unknown".to_string()
+        } else {
+            version
+        },
+        python_version: probe.python.clone(),
+    })
+}
+
+/// Where every external framework stands here. `configured` maps frameworks to the
+/// interpreters a config names; the system's `python3` is asked once for all.
+pub fn survey(configured: &BTreeMap<String, PathBuf>) -> Vec<(&'static Framework, Readiness)> {
+    let mut system: Option<Option<(PathBuf, Probe)>> = None;
+    let all: Vec<&Framework> = external::FRAMEWORKS.iter().collect();
+    external::FRAMEWORKS
+        .iter()
+        .map(|f| {
+            let readiness = readiness_with(f, configured.get(f.name), || {
+                system
+                    .get_or_insert_with(|| {
+                        let python = system_python()?;
+                        probe(&python, &all).ok().map(|p| (python, p))
+                    })
+                    .clone()
+            });
+            (f, readiness)
+        })
+        .collect()
+}
+
+/// Where every engine stands here: the built-in ones, then the external frameworks.
+pub fn engines_here(configured: &BTreeMap<String, PathBuf>) -> Vec<(String, Readiness)> {
+    let mut out: Vec<(String, Readiness)> = crate::engines::BUILT_IN
+        .iter()
+        .map(|&e| {
+            let version = crate::engines::version(e).unwrap_or("unknown").to_string();
+            (e.to_string(), Readiness::BuiltIn { version })
+        })
+        .collect();
+    out.extend(
+        survey(configured)
+            .into_iter()
+            .map(|(f, r)| (f.name.to_string(), r)),
+    );
+    out
+}
+
+/// Where one framework stands here.
+pub fn readiness(framework: &Framework, configured: Option<&PathBuf>) -> Readiness {
+    readiness_with(framework, configured, || {
+        let python = system_python()?;
+        probe(&python, &[framework]).ok().map(|p| (python, p))
+    })
+}
+
+fn readiness_with(
+    framework: &Framework,
+    configured: Option<&PathBuf>,
+    system: impl FnOnce() -> Option<(PathBuf, Probe)>,
+) -> Readiness {
+    if !framework.runnable() {
+        return Readiness::NotInBuild;
+    }
+    let lacks = |python: &Path, probe: &Probe| Readiness::Broken {
+        python: python.to_path_buf(),
+        reason: format!(
+            "Python {} there has no {} module",
+            probe.python, framework.module
+        ),
+    };
+    if let Some(python) = configured {
+        return match probe(python, &[framework]) {
+            Ok(p) => match interpreter(python, Origin::Config, framework, &p) {
+                Some(i) => Readiness::Ready(i),
+                None => lacks(python, &p),
+            },
+            Err(reason) => Readiness::Broken {
+                python: python.clone(),
+                reason,
+            },
+        };
+    }
+    if let Ok(dir) = env_dir(framework) {
+        let python = venv_python(&dir);
+        if python.exists() {
+            return match probe(&python, &[framework]) {
+                Ok(p) => match interpreter(&python, Origin::Managed, framework, &p) {
+                    Some(i) => Readiness::Ready(i),
+                    None => lacks(&python, &p),
+                },
+                Err(reason) => Readiness::Broken { python, reason },
+            };
+        }
+    }
+    if let Some((python, p)) = system() {
+        if let Some(i) = interpreter(&python, Origin::System, framework, &p) {
+            return Readiness::Ready(i);
+        }
+    }
+    Readiness::NotSetUp {
+        hint: framework.setup_hint(),
+    }
+}
+
+/// What `edgeprof env setup` recorded about an environment it made.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Marker {
+    pub framework: String,
+    pub packages: Vec<String>,
+    pub pip_args: Vec<String>,
+    pub base_python: PathBuf,
+    pub created: String,
+}
+
+/// How a setup went.
+#[derive(Debug)]
+pub enum SetupOutcome {
+    Made(Interpreter),
+    /// The environment was there already and has the framework.
+    AlreadyThere(Interpreter),
+}
+
+/// Runs a setup step, passing each line it prints (stdout and stderr) to `on_line`, and
+/// returns the last lines when it fails.
+fn run_step(what: &str, mut command: Command, on_line: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    let mut child = command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| crate::cli::BadInput(format!("cannot start {what}: {e}")))?;
+    let (tx, rx) = std::sync::mpsc::channel::<String>();
+    let forward = |stream: Option<Box<dyn Read + Send>>, tx: std::sync::mpsc::Sender<String>| {
+        std::thread::spawn(move || {
+            if let Some(s) = stream {
+                for line in BufReader::new(s).lines() {
+                    let Ok(line) = line else { break };
+                    if tx.send(line).is_err() {
+                        break;
+                    }
+                }
+            }
+        })
+    };
+    let a = forward(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        tx.clone(),
+    );
+    let b = forward(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        tx,
+    );
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    for line in rx {
+        on_line(&line);
+        tail.push_back(line);
+        if tail.len() > 5 {
+            tail.pop_front();
+        }
+    }
+    let _ = (a.join(), b.join());
+    let status = child
+        .wait()
+        .with_context(|| format!("cannot wait for {what}"))?;
+    if !status.success() {
+        let tail: Vec<String> = tail.into_iter().filter(|l| !l.trim().is_empty()).collect();
+        anyhow::bail!(
+            "{what} failed ({status}); its last words: {}",
+            tail.join(" | ")
+        );
+    }
+    Ok(())
+}
+
+/// Makes the framework's environment with `base` (a `python3`) and installs its packages with
+/// pip (`pip_args` are passed on, e.g. `--index-url URL`). `force` remakes an existing one.
+pub fn setup(
+    framework: &Framework,
+    base: &Path,
+    pip_args: &[String],
+    force: bool,
+    on_line: &mut dyn FnMut(&str),
+) -> anyhow::Result<SetupOutcome> {
+    if !framework.runnable() {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "the {} harness is not in this build yet, so there is nothing to set up for it",
+            framework.name
+        )));
+    }
+    let dir = env_dir(framework)?;
+    let python = venv_python(&dir);
+    if dir.exists() {
+        if !force {
+            if let Ok(p) = probe(&python, &[framework]) {
+                if let Some(i) = interpreter(&python, Origin::Managed, framework, &p) {
+                    return Ok(SetupOutcome::AlreadyThere(i));
+                }
+            }
+        }
+        remove_dir(framework, &dir)?;
+    }
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    let made = (|| -> anyhow::Result<Interpreter> {
+        let mut venv = Command::new(base);
+        venv.arg("-m").arg("venv").arg(&dir);
+        run_step(&format!("{} -m venv", base.display()), venv, on_line).map_err(|e| {
+            anyhow::anyhow!(
+                "{e:#} (on Debian and Ubuntu the venv module comes with the python3-venv package)"
+            )
+        })?;
+        let mut pip = Command::new(&python);
+        pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
+            .args(framework.packages)
+            .args(pip_args);
+        run_step("pip install", pip, on_line)?;
+        let p = probe(&python, &[framework])
+            .map_err(|why| anyhow::anyhow!("the new environment's python fails: {why}"))?;
+        let i = interpreter(&python, Origin::Managed, framework, &p).ok_or_else(|| {
+            anyhow::anyhow!(
+                "pip installed {} but Python cannot find the {} module",
+                framework.packages.join(" "),
+                framework.module
+            )
+        })?;
+        let marker = Marker {
+            framework: framework.name.to_string(),
+            packages: framework.packages.iter().map(|s| s.to_string()).collect(),
+            pip_args: pip_args.to_vec(),
+            base_python: base.to_path_buf(),
+            created: crate::results::now_rfc3339(),
+        };
+        let text = serde_json::to_string_pretty(&marker)?;
+        std::fs::write(dir.join(MARKER), text)
+            .with_context(|| format!("cannot write {}", dir.join(MARKER).display()))?;
+        Ok(i)
+    })();
+    match made {
+        Ok(i) => Ok(SetupOutcome::Made(i)),
+        Err(e) => {
+            // Leave nothing half-made behind: a later setup starts clean.
+            let _ = std::fs::remove_dir_all(&dir);
+            Err(e.context(format!("setting up {} failed", framework.name)))
+        }
+    }
+}
+
+fn remove_dir(framework: &Framework, dir: &Path) -> anyhow::Result<()> {
+    // venv writes pyvenv.cfg first, so a setup cut short leaves that without the marker.
+    if !dir.join(MARKER).exists() && !dir.join("pyvenv.cfg").exists() {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "{} is not an environment edgeprof made for {} (it has no {MARKER}); remove it \
+             yourself if you mean to",
+            dir.display(),
+            framework.name
+        )));
+    }
+    std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))
+}
+
+/// Removes the framework's environment; returns where it was, or `None` if there was none.
+pub fn remove(framework: &Framework) -> anyhow::Result<Option<PathBuf>> {
+    let dir = env_dir(framework)?;
+    if !dir.exists() {
+        return Ok(None);
+    }
+    remove_dir(framework, &dir)?;
+    Ok(Some(dir))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe_of(modules: &[(&str, Option<&str>)]) -> Probe {
+        Probe {
+            python: "3.11.2".into(),
+            modules: modules
+                .iter()
+                .map(|(m, v)| (m.to_string(), v.map(str::to_string)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn an_interpreter_counts_only_when_the_module_is_there() {
+        let ort = external::find("onnxruntime").unwrap_or(&external::FRAMEWORKS[0]);
+        let python = Path::new("/usr/bin/python3");
+        let found = interpreter(
+            python,
+            Origin::System,
+            ort,
+            &probe_of(&[("onnxruntime", Some("1.19.2"))]),
+        );
+        assert_eq!(found.map(|i| i.version), Some("1.19.2".to_string()));
+        let unversioned = interpreter(
+            python,
+            Origin::System,
+            ort,
+            &probe_of(&[("onnxruntime", Some(""))]),
+        );
+        assert_eq!(
+            unversioned.map(|i| i.version),
+            Some("version unknown".to_string())
+        );
+        assert!(interpreter(
+            python,
+            Origin::System,
+            ort,
+            &probe_of(&[("onnxruntime", None)])
+        )
+        .is_none());
+        assert!(interpreter(python, Origin::System, ort, &probe_of(&[])).is_none());
+    }
+
+    #[test]
+    fn readiness_says_what_to_do() {
+        let hint = Readiness::NotSetUp {
+            hint: "edgeprof env setup pytorch".into(),
+        };
+        assert_eq!(
+            hint.describe(),
+            "not set up (run: edgeprof env setup pytorch)"
+        );
+        let blocker = hint.blocker("pytorch").unwrap_or_default();
+        assert!(
+            blocker.contains("run `edgeprof env setup pytorch`"),
+            "{blocker}"
+        );
+        assert!(blocker.contains("[frameworks.pytorch] python"), "{blocker}");
+        assert!(Readiness::BuiltIn {
+            version: "0.23.9".into()
+        }
+        .blocker("tract")
+        .is_none());
+    }
+}

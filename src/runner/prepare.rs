@@ -1,0 +1,377 @@
+//! What a condition needs before its worker starts: the program that runs it (edgeprof's own
+//! worker, the user's command, or a framework's harness under its interpreter) and, for the
+//! external frameworks, the model file and input they read (exported once, kept in edgeprof's
+//! cache), and where the first output goes for comparing engines.
+
+use crate::config::{Config, ModelRef};
+use crate::engines::external::{self, Framework, ModelInput};
+use crate::models::{onnx, weights, zoo};
+use crate::runner::matrix::Condition;
+use crate::runner::protocol::WorkerRequest;
+use crate::runner::spawn::WorkerCommand;
+use anyhow::Context;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// The folder of a results directory that holds the conditions' first outputs.
+pub const OUTPUTS: &str = "outputs";
+
+/// A file name for a condition's id (which holds '/' and, for ONNX files, a path).
+pub fn file_stem(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where a condition's first output is kept in results directory `dir`.
+pub fn output_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join(OUTPUTS).join(format!("{}.f32", file_stem(id)))
+}
+
+/// Whether `engine` runs the zoo's own weights, so that its outputs are comparable.
+pub fn runs_zoo_weights(engine: &str) -> bool {
+    crate::engines::BUILT_IN.contains(&engine)
+        || external::find(engine).is_some_and(|f| f.zoo_weights)
+}
+
+/// The zoo's build parameters of a condition.
+fn zoo_params(c: &Condition, classes: usize) -> zoo::ModelParams {
+    zoo::ModelParams {
+        num_classes: classes,
+        channels: c.input.channels,
+        height: c.input.height,
+        width: c.input.width,
+        batch: c.batch,
+    }
+}
+
+/// Writes `bytes` to `path` unless it is there already (the name says what it holds).
+fn keep(path: &Path, make: impl FnOnce() -> anyhow::Result<Vec<u8>>) -> anyhow::Result<()> {
+    if path.is_file() {
+        return Ok(());
+    }
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    crate::results::write_atomic(path, &make()?)
+}
+
+/// The input a condition's engine is fed, as little-endian f32, kept in `cache`.
+pub fn input_file(cache: &Path, c: &Condition, seed: u64) -> anyhow::Result<PathBuf> {
+    let shape = [c.batch, c.input.channels, c.input.height, c.input.width];
+    let path = cache.join("inputs").join(format!(
+        "{}x{}x{}x{}-seed{seed}.f32",
+        shape[0], shape[1], shape[2], shape[3]
+    ));
+    keep(&path, || {
+        Ok(weights::input_data(&shape, seed)
+            .iter()
+            .flat_map(|v| v.to_le_bytes())
+            .collect())
+    })?;
+    Ok(path)
+}
+
+/// The ONNX file of a condition's model: the user's file, or the zoo model's export (with the
+/// seeded weights every engine uses), kept in `cache`.
+pub fn model_file(
+    cache: &Path,
+    c: &Condition,
+    classes: usize,
+    seed: u64,
+) -> anyhow::Result<PathBuf> {
+    match &c.model {
+        ModelRef::Onnx(path) => Ok(path.clone()),
+        ModelRef::Zoo(name) => {
+            let path = cache.join("models").join(format!(
+                "{name}-{}-b{}-c{classes}-seed{seed}.onnx",
+                c.input, c.batch
+            ));
+            keep(&path, || {
+                let model = zoo::build(name, &zoo_params(c, classes))?;
+                Ok(onnx::encode(&onnx::to_onnx(&model, seed)))
+            })?;
+            Ok(path)
+        }
+    }
+}
+
+/// The zoo model's description (its layers, as JSON) and its seeded parameters (one file of
+/// little-endian f32, indexed by the description), kept in `cache`: what the frameworks that
+/// build the model layer by layer read (TensorFlow's Keras model). Returns the description's path.
+pub fn description_file(
+    cache: &Path,
+    c: &Condition,
+    classes: usize,
+    seed: u64,
+) -> anyhow::Result<PathBuf> {
+    let ModelRef::Zoo(name) = &c.model else {
+        anyhow::bail!("only the zoo's models have a description to build from, not ONNX files");
+    };
+    let stem = format!("{name}-{}-b{}-c{classes}-seed{seed}", c.input, c.batch);
+    let json = cache.join("models").join(format!("{stem}.json"));
+    let weights = cache.join("models").join(format!("{stem}.weights.f32"));
+    if json.is_file() && weights.is_file() {
+        return Ok(json);
+    }
+    let model = zoo::build(name, &zoo_params(c, classes))?;
+    let params: Vec<weights::Param> = model
+        .layers
+        .iter()
+        .flat_map(|layer| weights::layer_params(&layer.op, &layer.name, seed))
+        .collect();
+    let mut index = Vec::new();
+    let mut offset = 0usize;
+    for p in &params {
+        index.push(serde_json::json!({"name": p.name, "dims": p.dims, "offset": offset}));
+        offset += p.data.len();
+    }
+    keep(&weights, || {
+        Ok(params
+            .iter()
+            .flat_map(|p| p.data.iter().flat_map(|v| v.to_le_bytes()))
+            .collect())
+    })?;
+    let description = serde_json::json!({
+        "model": model,
+        "params": index,
+        "weights_file": weights,
+        "batch_norm_epsilon": weights::BN_EPSILON,
+    });
+    crate::results::write_atomic(&json, &serde_json::to_vec(&description)?)?;
+    Ok(json)
+}
+
+/// The interpreters of the external frameworks a sweep runs, or why each cannot run.
+pub type Interpreters = BTreeMap<String, Result<PathBuf, String>>;
+
+/// Finds the interpreter of every external framework among `conditions`.
+pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
+    let configured = config.interpreters();
+    let mut out = Interpreters::new();
+    for c in conditions {
+        if out.contains_key(&c.engine) {
+            continue;
+        }
+        let Some(f) = external::find(&c.engine) else {
+            continue;
+        };
+        // tflite runs what TensorFlow converts.
+        let needs = match f.model {
+            ModelInput::Tflite => vec![f, external::find("tensorflow").unwrap_or(f)],
+            _ => vec![f],
+        };
+        for f in needs {
+            if out.contains_key(f.name) {
+                continue;
+            }
+            let readiness = crate::engines::env::readiness(f, configured.get(f.name));
+            let found = match readiness.interpreter() {
+                Some(i) => Ok(i.python.clone()),
+                None => Err(readiness.blocker(f.name).unwrap_or_default()),
+            };
+            out.insert(f.name.to_string(), found);
+        }
+    }
+    out
+}
+
+/// Longest a conversion to .tflite may take (VGG-19 at 224×224 takes minutes on a small board).
+const CONVERT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
+
+/// The .tflite file of a zoo model, converted by the TensorFlow harness from its Keras model
+/// (with a `.json` note of the Keras model's parameters and TensorFlow's version), kept in
+/// `cache`.
+pub fn tflite_file(
+    cache: &Path,
+    c: &Condition,
+    classes: usize,
+    seed: u64,
+    interpreters: &Interpreters,
+) -> anyhow::Result<PathBuf> {
+    let ModelRef::Zoo(name) = &c.model else {
+        anyhow::bail!("tflite runs the zoo's models, not ONNX files");
+    };
+    let path = cache.join("models").join(format!(
+        "{name}-{}-b{}-c{classes}-seed{seed}.tflite",
+        c.input, c.batch
+    ));
+    let note = PathBuf::from(format!("{}.json", path.display()));
+    if path.is_file() && note.is_file() {
+        return Ok(path);
+    }
+    let python = match interpreters.get("tensorflow") {
+        Some(Ok(p)) => p.clone(),
+        Some(Err(why)) => {
+            anyhow::bail!("tflite runs the .tflite files TensorFlow converts here, and {why}")
+        }
+        None => anyhow::bail!("no TensorFlow interpreter was looked for"),
+    };
+    let tensorflow = external::find("tensorflow")
+        .and_then(|f| f.harness())
+        .ok_or_else(|| anyhow::anyhow!("the tensorflow harness is not in this build"))?;
+    let description = description_file(cache, c, classes, seed)?;
+    let mut convert = c.clone();
+    convert.engine = "tensorflow".to_string();
+    convert.threads = 0;
+    convert.device = crate::config::Device::Cpu;
+    let request = serde_json::json!({
+        "condition": convert,
+        "warmup": 0, "iterations": 1, "repeats": 1, "seed": seed, "classes": classes,
+        "model_file": description,
+        "export_tflite": path,
+    });
+    let mut command = std::process::Command::new(&python);
+    command.args(["-c", &tensorflow]);
+    let out = crate::engines::env::run_with_timeout(command, &request.to_string(), CONVERT_TIMEOUT)
+        .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
+    for line in out.lines().rev() {
+        let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
+            continue;
+        };
+        match record["type"].as_str() {
+            Some("exported") if path.is_file() => return Ok(path),
+            Some("error") => anyhow::bail!(
+                "TensorFlow's conversion to .tflite failed: {}",
+                record["message"].as_str().unwrap_or("")
+            ),
+            _ => {}
+        }
+    }
+    anyhow::bail!(
+        "TensorFlow's conversion to .tflite wrote no file ({} said {:?})",
+        python.display(),
+        out.trim()
+    )
+}
+
+/// A condition made ready to start: the program and the request it reads.
+pub struct Prepared {
+    pub command: WorkerCommand,
+    pub request: WorkerRequest,
+}
+
+/// The program and request of `condition`; `base` is the request without the files.
+pub fn prepare(
+    config: &Config,
+    condition: &Condition,
+    mut request: WorkerRequest,
+    edgeprof: &Path,
+    results_dir: &Path,
+    interpreters: &Interpreters,
+) -> anyhow::Result<Prepared> {
+    if config.measure.check_outputs && runs_zoo_weights(&condition.engine) {
+        let path = output_path(results_dir, &condition.id);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent)
+                .with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        request.output_file = Some(path);
+    }
+    let command = match (&config.command, external::find(&condition.engine)) {
+        (Some(c), _) if condition.engine == "command" => WorkerCommand {
+            program: c.program.clone(),
+            args: c.args.clone(),
+        },
+        (_, Some(f)) => external_command(config, condition, f, &mut request, interpreters)?,
+        _ => WorkerCommand::edgeprof(edgeprof),
+    };
+    Ok(Prepared { command, request })
+}
+
+fn external_command(
+    config: &Config,
+    condition: &Condition,
+    f: &Framework,
+    request: &mut WorkerRequest,
+    interpreters: &Interpreters,
+) -> anyhow::Result<WorkerCommand> {
+    let python = match interpreters.get(f.name) {
+        Some(Ok(p)) => p.clone(),
+        Some(Err(why)) => anyhow::bail!("{why}"),
+        None => anyhow::bail!("no interpreter was looked for {}", f.name),
+    };
+    let harness = f
+        .harness()
+        .ok_or_else(|| anyhow::anyhow!("the {} harness is not in this build yet", f.name))?;
+    let cache = crate::engines::env::cache_dir()?;
+    let seed = config.measure.seed;
+    request.input_file = Some(input_file(&cache, condition, seed)?);
+    let classes = config.matrix.classes;
+    let model = match f.model {
+        ModelInput::Onnx => Some(model_file(&cache, condition, classes, seed)),
+        ModelInput::Description | ModelInput::TorchvisionWithZooWeights => {
+            Some(description_file(&cache, condition, classes, seed))
+        }
+        ModelInput::Tflite => Some(tflite_file(&cache, condition, classes, seed, interpreters)),
+    };
+    if let Some(model) = model {
+        request.model_file =
+            Some(model.with_context(|| {
+                format!("cannot make {} ready for {}", condition.model, f.name)
+            })?);
+    }
+    if let Some(settings) = config.frameworks.get(f.name) {
+        if !settings.options.is_empty() {
+            request.options = Some(settings.options.clone());
+        }
+    }
+    Ok(WorkerCommand {
+        program: python,
+        // The harness is a constant program; the condition reaches it as JSON on stdin.
+        args: vec!["-c".to_string(), harness],
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_names_are_plain_file_names() {
+        assert_eq!(
+            file_stem("tract/resnet34/3x32x32/b1/t0/cpu"),
+            "tract_resnet34_3x32x32_b1_t0_cpu"
+        );
+        assert_eq!(
+            file_stem("onnxruntime//a b/m.onnx/gpu:0"),
+            "onnxruntime__a_b_m.onnx_gpu_0"
+        );
+        assert!(runs_zoo_weights("candle") && runs_zoo_weights("onnxruntime"));
+        assert!(runs_zoo_weights("pytorch") && !runs_zoo_weights("command"));
+    }
+
+    #[test]
+    fn the_input_file_holds_the_built_in_engines_input() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let c = Condition::new(
+            "onnxruntime",
+            ModelRef::Zoo("resnet34".into()),
+            crate::models::InputShape {
+                channels: 3,
+                height: 32,
+                width: 32,
+            },
+            2,
+            1,
+            crate::config::Device::Cpu,
+        );
+        let path = input_file(dir.path(), &c, 7)?;
+        let bytes = std::fs::read(&path)?;
+        let values: Vec<f32> = bytes
+            .chunks_exact(4)
+            .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+            .collect();
+        assert_eq!(values, weights::input_data(&[2, 3, 32, 32], 7));
+        // Kept: a second call finds it.
+        assert_eq!(input_file(dir.path(), &c, 7)?, path);
+        Ok(())
+    }
+}

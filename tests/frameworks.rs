@@ -1,0 +1,390 @@
+//! The external frameworks: `edgeprof env`, the harness protocol against a fake framework
+//! (crash, hang, wrong parameter count, missing package), and tract, candle and onnxruntime side
+//! by side on the same models, with their outputs compared.
+
+mod common;
+
+use common::{edgeprof, only_entry, read, temp_dir, test_python, write};
+use std::path::{Path, PathBuf};
+
+fn records(dir: &Path) -> Vec<serde_json::Value> {
+    read(&dir.join("runs.jsonl"))
+        .lines()
+        .map(|l| match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(e) => panic!("bad record {l}: {e}"),
+        })
+        .collect()
+}
+
+fn fake_framework_dir() -> String {
+    format!("{}/tests/fixtures/fakefw", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// A Python with numpy (the harness needs it) and without torch.
+fn python_without_torch() -> PathBuf {
+    test_python(
+        "import numpy, importlib.util, sys; sys.exit(importlib.util.find_spec('torch') is not None)",
+        &["numpy"],
+    )
+}
+
+/// The zoo's shufflenet_v2_x0_5 with 1000 classes.
+const SHUFFLENET_PARAMETERS: u64 = 1_366_792;
+
+/// Runs one pytorch condition on the fake torch in `mode`; returns the run's records.
+fn fake_run(mode: &str) -> (Vec<serde_json::Value>, String) {
+    let tmp = temp_dir();
+    let python = python_without_torch();
+    let config = tmp.path().join("fake.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"fake\"\n[matrix]\nengines = [\"pytorch\"]\nmodels = [\"shufflenet_v2_x0_5\"]\n\
+             inputs = [\"3x32x32\"]\nthreads = [1]\n[measure]\nwarmup = 1\niterations = 3\n\
+             repeats = 1\nretries = 0\ntimeout_s = 3\n[frameworks.pytorch]\npython = \"{}\"\n",
+            python.display()
+        ),
+    );
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .env("PYTHONPATH", fake_framework_dir())
+        .env("EDGEPROF_FAKE_MODE", mode)
+        .env("EDGEPROF_FAKE_PARAMS", SHUFFLENET_PARAMETERS.to_string())
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("data"))
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .assert();
+    let code = assert.get_output().status.code();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert_eq!(
+        code,
+        Some(if mode == "ok" { 0 } else { 1 }),
+        "{mode}: {stdout}"
+    );
+    (records(&only_entry(&out)), stdout)
+}
+
+#[test]
+fn the_harness_reports_a_fake_frameworks_version_device_threads_and_parameters() {
+    let (runs, _) = fake_run("ok");
+    assert_eq!(runs.len(), 1);
+    let run = &runs[0]["run"];
+    assert_eq!(runs[0]["ok"], true, "{:?}", runs[0]);
+    assert_eq!(run["engine"], "pytorch");
+    assert_eq!(run["engine_version"], "0.0-fake (torchvision 0.0-fake)");
+    assert_eq!(run["device"], "cpu");
+    assert_eq!(run["threads"], 1);
+    assert_eq!(run["parameters"], SHUFFLENET_PARAMETERS);
+    assert_eq!(run["repeats"][0].as_array().map(Vec::len), Some(3));
+    assert_eq!(run["warmup_ms"].as_array().map(Vec::len), Some(1));
+}
+
+#[test]
+fn a_fake_framework_that_crashes_hangs_or_builds_another_model_fails_with_the_reason() {
+    let cases = [
+        (
+            "crash",
+            "signal",
+            "killed by signal 6 (SIGABRT: the engine aborted)",
+        ),
+        ("hang", "timeout", "did not finish within the 3 s timeout"),
+        (
+            "wrong_params",
+            "parameter_mismatch",
+            "the engine built 1366793 parameters where the zoo's shufflenet_v2_x0_5 has 1366792",
+        ),
+    ];
+    for (mode, kind, reason) in cases {
+        let (runs, stdout) = fake_run(mode);
+        assert_eq!(runs.len(), 1, "{mode}");
+        assert_eq!(runs[0]["ok"], false, "{mode}");
+        assert_eq!(runs[0]["failure"]["kind"], kind, "{mode}: {:?}", runs[0]);
+        let got = runs[0]["reason"].as_str().unwrap_or("");
+        assert!(got.contains(reason), "{mode}: {got}");
+        assert!(
+            stdout.contains(reason),
+            "{mode}: the report lacks the reason: {stdout}"
+        );
+    }
+}
+
+#[test]
+fn a_missing_framework_package_is_named_with_the_command_that_sets_it_up() {
+    let tmp = temp_dir();
+    let python = python_without_torch();
+    // Planned with an interpreter that lacks torch: skipped, saying so.
+    let config = tmp.path().join("missing.toml");
+    write(
+        &config,
+        &format!(
+            "[matrix]\nengines = [\"tract\", \"pytorch\"]\nmodels = [\"shufflenet_v2_x0_5\"]\n\
+             inputs = [\"3x32x32\"]\n[frameworks.pytorch]\npython = \"{}\"\n",
+            python.display()
+        ),
+    );
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("data"))
+        .args(["config", "check"])
+        .arg(&config)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(
+        text.contains(&format!("pytorch cannot run with {}", python.display()))
+            && text.contains("there has no torch module"),
+        "{text}"
+    );
+    // The harness itself, run by hand on that interpreter: one error record naming the package,
+    // the interpreter and the command that sets it up.
+    let program = edgeprof()
+        .args(["env", "harness", "pytorch"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let harness = tmp.path().join("harness.py");
+    if let Err(e) = std::fs::write(&harness, program) {
+        panic!("{e}");
+    }
+    let request = serde_json::json!({
+        "condition": {"id": "pytorch/shufflenet_v2_x0_5/3x32x32/b1/t1/cpu", "engine": "pytorch",
+            "model": {"kind": "zoo", "name": "shufflenet_v2_x0_5"}, "input": "3x32x32",
+            "batch": 1, "threads": 1, "device": "cpu"},
+        "warmup": 0, "iterations": 1, "repeats": 1, "seed": 1, "classes": 1000,
+    });
+    let out = assert_cmd::Command::new(&python)
+        .arg(&harness)
+        .write_stdin(request.to_string())
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    let record: serde_json::Value = match serde_json::from_str(stdout.trim()) {
+        Ok(v) => v,
+        Err(e) => panic!("not one JSON record ({e}): {stdout}"),
+    };
+    assert_eq!(record["type"], "error");
+    let message = record["message"].as_str().unwrap_or("");
+    assert!(
+        message.starts_with("the Python package torch is not installed for")
+            && message.ends_with("set it up with: edgeprof env setup pytorch"),
+        "{message}"
+    );
+}
+
+#[test]
+fn env_commands_say_what_they_can_and_cannot_do() {
+    let tmp = temp_dir();
+    let data = tmp.path().join("data");
+    let listed = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .env("PATH", "/nonexistent")
+        .args(["env", "list", "--json"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let listed: serde_json::Value = match serde_json::from_slice(&listed) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let state = |engine: &str| {
+        listed
+            .as_array()
+            .and_then(|a| a.iter().find(|e| e["engine"] == engine))
+            .map(|e| (e["state"].clone(), e["description"].clone()))
+    };
+    assert_eq!(state("tract").map(|s| s.0), Some("built_in".into()));
+    assert_eq!(state("candle").map(|s| s.0), Some("built_in".into()));
+    // Without python3 on PATH nothing is found system-wide.
+    let ort = state("onnxruntime").unwrap_or_default();
+    assert_eq!(ort.0, "not_set_up");
+    assert_eq!(ort.1, "not set up (run: edgeprof env setup onnxruntime)");
+    for framework in ["pytorch", "tensorflow", "tflite"] {
+        assert_eq!(state(framework).map(|s| s.0), Some("not_set_up".into()));
+    }
+    common::assert_bad_input(&["env", "setup", "tract"], "tract is built into edgeprof");
+    common::assert_bad_input(&["env", "setup", "caffe"], "unknown framework caffe");
+    // Remove leaves alone a directory edgeprof did not make.
+    let foreign = data.join("envs/onnxruntime");
+    if let Err(e) = std::fs::create_dir_all(&foreign) {
+        panic!("{e}");
+    }
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "remove", "onnxruntime"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("is not an environment edgeprof made"),
+        "{stderr}"
+    );
+    assert!(foreign.exists());
+    // A failed setup leaves nothing half-made, and says why.
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("fresh"))
+        .args(["env", "setup", "onnxruntime", "--python", "/bin/false"])
+        .assert()
+        .code(1);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("setting up onnxruntime failed") && stderr.contains("-m venv failed"),
+        "{stderr}"
+    );
+    assert!(!tmp.path().join("fresh/envs/onnxruntime").exists());
+}
+
+/// edgeprof's data directory for the tests that need a real framework: kept under target/ so
+/// the environments are made once.
+fn shared_data_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data")
+}
+
+#[test]
+fn tract_candle_and_onnxruntime_agree_on_the_same_models() {
+    let data = shared_data_dir();
+    // Set up as a user would (a no-op when CI or an earlier run already did).
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "setup", "onnxruntime"])
+        .timeout(std::time::Duration::from_secs(900))
+        .assert()
+        .success();
+    let said = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(said.contains("onnxruntime"), "{said}");
+    let listed = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "list"])
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let listed = String::from_utf8_lossy(&listed).into_owned();
+    assert!(
+        listed.contains("onnxruntime  ready (") && listed.contains("edgeprof's environment"),
+        "{listed}"
+    );
+    let tmp = temp_dir();
+    let config = tmp.path().join("three.toml");
+    write(
+        &config,
+        "name = \"three\"\n[matrix]\nengines = [\"tract\", \"candle\", \"onnxruntime\"]\n\
+         models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\"]\ninputs = [\"3x32x32\"]\n\
+         batch = [2]\nthreads = [1]\nclasses = 10\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .assert()
+        .success();
+    let report = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let dir = only_entry(&out);
+    let runs = records(&dir);
+    assert_eq!(runs.len(), 6, "{report}");
+    let info = |model: &str| -> u64 {
+        let v = common::json_of(&[
+            "models",
+            "info",
+            model,
+            "--input",
+            "3x32x32",
+            "--classes",
+            "10",
+            "--json",
+        ]);
+        v["total"]["params"]
+            .as_u64()
+            .or_else(|| v["params"].as_u64())
+            .unwrap_or(0)
+    };
+    for run in &runs {
+        assert_eq!(run["ok"], true, "{run}");
+        let c = &run["condition"];
+        let engine = c["engine"].as_str().unwrap_or("");
+        if engine == "onnxruntime" || engine == "candle" {
+            let model = c["model"]["name"].as_str().unwrap_or("");
+            assert_eq!(
+                run["run"]["parameters"].as_u64(),
+                Some(info(model)),
+                "{run}"
+            );
+        }
+        if engine == "onnxruntime" {
+            assert!(
+                run["run"]["engine_version"]
+                    .as_str()
+                    .is_some_and(|v| !v.is_empty()),
+                "{run}"
+            );
+            assert_eq!(run["run"]["device"], "cpu");
+            assert_eq!(run["run"]["threads"], 1);
+        }
+    }
+    // Every engine's output against tract's, per model: 2 models × (candle, onnxruntime).
+    let summary: serde_json::Value = match serde_json::from_str(&read(&dir.join("summary.json"))) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let compared = summary["outputs"]["compared"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(compared.len(), 4, "{summary}");
+    for a in &compared {
+        assert_eq!(a["agree"], true, "{a}");
+        assert_eq!(a["values"], 20, "{a}");
+        let rel = a["max_rel_diff"].as_f64().unwrap_or(1.0);
+        assert!(rel <= 1e-4, "{a}");
+        assert!(
+            a["reference"]
+                .as_str()
+                .is_some_and(|r| r.starts_with("tract/")),
+            "{a}"
+        );
+    }
+    assert!(
+        report.contains("outputs: each engine's first output"),
+        "{report}"
+    );
+}
+
+#[test]
+fn every_harness_is_python_3_6_and_reads_its_options_by_name() {
+    // JetPack 4 ships Python 3.6: the harnesses must parse with its grammar.
+    let python = python_without_torch();
+    for framework in ["onnxruntime", "pytorch", "tensorflow", "tflite"] {
+        let program = edgeprof()
+            .args(["env", "harness", framework])
+            .assert()
+            .success()
+            .get_output()
+            .stdout
+            .clone();
+        let text = String::from_utf8_lossy(&program).into_owned();
+        assert!(
+            text.contains(&format!("FRAMEWORK = \"{framework}\"")),
+            "{framework}"
+        );
+        assert!(text.contains("OPTIONS = ("), "{framework}");
+        assert_cmd::Command::new(&python)
+            .args([
+                "-c",
+                "import ast, sys; ast.parse(sys.stdin.read(), feature_version=(3, 6))",
+            ])
+            .write_stdin(program)
+            .assert()
+            .success();
+    }
+    common::assert_bad_input(&["env", "harness", "mxnet"], "unknown framework mxnet");
+}
