@@ -378,18 +378,12 @@ fn run_with_telemetry(root: &str, path: Option<&str>) -> (Value, String, Vec<Val
         panic!("{e}");
     }
     let out = tmp.path().join("results");
-    let mut command = edgeprof();
+    let mut command = run_command(&config, &out);
     command.env("EDGEPROF_TELEMETRY_ROOT", root);
     if let Some(p) = path {
         command.env("PATH", p);
     }
-    let assert = command
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
-        .assert()
-        .success();
+    let assert = command.assert().success();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     let dir = only_entry(&out);
     let runs = std::fs::read_to_string(dir.join("runs.jsonl")).unwrap_or_default();

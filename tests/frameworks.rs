@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{edgeprof, only_entry, read, temp_dir, test_python, write};
+use common::{edgeprof, only_entry, read, run_command, temp_dir, test_python, write};
 use std::path::{Path, PathBuf};
 
 fn records(dir: &Path) -> Vec<serde_json::Value> {
@@ -47,15 +47,11 @@ fn fake_run(mode: &str) -> (Vec<serde_json::Value>, String) {
         ),
     );
     let out = tmp.path().join("results");
-    let assert = edgeprof()
+    let assert = run_command(&config, &out)
         .env("PYTHONPATH", fake_framework_dir())
         .env("EDGEPROF_FAKE_MODE", mode)
         .env("EDGEPROF_FAKE_PARAMS", SHUFFLENET_PARAMETERS.to_string())
         .env("EDGEPROF_DATA_DIR", tmp.path().join("data"))
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
         .assert();
     let code = assert.get_output().status.code();
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
@@ -280,12 +276,8 @@ fn tract_candle_and_onnxruntime_agree_on_the_same_models() {
          [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
     );
     let out = tmp.path().join("results");
-    let assert = edgeprof()
+    let assert = run_command(&config, &out)
         .env("EDGEPROF_DATA_DIR", &data)
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
         .assert()
         .success();
     let report = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
@@ -387,4 +379,42 @@ fn every_harness_is_python_3_6_and_reads_its_options_by_name() {
             .success();
     }
     common::assert_bad_input(&["env", "harness", "mxnet"], "unknown framework mxnet");
+}
+
+#[test]
+fn a_failed_tflite_conversion_fails_its_condition_before_it_starts() {
+    let tmp = temp_dir();
+    let python = python_without_torch();
+    let config = tmp.path().join("tflite.toml");
+    write(
+        &config,
+        &format!(
+            "[matrix]\nengines = [\"tract\", \"tflite\"]\nmodels = [\"shufflenet_v2_x0_5\"]\n\
+             inputs = [\"3x32x32\"]\nthreads = [1]\n[measure]\nwarmup = 1\niterations = 2\n\
+             repeats = 1\n[frameworks.tensorflow]\npython = \"{p}\"\n[frameworks.tflite]\n\
+             python = \"{p}\"\n",
+            p = python.display()
+        ),
+    );
+    let out = tmp.path().join("results");
+    let assert = run_command(&config, &out)
+        .env("PYTHONPATH", fake_framework_dir())
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("data"))
+        .assert()
+        .code(1);
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let runs = records(&only_entry(&out));
+    // tract ran; tflite failed once (nothing to retry) with the converter's own words.
+    assert_eq!(runs.len(), 2, "{stdout}");
+    assert_eq!(runs[0]["ok"], true);
+    assert_eq!(runs[1]["failure"]["kind"], "prepare", "{}", runs[1]);
+    let reason = runs[1]["reason"].as_str().unwrap_or("");
+    assert!(
+        reason.starts_with("cannot start this condition: cannot make shufflenet_v2_x0_5 ready for tflite: TensorFlow's conversion to .tflite failed:")
+            && reason.ends_with(
+                "failed: tensorflow failed: RuntimeError: the fake TensorFlow converts nothing"
+            ),
+        "{reason}"
+    );
+    assert!(stdout.contains(reason), "{stdout}");
 }

@@ -186,10 +186,29 @@ print(json.dumps({"python": sys.version.split()[0], "modules": modules}))
 
 /// Runs `command` with `input` on stdin and returns its stdout, or why not.
 pub fn run_with_timeout(
-    mut command: Command,
+    command: Command,
     input: &str,
     timeout: Duration,
 ) -> Result<String, String> {
+    let (status, stdout, stderr) = run_collect(command, input, timeout)?;
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        return Err(format!("it failed ({status}): {}", last.trim()));
+    }
+    Ok(stdout)
+}
+
+/// Runs `command` with `input` on stdin until it ends (killed after `timeout`): its exit
+/// status, stdout and stderr.
+pub fn run_collect(
+    mut command: Command,
+    input: &str,
+    timeout: Duration,
+) -> Result<(std::process::ExitStatus, String, String), String> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -236,15 +255,7 @@ pub fn run_with_timeout(
     };
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
-    if !status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("");
-        return Err(format!("it failed ({status}): {}", last.trim()));
-    }
-    Ok(stdout)
+    Ok((status, stdout, stderr))
 }
 
 /// Asks `python` about `frameworks`.

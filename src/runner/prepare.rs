@@ -230,8 +230,10 @@ pub fn tflite_file(
     });
     let mut command = std::process::Command::new(&python);
     command.args(["-c", &tensorflow]);
-    let out = crate::engines::env::run_with_timeout(command, &request.to_string(), CONVERT_TIMEOUT)
-        .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
+    let (status, out, err) =
+        crate::engines::env::run_collect(command, &request.to_string(), CONVERT_TIMEOUT)
+            .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
+    // The harness's own error record says it best; else the last words on stderr.
     for line in out.lines().rev() {
         let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
@@ -244,6 +246,17 @@ pub fn tflite_file(
             ),
             _ => {}
         }
+    }
+    if !status.success() {
+        let last = err
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("");
+        anyhow::bail!(
+            "TensorFlow's conversion to .tflite failed ({status}): {}",
+            last.trim()
+        );
     }
     anyhow::bail!(
         "TensorFlow's conversion to .tflite wrote no file ({} said {:?})",

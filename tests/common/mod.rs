@@ -70,15 +70,20 @@ pub fn assert_bad_input(args: &[&str], needle: &str) {
     );
 }
 
-/// `edgeprof run --no-charts CONFIG --output OUT`, which must succeed.
-pub fn run_config(config: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
-    edgeprof()
+/// `edgeprof run --no-charts CONFIG --output OUT`, to add an environment to and assert on.
+pub fn run_command(config: &std::path::Path, out: &std::path::Path) -> Command {
+    let mut command = edgeprof();
+    command
         .args(["run", "--no-charts"])
         .arg(config)
         .arg("--output")
-        .arg(out)
-        .assert()
-        .success()
+        .arg(out);
+    command
+}
+
+/// `edgeprof run --no-charts CONFIG --output OUT`, which must succeed.
+pub fn run_config(config: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
+    run_command(config, out).assert().success()
 }
 
 /// The one entry under `dir` (a run's results directory under its output directory).
