@@ -298,15 +298,8 @@ fn a_run_that_asks_for_it_adds_the_roofline_to_its_outputs() {
     let tmp = temp_dir();
     let config = shufflenet_config(tmp.path(), "[output]\nroofline = true\n");
     let out = tmp.path().join("results");
-    let assert = edgeprof()
+    let assert = run_command(&config, &out)
         .env("EDGEPROF_CACHE_DIR", cache.path())
-        .args([
-            "run",
-            "--no-charts",
-            &config.display().to_string(),
-            "--output",
-        ])
-        .arg(&out)
         .assert()
         .success();
     let stdout = stdout_of(&assert);

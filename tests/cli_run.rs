@@ -148,14 +148,7 @@ fn faulty_workers_are_recorded_retried_and_cleaned_up() {
     );
     let out = tmp.path().join("results");
     let started = Instant::now();
-    let assert = edgeprof()
-        .args([
-            "run",
-            "--no-charts",
-            &config.display().to_string(),
-            "--output",
-        ])
-        .arg(&out)
+    let assert = run_command(&config, &out)
         .timeout(Duration::from_secs(120))
         .assert()
         .code(1);
@@ -499,16 +492,7 @@ fn an_engine_that_built_another_model_fails_its_condition() {
         ),
     );
     let out = tmp.path().join("results");
-    edgeprof()
-        .args([
-            "run",
-            "--no-charts",
-            &config.display().to_string(),
-            "--output",
-        ])
-        .arg(&out)
-        .assert()
-        .code(1);
+    run_command(&config, &out).assert().code(1);
     let runs = records(&results_dir(&out));
     assert_eq!(runs.len(), 1);
     assert_eq!(runs[0]["ok"], false);
@@ -533,16 +517,7 @@ fn tract_and_candle_run_side_by_side_from_one_config() {
          [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
     );
     let out = tmp.path().join("results");
-    let assert = edgeprof()
-        .args([
-            "run",
-            "--no-charts",
-            &config.display().to_string(),
-            "--output",
-        ])
-        .arg(&out)
-        .assert()
-        .success();
+    let assert = run_command(&config, &out).assert().success();
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
     assert!(stdout.contains("2 ok, 0 failed"), "{stdout}");
     let dir = results_dir(&out);
