@@ -10,8 +10,10 @@ use std::path::{Path, PathBuf};
 use thiserror::Error;
 use toml::Spanned;
 
-/// Engines the configuration may name. Only those in [`AVAILABLE_ENGINES`] run in this build;
-/// conditions for the others are listed as skipped.
+/// Engines the configuration may name, all of which this build can run: built in (tract,
+/// candle), through an embedded harness in the framework's own Python environment (see
+/// `engines::external`; whether it is set up here is checked when a run is planned), or
+/// `command`, once a `[command]` table names the program it runs.
 pub const KNOWN_ENGINES: &[&str] = &[
     "tract",
     "candle",
@@ -20,18 +22,6 @@ pub const KNOWN_ENGINES: &[&str] = &[
     "tensorflow",
     "tflite",
     "command",
-];
-/// Engines this build can run: built in (tract, candle) or through an embedded harness in the
-/// framework's own Python environment (see `engines::external`; whether it is set up here is
-/// checked when a run is planned). `command` is available too, once a `[command]` table names
-/// the program it runs.
-pub const AVAILABLE_ENGINES: &[&str] = &[
-    "tract",
-    "candle",
-    "onnxruntime",
-    "pytorch",
-    "tensorflow",
-    "tflite",
 ];
 /// The engine a config without `matrix.engines` runs: the reference that reads any ONNX file.
 pub const DEFAULT_ENGINE: &str = "tract";
