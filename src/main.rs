@@ -17,6 +17,7 @@ mod session;
 mod stats;
 mod throttle;
 mod tui;
+mod tune;
 
 use clap::Parser;
 use std::process::ExitCode;

@@ -3,9 +3,11 @@
 
 mod env;
 mod monitor;
+mod place;
 pub mod render;
 mod roofline;
 mod sweep;
+mod tune;
 
 use crate::bench::{self, BenchModel, BenchRequest};
 use crate::engines::tract::{ModelSource, TractSession};
@@ -68,6 +70,16 @@ enum Command {
         #[arg(long, value_enum, default_value = "default")]
         effort: EffortArg,
     },
+    /// Search the fastest execution configuration of one model on this device (threads, core
+    /// set, engine, engine options, batch, device) with a learned cost model; or measure a
+    /// space exhaustively, or replay a measured table against random and grid search
+    Tune(Box<tune::TuneArgs>),
+    /// Place a model's blocks on processing units (CPU clusters) for the least end-to-end
+    /// latency, from per-block profiles and a measured copy cost; run the plan as a split
+    Place(place::PlaceArgs),
+    /// Measure blocks, copies or a split plan for `place` (JSON request on stdin, JSON on stdout)
+    #[command(hide = true)]
+    PlaceWorker,
     /// The external frameworks' Python environments: list, set up, remove
     #[command(subcommand)]
     Env(env::EnvCommand),
@@ -753,6 +765,12 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Probe { root, json } => monitor::probe(&root, json),
         Command::Env(command) => env::run(command),
+        Command::Tune(args) => tune::run(*args),
+        Command::Place(args) => place::run(args),
+        Command::PlaceWorker => {
+            let response = crate::runner::split::serve(std::io::stdin().lock())?;
+            print_json(&response)
+        }
         Command::GpuBenchWorker { device, effort } => {
             let mut out = std::io::stdout().lock();
             crate::collect::gpubench::worker(device, effort.effort(), &mut out)

@@ -253,7 +253,7 @@ impl Progress {
 
 /// Stops the sweep on SIGINT, SIGTERM or SIGHUP (a dropped SSH session); a second signal
 /// ends edgeprof at once. Workers die with their parent (PR_SET_PDEATHSIG).
-fn install_stop_handlers(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
+pub(super) fn install_stop_handlers(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     for (signal, code) in [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)] {
         signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(flag))

@@ -111,6 +111,8 @@ pub struct Matrix {
     /// Thread counts; 0 means all available cores.
     pub threads: Vec<usize>,
     pub devices: Vec<Device>,
+    /// CPU sets the workers are confined to (None: every CPU edgeprof may use).
+    pub cores: Vec<Option<Vec<usize>>>,
     pub classes: usize,
     pub exclude: Vec<Exclude>,
 }
@@ -171,6 +173,60 @@ pub struct Config {
     pub command: Option<CommandEngine>,
     /// Settings of the external frameworks, by engine name.
     pub frameworks: std::collections::BTreeMap<String, FrameworkSettings>,
+    /// How `edgeprof tune` searches (`[tune]`).
+    pub tune: Tune,
+}
+
+/// The tuner's settings (`[tune]`, SPEC 6); command-line options override them.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct Tune {
+    /// The model to tune (default: the matrix's first).
+    pub model: Option<ModelRef>,
+    /// Its input (default: the matrix's first).
+    pub input: Option<InputShape>,
+    /// Engines to search over (default: the matrix's).
+    pub engines: Option<Vec<String>>,
+    /// Most trials.
+    pub budget: usize,
+    pub objective: crate::tune::Objective,
+    /// Candidates whose peak resident memory exceeds this many bytes are rejected.
+    pub max_memory: Option<u64>,
+    /// Thread counts (empty: 1, 2, 4, … up to the cores of this machine).
+    pub threads: Vec<usize>,
+    pub batch: Vec<usize>,
+    /// Core sets: all, big, little, clusterN, one, or CPU lists (empty: every set this
+    /// machine offers).
+    pub cores: Vec<String>,
+    /// Trials in a row without a 1% gain that end the search (0: never).
+    pub stall: usize,
+    /// Space-filling trials after the default, before the cost model chooses.
+    pub initial: usize,
+    /// Rounds of re-measuring the default and the best, alternately, at the end.
+    pub confirm: usize,
+    pub seed: u64,
+    /// Framework options to search, by engine (unnamed engines get edgeprof's defaults).
+    pub options: std::collections::BTreeMap<String, crate::tune::OptionSpace>,
+}
+
+impl Default for Tune {
+    fn default() -> Self {
+        Tune {
+            model: None,
+            input: None,
+            engines: None,
+            budget: 20,
+            objective: crate::tune::Objective::Latency,
+            max_memory: None,
+            threads: Vec::new(),
+            batch: vec![1],
+            cores: Vec::new(),
+            stall: 8,
+            initial: 1,
+            confirm: 3,
+            seed: 1,
+            options: std::collections::BTreeMap::new(),
+        }
+    }
 }
 
 impl Config {
@@ -194,7 +250,30 @@ struct RawConfig {
     output: Option<RawOutput>,
     command: Option<Spanned<RawCommand>>,
     frameworks: Option<std::collections::BTreeMap<String, Spanned<RawFramework>>>,
+    tune: Option<RawTune>,
 }
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawTune {
+    model: Option<Spanned<String>>,
+    input: Option<Spanned<String>>,
+    engines: Option<Spanned<Vec<Spanned<String>>>>,
+    budget: Option<Spanned<i64>>,
+    objective: Option<Spanned<String>>,
+    max_memory: Option<Spanned<i64>>,
+    threads: Option<Spanned<Vec<Spanned<i64>>>>,
+    batch: Option<Spanned<Vec<Spanned<i64>>>>,
+    cores: Option<Spanned<Vec<Spanned<String>>>>,
+    stall: Option<Spanned<i64>>,
+    initial: Option<Spanned<i64>>,
+    confirm: Option<Spanned<i64>>,
+    seed: Option<Spanned<i64>>,
+    options: Option<std::collections::BTreeMap<String, RawOptionSpace>>,
+}
+
+/// `[tune.options.ENGINE]`: option name → the values to try.
+type RawOptionSpace = std::collections::BTreeMap<String, Spanned<Vec<toml::Value>>>;
 
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
@@ -219,6 +298,7 @@ struct RawMatrix {
     batch: Option<Spanned<Vec<Spanned<i64>>>>,
     threads: Option<Spanned<Vec<Spanned<i64>>>>,
     devices: Option<Spanned<Vec<Spanned<String>>>>,
+    cores: Option<Spanned<Vec<Spanned<String>>>>,
     classes: Option<Spanned<i64>>,
     exclude: Option<Vec<Spanned<RawExclude>>>,
 }
@@ -404,6 +484,23 @@ impl Resolver<'_> {
         Ok(shape)
     }
 
+    /// `all` (None) or a CPU list such as `0-3,6`.
+    fn core_list(&self, key: &str, v: &Spanned<String>) -> Result<Option<Vec<usize>>, ConfigError> {
+        let text = v.get_ref().trim();
+        if text == "all" {
+            return Ok(None);
+        }
+        let cpus = crate::collect::telemetry::cpu::parse_cpu_ids(text);
+        if cpus.is_empty() || !text.chars().all(|c| c.is_ascii_digit() || ",-".contains(c)) {
+            return Err(self.at(
+                key,
+                v,
+                "must be \"all\" or a CPU list such as \"0-3\" or \"4,6\"".to_string(),
+            ));
+        }
+        Ok(Some(cpus))
+    }
+
     fn device(&self, key: &str, v: &Spanned<String>) -> Result<Device, ConfigError> {
         v.get_ref()
             .parse()
@@ -461,6 +558,7 @@ impl Resolver<'_> {
             vec![Device::Cpu],
             Self::device,
         )?;
+        let cores = self.axis("matrix.cores", &raw.cores, vec![None], Self::core_list)?;
         let classes = match &raw.classes {
             Some(v) => self.int_in("matrix.classes", v, 1, 1_000_000)?,
             None => 1000,
@@ -517,8 +615,105 @@ impl Resolver<'_> {
             batch,
             threads,
             devices,
+            cores,
             classes,
             exclude,
+        })
+    }
+
+    fn tune(&self, raw: RawTune) -> Result<Tune, ConfigError> {
+        let d = Tune::default();
+        let int = |key: &str, v: &Option<Spanned<i64>>, min: i64, max: i64, default: usize| {
+            v.as_ref()
+                .map(|v| self.int_in(&format!("tune.{key}"), v, min, max))
+                .unwrap_or(Ok(default))
+        };
+        let objective = match &raw.objective {
+            Some(v) => v
+                .get_ref()
+                .parse()
+                .map_err(|e: String| self.at("tune.objective", v, e))?,
+            None => d.objective,
+        };
+        let mut options = std::collections::BTreeMap::new();
+        for (engine, table) in raw.options.unwrap_or_default() {
+            if crate::engines::external::find(&engine).is_none() {
+                return Err(self.error(
+                    &format!("tune.options.{engine}"),
+                    None,
+                    "only the external frameworks take options (tract and candle have none)"
+                        .to_string(),
+                ));
+            }
+            let mut space = crate::tune::OptionSpace::new();
+            for (key, values) in table {
+                let path = format!("tune.options.{engine}.{key}");
+                if values.get_ref().is_empty() {
+                    return Err(self.at(&path, &values, "must list at least one value".into()));
+                }
+                let list = values
+                    .get_ref()
+                    .iter()
+                    .map(serde_json::to_value)
+                    .collect::<Result<Vec<_>, _>>()
+                    .map_err(|e| self.at(&path, &values, format!("cannot be read: {e}")))?;
+                space.insert(key, list);
+            }
+            options.insert(engine, space);
+        }
+        Ok(Tune {
+            model: raw
+                .model
+                .as_ref()
+                .map(|v| self.model("tune.model", v))
+                .transpose()?,
+            input: raw
+                .input
+                .as_ref()
+                .map(|v| self.input("tune.input", v))
+                .transpose()?,
+            engines: match self.non_empty("tune.engines", &raw.engines)? {
+                Some(items) => Some(
+                    items
+                        .iter()
+                        .enumerate()
+                        .map(|(i, v)| {
+                            let key = format!("tune.engines[{i}]");
+                            let e = self.engine(&key, v)?;
+                            if e == "command" {
+                                return Err(self.at(
+                                    &key,
+                                    v,
+                                    "the tuner searches edgeprof's own engines and frameworks, not a command".to_string(),
+                                ));
+                            }
+                            Ok(e)
+                        })
+                        .collect::<Result<Vec<_>, _>>()?,
+                ),
+                None => None,
+            },
+            budget: int("budget", &raw.budget, 1, 100_000, d.budget)?,
+            objective,
+            max_memory: raw
+                .max_memory
+                .as_ref()
+                .map(|v| self.int_in("tune.max_memory", v, 1, i64::MAX).map(|n| n as u64))
+                .transpose()?,
+            threads: self.axis("tune.threads", &raw.threads, Vec::new(), |r, k, v| {
+                r.int_in(k, v, 1, 1024)
+            })?,
+            batch: self.axis("tune.batch", &raw.batch, d.batch.clone(), |r, k, v| {
+                r.int_in(k, v, 1, zoo::MAX_BATCH as i64)
+            })?,
+            cores: self.axis("tune.cores", &raw.cores, Vec::new(), |_, _, v| {
+                Ok(v.get_ref().clone())
+            })?,
+            stall: int("stall", &raw.stall, 0, 100_000, d.stall)?,
+            initial: int("initial", &raw.initial, 0, 1000, d.initial)?,
+            confirm: int("confirm", &raw.confirm, 0, 100, d.confirm)?,
+            seed: int("seed", &raw.seed, 0, i64::MAX, d.seed as usize)? as u64,
+            options,
         })
     }
 
@@ -807,6 +1002,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         output: resolver.output(raw.output.unwrap_or_default())?,
         command,
         frameworks: resolver.frameworks(raw.frameworks)?,
+        tune: resolver.tune(raw.tune.unwrap_or_default())?,
     })
 }
 
@@ -842,6 +1038,15 @@ pub fn to_toml(config: &Config) -> String {
         "devices".into(),
         strings(&mut m.devices.iter().map(|d| d.to_string())),
     );
+    if m.cores != [None] {
+        matrix.insert(
+            "cores".into(),
+            strings(&mut m.cores.iter().map(|c| match c {
+                Some(cpus) => crate::tune::cpu_list(cpus),
+                None => "all".to_string(),
+            })),
+        );
+    }
     matrix.insert("classes".into(), Value::Integer(m.classes as i64));
     if !m.exclude.is_empty() {
         let rules = m.exclude.iter().map(|e| {
@@ -926,11 +1131,63 @@ pub fn to_toml(config: &Config) -> String {
         }
         top.insert("frameworks".into(), Value::Table(frameworks));
     }
+    if config.tune != Tune::default() {
+        top.insert("tune".into(), tune_table(&config.tune));
+    }
     format!(
         "# Written by edgeprof {}; run it with: edgeprof run FILE\n{}",
         env!("CARGO_PKG_VERSION"),
         toml::to_string(&top).unwrap_or_default()
     )
+}
+
+/// The `[tune]` table of a config, every key written out.
+fn tune_table(t: &Tune) -> toml::Value {
+    use toml::{Table, Value};
+    let model_name = |r: &ModelRef| match r {
+        ModelRef::Zoo(name) => name.clone(),
+        ModelRef::Onnx(p) => p.display().to_string(),
+    };
+    let ints =
+        |items: &[usize]| Value::Array(items.iter().map(|&n| Value::Integer(n as i64)).collect());
+    let mut table = Table::new();
+    if let Some(m) = &t.model {
+        table.insert("model".into(), Value::String(model_name(m)));
+    }
+    if let Some(i) = &t.input {
+        table.insert("input".into(), Value::String(i.to_string()));
+    }
+    if let Some(e) = &t.engines {
+        table.insert(
+            "engines".into(),
+            Value::Array(e.iter().cloned().map(Value::String).collect()),
+        );
+    }
+    table.insert("budget".into(), Value::Integer(t.budget as i64));
+    table.insert("objective".into(), Value::String(t.objective.to_string()));
+    if let Some(m) = t.max_memory {
+        table.insert("max_memory".into(), Value::Integer(m as i64));
+    }
+    if !t.threads.is_empty() {
+        table.insert("threads".into(), ints(&t.threads));
+    }
+    table.insert("batch".into(), ints(&t.batch));
+    if !t.cores.is_empty() {
+        table.insert(
+            "cores".into(),
+            Value::Array(t.cores.iter().cloned().map(Value::String).collect()),
+        );
+    }
+    table.insert("stall".into(), Value::Integer(t.stall as i64));
+    table.insert("initial".into(), Value::Integer(t.initial as i64));
+    table.insert("confirm".into(), Value::Integer(t.confirm as i64));
+    table.insert("seed".into(), Value::Integer(t.seed as i64));
+    if !t.options.is_empty() {
+        if let Ok(Value::Table(options)) = Value::try_from(&t.options) {
+            table.insert("options".into(), Value::Table(options));
+        }
+    }
+    Value::Table(table)
 }
 
 /// Error reading a config file (as opposed to its content).
@@ -1004,6 +1261,16 @@ mod tests {
                  spinning = false\ninter_op_threads = 2\n"
                     .to_string(),
             ),
+            (
+                dir.join("t.toml"),
+                "[matrix]\ncores = [\"all\", \"0-1\", \"3,5\"]\n[tune]\nmodel = \"resnet34\"\n\
+                 input = \"3x64x64\"\nengines = [\"tract\", \"onnxruntime\"]\nbudget = 9\n\
+                 objective = \"p99\"\nmax_memory = 1000000\nthreads = [1, 3]\nbatch = [1, 2]\n\
+                 cores = [\"big\", \"0-1\"]\nstall = 0\ninitial = 3\nconfirm = 0\nseed = 4\n\
+                 [tune.options.onnxruntime]\nspinning = [true, false]\n\
+                 graph_optimization_level = [\"basic\"]\n"
+                    .to_string(),
+            ),
         ];
         for (file, text) in texts {
             let first = match parse(&text, &file) {
@@ -1017,6 +1284,41 @@ mod tests {
                 Err(e) => panic!("{written}\n{e}"),
             };
             assert_eq!(first, second, "{written}");
+        }
+    }
+
+    #[test]
+    fn core_sets_are_an_axis_and_tune_settings_resolve() {
+        let Ok(c) = parse_str(
+            "[matrix]\ncores = [\"all\", \"2-3\"]\n[tune]\nobjective = \"throughput\"\n\
+             [tune.options.pytorch]\nmode = [\"eager\"]\n",
+        ) else {
+            panic!("refused")
+        };
+        assert_eq!(c.matrix.cores, vec![None, Some(vec![2, 3])]);
+        assert_eq!(c.tune.objective, crate::tune::Objective::Throughput);
+        assert_eq!(c.tune.budget, Tune::default().budget);
+        assert_eq!(c.tune.options["pytorch"]["mode"], vec![serde_json::json!("eager")]);
+        let plan = crate::runner::matrix::expand(&c);
+        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+        assert!(ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu"), "{ids:?}");
+        assert!(ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu/c2-3"), "{ids:?}");
+        assert_eq!(plan.to_run.len(), 8);
+        for (text, key, message) in [
+            ("[matrix]\ncores = [\"some\"]\n", "matrix.cores[0]", "CPU list"),
+            ("[tune]\nobjective = \"fast\"\n", "tune.objective", "latency, p99 or throughput"),
+            ("[tune]\nengines = [\"command\"]\n", "tune.engines[0]", "not a command"),
+            ("[tune.options.tract]\nx = [1]\n", "tune.options.tract", "only the external"),
+            ("[tune.options.onnxruntime]\nspinning = []\n", "tune.options.onnxruntime.spinning", "at least one"),
+            ("[tune]\nbudget = 0\n", "tune.budget", "from 1"),
+            ("[tune]\nthreads = [0]\n", "tune.threads[0]", "from 1"),
+            ("[tune]\nbudgett = 3\n", "tune.budgett", "unknown field"),
+        ] {
+            let Err(e) = parse_str(text) else {
+                panic!("{text} accepted")
+            };
+            assert_eq!(e.key, key, "{text}: {e}");
+            assert!(e.message.contains(message), "{text}: {e}");
         }
     }
 

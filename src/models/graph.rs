@@ -126,6 +126,44 @@ impl Model {
     pub fn output_shape(&self) -> &[usize] {
         self.shape_of(self.output)
     }
+
+    /// Layers `first..end` as a model of their own, its input the one tensor that enters them
+    /// (the model's input, or layer `first - 1`'s output) and its output layer `end - 1`'s.
+    /// Layer names are kept, so the seeded weights are the whole model's. None when the range is
+    /// empty or another earlier tensor enters it (the cut is not a chain boundary).
+    pub fn slice(&self, first: usize, end: usize) -> Option<Model> {
+        if first >= end || end > self.layers.len() {
+            return None;
+        }
+        let entry = first.checked_sub(1).map(ValueId::Layer);
+        let mut layers = Vec::with_capacity(end - first);
+        for layer in &self.layers[first..end] {
+            let inputs = layer
+                .inputs
+                .iter()
+                .map(|&v| match v {
+                    ValueId::Layer(j) if j >= first => Some(ValueId::Layer(j - first)),
+                    ValueId::Input if entry.is_none() => Some(ValueId::Input),
+                    v if Some(v) == entry => Some(ValueId::Input),
+                    _ => None,
+                })
+                .collect::<Option<Vec<_>>>()?;
+            layers.push(Layer {
+                inputs,
+                ..layer.clone()
+            });
+        }
+        let input_shape = match entry {
+            Some(v) => self.shape_of(v).to_vec(),
+            None => self.input_shape.clone(),
+        };
+        Some(Model {
+            name: format!("{}[{}..{}]", self.name, first, end),
+            input_shape,
+            layers,
+            output: ValueId::Layer(end - first - 1),
+        })
+    }
 }
 
 #[derive(Debug, Error, PartialEq)]

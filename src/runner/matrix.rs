@@ -16,6 +16,13 @@ pub struct Condition {
     pub batch: usize,
     pub threads: usize,
     pub device: Device,
+    /// The CPUs the worker is confined to (None: every CPU edgeprof may use).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<usize>>,
+    /// The framework's options for this condition, over the config's `[frameworks.NAME]
+    /// options` (the tuner varies them).
+    #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
+    pub options: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Condition {
@@ -36,7 +43,35 @@ impl Condition {
             batch,
             threads,
             device,
+            cores: None,
+            options: serde_json::Map::new(),
         }
+    }
+
+    /// The condition confined to `cores` and run with `options`; both join the id
+    /// (`…/cpu/c0-1/graph_optimization_level=all`).
+    pub fn with_placement(
+        mut self,
+        cores: Option<Vec<usize>>,
+        options: serde_json::Map<String, serde_json::Value>,
+    ) -> Condition {
+        if let Some(cpus) = &cores {
+            self.id
+                .push_str(&format!("/c{}", crate::tune::cpu_list(cpus)));
+        }
+        if !options.is_empty() {
+            let text: Vec<String> = options
+                .iter()
+                .map(|(k, v)| match v {
+                    serde_json::Value::String(s) => format!("{k}={s}"),
+                    other => format!("{k}={other}"),
+                })
+                .collect();
+            self.id.push_str(&format!("/{}", text.join(",")));
+        }
+        self.cores = cores;
+        self.options = options;
+        self
     }
 
     fn matches(&self, rule: &Exclude) -> bool {
@@ -65,7 +100,7 @@ pub struct Plan {
 }
 
 /// Why `engine` cannot run this condition, if it cannot.
-fn unsupported(c: &Condition) -> Option<String> {
+pub fn unsupported(c: &Condition) -> Option<String> {
     if (c.engine == "tract" || c.engine == "candle") && c.device != Device::Cpu {
         return Some(format!(
             "{} runs on the CPU only here, not {}",
@@ -155,20 +190,23 @@ pub fn expand(config: &Config) -> Plan {
                 for &batch in &m.batch {
                     for &threads in &m.threads {
                         for &device in &m.devices {
-                            let condition = Condition::new(
-                                engine,
-                                model.clone(),
-                                *input,
-                                batch,
-                                threads,
-                                device,
-                            );
-                            if m.exclude.iter().any(|rule| condition.matches(rule)) {
-                                plan.excluded += 1;
-                            } else if let Some(reason) = unsupported(&condition) {
-                                plan.skipped.push(Skipped { condition, reason });
-                            } else {
-                                plan.to_run.push(condition);
+                            for cores in &m.cores {
+                                let condition = Condition::new(
+                                    engine,
+                                    model.clone(),
+                                    *input,
+                                    batch,
+                                    threads,
+                                    device,
+                                )
+                                .with_placement(cores.clone(), serde_json::Map::new());
+                                if m.exclude.iter().any(|rule| condition.matches(rule)) {
+                                    plan.excluded += 1;
+                                } else if let Some(reason) = unsupported(&condition) {
+                                    plan.skipped.push(Skipped { condition, reason });
+                                } else {
+                                    plan.to_run.push(condition);
+                                }
                             }
                         }
                     }

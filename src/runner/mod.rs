@@ -5,6 +5,7 @@ pub mod matrix;
 pub mod prepare;
 pub mod protocol;
 pub mod spawn;
+pub mod split;
 pub mod sweep;
 pub mod worker;
 

@@ -331,10 +331,15 @@ fn external_command(
                 format!("cannot make {} ready for {}", condition.model, f.name)
             })?);
     }
-    if let Some(settings) = config.frameworks.get(f.name) {
-        if !settings.options.is_empty() {
-            request.options = Some(settings.options.clone());
-        }
+    // The config's options, with the condition's own (the tuner's) over them.
+    let mut options = config
+        .frameworks
+        .get(f.name)
+        .map(|s| s.options.clone())
+        .unwrap_or_default();
+    options.extend(condition.options.clone());
+    if !options.is_empty() {
+        request.options = Some(options);
     }
     Ok(WorkerCommand {
         program: python,

@@ -263,12 +263,32 @@ pub fn run_worker(
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only makes one
-    // async-signal-safe system call (prctl).
+    // The condition's core set, made before the fork: the child only hands it to the kernel.
+    let affinity = match &request.condition.cores {
+        Some(cpus) => {
+            let mut set = nix::sched::CpuSet::new();
+            for &cpu in cpus {
+                if let Err(e) = set.set(cpu) {
+                    return spawn_failure(format!("cannot confine the worker to CPU {cpu}: {e}"));
+                }
+            }
+            Some(set)
+        }
+        None => None,
+    };
+    // SAFETY: the closure runs in the forked child before exec and only makes
+    // async-signal-safe system calls (prctl, sched_setaffinity) on data made before the fork.
     unsafe {
-        builder.pre_exec(|| {
+        builder.pre_exec(move || {
             // If edgeprof itself dies (SIGKILL, lost SSH session), the worker goes too.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)
+            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
+            // Confined before the program starts, so before any engine creates its threads
+            // (which inherit the set).
+            if let Some(set) = &affinity {
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set)
+                    .map_err(std::io::Error::from)?;
+            }
+            Ok(())
         });
     }
     let start = Instant::now();

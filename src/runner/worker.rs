@@ -63,6 +63,12 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             c.engine, c.device
         )));
     }
+    if let Some(key) = c.options.keys().next() {
+        anyhow::bail!(crate::cli::BadInput(format!(
+            "{} takes no options (the condition sets {key})",
+            c.engine
+        )));
+    }
     let threads = crate::runner::resolve_threads(c.threads);
     // Counters open before the engine starts its threads, so that they inherit them.
     let counters = request

@@ -1,0 +1,437 @@
+//! `edgeprof place`: layer placement across processing units (SPEC 6.3). The measurements run
+//! in `edgeprof place-worker` child processes: each block's latency on each unit, the copy
+//! cost between units; the assignment is solved here (exact dynamic programme over the chain)
+//! and then run as a split plan, measured against its prediction.
+
+use crate::cli::{print_json, print_out, render, BadInput};
+use crate::models::zoo::{self, ModelParams};
+use crate::models::InputShape;
+use crate::runner::split::{Request, Response, Task, Unit};
+use crate::tune::placement::{self, Block, Link, Plan, Stage, Units};
+use anyhow::Context;
+use clap::Args;
+use serde::Serialize;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::Duration;
+
+#[derive(Args, Debug)]
+pub struct PlaceArgs {
+    /// Zoo model to place
+    #[arg(long)]
+    model: String,
+    #[arg(long, default_value = "3x224x224")]
+    input: InputShape,
+    #[arg(long, default_value_t = 1)]
+    batch: usize,
+    #[arg(long, default_value_t = 1000)]
+    classes: usize,
+    /// The units as NAME=CPUS, comma-separated (e.g. big=4-7,little=0-3); the first is the
+    /// host, where the input starts and the output ends (default: big and LITTLE clusters,
+    /// else the first two CPUs as two units)
+    #[arg(long)]
+    units: Option<String>,
+    /// Most blocks the chain is cut into
+    #[arg(long, default_value_t = 8)]
+    blocks: usize,
+    /// Timed runs per measurement (medians are kept)
+    #[arg(long, default_value_t = 20)]
+    runs: usize,
+    /// Run this assignment (the unit index of each block, e.g. 0,0,1,1) instead of the optimal
+    #[arg(long, value_delimiter = ',')]
+    assign: Vec<usize>,
+    /// Only predict: do not run the plan
+    #[arg(long)]
+    no_run: bool,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Transfer sizes of the copy microbenchmark.
+const SIZES: &[u64] = &[4 << 10, 64 << 10, 1 << 20, 4 << 20];
+/// Longest a measurement child may take.
+const TIMEOUT: Duration = Duration::from_secs(1800);
+
+#[derive(Debug, Serialize)]
+struct Measured {
+    median_ms: f64,
+    min_ms: f64,
+    max_ms: f64,
+    max_relative_difference: f64,
+    segments: Vec<(usize, usize, usize)>,
+}
+
+#[derive(Debug, Serialize)]
+struct PlaceReport {
+    model: String,
+    input: String,
+    batch: usize,
+    units: Vec<Unit>,
+    blocks: Vec<Block>,
+    stages: Vec<Stage>,
+    links: Units,
+    input_bytes: u64,
+    optimal: Plan,
+    single: Vec<Plan>,
+    ran: Option<Plan>,
+    measured: Option<Measured>,
+}
+
+fn parse_unit(part: &str) -> anyhow::Result<Unit> {
+    let (name, cpus) = part
+        .split_once('=')
+        .ok_or_else(|| BadInput(format!("--units: {part:?} is not NAME=CPUS (e.g. big=4-7)")))?;
+    let ids = crate::collect::telemetry::cpu::parse_cpu_ids(cpus);
+    if ids.is_empty() || name.trim().is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "--units: {part:?} is not NAME=CPUS (e.g. big=4-7)"
+        )));
+    }
+    Ok(Unit {
+        name: name.trim().to_string(),
+        cpus: ids,
+    })
+}
+
+/// Units as `a=0,b=1`, or separated by ';' when a CPU list holds a comma (`a=0,2;b=1`).
+fn units_arg(text: &str) -> anyhow::Result<Vec<Unit>> {
+    let separator = if text.contains(';') { ';' } else { ',' };
+    text.split(separator)
+        .filter(|s| !s.trim().is_empty())
+        .map(parse_unit)
+        .collect()
+}
+
+fn default_units() -> anyhow::Result<Vec<Unit>> {
+    let allowed = crate::cli::tune::allowed_cpus();
+    let clusters = crate::collect::device::clusters(Path::new("/"));
+    let sets = crate::tune::core_sets(&clusters, &allowed);
+    let big = sets.iter().find(|s| s.label == "big");
+    let little = sets.iter().find(|s| s.label == "little");
+    if let (Some(b), Some(l)) = (big, little) {
+        return Ok(vec![
+            Unit {
+                name: "big".into(),
+                cpus: b.cpus.clone().unwrap_or_default(),
+            },
+            Unit {
+                name: "little".into(),
+                cpus: l.cpus.clone().unwrap_or_default(),
+            },
+        ]);
+    }
+    match allowed.as_slice() {
+        [a, b, ..] => Ok(vec![
+            Unit {
+                name: format!("cpu{a}"),
+                cpus: vec![*a],
+            },
+            Unit {
+                name: format!("cpu{b}"),
+                cpus: vec![*b],
+            },
+        ]),
+        _ => anyhow::bail!(BadInput(
+            "this process may use one CPU only: there is nothing to place across (name units with --units)".into()
+        )),
+    }
+}
+
+/// Runs one request in an `edgeprof place-worker` child.
+fn ask(request: &Request) -> anyhow::Result<Response> {
+    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut command = std::process::Command::new(exe);
+    command.arg("place-worker");
+    let text = serde_json::to_string(request).context("cannot encode the request")?;
+    let (status, stdout, stderr) = crate::engines::env::run_collect(command, &text, TIMEOUT)
+        .map_err(|e| anyhow::anyhow!("the placement worker {e}"))?;
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        anyhow::bail!("the placement worker failed ({status}): {}", last.trim());
+    }
+    serde_json::from_str(stdout.trim()).with_context(|| {
+        format!(
+            "the placement worker's answer is not JSON: {}",
+            stdout.chars().take(200).collect::<String>()
+        )
+    })
+}
+
+pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
+    if zoo::find(&args.model).is_none() {
+        anyhow::bail!(BadInput(format!(
+            "--model {}: placement cuts the zoo's models ({}) into blocks; ONNX files are not \
+             supported",
+            args.model,
+            zoo::zoo_names().join(", ")
+        )));
+    }
+    let params = ModelParams {
+        num_classes: args.classes,
+        channels: args.input.channels,
+        height: args.input.height,
+        width: args.input.width,
+        batch: args.batch,
+    };
+    let model = zoo::build(&args.model, &params)?;
+    let units = match &args.units {
+        Some(text) => units_arg(text)?,
+        None => default_units()?,
+    };
+    let blocks = placement::blocks(&model, args.blocks.max(1));
+    if !args.assign.is_empty() && args.assign.len() != blocks.len() {
+        anyhow::bail!(BadInput(format!(
+            "--assign names {} unit(s) but the chain has {} block(s)",
+            args.assign.len(),
+            blocks.len()
+        )));
+    }
+    if let Some(u) = args.assign.iter().find(|&&u| u >= units.len()) {
+        anyhow::bail!(BadInput(format!(
+            "--assign: unit {u} does not exist (units are numbered from 0 to {})",
+            units.len() - 1
+        )));
+    }
+    let request = |task: Task| Request {
+        model: args.model.clone(),
+        input: args.input,
+        batch: args.batch,
+        classes: args.classes,
+        seed: crate::models::onnx::DEFAULT_SEED,
+        blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
+        units: units.clone(),
+        runs: args.runs,
+        task,
+    };
+    let names: Vec<String> = units
+        .iter()
+        .map(|u| format!("{} (CPUs {})", u.name, crate::tune::cpu_list(&u.cpus)))
+        .collect();
+    eprintln!(
+        "profiling {} block(s) of {} on {} …",
+        blocks.len(),
+        args.model,
+        names.join(", ")
+    );
+    let Response::Profile { ms } = ask(&request(Task::Profile))? else {
+        anyhow::bail!("the placement worker answered a profile request with something else");
+    };
+    eprintln!("measuring the copy cost between the units …");
+    let Response::Transfer { samples } = ask(&request(Task::Transfer {
+        sizes: SIZES.to_vec(),
+    }))?
+    else {
+        anyhow::bail!("the placement worker answered a transfer request with something else");
+    };
+    let k = units.len();
+    let links: Vec<Vec<Link>> = (0..k)
+        .map(|a| {
+            (0..k)
+                .map(|b| {
+                    if a == b {
+                        Link::FREE
+                    } else {
+                        placement::fit_link(&samples[a][b]).unwrap_or(Link::FREE)
+                    }
+                })
+                .collect()
+        })
+        .collect();
+    let units_model = Units {
+        names: units.iter().map(|u| u.name.clone()).collect(),
+        links,
+    };
+    let stages: Vec<Stage> = blocks
+        .iter()
+        .zip(&ms)
+        .map(|(b, ms)| Stage {
+            name: b.name.clone(),
+            ms: ms.clone(),
+            out_bytes: b.out_bytes,
+        })
+        .collect();
+    let input_bytes = model.input_shape.iter().map(|&d| d as u64).product::<u64>()
+        * crate::models::cost::BYTES_PER_ELEMENT;
+    let optimal = placement::optimal(&stages, &units_model, input_bytes);
+    let single: Vec<Plan> = (0..k)
+        .map(|u| placement::single(&stages, &units_model, input_bytes, u))
+        .collect();
+    let chosen = if args.assign.is_empty() {
+        optimal.clone()
+    } else {
+        placement::evaluate(&stages, &units_model, input_bytes, &args.assign)
+    };
+    let (ran, measured) = if args.no_run {
+        (None, None)
+    } else {
+        eprintln!("running the plan {:?} as a split …", chosen.units);
+        let Response::Split {
+            median_ms,
+            min_ms,
+            max_ms,
+            max_relative_difference,
+            segments,
+        } = ask(&request(Task::Split {
+            assign: chosen.units.clone(),
+        }))?
+        else {
+            anyhow::bail!("the placement worker answered a split request with something else");
+        };
+        (
+            Some(chosen),
+            Some(Measured {
+                median_ms,
+                min_ms,
+                max_ms,
+                max_relative_difference,
+                segments,
+            }),
+        )
+    };
+    let report = PlaceReport {
+        model: args.model.clone(),
+        input: args.input.to_string(),
+        batch: args.batch,
+        units,
+        blocks,
+        stages,
+        links: units_model,
+        input_bytes,
+        optimal,
+        single,
+        ran,
+        measured,
+    };
+    if args.json {
+        print_json(&report)
+    } else {
+        print_out(&report_text(&report))
+    }
+}
+
+fn report_text(r: &PlaceReport) -> String {
+    let mut out = format!(
+        "placement of {} {} batch {} over {} unit(s); unit 0 ({}) holds the input and the output\n\n",
+        r.model,
+        r.input,
+        r.batch,
+        r.units.len(),
+        r.units.first().map_or("", |u| u.name.as_str())
+    );
+    let mut header = vec!["block".to_string(), "layers".to_string(), "out".to_string()];
+    header.extend(r.units.iter().map(|u| format!("{} ms", u.name)));
+    header.push("optimal".into());
+    let rows: Vec<Vec<String>> = r
+        .blocks
+        .iter()
+        .zip(&r.stages)
+        .enumerate()
+        .map(|(i, (b, s))| {
+            let mut row = vec![
+                b.name.clone(),
+                format!("{}..{}", b.first, b.end),
+                render::bytes(b.out_bytes),
+            ];
+            row.extend(s.ms.iter().map(|m| format!("{m:.3}")));
+            row.push(r.units[r.optimal.units[i]].name.clone());
+            row
+        })
+        .collect();
+    let header_refs: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut right = vec![false, false, true];
+    right.extend(r.units.iter().map(|_| true));
+    right.push(false);
+    out.push_str(&render::table(&header_refs, &right, &rows));
+    out.push_str(
+        "\ncopy cost between units (t = α + bytes/β, fitted from the copy microbenchmark)\n",
+    );
+    let k = r.units.len();
+    let mut link_rows = Vec::new();
+    for a in 0..k {
+        for b in 0..k {
+            if a != b {
+                let l = &r.links.links[a][b];
+                link_rows.push(vec![
+                    format!("{} → {}", r.units[a].name, r.units[b].name),
+                    format!("{:.4}", l.alpha_ms),
+                    if l.beta.is_finite() {
+                        format!("{:.2}", l.beta * 1e3 / 1e9)
+                    } else {
+                        "∞".into()
+                    },
+                    format!("{:.3}", l.ms(1 << 20)),
+                ]);
+            }
+        }
+    }
+    out.push_str(&render::table(
+        &["link", "α ms", "β GB/s", "1 MiB ms"],
+        &[false, true, true, true],
+        &link_rows,
+    ));
+    out.push_str("\nplans (predicted end-to-end latency)\n");
+    let plan_name = |p: &Plan| -> String {
+        p.units
+            .iter()
+            .map(|&u| r.units[u].name.as_str())
+            .collect::<Vec<_>>()
+            .join(" ")
+    };
+    let mut plan_rows = vec![vec![
+        "optimal".to_string(),
+        plan_name(&r.optimal),
+        format!("{:.3}", r.optimal.predicted_ms),
+        format!("{:.3}", r.optimal.transfer_ms),
+    ]];
+    for (u, p) in r.single.iter().enumerate() {
+        plan_rows.push(vec![
+            format!("all on {}", r.units[u].name),
+            plan_name(p),
+            format!("{:.3}", p.predicted_ms),
+            format!("{:.3}", p.transfer_ms),
+        ]);
+    }
+    out.push_str(&render::table(
+        &["plan", "units per block", "ms", "of which copies"],
+        &[false, false, true, true],
+        &plan_rows,
+    ));
+    if let (Some(p), Some(m)) = (&r.ran, &r.measured) {
+        let _ = writeln!(
+            out,
+            "\nran {} as {} sub-model(s) chained in one process: measured median {:.3} ms (range {:.3}–{:.3}) against {:.3} ms predicted ({:+.1}%); output matches the whole model's to {:.1e} (relative)",
+            plan_name(p),
+            m.segments.len(),
+            m.median_ms,
+            m.min_ms,
+            m.max_ms,
+            p.predicted_ms,
+            (m.median_ms / p.predicted_ms - 1.0) * 100.0,
+            m.max_relative_difference
+        );
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn units_are_parsed_from_names_and_cpu_lists() -> anyhow::Result<()> {
+        let u = units_arg("a=0,b=1")?;
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[1].cpus, vec![1]);
+        let u = units_arg("big=4-7;little=0,2")?;
+        assert_eq!(u.len(), 2);
+        assert_eq!(u[0].cpus, vec![4, 5, 6, 7]);
+        assert_eq!(u[1].cpus, vec![0, 2]);
+        assert!(units_arg("nonsense").is_err());
+        assert!(units_arg("a=x").is_err());
+        Ok(())
+    }
+}

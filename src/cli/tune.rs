@@ -1,0 +1,837 @@
+//! `edgeprof tune`: the adaptive tuner from the command line: a live search on this device with
+//! progress on stderr and the result on stdout, an exhaustive measurement of the space into a
+//! table, or replay of such a table comparing the guided search with random and grid search.
+
+use crate::cli::{print_json, print_out, render, BadInput};
+use crate::config::{Config, ModelRef};
+use crate::models::InputShape;
+use crate::results::{self, Manifest, SweepStatus};
+use crate::runner::matrix::{self, Plan};
+use crate::runner::sweep::{SweepEvent, SweepOutcome};
+use crate::tune::live::{self, LiveTune, TuneEvent, TuneReport};
+use crate::tune::replay::{self, Comparison, Row, Table};
+use crate::tune::search::{Settings, Strategy};
+use crate::tune::{self, Objective, Space, SpaceSpec};
+use anyhow::Context;
+use clap::Args;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+use std::sync::Arc;
+
+#[derive(Args, Debug, Default)]
+pub struct TuneArgs {
+    /// Config whose [tune] section, [measure] settings and [frameworks] apply (default: the
+    /// built-in defaults)
+    #[arg(long, short)]
+    config: Option<PathBuf>,
+    /// Zoo model or ONNX file to tune (default: [tune] model, else the config's first model)
+    #[arg(long)]
+    model: Option<String>,
+    /// Input as CxHxW (default: [tune] input, else the config's first)
+    #[arg(long)]
+    input: Option<InputShape>,
+    /// An engine to search over; repeat for several (default: [tune] engines, else the
+    /// config's)
+    #[arg(long = "engine", value_name = "ENGINE")]
+    engines: Vec<String>,
+    /// Most trials
+    #[arg(long)]
+    budget: Option<usize>,
+    #[arg(long, value_enum)]
+    objective: Option<Objective>,
+    /// Reject candidates whose peak resident memory exceeds this (bytes, or with K, M, G)
+    #[arg(long, value_parser = parse_bytes)]
+    max_memory: Option<u64>,
+    /// Thread counts to try, e.g. 1,2,4 (default: powers of two up to the cores here)
+    #[arg(long, value_delimiter = ',')]
+    threads: Vec<usize>,
+    /// Batch sizes to try, e.g. 1,4
+    #[arg(long, value_delimiter = ',')]
+    batch: Vec<usize>,
+    /// Core sets to try: all, big, little, clusterN, one, or CPU lists like 0-3 (default:
+    /// every set this machine offers)
+    #[arg(long, value_delimiter = ',')]
+    cores: Vec<String>,
+    /// Seed of the search's random choices
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Trials in a row without a 1% gain that end the search (0: never)
+    #[arg(long)]
+    stall: Option<usize>,
+    /// Rounds of re-measuring the default and the best in turns at the end (0: none)
+    #[arg(long)]
+    confirm: Option<usize>,
+    /// Measure every candidate of the space (no search) and write table.json for --replay
+    #[arg(long, conflicts_with = "replay")]
+    exhaustive: bool,
+    /// Write the best configuration as a config for `edgeprof run`
+    #[arg(long, value_name = "FILE")]
+    write_config: Option<PathBuf>,
+    /// Parent folder of the results directory (default: the config's output.dir)
+    #[arg(long, short)]
+    output: Option<PathBuf>,
+    /// Replay the searches against a measured table instead of this device
+    #[arg(long, value_name = "TABLE")]
+    replay: Option<PathBuf>,
+    /// Seeds to replay each strategy with
+    #[arg(long, default_value_t = 10, requires = "replay")]
+    seeds: u64,
+    /// How close to the table's best counts as found (0.05: within 5%)
+    #[arg(long, default_value_t = 0.05, requires = "replay")]
+    tolerance: f64,
+    /// Print the result as JSON
+    #[arg(long)]
+    json: bool,
+}
+
+/// `512M`, `2G`, `1.5GiB` or plain bytes.
+fn parse_bytes(text: &str) -> Result<u64, String> {
+    let t = text.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (number, unit) = t.split_at(split);
+    let n: f64 = number
+        .parse()
+        .map_err(|_| format!("{text:?} is not a size (e.g. 512M, 2G or bytes)"))?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1.0,
+        "k" | "kb" | "kib" => 1024.0,
+        "m" | "mb" | "mib" => 1024.0 * 1024.0,
+        "g" | "gb" | "gib" => 1024.0 * 1024.0 * 1024.0,
+        other => return Err(format!("unknown size unit {other:?}; use K, M or G")),
+    };
+    Ok((n * scale) as u64)
+}
+
+pub fn run(args: TuneArgs) -> anyhow::Result<()> {
+    if let Some(table) = &args.replay {
+        return replay_command(&args, table);
+    }
+    let config = match &args.config {
+        Some(file) => crate::config::load(file)?,
+        None => crate::config::parse("", Path::new("edgeprof-tune.toml"))?,
+    };
+    let t = &config.tune;
+    let model = match &args.model {
+        Some(name) => model_ref(name)?,
+        None => t
+            .model
+            .clone()
+            .or_else(|| config.matrix.models.first().cloned())
+            .ok_or_else(|| BadInput("name the model to tune with --model".into()))?,
+    };
+    let input = args
+        .input
+        .or(t.input)
+        .or_else(|| config.matrix.inputs.first().copied())
+        .unwrap_or_default();
+    let objective = args.objective.unwrap_or(t.objective);
+    let mut settings = Settings {
+        strategy: Strategy::Guided,
+        budget: args.budget.unwrap_or(t.budget),
+        stall: args.stall.unwrap_or(t.stall),
+        initial: t.initial,
+        seed: args.seed.unwrap_or(t.seed),
+    };
+    let (space, skipped) = build_space(&args, &config, &model, input)?;
+    for line in &skipped {
+        eprintln!("  left out: {line}");
+    }
+    if space.candidates.is_empty() {
+        anyhow::bail!(BadInput(
+            "no candidate can run here: every engine was left out (see above)".into()
+        ));
+    }
+    let confirm = if args.exhaustive {
+        settings.strategy = Strategy::Grid;
+        settings.budget = space.candidates.len();
+        settings.stall = 0;
+        0
+    } else {
+        args.confirm.unwrap_or(t.confirm)
+    };
+    let parent = args.output.clone().unwrap_or(config.output.dir.clone());
+    let name = format!("tune-{}", model_stem(&model));
+    let dir = crate::session::new_dir(&parent, &name)?;
+    let mut manifest = Manifest {
+        format: results::FORMAT,
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: name.clone(),
+        config_file: args
+            .config
+            .as_ref()
+            .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
+            .unwrap_or_default(),
+        config_text: crate::config::to_toml(&config),
+        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        device: crate::collect::device::fingerprint(Path::new("/")),
+        engines: crate::session::engine_versions_for(
+            &config,
+            &Plan {
+                to_run: space
+                    .candidates
+                    .iter()
+                    .map(|c| live::condition_of(c, &model, input))
+                    .collect(),
+                skipped: Vec::new(),
+                excluded: 0,
+            },
+        ),
+        conditions: Vec::new(),
+        skipped: Vec::new(),
+        excluded: 0,
+        started: results::now_rfc3339(),
+        ended: None,
+        resumed: Vec::new(),
+        status: SweepStatus::Running,
+    };
+    results::write_manifest(&dir, &manifest)?;
+    eprintln!(
+        "tuning {model} {input} for {objective}: {} candidates, {} trials at most{}; results in {}",
+        space.candidates.len(),
+        settings.budget,
+        if args.exhaustive {
+            " (every candidate)"
+        } else {
+            ""
+        },
+        dir.display()
+    );
+    let cancel = Arc::new(AtomicBool::new(false));
+    crate::cli::sweep::install_stop_handlers(&cancel)?;
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    let mut writer = results::Writer::open(&dir)?;
+    let tune = LiveTune {
+        config: &config,
+        model: &model,
+        input,
+        space: &space,
+        settings,
+        objective,
+        max_memory: args.max_memory.or(t.max_memory),
+        confirm,
+        edgeprof: &edgeprof,
+        cancel: &cancel,
+        telemetry_root: &telemetry_root,
+        dir: &dir,
+    };
+    let started = std::time::Instant::now();
+    let unit = objective.unit();
+    let report = tune.run(&mut writer, |event| progress(event, unit))?;
+    // The results directory lists what was measured, so `edgeprof report` reads it like a run.
+    let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
+    let mut seen = std::collections::HashSet::new();
+    manifest.conditions = runs
+        .records
+        .into_iter()
+        .filter(|r| seen.insert(r.condition.id.clone()))
+        .map(|r| r.condition)
+        .collect();
+    let cancelled = report.trace.stop == crate::tune::search::Stop::Cancelled;
+    let outcome = SweepOutcome {
+        interrupted: cancelled,
+        ..SweepOutcome::default()
+    };
+    crate::session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
+    let text = serde_json::to_string_pretty(&report).context("cannot encode the tuning report")?;
+    results::write_atomic(&dir.join("tune.json"), (text + "\n").as_bytes())?;
+    if args.exhaustive {
+        let table = table_of(&report, &space, &manifest, &model, input);
+        let text = serde_json::to_string_pretty(&table).context("cannot encode the table")?;
+        results::write_atomic(&dir.join("table.json"), (text + "\n").as_bytes())?;
+    }
+    let mut written = None;
+    if let (Some(file), Some(best)) = (&args.write_config, report.best) {
+        let best_config = live::best_config(&config, &model, input, &space.candidates[best]);
+        results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).with_context(
+            || format!("cannot write the best configuration to {}", file.display()),
+        )?;
+        written = Some(file.clone());
+    }
+    if args.json {
+        print_json(&report)?;
+    } else {
+        print_out(&report_text(
+            &report,
+            started.elapsed().as_secs_f64(),
+            &dir,
+            written.as_deref(),
+            args.exhaustive,
+        ))?;
+    }
+    if cancelled {
+        anyhow::bail!(crate::cli::sweep::Interrupted {
+            done: report.trace.trials.len(),
+            total: settings.budget,
+            dir,
+        });
+    }
+    if report.best.is_none() {
+        anyhow::bail!(
+            "no candidate could be measured; the reasons are in {}",
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// A name for the model fit for a directory or config name.
+fn model_stem(model: &ModelRef) -> String {
+    let text = match model {
+        ModelRef::Zoo(name) => name.clone(),
+        ModelRef::Onnx(path) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into()),
+    };
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
+    if crate::models::zoo::find(name).is_some() {
+        return Ok(ModelRef::Zoo(name.to_string()));
+    }
+    let path = Path::new(name);
+    if name.ends_with(".onnx") && path.is_file() {
+        return Ok(ModelRef::Onnx(std::path::absolute(path)?));
+    }
+    anyhow::bail!(BadInput(format!(
+        "--model {name}: neither a zoo model ({}) nor an ONNX file",
+        crate::models::zoo::zoo_names().join(", ")
+    )))
+}
+
+/// The CPUs this process may run on.
+pub(super) fn allowed_cpus() -> Vec<usize> {
+    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
+        Ok(set) => (0..nix::sched::CpuSet::count())
+            .filter(|&c| set.is_set(c).unwrap_or(false))
+            .collect(),
+        Err(_) => (0..crate::runner::available_cores()).collect(),
+    }
+}
+
+/// The search space from the arguments over the config, with the engines that cannot run
+/// here left out (and why).
+fn build_space(
+    args: &TuneArgs,
+    config: &Config,
+    model: &ModelRef,
+    input: InputShape,
+) -> anyhow::Result<(Space, Vec<String>)> {
+    let t = &config.tune;
+    let engines: Vec<String> = if !args.engines.is_empty() {
+        for e in &args.engines {
+            if !crate::config::KNOWN_ENGINES.contains(&e.as_str()) || e == "command" {
+                anyhow::bail!(BadInput(format!(
+                    "--engine {e}: the tuner searches {}",
+                    crate::config::KNOWN_ENGINES
+                        .iter()
+                        .filter(|e| **e != "command")
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        args.engines.clone()
+    } else {
+        t.engines
+            .clone()
+            .unwrap_or_else(|| config.matrix.engines.clone())
+            .into_iter()
+            .filter(|e| e != "command")
+            .collect()
+    };
+    // The engines that can run this model here: each one's default condition through the
+    // same checks as a run's plan.
+    let probe: Vec<_> = engines
+        .iter()
+        .map(|e| {
+            crate::runner::matrix::Condition::new(
+                e,
+                model.clone(),
+                input,
+                1,
+                0,
+                crate::config::Device::Cpu,
+            )
+        })
+        .collect();
+    let mut plan = Plan {
+        to_run: Vec::new(),
+        skipped: Vec::new(),
+        excluded: 0,
+    };
+    for c in probe {
+        match matrix::unsupported(&c) {
+            Some(reason) => plan.skipped.push(matrix::Skipped {
+                condition: c,
+                reason,
+            }),
+            None => plan.to_run.push(c),
+        }
+    }
+    let plan = matrix::check_frameworks(config, plan);
+    let skipped: Vec<String> = plan
+        .skipped
+        .iter()
+        .map(|s| format!("{}: {}", s.condition.engine, s.reason))
+        .collect();
+    let engines: Vec<String> = plan.to_run.iter().map(|c| c.engine.clone()).collect();
+    let allowed = allowed_cpus();
+    let machine_sets = tune::core_sets(&crate::collect::device::clusters(Path::new("/")), &allowed);
+    let names = if args.cores.is_empty() {
+        t.cores.clone()
+    } else {
+        args.cores.clone()
+    };
+    let core_sets = if names.is_empty() {
+        machine_sets
+    } else {
+        names
+            .iter()
+            .map(|n| tune::resolve_core_set(n, &machine_sets, &allowed).map_err(BadInput))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let threads = if !args.threads.is_empty() {
+        args.threads.clone()
+    } else if !t.threads.is_empty() {
+        t.threads.clone()
+    } else {
+        let cores = allowed.len().max(1);
+        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
+            .take_while(|n| *n < cores)
+            .collect();
+        v.push(cores);
+        v
+    };
+    if threads.contains(&0) {
+        anyhow::bail!(BadInput(
+            "--threads: name thread counts of 1 or more (the tuner tries them one by one)".into()
+        ));
+    }
+    let batch = if args.batch.is_empty() {
+        t.batch.clone()
+    } else {
+        args.batch.clone()
+    };
+    if batch.contains(&0) {
+        anyhow::bail!(BadInput("--batch: batch sizes start at 1".into()));
+    }
+    let options = engines
+        .iter()
+        .map(|e| {
+            (
+                e.clone(),
+                t.options
+                    .get(e)
+                    .cloned()
+                    .unwrap_or_else(|| tune::default_options(e)),
+            )
+        })
+        .collect();
+    let flops_per_sample = match model {
+        ModelRef::Zoo(name) => {
+            let params = crate::models::zoo::ModelParams {
+                num_classes: config.matrix.classes,
+                channels: input.channels,
+                height: input.height,
+                width: input.width,
+                batch: 1,
+            };
+            let m = crate::models::zoo::build(name, &params)?;
+            crate::models::cost::analyze(&m).total.flops as f64
+        }
+        ModelRef::Onnx(_) => 1.0,
+    };
+    let spec = SpaceSpec {
+        engines,
+        threads,
+        batch,
+        core_sets,
+        devices: config.matrix.devices.clone(),
+        options,
+        flops_per_sample,
+    };
+    Ok((spec.build(), skipped))
+}
+
+fn fmt_cost(cost: Option<f64>, unit: &str) -> String {
+    match cost {
+        Some(c) if c >= 100.0 => format!("{c:.1} {unit}"),
+        Some(c) => format!("{c:.3} {unit}"),
+        None => "-".into(),
+    }
+}
+
+/// One line per trial on stderr.
+fn progress(event: TuneEvent, unit: &str) {
+    match event {
+        TuneEvent::Trial {
+            n,
+            budget,
+            candidate,
+            predicted,
+        } => {
+            let guess = predicted
+                .map(|(c, sd)| {
+                    format!(
+                        " (predicted {} ±{:.0}%)",
+                        fmt_cost(Some(c), unit),
+                        sd * 100.0
+                    )
+                })
+                .unwrap_or_default();
+            eprintln!("trial {n}/{budget}: {}{guess} …", candidate.label());
+        }
+        TuneEvent::Measured { trial, .. } => match (&trial.cost, &trial.failure) {
+            (Some(c), _) => eprintln!(
+                "  measured {}; best so far {}",
+                fmt_cost(Some(*c), unit),
+                fmt_cost(trial.best_cost, unit)
+            ),
+            (None, Some(why)) => eprintln!("  failed: {why}"),
+            (None, None) => eprintln!("  failed"),
+        },
+        TuneEvent::Confirm {
+            round,
+            rounds,
+            which,
+        } => eprintln!("re-measuring the {which} (round {round}/{rounds}) …"),
+        TuneEvent::Sweep(SweepEvent::Done {
+            record,
+            retry: true,
+            ..
+        }) => eprintln!(
+            "  attempt {} failed ({}); retrying",
+            record.attempt,
+            record.reason.as_deref().unwrap_or("no reason")
+        ),
+        TuneEvent::Sweep(_) => {}
+    }
+}
+
+/// The tuning result as text.
+fn report_text(
+    report: &TuneReport,
+    seconds: f64,
+    dir: &Path,
+    written: Option<&Path>,
+    exhaustive: bool,
+) -> String {
+    let unit = &report.unit;
+    let mut out = format!(
+        "tuned {} {} for {} over {} candidates: {} trial(s) in {} ({})\n\n",
+        report.model,
+        report.input,
+        report.objective,
+        report.space.len(),
+        report.trace.trials.len(),
+        render::duration(seconds),
+        report.trace.stop
+    );
+    let rows: Vec<Vec<String>> = report
+        .trace
+        .trials
+        .iter()
+        .map(|t| {
+            let c = &report.space[t.index];
+            let mut label = c.label();
+            if t.index == report.default {
+                label.push_str("  (default)");
+            }
+            vec![
+                t.n.to_string(),
+                label,
+                t.predicted
+                    .map(|p| {
+                        format!(
+                            "{} ±{:.0}%",
+                            fmt_cost(Some(p), unit),
+                            t.predicted_sd.unwrap_or(0.0) * 100.0
+                        )
+                    })
+                    .unwrap_or_else(|| "-".into()),
+                match (&t.cost, &t.failure) {
+                    (Some(c), _) => fmt_cost(Some(*c), unit),
+                    (None, Some(why)) => {
+                        format!("failed: {}", why.chars().take(60).collect::<String>())
+                    }
+                    _ => "failed".into(),
+                },
+                fmt_cost(t.best_cost, unit),
+            ]
+        })
+        .collect();
+    out.push_str(&render::table(
+        &[
+            "trial",
+            "configuration",
+            "predicted",
+            "measured",
+            "best so far",
+        ],
+        &[true, false, true, true, true],
+        &rows,
+    ));
+    if report.trace.trials.len() >= 3 {
+        out.push_str(&trace_chart(report));
+    }
+    out.push('\n');
+    match (report.best, report.best_cost) {
+        (Some(b), Some(cost)) => {
+            let _ = writeln!(
+                out,
+                "best:    {}  {}",
+                report.space[b].label(),
+                fmt_cost(Some(cost), unit)
+            );
+        }
+        _ => out.push_str("best:    none: no candidate could be measured\n"),
+    }
+    let default = &report.space[report.default];
+    match (report.default_cost, report.best_cost) {
+        (Some(d), Some(b)) => {
+            let _ = writeln!(
+                out,
+                "default: {}  {}  (the search's best is {:.2}× the default)",
+                default.label(),
+                fmt_cost(Some(d), unit),
+                d / b
+            );
+        }
+        _ if !exhaustive => {
+            let _ = writeln!(out, "default: {}  not measured", default.label());
+        }
+        _ => {}
+    }
+    if let Some(c) = &report.confirmation {
+        let spread = |v: &[f64]| {
+            let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+            let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            if v.is_empty() {
+                String::new()
+            } else {
+                format!(" (range {:.3}–{:.3})", lo, hi)
+            }
+        };
+        let _ = writeln!(
+            out,
+            "re-measured in turns, {} round(s): default median {}{}, best median {}{}{}",
+            c.default_costs.len().max(c.best_costs.len()),
+            fmt_cost(c.default_median, unit),
+            spread(&c.default_costs),
+            fmt_cost(c.best_median, unit),
+            spread(&c.best_costs),
+            c.gain
+                .map(|g| format!(" → gain {g:.2}×"))
+                .unwrap_or_default()
+        );
+    }
+    match report.prediction_error {
+        Some((median, mean, n)) => {
+            let _ = writeln!(
+                out,
+                "cost model: |predicted − measured| / measured median {:.1}%, mean {:.1}%, over {n} trial(s) it chose",
+                median * 100.0,
+                mean * 100.0
+            );
+        }
+        None if !exhaustive => out.push_str(
+            "cost model: no predictions yet (the budget ended within the default and the space-filling trials)\n",
+        ),
+        None => {}
+    }
+    let _ = writeln!(
+        out,
+        "results: {} (tune.json{}, runs.jsonl, summary files)",
+        dir.display(),
+        if exhaustive { ", table.json" } else { "" }
+    );
+    if let Some(file) = written {
+        let _ = writeln!(
+            out,
+            "best configuration written to {}; measure it with: edgeprof run {}",
+            file.display(),
+            file.display()
+        );
+    }
+    out
+}
+
+/// The search trace: each trial's measured cost and the best so far, over trials.
+fn trace_chart(report: &TuneReport) -> String {
+    use textplots::{Chart, Plot, Shape};
+    let measured: Vec<(f32, f32)> = report
+        .trace
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.n as f32, t.cost? as f32)))
+        .collect();
+    let best: Vec<(f32, f32)> = report
+        .trace
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.n as f32, t.best_cost? as f32)))
+        .collect();
+    if measured.is_empty() {
+        return String::new();
+    }
+    let n = report.trace.trials.len() as f32;
+    let mut chart = Chart::new(120, 40, 1.0, n.max(2.0));
+    let (dots, steps) = (Shape::Points(&measured), Shape::Steps(&best));
+    let chart = chart.lineplot(&dots).lineplot(&steps);
+    chart.axis();
+    chart.figures();
+    let text = chart.to_string();
+    format!(
+        "\n{} per trial (dots: measured; steps: best so far)\n{text}",
+        report.unit
+    )
+}
+
+/// The table an exhaustive run leaves for replay.
+fn table_of(
+    report: &TuneReport,
+    space: &Space,
+    manifest: &Manifest,
+    model: &ModelRef,
+    input: InputShape,
+) -> Table {
+    let mut rows: Vec<Row> = space
+        .candidates
+        .iter()
+        .map(|c| Row {
+            candidate: c.clone(),
+            measured: None,
+            failure: Some("not measured".into()),
+        })
+        .collect();
+    for (trial, measured) in report.trace.trials.iter().zip(&report.measured) {
+        rows[trial.index].measured = *measured;
+        rows[trial.index].failure = trial.failure.clone();
+    }
+    let d = &manifest.device;
+    Table {
+        model: model.to_string(),
+        input: input.to_string(),
+        flops_per_sample: space.flops_per_sample,
+        machine: format!(
+            "{} ({} CPUs, {})",
+            d.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            d.cpus_available,
+            d.arch
+        ),
+        measured_at: manifest.started.clone(),
+        default_engine: space.candidates[space.default].engine.clone(),
+        rows,
+    }
+}
+
+fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
+    let table = Table::load(path)?;
+    let objective = args.objective.unwrap_or(Objective::Latency);
+    let n = table.rows.len();
+    let budget = args.budget.unwrap_or((n / 4).max(1));
+    let comparison = replay::compare(
+        &table,
+        objective,
+        budget,
+        args.seeds.max(1),
+        args.tolerance,
+        crate::config::Tune::default().initial,
+    )?;
+    if args.json {
+        return print_json(&comparison);
+    }
+    print_out(&comparison_text(&table, &comparison))
+}
+
+fn comparison_text(table: &Table, c: &Comparison) -> String {
+    let mut out = format!(
+        "replay of {} {} ({} configurations measured on {} at {}), objective {}\n\
+         best in the table: {} at {:.3} {}\n\
+         budget {} trial(s) ({:.0}% of the table); found = within {:.0}% of the best\n\n",
+        table.model,
+        table.input,
+        c.configurations,
+        table.machine,
+        table.measured_at,
+        c.objective,
+        c.best_label,
+        c.best,
+        c.objective.unit(),
+        c.budget,
+        100.0 * c.budget as f64 / c.configurations.max(1) as f64,
+        c.tolerance * 100.0
+    );
+    let seeds = c.strategies.first().map_or(0, |s| s.seeds.len());
+    let rows: Vec<Vec<String>> = c
+        .strategies
+        .iter()
+        .map(|s| {
+            let hits: Vec<f64> = s
+                .seeds
+                .iter()
+                .filter_map(|r| r.trials_to_hit.map(|t| t as f64))
+                .collect();
+            vec![
+                s.strategy.to_string(),
+                format!("{}/{}", s.hits, s.seeds.len()),
+                format!("{:.3}", s.median_ratio),
+                crate::stats::median(&hits)
+                    .map(|m| format!("{m:.1}"))
+                    .unwrap_or_else(|| "-".into()),
+                s.median_prediction_error
+                    .map(|e| format!("{:.1}%", e * 100.0))
+                    .unwrap_or_else(|| "-".into()),
+            ]
+        })
+        .collect();
+    out.push_str(&render::table(
+        &[
+            "strategy",
+            "found",
+            "median best/optimum",
+            "median trials to find",
+            "model error (median)",
+        ],
+        &[false, true, true, true, true],
+        &rows,
+    ));
+    let _ = writeln!(out, "\nper seed: best found / optimum (trials to find)");
+    let mut per_seed: Vec<Vec<String>> = Vec::new();
+    for k in 0..seeds {
+        let mut row = vec![k.to_string()];
+        for s in &c.strategies {
+            let r = &s.seeds[k];
+            row.push(format!(
+                "{:.3} ({})",
+                r.ratio,
+                r.trials_to_hit
+                    .map(|t| t.to_string())
+                    .unwrap_or_else(|| "-".into())
+            ));
+        }
+        per_seed.push(row);
+    }
+    let mut header = vec!["seed".to_string()];
+    header.extend(c.strategies.iter().map(|s| s.strategy.to_string()));
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let right = vec![true; header.len()];
+    out.push_str(&render::table(&header, &right, &per_seed));
+    out
+}

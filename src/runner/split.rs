@@ -1,0 +1,492 @@
+//! `edgeprof place-worker`: the child process behind `edgeprof place` (SPEC 6.3). It measures
+//! what the placement needs, on processing units given as CPU sets, and runs split plans:
+//!
+//! - `profile`: each block of the chain as a sub-model of its own (exported from the model
+//!   description with the zoo's seeded weights), timed on each unit by a thread confined to
+//!   that unit's CPUs;
+//! - `transfer`: the copy microbenchmark: a tensor handed from a thread on one unit to a thread
+//!   on another, which copies it in, for several sizes (fitted to t = α + bytes / β);
+//! - `split`: the plan itself: consecutive blocks on one unit merged into one sub-model, each
+//!   on its own confined thread, chained through channels in one process; the end-to-end
+//!   latency is timed and the output compared with the whole model's.
+//!
+//! Request on stdin, one JSON result on stdout. Each unit runs one engine thread (tract with
+//! one thread), so that every measurement and the split run use the same execution.
+
+use crate::engines::tract::{ModelSource, TractSession};
+use crate::models::graph::Model;
+use crate::models::zoo::{self, ModelParams};
+use crate::models::InputShape;
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::io::Read;
+use std::sync::mpsc;
+use std::time::Instant;
+use tract_onnx::prelude::Tensor;
+
+/// A processing unit: a name and the CPUs its thread is confined to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Unit {
+    pub name: String,
+    pub cpus: Vec<usize>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Task {
+    Profile,
+    Transfer {
+        sizes: Vec<u64>,
+    },
+    Split {
+        /// The unit of each block.
+        assign: Vec<usize>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Request {
+    pub model: String,
+    pub input: InputShape,
+    pub batch: usize,
+    pub classes: usize,
+    pub seed: u64,
+    /// Layer ranges `[first, end)` of the chain's blocks.
+    pub blocks: Vec<(usize, usize)>,
+    pub units: Vec<Unit>,
+    /// Timed runs per measurement (the median is kept).
+    pub runs: usize,
+    #[serde(flatten)]
+    pub task: Task,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "mode", rename_all = "snake_case")]
+pub enum Response {
+    /// `ms[block][unit]`: median latency of each block on each unit.
+    Profile { ms: Vec<Vec<f64>> },
+    /// `samples[from][to]`: (bytes, median ms) per size; empty on the diagonal.
+    Transfer { samples: Vec<Vec<Vec<(u64, f64)>>> },
+    Split {
+        /// Median and spread (min, max) of the end-to-end latency.
+        median_ms: f64,
+        min_ms: f64,
+        max_ms: f64,
+        /// Largest |split − whole| over the output, relative to the largest |whole|.
+        max_relative_difference: f64,
+        /// The sub-models run, as (unit, first layer, end).
+        segments: Vec<(usize, usize, usize)>,
+    },
+}
+
+fn confine(cpus: &[usize]) -> anyhow::Result<()> {
+    let mut set = nix::sched::CpuSet::new();
+    for &c in cpus {
+        set.set(c)
+            .with_context(|| format!("CPU {c} is beyond what this system can address"))?;
+    }
+    // Pid 0: the calling thread.
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .with_context(|| format!("cannot confine a thread to CPUs {cpus:?}"))
+}
+
+fn whole_model(r: &Request) -> anyhow::Result<Model> {
+    let params = ModelParams {
+        num_classes: r.classes,
+        channels: r.input.channels,
+        height: r.input.height,
+        width: r.input.width,
+        batch: r.batch,
+    };
+    Ok(zoo::build(&r.model, &params)?)
+}
+
+fn session(model: &Model, seed: u64) -> anyhow::Result<TractSession> {
+    TractSession::load(ModelSource::Zoo { model, seed }, None, 1)
+        .with_context(|| format!("cannot load {} on tract", model.name))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
+}
+
+/// Runs `f` on a new thread confined to `cpus` and returns its result.
+fn on_unit<T: Send + 'static>(
+    cpus: Vec<usize>,
+    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
+) -> anyhow::Result<T> {
+    std::thread::spawn(move || {
+        confine(&cpus)?;
+        f()
+    })
+    .join()
+    .map_err(|_| anyhow::anyhow!("a unit's thread panicked"))?
+}
+
+/// Each block on each unit, timed in interleaved rounds (block by block, unit after unit), so
+/// a machine that slows down or speeds up while it runs shifts every unit alike.
+fn profile(r: &Request, model: &Model) -> anyhow::Result<Response> {
+    let blocks: Vec<Model> = r
+        .blocks
+        .iter()
+        .map(|&(a, b)| {
+            model
+                .slice(a, b)
+                .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a block of the chain"))
+        })
+        .collect::<anyhow::Result<_>>()?;
+    // One thread per unit holds every block loaded and times the one it is asked for.
+    let mut units = Vec::new();
+    for unit in &r.units {
+        let (ask_tx, ask_rx) = mpsc::channel::<usize>();
+        let (answer_tx, answer_rx) = mpsc::channel::<anyhow::Result<f64>>();
+        let cpus = unit.cpus.clone();
+        let blocks = blocks.clone();
+        let seed = r.seed;
+        let thread = std::thread::spawn(move || {
+            let setup = confine(&cpus).and_then(|_| {
+                blocks
+                    .iter()
+                    .map(|m| {
+                        let s = session(m, seed)?;
+                        let input = s.make_input(seed)?;
+                        for _ in 0..2 {
+                            s.time_one(&input)?;
+                        }
+                        Ok((s, input))
+                    })
+                    .collect::<anyhow::Result<Vec<_>>>()
+            });
+            let loaded = match setup {
+                Ok(l) => {
+                    let _ = answer_tx.send(Ok(0.0));
+                    l
+                }
+                Err(e) => {
+                    let _ = answer_tx.send(Err(e));
+                    return;
+                }
+            };
+            while let Ok(b) = ask_rx.recv() {
+                let answer = match loaded.get(b) {
+                    Some((s, input)) => s
+                        .time_one(input)
+                        .map(|d| d.as_secs_f64() * 1e3)
+                        .map_err(anyhow::Error::from),
+                    None => Err(anyhow::anyhow!("no block {b}")),
+                };
+                if answer_tx.send(answer).is_err() {
+                    break;
+                }
+            }
+        });
+        answer_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("the thread of unit {} ended early", unit.name))??;
+        units.push((ask_tx, answer_rx, thread));
+    }
+    let mut times = vec![vec![Vec::with_capacity(r.runs); r.units.len()]; r.blocks.len()];
+    for _ in 0..r.runs.max(1) {
+        for (b, per_unit) in times.iter_mut().enumerate() {
+            for (u, (ask, answer, _)) in units.iter().enumerate() {
+                let lost = || anyhow::anyhow!("the thread of unit {} ended", r.units[u].name);
+                ask.send(b).map_err(|_| lost())?;
+                per_unit[u].push(answer.recv().map_err(|_| lost())??);
+            }
+        }
+    }
+    for (ask, _, thread) in units {
+        drop(ask);
+        let _ = thread.join();
+    }
+    let ms = times
+        .into_iter()
+        .map(|per_unit| per_unit.into_iter().map(|mut t| median(&mut t)).collect())
+        .collect();
+    Ok(Response::Profile { ms })
+}
+
+/// The copy microbenchmark between every ordered pair of units.
+fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
+    let k = r.units.len();
+    let mut samples = vec![vec![Vec::new(); k]; k];
+    let runs = r.runs.max(3);
+    for (from, row) in samples.iter_mut().enumerate() {
+        for (to, cell) in row.iter_mut().enumerate() {
+            if from == to {
+                continue;
+            }
+            let (send_tx, send_rx) = mpsc::channel::<Vec<f32>>();
+            let (done_tx, done_rx) = mpsc::channel::<f64>();
+            let receiver_cpus = r.units[to].cpus.clone();
+            // The receiver copies each tensor into its own buffer, as a stage on another unit
+            // must before it can compute on it.
+            let receiver = std::thread::spawn(move || -> anyhow::Result<()> {
+                confine(&receiver_cpus)?;
+                let mut own: Vec<f32> = Vec::new();
+                while let Ok(data) = send_rx.recv() {
+                    own.clear();
+                    own.extend_from_slice(&data);
+                    let checksum = own.iter().step_by(1024).map(|v| *v as f64).sum::<f64>();
+                    if done_tx.send(checksum).is_err() {
+                        break;
+                    }
+                }
+                Ok(())
+            });
+            let sizes = sizes.to_vec();
+            let sender_cpus = r.units[from].cpus.clone();
+            let pair = on_unit(sender_cpus, move || {
+                let mut out = Vec::new();
+                for &bytes in &sizes {
+                    let n = (bytes / 4).max(1) as usize;
+                    let mut times = Vec::with_capacity(runs);
+                    for i in 0..runs + 2 {
+                        // Written on the sending unit (so it sits in that unit's caches).
+                        let data: Vec<f32> = (0..n).map(|j| (j + i) as f32).collect();
+                        let start = Instant::now();
+                        send_tx
+                            .send(data)
+                            .map_err(|_| anyhow::anyhow!("the receiving thread ended"))?;
+                        done_rx
+                            .recv()
+                            .map_err(|_| anyhow::anyhow!("the receiving thread ended"))?;
+                        if i >= 2 {
+                            times.push(ms_since(start));
+                        }
+                    }
+                    out.push((bytes, median(&mut times)));
+                }
+                Ok(out)
+            });
+            // The sender's end of the channel went with its thread: the receiver stops.
+            receiver
+                .join()
+                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+            *cell = pair?;
+        }
+    }
+    Ok(Response::Transfer { samples })
+}
+
+type Stage = (mpsc::Receiver<Tensor>, mpsc::Sender<Tensor>);
+
+fn to_tensor(shape: &[usize], data: &[f32]) -> anyhow::Result<Tensor> {
+    Tensor::from_shape(shape, data).map_err(|e| anyhow::anyhow!("cannot pass a tensor on: {e}"))
+}
+
+fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Response> {
+    if assign.len() != r.blocks.len() {
+        anyhow::bail!(
+            "the plan places {} block(s) but the chain has {}",
+            assign.len(),
+            r.blocks.len()
+        );
+    }
+    if let Some(&u) = assign.iter().find(|&&u| u >= r.units.len()) {
+        anyhow::bail!("the plan names unit {u}, but there are {}", r.units.len());
+    }
+    // Consecutive blocks on one unit run as one sub-model.
+    let mut segments: Vec<(usize, usize, usize)> = Vec::new();
+    for (&(a, b), &u) in r.blocks.iter().zip(assign) {
+        match segments.last_mut() {
+            Some(last) if last.0 == u && last.2 == a => last.2 = b,
+            _ => segments.push((u, a, b)),
+        }
+    }
+    // The reference: the whole model on this thread.
+    let whole = session(model, r.seed)?;
+    let input = whole.make_input(r.seed)?;
+    let (_, expected) = whole.run(&input)?;
+    drop(whole);
+    // One thread per segment, chained by channels; the last hands the output back.
+    let (first_tx, mut rx) = mpsc::channel::<Tensor>();
+    let mut threads = Vec::new();
+    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    for &(u, a, b) in &segments {
+        let sub = model
+            .slice(a, b)
+            .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a segment of the chain"))?;
+        let (tx, next_rx) = mpsc::channel::<Tensor>();
+        let stage: Stage = (rx, tx);
+        rx = next_rx;
+        let cpus = r.units[u].cpus.clone();
+        let seed = r.seed;
+        let ready = ready_tx.clone();
+        threads.push(std::thread::spawn(move || {
+            let setup = confine(&cpus).and_then(|_| session(&sub, seed));
+            let s = match setup {
+                Ok(s) => {
+                    let _ = ready.send(Ok(()));
+                    s
+                }
+                Err(e) => {
+                    let _ = ready.send(Err(e));
+                    return;
+                }
+            };
+            let (input, output) = stage;
+            while let Ok(t) = input.recv() {
+                let next = s
+                    .run(&t)
+                    .map_err(anyhow::Error::from)
+                    .and_then(|(shape, data)| to_tensor(&shape, &data));
+                match next {
+                    Ok(t) => {
+                        if output.send(t).is_err() {
+                            break;
+                        }
+                    }
+                    Err(_) => break,
+                }
+            }
+        }));
+    }
+    drop(ready_tx);
+    for _ in 0..segments.len() {
+        ready_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("a stage ended before it was ready"))??;
+    }
+    let stage_failed = || anyhow::anyhow!("a stage of the split plan failed while running");
+    let once = |t: &Tensor| -> anyhow::Result<(f64, Tensor)> {
+        let start = Instant::now();
+        first_tx.send(t.clone()).map_err(|_| stage_failed())?;
+        let out = rx.recv().map_err(|_| stage_failed())?;
+        Ok((ms_since(start), out))
+    };
+    let (_, out) = once(&input)?;
+    let got: Vec<f32> = out
+        .cast_to::<f32>()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .to_plain_array_view::<f32>()
+        .map_err(|e| anyhow::anyhow!("{e}"))?
+        .iter()
+        .copied()
+        .collect();
+    let scale = expected
+        .iter()
+        .map(|v| v.abs())
+        .fold(0.0f32, f32::max)
+        .max(1e-30);
+    let max_relative_difference = if got.len() == expected.len() {
+        got.iter()
+            .zip(&expected)
+            .map(|(a, b)| ((a - b).abs() / scale) as f64)
+            .fold(0.0, f64::max)
+    } else {
+        f64::INFINITY
+    };
+    for _ in 0..2 {
+        once(&input)?;
+    }
+    let mut times: Vec<f64> = (0..r.runs.max(1))
+        .map(|_| once(&input).map(|(ms, _)| ms))
+        .collect::<anyhow::Result<_>>()?;
+    drop(first_tx);
+    for t in threads {
+        let _ = t.join();
+    }
+    let min_ms = times.iter().copied().fold(f64::INFINITY, f64::min);
+    let max_ms = times.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    Ok(Response::Split {
+        median_ms: median(&mut times),
+        min_ms,
+        max_ms,
+        max_relative_difference,
+        segments,
+    })
+}
+
+/// Serves one request from `input`.
+pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
+    let mut text = String::new();
+    input
+        .read_to_string(&mut text)
+        .context("cannot read the request from stdin")?;
+    let r: Request = serde_json::from_str(&text).map_err(|e| {
+        crate::session::BadInput(format!("the placement request is not valid: {e}"))
+    })?;
+    if r.units.is_empty() {
+        anyhow::bail!(crate::session::BadInput("name at least one unit".into()));
+    }
+    let model = whole_model(&r)?;
+    match &r.task {
+        Task::Profile => profile(&r, &model),
+        Task::Transfer { sizes } => transfer(&r, sizes),
+        Task::Split { assign } => split(&r, &model, assign),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_chain_split_in_two_computes_what_the_whole_model_does() -> anyhow::Result<()> {
+        let cpus: Vec<usize> = vec![0];
+        let params = ModelParams {
+            num_classes: 10,
+            channels: 3,
+            height: 32,
+            width: 32,
+            batch: 1,
+        };
+        let model = zoo::build("mobilenet_v2", &params)?;
+        let blocks = crate::tune::placement::blocks(&model, 4);
+        let request = Request {
+            model: "mobilenet_v2".into(),
+            input: InputShape {
+                channels: 3,
+                height: 32,
+                width: 32,
+            },
+            batch: 1,
+            classes: 10,
+            seed: 7,
+            blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
+            units: vec![
+                Unit {
+                    name: "a".into(),
+                    cpus: cpus.clone(),
+                },
+                Unit {
+                    name: "b".into(),
+                    cpus,
+                },
+            ],
+            runs: 2,
+            task: Task::Split {
+                assign: vec![0, 1, 1, 0],
+            },
+        };
+        let Response::Split {
+            max_relative_difference,
+            segments,
+            median_ms,
+            ..
+        } = split(&request, &model, &[0, 1, 1, 0])?
+        else {
+            panic!("not a split response");
+        };
+        assert_eq!(segments.len(), 3);
+        assert!(max_relative_difference < 1e-4, "{max_relative_difference}");
+        assert!(median_ms > 0.0);
+        let Response::Profile { ms } = profile(&request, &model)? else {
+            panic!("not a profile");
+        };
+        assert_eq!(ms.len(), 4);
+        assert!(ms.iter().flatten().all(|t| *t > 0.0));
+        let Response::Transfer { samples } = transfer(&request, &[4096, 1 << 16])? else {
+            panic!("not a transfer");
+        };
+        assert!(samples[0][0].is_empty());
+        assert_eq!(samples[0][1].len(), 2);
+        Ok(())
+    }
+}

@@ -1,0 +1,334 @@
+//! The live tuner: each candidate the search proposes becomes a condition measured by a worker
+//! process exactly as `edgeprof run` measures one (same harness, statistics and records, in one
+//! results directory); at the end the engine's default and the best are re-measured in turns,
+//! so the gain is judged on fresh, interleaved runs rather than on the search's own noise.
+//! Progress goes out as [`TuneEvent`]s; nothing here prints.
+
+use crate::config::{Config, ModelRef};
+use crate::models::InputShape;
+use crate::results::{RunRecord, Writer};
+use crate::runner::matrix::Condition;
+use crate::runner::sweep::{Sweep, SweepEvent};
+use crate::tune::search::{self, Proposal, Settings, Stop, Trace, Trial};
+use crate::tune::{Candidate, Measured, Objective, Space};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// What happens while tuning.
+#[derive(Debug)]
+pub enum TuneEvent<'a> {
+    /// A trial starts (`n` from 1; `budget` trials at most).
+    Trial {
+        n: usize,
+        budget: usize,
+        candidate: &'a Candidate,
+        predicted: Option<(f64, f64)>,
+    },
+    /// The worker's progress within the current trial or confirmation run.
+    Sweep(SweepEvent<'a>),
+    /// A trial ended.
+    Measured { trial: &'a Trial },
+    /// A confirmation run starts: `which` is "default" or "best".
+    Confirm {
+        round: usize,
+        rounds: usize,
+        which: &'static str,
+    },
+}
+
+/// The default and the best, re-measured in alternation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Confirmation {
+    pub default_costs: Vec<f64>,
+    pub best_costs: Vec<f64>,
+    /// Median of each, and the gain: default's median over best's (1.25 = 25% better).
+    pub default_median: Option<f64>,
+    pub best_median: Option<f64>,
+    pub gain: Option<f64>,
+}
+
+/// Everything a tuning run found (`tune.json` in its results directory).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct TuneReport {
+    pub model: String,
+    pub input: String,
+    pub objective: Objective,
+    pub unit: String,
+    pub budget: usize,
+    pub space: Vec<Candidate>,
+    pub default: usize,
+    pub trace: Trace,
+    /// What each trial measured (index into `trace.trials`).
+    pub measured: Vec<Option<Measured>>,
+    pub best: Option<usize>,
+    pub best_cost: Option<f64>,
+    pub default_cost: Option<f64>,
+    /// Median and mean |predicted − measured| / measured, over that many trials.
+    pub prediction_error: Option<(f64, f64, usize)>,
+    pub confirmation: Option<Confirmation>,
+}
+
+/// A tuning run's inputs.
+pub struct LiveTune<'a> {
+    /// Measurement settings, frameworks and classes.
+    pub config: &'a Config,
+    pub model: &'a ModelRef,
+    pub input: InputShape,
+    pub space: &'a Space,
+    pub settings: Settings,
+    pub objective: Objective,
+    pub max_memory: Option<u64>,
+    pub confirm: usize,
+    pub edgeprof: &'a Path,
+    pub cancel: &'a AtomicBool,
+    pub telemetry_root: &'a Path,
+    pub dir: &'a Path,
+}
+
+/// The condition that measures `candidate`.
+pub fn condition_of(candidate: &Candidate, model: &ModelRef, input: InputShape) -> Condition {
+    Condition::new(
+        &candidate.engine,
+        model.clone(),
+        input,
+        candidate.batch,
+        candidate.threads,
+        candidate.device,
+    )
+    .with_placement(candidate.cores.cpus.clone(), candidate.options.clone())
+}
+
+/// The figures the tuner keeps from a stored run.
+pub fn measured_of(record: &RunRecord) -> Option<Measured> {
+    let s = record.stats.as_ref()?;
+    Some(Measured {
+        mean_ms: s.repeat_summary.mean_ms,
+        p99_ms: s.repeat_summary.p99_ms,
+        throughput: s.repeat_summary.images_per_s,
+        peak_rss_bytes: record.resources.peak_rss_bytes,
+    })
+}
+
+/// What one measurement gave: the figures, or why there are none; None when cancelled.
+type Run = Option<Result<Measured, String>>;
+
+impl LiveTune<'_> {
+    /// Runs one condition through the sweep machinery (retries, telemetry, records).
+    fn measure(
+        &self,
+        condition: Condition,
+        index: usize,
+        total: usize,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(TuneEvent),
+    ) -> anyhow::Result<Run> {
+        let conditions = [condition];
+        let sweep = Sweep {
+            config: self.config,
+            conditions: &conditions,
+            total,
+            done_before: index,
+            edgeprof: self.edgeprof,
+            cancel: self.cancel,
+            telemetry_root: self.telemetry_root,
+            dir: self.dir,
+        };
+        let mut last: Option<RunRecord> = None;
+        let outcome = sweep.run(writer, |event| {
+            if let SweepEvent::Done { record, .. } = &event {
+                if record.last {
+                    last = Some((*record).clone());
+                }
+            }
+            on_event(TuneEvent::Sweep(event));
+        })?;
+        if outcome.interrupted || self.cancel.load(Ordering::Relaxed) {
+            return Ok(None);
+        }
+        let Some(record) = last else {
+            return Ok(Some(Err("the worker left no record".into())));
+        };
+        let Some(m) = measured_of(&record) else {
+            return Ok(Some(Err(record
+                .reason
+                .unwrap_or_else(|| "no timed iterations".into()))));
+        };
+        if let (Some(limit), Some(peak)) = (self.max_memory, m.peak_rss_bytes) {
+            if peak > limit {
+                let mib = |b: u64| b as f64 / (1024.0 * 1024.0);
+                return Ok(Some(Err(format!(
+                    "peak memory {:.1} MiB exceeds the limit of {:.1} MiB",
+                    mib(peak),
+                    mib(limit)
+                ))));
+            }
+        }
+        Ok(Some(Ok(m)))
+    }
+
+    /// Searches, then confirms; every run is stored through `writer`.
+    pub fn run(
+        &self,
+        writer: &mut Writer,
+        mut on_event: impl FnMut(TuneEvent),
+    ) -> anyhow::Result<TuneReport> {
+        let budget = self.settings.budget;
+        let mut measured: Vec<Option<Measured>> = Vec::new();
+        let mut error: Option<anyhow::Error> = None;
+        // Both the measuring and the reporting closure send events.
+        let events = std::cell::RefCell::new(&mut on_event);
+        let trace = search::run(
+            self.space,
+            self.settings,
+            |index, proposal: &Proposal| {
+                let candidate = &self.space.candidates[index];
+                let n = measured.len() + 1;
+                let mut on_event = events.borrow_mut();
+                on_event(TuneEvent::Trial {
+                    n,
+                    budget,
+                    candidate,
+                    predicted: proposal.predicted,
+                });
+                let condition = condition_of(candidate, self.model, self.input);
+                match self.measure(condition, n - 1, budget, writer, &mut *on_event) {
+                    Ok(Some(result)) => {
+                        measured.push(result.as_ref().ok().copied());
+                        Some(result.map(|m| self.objective.cost(&m)))
+                    }
+                    Ok(None) => None,
+                    Err(e) => {
+                        error = Some(e);
+                        None
+                    }
+                }
+            },
+            |trial| (events.borrow_mut())(TuneEvent::Measured { trial }),
+        );
+        if let Some(e) = error {
+            return Err(e);
+        }
+        let default_cost = trace
+            .trials
+            .iter()
+            .find(|t| t.index == self.space.default)
+            .and_then(|t| t.cost);
+        let best = trace.best();
+        let confirmation = match best {
+            Some((b, _)) if trace.stop != Stop::Cancelled && self.confirm > 0 => {
+                self.confirm(b, writer, &mut on_event)?
+            }
+            _ => None,
+        };
+        Ok(TuneReport {
+            model: self.model.to_string(),
+            input: self.input.to_string(),
+            objective: self.objective,
+            unit: self.objective.unit().to_string(),
+            budget,
+            space: self.space.candidates.clone(),
+            default: self.space.default,
+            prediction_error: trace.prediction_error(),
+            best: best.map(|b| b.0),
+            best_cost: best.map(|b| b.1),
+            default_cost,
+            measured,
+            trace,
+            confirmation,
+        })
+    }
+
+    /// Re-measures the default and the best in turns (default first in odd rounds, best first
+    /// in even ones, so neither always runs on a machine the other just warmed).
+    fn confirm(
+        &self,
+        best: usize,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(TuneEvent),
+    ) -> anyhow::Result<Option<Confirmation>> {
+        let default = self.space.default;
+        let mut default_costs = Vec::new();
+        let mut best_costs = Vec::new();
+        let rounds = self.confirm;
+        for round in 1..=rounds {
+            let order: [(&'static str, usize); 2] = if round % 2 == 1 {
+                [("default", default), ("best", best)]
+            } else {
+                [("best", best), ("default", default)]
+            };
+            for (which, index) in order {
+                if self.cancel.load(Ordering::Relaxed) {
+                    return Ok(None);
+                }
+                on_event(TuneEvent::Confirm {
+                    round,
+                    rounds,
+                    which,
+                });
+                let mut condition =
+                    condition_of(&self.space.candidates[index], self.model, self.input);
+                condition.id = format!("confirm{round}-{which}/{}", condition.id);
+                match self.measure(condition, 0, 1, writer, on_event)? {
+                    None => return Ok(None),
+                    Some(Ok(m)) => {
+                        let cost = self.objective.cost(&m);
+                        if which == "default" {
+                            default_costs.push(cost);
+                        } else {
+                            best_costs.push(cost);
+                        }
+                    }
+                    Some(Err(_)) => {}
+                }
+            }
+        }
+        let default_median = crate::stats::median(&default_costs);
+        let best_median = crate::stats::median(&best_costs);
+        Ok(Some(Confirmation {
+            gain: default_median.zip(best_median).map(|(d, b)| d / b),
+            default_costs,
+            best_costs,
+            default_median,
+            best_median,
+        }))
+    }
+}
+
+/// A config for `edgeprof run` that measures the best candidate (and the default beside it).
+pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Candidate) -> Config {
+    let mut config = base.clone();
+    let stem: String = model
+        .to_string()
+        .rsplit('/')
+        .next()
+        .unwrap_or("model")
+        .trim_end_matches(".onnx")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect();
+    config.name = format!("{stem}-tuned");
+    config.matrix.engines = vec![best.engine.clone()];
+    config.matrix.models = vec![model.clone()];
+    config.matrix.inputs = vec![input];
+    config.matrix.batch = vec![best.batch];
+    config.matrix.threads = vec![best.threads];
+    config.matrix.devices = vec![best.device];
+    config.matrix.cores = vec![best.cores.cpus.clone()];
+    config.matrix.exclude.clear();
+    if !best.options.is_empty() {
+        config
+            .frameworks
+            .entry(best.engine.clone())
+            .or_default()
+            .options = best.options.clone();
+    }
+    config.tune = crate::config::Tune::default();
+    config
+}

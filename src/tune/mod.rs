@@ -1,0 +1,627 @@
+//! The adaptive tuner (SPEC 6): the search space of execution configurations of one model on
+//! this device, the features the cost model learns from, the guided search and its baselines,
+//! replay over a measured table, and layer placement across processing units.
+//!
+//! Everything here is pure: measuring a candidate is the caller's job (`live` runs workers,
+//! `replay` reads a table), so the search is the same code in both.
+
+pub mod gp;
+pub mod live;
+pub mod placement;
+pub mod replay;
+pub mod search;
+
+use crate::collect::device::Cluster;
+use crate::config::Device;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// What the tuner minimises.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "snake_case")]
+pub enum Objective {
+    /// Mean latency of one call (a batch).
+    Latency,
+    /// 99th-percentile latency of one call.
+    P99,
+    /// Samples per second (minimised as milliseconds per sample).
+    Throughput,
+}
+
+impl std::fmt::Display for Objective {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Objective::Latency => "latency",
+            Objective::P99 => "p99",
+            Objective::Throughput => "throughput",
+        })
+    }
+}
+
+impl std::str::FromStr for Objective {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "latency" => Ok(Objective::Latency),
+            "p99" => Ok(Objective::P99),
+            "throughput" => Ok(Objective::Throughput),
+            _ => Err(format!(
+                "unknown objective {s:?}; use latency, p99 or throughput"
+            )),
+        }
+    }
+}
+
+/// What a measured candidate achieved.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Mean over repeats of the per-repeat mean latency of one call, in ms.
+    pub mean_ms: f64,
+    pub p99_ms: f64,
+    /// Samples per second.
+    pub throughput: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peak_rss_bytes: Option<u64>,
+}
+
+impl Objective {
+    /// The cost to minimise (ms of one call, or ms per sample for throughput).
+    pub fn cost(self, m: &Measured) -> f64 {
+        match self {
+            Objective::Latency => m.mean_ms,
+            Objective::P99 => m.p99_ms,
+            Objective::Throughput => 1e3 / m.throughput.max(1e-12),
+        }
+    }
+
+    /// The unit of [`Objective::cost`].
+    pub fn unit(self) -> &'static str {
+        match self {
+            Objective::Throughput => "ms/sample",
+            _ => "ms",
+        }
+    }
+}
+
+/// A set of CPUs a worker is confined to.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CoreSet {
+    /// `all`, `big`, `little`, `clusterN`, `one` or the CPU list.
+    pub label: String,
+    /// The CPUs; None: every CPU this process may use.
+    pub cpus: Option<Vec<usize>>,
+    /// How many CPUs the set holds.
+    pub count: usize,
+    /// The set's mean capacity relative to the fastest core (1 where the kernel cannot say).
+    pub capacity: f64,
+}
+
+/// The kernel's CPU-list notation: `0-3,6`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
+fn relative(cluster: &Cluster, fastest: &Cluster) -> f64 {
+    match (cluster.capacity, fastest.capacity) {
+        (Some(c), Some(f)) if f > 0 => c as f64 / f as f64,
+        _ => match (cluster.max_freq_mhz, fastest.max_freq_mhz) {
+            (Some(c), Some(f)) if f > 0 => c as f64 / f as f64,
+            _ => 1.0,
+        },
+    }
+}
+
+/// The core sets worth trying on a machine with these clusters (fastest first), keeping only
+/// CPUs in `allowed`: all; big and LITTLE (or each cluster) where the cores differ; one core
+/// of the fastest kind.
+pub fn core_sets(clusters: &[Cluster], allowed: &[usize]) -> Vec<CoreSet> {
+    let keep = |cpus: &[usize]| -> Vec<usize> {
+        cpus.iter()
+            .copied()
+            .filter(|c| allowed.contains(c))
+            .collect()
+    };
+    let clusters: Vec<(Vec<usize>, &Cluster)> = clusters
+        .iter()
+        .map(|c| (keep(&c.cpus), c))
+        .filter(|(cpus, _)| !cpus.is_empty())
+        .collect();
+    let total: usize = allowed.len().max(1);
+    let Some((_, fastest)) = clusters.first() else {
+        return vec![CoreSet {
+            label: "all".into(),
+            cpus: None,
+            count: total,
+            capacity: 1.0,
+        }];
+    };
+    let mean_capacity = clusters
+        .iter()
+        .map(|(cpus, c)| cpus.len() as f64 * relative(c, fastest))
+        .sum::<f64>()
+        / clusters.iter().map(|(c, _)| c.len()).sum::<usize>().max(1) as f64;
+    let mut sets = vec![CoreSet {
+        label: "all".into(),
+        cpus: None,
+        count: total,
+        capacity: mean_capacity,
+    }];
+    let named = |label: String, cpus: &[usize], c: &Cluster| CoreSet {
+        label,
+        cpus: Some(cpus.to_vec()),
+        count: cpus.len(),
+        capacity: relative(c, fastest),
+    };
+    if clusters.len() == 2 {
+        sets.push(named("big".into(), &clusters[0].0, clusters[0].1));
+        sets.push(named("little".into(), &clusters[1].0, clusters[1].1));
+    } else if clusters.len() > 2 {
+        for (k, (cpus, c)) in clusters.iter().enumerate() {
+            sets.push(named(format!("cluster{k}"), cpus, c));
+        }
+    }
+    if total > 1 {
+        sets.push(named("one".into(), &clusters[0].0[..1], clusters[0].1));
+    }
+    sets
+}
+
+/// Resolves a configured core-set name (`all`, `big`, `little`, `clusterN`, `one`) or CPU list
+/// (`0-3,6`) against the sets of this machine.
+pub fn resolve_core_set(
+    name: &str,
+    sets: &[CoreSet],
+    allowed: &[usize],
+) -> Result<CoreSet, String> {
+    if let Some(s) = sets.iter().find(|s| s.label == name) {
+        return Ok(s.clone());
+    }
+    let cpus = crate::collect::telemetry::cpu::parse_cpu_ids(name);
+    if cpus.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_digit() || c == ',' || c == '-')
+    {
+        return Err(format!(
+            "unknown core set {name:?}; this machine has {} or a CPU list such as 0-1",
+            sets.iter()
+                .map(|s| s.label.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ));
+    }
+    if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
+        return Err(format!(
+            "core set {name:?} names CPU {bad}, which this process may not use (allowed: {})",
+            cpu_list(allowed)
+        ));
+    }
+    Ok(CoreSet {
+        label: cpu_list(&cpus),
+        count: cpus.len(),
+        cpus: Some(cpus),
+        capacity: 1.0,
+    })
+}
+
+/// One execution configuration.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Candidate {
+    pub engine: String,
+    /// Threads the engine uses (never 0 here: the tuner names its counts).
+    pub threads: usize,
+    pub cores: CoreSet,
+    pub batch: usize,
+    pub device: Device,
+    /// Only float32 runs on edgeprof's engines today.
+    pub precision: String,
+    /// The framework's options (empty: its defaults).
+    #[serde(default)]
+    pub options: serde_json::Map<String, serde_json::Value>,
+}
+
+fn value_text(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+impl Candidate {
+    /// A short description: `onnxruntime t2 all b1 graph_optimization_level=all`.
+    pub fn label(&self) -> String {
+        let mut s = format!(
+            "{} t{} {} b{}",
+            self.engine, self.threads, self.cores.label, self.batch
+        );
+        if self.device != Device::Cpu {
+            s.push_str(&format!(" {}", self.device));
+        }
+        for (k, v) in &self.options {
+            s.push_str(&format!(" {k}={}", value_text(v)));
+        }
+        s
+    }
+}
+
+/// The options one engine's candidates take, each with the values to try.
+pub type OptionSpace = BTreeMap<String, Vec<serde_json::Value>>;
+
+/// The options searched for an engine when `[tune.options.ENGINE]` does not name them: the
+/// ones that change how the framework schedules and optimises, each with its default first.
+pub fn default_options(engine: &str) -> OptionSpace {
+    let strings = |v: &[&str]| v.iter().map(|s| serde_json::Value::from(*s)).collect();
+    let bools = || vec![true.into(), false.into()];
+    match engine {
+        "onnxruntime" => OptionSpace::from([
+            (
+                "graph_optimization_level".to_string(),
+                strings(&["all", "basic"]),
+            ),
+            (
+                "execution_mode".to_string(),
+                strings(&["sequential", "parallel"]),
+            ),
+            ("spinning".to_string(), bools()),
+        ]),
+        "pytorch" => OptionSpace::from([("mode".to_string(), strings(&["eager", "torchscript"]))]),
+        "tensorflow" => OptionSpace::from([("mode".to_string(), strings(&["function", "eager"]))]),
+        "tflite" => OptionSpace::from([("xnnpack".to_string(), bools())]),
+        _ => OptionSpace::new(),
+    }
+}
+
+/// What to enumerate.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SpaceSpec {
+    pub engines: Vec<String>,
+    pub threads: Vec<usize>,
+    pub batch: Vec<usize>,
+    pub core_sets: Vec<CoreSet>,
+    pub devices: Vec<Device>,
+    pub options: BTreeMap<String, OptionSpace>,
+    /// Floating-point operations of one sample of the model (for the features).
+    pub flops_per_sample: f64,
+}
+
+/// The enumerated space: every candidate and its feature vector (scaled to [0, 1]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Space {
+    pub candidates: Vec<Candidate>,
+    pub features: Vec<Vec<f64>>,
+    /// The engine's default configuration (all cores, smallest batch, no options).
+    pub default: usize,
+    /// Floating-point operations of one sample of the model.
+    pub flops_per_sample: f64,
+}
+
+/// Whether `engine` can run on `device` in this build.
+fn runs_on(engine: &str, device: Device) -> bool {
+    device == Device::Cpu || crate::engines::external::find(engine).is_some_and(|f| f.gpu)
+}
+
+/// Every combination of one engine's option values, in order.
+fn option_product(space: Option<&OptionSpace>) -> Vec<serde_json::Map<String, serde_json::Value>> {
+    let mut out = vec![serde_json::Map::new()];
+    for (key, values) in space.into_iter().flatten() {
+        if values.is_empty() {
+            continue;
+        }
+        out = out
+            .into_iter()
+            .flat_map(|m| {
+                values.iter().map(move |v| {
+                    let mut m = m.clone();
+                    m.insert(key.clone(), v.clone());
+                    m
+                })
+            })
+            .collect();
+    }
+    out
+}
+
+impl SpaceSpec {
+    /// The default candidate of `engine`: all cores as threads, every core, the smallest batch,
+    /// the first device, the framework's own option defaults.
+    pub fn default_for(&self, engine: &str) -> Candidate {
+        let all = self
+            .core_sets
+            .iter()
+            .find(|s| s.cpus.is_none())
+            .or(self.core_sets.first())
+            .cloned()
+            .unwrap_or(CoreSet {
+                label: "all".into(),
+                cpus: None,
+                count: 1,
+                capacity: 1.0,
+            });
+        Candidate {
+            engine: engine.to_string(),
+            threads: all.count,
+            cores: all,
+            batch: self.batch.iter().copied().min().unwrap_or(1),
+            device: self.devices.first().copied().unwrap_or(Device::Cpu),
+            precision: "fp32".into(),
+            options: serde_json::Map::new(),
+        }
+    }
+
+    /// Enumerates the space: per engine, threads × core sets × batch × devices × option values;
+    /// the first engine's default configuration is added when the product lacks it.
+    pub fn enumerate(&self) -> Vec<Candidate> {
+        let mut out = Vec::new();
+        for engine in &self.engines {
+            let options = option_product(self.options.get(engine));
+            for &device in self.devices.iter().filter(|d| runs_on(engine, **d)) {
+                for &batch in &self.batch {
+                    for cores in &self.core_sets {
+                        for &threads in &self.threads {
+                            for o in &options {
+                                out.push(Candidate {
+                                    engine: engine.clone(),
+                                    threads,
+                                    cores: cores.clone(),
+                                    batch,
+                                    device,
+                                    precision: "fp32".into(),
+                                    options: o.clone(),
+                                });
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(first) = self.engines.first() {
+            let default = self.default_for(first);
+            if !out.contains(&default) {
+                out.insert(0, default);
+            }
+        }
+        out
+    }
+
+    /// The space with its features.
+    pub fn build(&self) -> Space {
+        let candidates = self.enumerate();
+        Space::new(
+            candidates,
+            self.flops_per_sample,
+            self.engines.first().map(String::as_str),
+        )
+    }
+}
+
+impl Space {
+    /// A space over given candidates (e.g. a measured table's rows); the default is the first
+    /// engine's candidate with all cores, no options and the smallest batch, else the first.
+    pub fn new(candidates: Vec<Candidate>, flops_per_sample: f64, engine: Option<&str>) -> Space {
+        let features = features(&candidates, flops_per_sample);
+        let engine = engine
+            .map(str::to_string)
+            .or_else(|| candidates.first().map(|c| c.engine.clone()));
+        let min_batch = candidates.iter().map(|c| c.batch).min().unwrap_or(1);
+        let default = candidates
+            .iter()
+            .position(|c| {
+                Some(&c.engine) == engine.as_ref()
+                    && c.cores.cpus.is_none()
+                    && c.threads == c.cores.count
+                    && c.options.is_empty()
+                    && c.batch == min_batch
+            })
+            .unwrap_or(0);
+        Space {
+            candidates,
+            features,
+            default,
+            flops_per_sample,
+        }
+    }
+}
+
+/// The feature vectors of the candidates, every column scaled to [0, 1] over the set: engine
+/// (one column per engine), device, threads, core count, core capacity, oversubscription,
+/// the work of one call and the work per thread (from the model's analytic FLOPs), and one
+/// column per framework option value.
+pub fn features(candidates: &[Candidate], flops_per_sample: f64) -> Vec<Vec<f64>> {
+    let engines: Vec<&str> = {
+        let mut e: Vec<&str> = candidates.iter().map(|c| c.engine.as_str()).collect();
+        e.sort();
+        e.dedup();
+        e
+    };
+    let option_values: Vec<(String, String)> = {
+        let mut v: Vec<(String, String)> = candidates
+            .iter()
+            .flat_map(|c| {
+                c.options
+                    .iter()
+                    .map(move |(k, x)| (format!("{}.{k}", c.engine), value_text(x)))
+            })
+            .collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let flops = flops_per_sample.max(1.0);
+    let raw: Vec<Vec<f64>> = candidates
+        .iter()
+        .map(|c| {
+            let mut f: Vec<f64> = engines
+                .iter()
+                .map(|e| f64::from(u8::from(*e == c.engine)))
+                .collect();
+            let threads = c.threads.max(1) as f64;
+            let cores = c.cores.count.max(1) as f64;
+            let work = flops * c.batch as f64;
+            f.push(f64::from(u8::from(c.device != Device::Cpu)));
+            f.push(threads.log2());
+            f.push(cores.log2());
+            f.push(c.cores.capacity);
+            f.push((threads / cores).max(1.0).log2());
+            f.push(work.ln());
+            f.push((work / threads.min(cores)).ln());
+            for (key, value) in &option_values {
+                let has = key
+                    .strip_prefix(&format!("{}.", c.engine))
+                    .and_then(|k| c.options.get(k))
+                    .is_some_and(|v| &value_text(v) == value);
+                f.push(f64::from(u8::from(has)));
+            }
+            f
+        })
+        .collect();
+    let dims = raw.first().map_or(0, Vec::len);
+    let mut out = raw.clone();
+    for d in 0..dims {
+        let lo = raw.iter().map(|r| r[d]).fold(f64::INFINITY, f64::min);
+        let hi = raw.iter().map(|r| r[d]).fold(f64::NEG_INFINITY, f64::max);
+        for (o, r) in out.iter_mut().zip(&raw) {
+            o[d] = if hi > lo {
+                (r[d] - lo) / (hi - lo)
+            } else {
+                0.0
+            };
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cluster(cpus: &[usize], capacity: Option<u32>) -> Cluster {
+        Cluster {
+            cpus: cpus.to_vec(),
+            capacity,
+            max_freq_mhz: None,
+        }
+    }
+
+    #[test]
+    fn core_sets_follow_the_clusters() -> anyhow::Result<()> {
+        let one = core_sets(&[cluster(&[0, 1], None)], &[0, 1]);
+        let labels: Vec<&str> = one.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["all", "one"]);
+        let big_little = core_sets(
+            &[
+                cluster(&[4, 5, 6, 7], Some(1024)),
+                cluster(&[0, 1, 2, 3], Some(512)),
+            ],
+            &[0, 1, 2, 3, 4, 5, 6, 7],
+        );
+        let labels: Vec<&str> = big_little.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["all", "big", "little", "one"]);
+        assert_eq!(big_little[2].capacity, 0.5);
+        assert_eq!(big_little[0].capacity, 0.75);
+        assert_eq!(big_little[3].cpus, Some(vec![4]));
+        // CPUs this process may not use are left out.
+        let limited = core_sets(&[cluster(&[0, 1, 2, 3], None)], &[2]);
+        let labels: Vec<&str> = limited.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["all"]);
+        assert_eq!(limited[0].count, 1);
+        Ok(())
+    }
+
+    #[test]
+    fn core_sets_resolve_by_name_or_list() -> anyhow::Result<()> {
+        let sets = core_sets(&[cluster(&[0, 1, 2, 3], None)], &[0, 1, 2, 3]);
+        assert_eq!(
+            resolve_core_set("one", &sets, &[0, 1, 2, 3])
+                .map_err(anyhow::Error::msg)?
+                .count,
+            1
+        );
+        let listed = resolve_core_set("0-1,3", &sets, &[0, 1, 2, 3]).map_err(anyhow::Error::msg)?;
+        assert_eq!(listed.cpus, Some(vec![0, 1, 3]));
+        assert_eq!(listed.label, "0-1,3");
+        assert!(resolve_core_set("big", &sets, &[0, 1, 2, 3])
+            .err()
+            .unwrap_or_default()
+            .contains("all, one"));
+        assert!(resolve_core_set("7", &sets, &[0, 1, 2, 3])
+            .err()
+            .unwrap_or_default()
+            .contains("may not use"));
+        Ok(())
+    }
+
+    fn spec() -> SpaceSpec {
+        let sets = core_sets(&[cluster(&[0, 1], None)], &[0, 1]);
+        let mut options = BTreeMap::new();
+        options.insert(
+            "onnxruntime".to_string(),
+            OptionSpace::from([
+                (
+                    "graph_optimization_level".to_string(),
+                    vec!["basic".into(), "all".into()],
+                ),
+                ("spinning".to_string(), vec![true.into(), false.into()]),
+            ]),
+        );
+        SpaceSpec {
+            engines: vec!["tract".into(), "candle".into(), "onnxruntime".into()],
+            threads: vec![1, 2],
+            batch: vec![1, 4],
+            core_sets: sets,
+            devices: vec![Device::Cpu, Device::Gpu(0)],
+            options,
+            flops_per_sample: 1e8,
+        }
+    }
+
+    #[test]
+    fn the_space_is_the_product_of_its_axes() {
+        let space = spec().build();
+        // tract 8 + candle 8 + onnxruntime 32 (CPU only: the GPU is onnxruntime's alone, 32
+        // more); tract's default (2 threads, all cores, batch 1) is in the product already.
+        assert_eq!(space.candidates.len(), 8 + 8 + 32 + 32);
+        let d = &space.candidates[space.default];
+        assert_eq!(d.label(), "tract t2 all b1");
+        assert!(space
+            .features
+            .iter()
+            .all(|f| f.iter().all(|x| (0.0..=1.0).contains(x))));
+        // Distinct candidates, distinct features.
+        for i in 0..space.features.len() {
+            for j in 0..i {
+                assert_ne!(space.features[i], space.features[j], "{i} {j}");
+            }
+        }
+        // An engine with options gets its default (no options) added when it leads.
+        let mut s = spec();
+        s.engines = vec!["onnxruntime".into()];
+        s.devices = vec![Device::Cpu];
+        let space = s.build();
+        assert_eq!(space.candidates.len(), 33);
+        assert_eq!(
+            space.candidates[space.default].label(),
+            "onnxruntime t2 all b1"
+        );
+    }
+
+    #[test]
+    fn cpu_lists_are_written_in_ranges() {
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(cpu_list(&[1]), "1");
+        assert_eq!(cpu_list(&[]), "");
+    }
+}

@@ -1,0 +1,437 @@
+//! Placement (SPEC 6.3): which processing unit runs each block of a network so that the whole
+//! inference is fastest, given each block's latency on each unit and what moving a tensor
+//! between two units costs (t = α + bytes / β, fitted from a copy microbenchmark).
+//!
+//! A chain of blocks is solved exactly by dynamic programming over (block, unit); branching
+//! networks become chains by cutting only where a single tensor crosses ([`blocks`]).
+
+use crate::models::graph::{Model, ValueId};
+use serde::{Deserialize, Serialize};
+
+/// The cost of moving `bytes` from one unit to another: `alpha_ms + bytes / beta`.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Link {
+    pub alpha_ms: f64,
+    /// Bytes per millisecond.
+    pub beta: f64,
+}
+
+impl Link {
+    pub const FREE: Link = Link {
+        alpha_ms: 0.0,
+        beta: f64::INFINITY,
+    };
+
+    pub fn ms(&self, bytes: u64) -> f64 {
+        self.alpha_ms + bytes as f64 / self.beta
+    }
+}
+
+/// The units and the links between them; `links[a][b]` moves data from a to b (the diagonal is
+/// unused). Unit 0 is the host: the input starts there and the output must end there.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Units {
+    pub names: Vec<String>,
+    pub links: Vec<Vec<Link>>,
+}
+
+impl Units {
+    fn transfer(&self, from: usize, to: usize, bytes: u64) -> f64 {
+        if from == to {
+            0.0
+        } else {
+            self.links[from][to].ms(bytes)
+        }
+    }
+}
+
+/// One block of the chain: its latency on each unit and the size of the tensor it hands on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stage {
+    pub name: String,
+    pub ms: Vec<f64>,
+    pub out_bytes: u64,
+}
+
+/// An assignment and what it is predicted to cost.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Plan {
+    /// The unit of each stage.
+    pub units: Vec<usize>,
+    pub predicted_ms: f64,
+    /// Of which moving tensors.
+    pub transfer_ms: f64,
+}
+
+/// The predicted end-to-end latency of an assignment: every stage on its unit, the input moved
+/// from the host to the first stage's unit, each hand-over between units, and the output moved
+/// back to the host.
+pub fn evaluate(stages: &[Stage], units: &Units, input_bytes: u64, assign: &[usize]) -> Plan {
+    let mut compute = 0.0;
+    let mut transfer = 0.0;
+    let mut at = 0;
+    let mut bytes = input_bytes;
+    for (stage, &u) in stages.iter().zip(assign) {
+        transfer += units.transfer(at, u, bytes);
+        compute += stage.ms[u];
+        at = u;
+        bytes = stage.out_bytes;
+    }
+    transfer += units.transfer(at, 0, bytes);
+    Plan {
+        units: assign.to_vec(),
+        predicted_ms: compute + transfer,
+        transfer_ms: transfer,
+    }
+}
+
+/// The assignment with the least predicted latency, exactly, in O(stages × units²).
+pub fn optimal(stages: &[Stage], units: &Units, input_bytes: u64) -> Plan {
+    let k = units.names.len();
+    if stages.is_empty() || k == 0 {
+        return evaluate(stages, units, input_bytes, &[]);
+    }
+    // cost[u]: the least time to finish the stages so far with the last one on u.
+    let mut cost: Vec<f64> = (0..k)
+        .map(|u| units.transfer(0, u, input_bytes) + stages[0].ms[u])
+        .collect();
+    let mut from: Vec<Vec<usize>> = vec![vec![0; k]];
+    for i in 1..stages.len() {
+        let bytes = stages[i - 1].out_bytes;
+        let mut next = vec![f64::INFINITY; k];
+        let mut back = vec![0; k];
+        for u in 0..k {
+            for (v, before) in cost.iter().enumerate() {
+                let c = before + units.transfer(v, u, bytes);
+                if c < next[u] {
+                    next[u] = c;
+                    back[u] = v;
+                }
+            }
+            next[u] += stages[i].ms[u];
+        }
+        cost = next;
+        from.push(back);
+    }
+    let last_bytes = stages[stages.len() - 1].out_bytes;
+    let mut end = 0;
+    let mut best = f64::INFINITY;
+    for (u, c) in cost.iter().enumerate() {
+        let total = c + units.transfer(u, 0, last_bytes);
+        if total < best {
+            best = total;
+            end = u;
+        }
+    }
+    let mut assign = vec![0; stages.len()];
+    assign[stages.len() - 1] = end;
+    for i in (1..stages.len()).rev() {
+        assign[i - 1] = from[i][assign[i]];
+    }
+    evaluate(stages, units, input_bytes, &assign)
+}
+
+/// Every stage on one unit.
+pub fn single(stages: &[Stage], units: &Units, input_bytes: u64, unit: usize) -> Plan {
+    evaluate(stages, units, input_bytes, &vec![unit; stages.len()])
+}
+
+/// Fits `t = α + bytes / β` by least squares to (bytes, ms) samples; α and 1/β are kept
+/// non-negative (β infinite when the copy time does not grow with size).
+pub fn fit_link(samples: &[(u64, f64)]) -> Option<Link> {
+    let n = samples.len() as f64;
+    if samples.len() < 2 {
+        return None;
+    }
+    let mx = samples.iter().map(|s| s.0 as f64).sum::<f64>() / n;
+    let my = samples.iter().map(|s| s.1).sum::<f64>() / n;
+    let sxx: f64 = samples.iter().map(|s| (s.0 as f64 - mx).powi(2)).sum();
+    let sxy: f64 = samples.iter().map(|s| (s.0 as f64 - mx) * (s.1 - my)).sum();
+    if sxx <= 0.0 {
+        return None;
+    }
+    let slope = (sxy / sxx).max(0.0);
+    let alpha = (my - slope * mx).max(0.0);
+    Some(Link {
+        alpha_ms: alpha,
+        beta: if slope > 0.0 {
+            1.0 / slope
+        } else {
+            f64::INFINITY
+        },
+    })
+}
+
+/// A run of consecutive layers with one tensor in and one out.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Block {
+    pub name: String,
+    /// Layer indices `first..end`.
+    pub first: usize,
+    pub end: usize,
+    pub out_bytes: u64,
+}
+
+/// Cuts the model's layers where exactly one tensor crosses: after layer i when no later layer
+/// reads any value other than layer i's output from before the cut. Each piece is a block; a
+/// chain of them can be placed exactly. Blocks are then merged up to `max_blocks` (by joining
+/// the neighbours with the fewest layers), keeping the search and the split plans small.
+pub fn blocks(model: &Model, max_blocks: usize) -> Vec<Block> {
+    let n = model.layers.len();
+    // The last layer that reads each value (the model's output counts as read at the end).
+    let mut last_read = vec![0usize; n + 1];
+    let slot = |v: ValueId| match v {
+        ValueId::Input => 0,
+        ValueId::Layer(i) => i + 1,
+    };
+    for (i, layer) in model.layers.iter().enumerate() {
+        for &v in &layer.inputs {
+            last_read[slot(v)] = last_read[slot(v)].max(i);
+        }
+    }
+    last_read[slot(model.output)] = n;
+    let mut cuts = Vec::new();
+    for i in 0..n.saturating_sub(1) {
+        // Values made at or before layer i (and the input) must not be read after i, except
+        // layer i's own output.
+        let crossing = (0..=i + 1)
+            .filter(|&s| s != i + 1 && last_read[s] > i)
+            .count();
+        if crossing == 0 && last_read[i + 1] > i {
+            cuts.push(i + 1);
+        }
+    }
+    let mut bounds = vec![0];
+    bounds.extend(cuts);
+    bounds.push(n);
+    let mut pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    while pieces.len() > max_blocks.max(1) {
+        // Join the adjacent pair with the fewest layers together.
+        let k = (0..pieces.len() - 1)
+            .min_by_key(|&k| pieces[k + 1].1 - pieces[k].0)
+            .unwrap_or(0);
+        pieces[k].1 = pieces[k + 1].1;
+        pieces.remove(k + 1);
+    }
+    pieces
+        .into_iter()
+        .map(|(first, end)| {
+            let shape = &model.layers[end - 1].output_shape;
+            let elements: u64 = shape.iter().map(|&d| d as u64).product();
+            let name = if end - first == 1 {
+                model.layers[first].name.clone()
+            } else {
+                format!(
+                    "{}..{}",
+                    model.layers[first].name,
+                    model.layers[end - 1].name
+                )
+            };
+            Block {
+                name,
+                first,
+                end,
+                out_bytes: elements * crate::models::cost::BYTES_PER_ELEMENT,
+            }
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use anyhow::Context;
+    use rand::{Rng, SeedableRng};
+
+    fn units(k: usize, link: Link) -> Units {
+        Units {
+            names: (0..k).map(|u| format!("u{u}")).collect(),
+            links: vec![vec![link; k]; k],
+        }
+    }
+
+    fn brute_force(stages: &[Stage], units: &Units, input: u64) -> f64 {
+        let k = units.names.len();
+        let n = stages.len();
+        let mut best = f64::INFINITY;
+        for code in 0..k.pow(n as u32) {
+            let mut c = code;
+            let assign: Vec<usize> = (0..n)
+                .map(|_| {
+                    let u = c % k;
+                    c /= k;
+                    u
+                })
+                .collect();
+            best = best.min(evaluate(stages, units, input, &assign).predicted_ms);
+        }
+        best
+    }
+
+    #[test]
+    fn the_dynamic_programme_matches_brute_force_on_random_chains() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(9);
+        for _ in 0..300 {
+            let k = rng.random_range(1..=3);
+            let n = rng.random_range(1..=7);
+            let links: Vec<Vec<Link>> = (0..k)
+                .map(|_| {
+                    (0..k)
+                        .map(|_| Link {
+                            alpha_ms: rng.random_range(0.0..2.0),
+                            beta: rng.random_range(100.0..10_000.0),
+                        })
+                        .collect()
+                })
+                .collect();
+            let u = Units {
+                names: (0..k).map(|i| i.to_string()).collect(),
+                links,
+            };
+            let stages: Vec<Stage> = (0..n)
+                .map(|i| Stage {
+                    name: i.to_string(),
+                    ms: (0..k).map(|_| rng.random_range(0.1..5.0)).collect(),
+                    out_bytes: rng.random_range(0..20_000),
+                })
+                .collect();
+            let input = rng.random_range(0..20_000);
+            let dp = optimal(&stages, &u, input);
+            let bf = brute_force(&stages, &u, input);
+            assert!(
+                (dp.predicted_ms - bf).abs() < 1e-9,
+                "{} vs {bf}",
+                dp.predicted_ms
+            );
+            let again = evaluate(&stages, &u, input, &dp.units).predicted_ms;
+            assert!((again - dp.predicted_ms).abs() < 1e-9);
+        }
+    }
+
+    /// A CPU that is good at the first half of a network and a GPU good at the second half.
+    fn complementary() -> Vec<Stage> {
+        vec![
+            Stage {
+                name: "a".into(),
+                ms: vec![1.0, 5.0],
+                out_bytes: 1 << 20,
+            },
+            Stage {
+                name: "b".into(),
+                ms: vec![1.0, 5.0],
+                out_bytes: 1 << 20,
+            },
+            Stage {
+                name: "c".into(),
+                ms: vec![6.0, 1.0],
+                out_bytes: 1 << 20,
+            },
+            Stage {
+                name: "d".into(),
+                ms: vec![6.0, 1.0],
+                out_bytes: 4096,
+            },
+        ]
+    }
+
+    #[test]
+    fn on_unified_memory_a_split_pays() {
+        // Shared memory: a hand-over costs a few microseconds.
+        let shared = units(
+            2,
+            Link {
+                alpha_ms: 0.005,
+                beta: 1e9,
+            },
+        );
+        let plan = optimal(&complementary(), &shared, 1 << 20);
+        assert_eq!(plan.units, [0, 0, 1, 1]);
+        assert!(plan.predicted_ms < 4.1, "{plan:?}");
+        assert!(plan.predicted_ms < single(&complementary(), &shared, 1 << 20, 0).predicted_ms);
+    }
+
+    #[test]
+    fn expensive_transfers_keep_everything_on_one_unit() {
+        // A slow bus: 1 MiB takes about 10 ms each way.
+        let pcie = units(
+            2,
+            Link {
+                alpha_ms: 0.5,
+                beta: 1e5,
+            },
+        );
+        let plan = optimal(&complementary(), &pcie, 1 << 20);
+        assert_eq!(plan.units, [0, 0, 0, 0]);
+        assert_eq!(plan.transfer_ms, 0.0);
+        assert_eq!(plan.predicted_ms, 14.0);
+    }
+
+    #[test]
+    fn free_links_pick_each_stage_s_fastest_unit() {
+        let plan = optimal(&complementary(), &units(2, Link::FREE), 0);
+        assert_eq!(plan.units, [0, 0, 1, 1]);
+        assert_eq!(plan.predicted_ms, 4.0);
+    }
+
+    #[test]
+    fn a_link_is_fitted_from_copy_times() -> anyhow::Result<()> {
+        // 0.01 ms + bytes / 2e6 bytes per ms.
+        let samples: Vec<(u64, f64)> = [4096u64, 65536, 1 << 20, 4 << 20]
+            .iter()
+            .map(|&b| (b, 0.01 + b as f64 / 2e6))
+            .collect();
+        let link = fit_link(&samples).context("missing")?;
+        assert!((link.alpha_ms - 0.01).abs() < 1e-9);
+        assert!((link.beta - 2e6).abs() / 2e6 < 1e-9);
+        assert!(fit_link(&[(10, 1.0)]).is_none());
+        // Flat times: no bandwidth term.
+        assert_eq!(
+            fit_link(&[(10, 1.0), (20, 1.0)]).context("missing")?.beta,
+            f64::INFINITY
+        );
+        Ok(())
+    }
+
+    #[test]
+    fn residual_networks_are_cut_between_their_blocks_only() -> anyhow::Result<()> {
+        let params = crate::models::zoo::ModelParams {
+            num_classes: 10,
+            channels: 3,
+            height: 32,
+            width: 32,
+            batch: 1,
+        };
+        let model = crate::models::zoo::build("resnet34", &params)?;
+        let all = blocks(&model, usize::MAX);
+        // Contiguous, covering every layer.
+        assert_eq!(all.first().context("missing")?.first, 0);
+        assert_eq!(all.last().context("missing")?.end, model.layers.len());
+        for w in all.windows(2) {
+            assert_eq!(w[0].end, w[1].first);
+        }
+        // No cut inside a residual block: no layer after a cut reads a value before it, other
+        // than the tensor at the cut.
+        for b in &all {
+            for layer in &model.layers[b.end..] {
+                for v in &layer.inputs {
+                    if let ValueId::Layer(j) = v {
+                        assert!(
+                            *j + 1 >= b.end,
+                            "{} reads layer {j} across {}",
+                            layer.name,
+                            b.name
+                        );
+                    } else {
+                        panic!("{} reads the input after a cut", layer.name);
+                    }
+                }
+            }
+        }
+        assert!(all.len() >= 8, "{}", all.len());
+        let few = blocks(&model, 4);
+        assert_eq!(few.len(), 4);
+        assert_eq!(few.last().context("missing")?.end, model.layers.len());
+        assert_eq!(few.last().context("missing")?.out_bytes, 10 * 4);
+        Ok(())
+    }
+}

@@ -1,0 +1,187 @@
+//! Replay (SPEC 6.2, evaluated): a table of configurations measured once, exhaustively, and
+//! searches run against it instead of the device, so a strategy's sample efficiency can be
+//! judged without noise and over many seeds, beside random and grid search at the same budget.
+
+use crate::tune::search::{self, Settings, Strategy, Trace};
+use crate::tune::{Candidate, Measured, Objective, Space};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// A measured space (`table.json`, written by `edgeprof tune --exhaustive`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Table {
+    pub model: String,
+    pub input: String,
+    /// Floating-point operations of one sample, for the cost model's features.
+    pub flops_per_sample: f64,
+    /// Where and when it was measured (the device fingerprint's summary line).
+    pub machine: String,
+    pub measured_at: String,
+    /// The engine whose default configuration a search starts from.
+    pub default_engine: String,
+    pub rows: Vec<Row>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub candidate: Candidate,
+    /// None: the configuration failed (with the reason).
+    pub measured: Option<Measured>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+}
+
+impl Table {
+    pub fn load(path: &Path) -> anyhow::Result<Table> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|e| anyhow::anyhow!("cannot read the tuning table {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| {
+            crate::session::BadInput(format!(
+                "{} is not a tuning table (written by edgeprof tune --exhaustive): {e}",
+                path.display()
+            ))
+            .into()
+        })
+    }
+
+    pub fn space(&self) -> Space {
+        Space::new(
+            self.rows.iter().map(|r| r.candidate.clone()).collect(),
+            self.flops_per_sample,
+            Some(&self.default_engine),
+        )
+    }
+
+    /// Each row's cost under `objective` (failures cost nothing: they are errors in replay).
+    pub fn costs(&self, objective: Objective) -> Vec<Option<f64>> {
+        self.rows
+            .iter()
+            .map(|r| r.measured.as_ref().map(|m| objective.cost(m)))
+            .collect()
+    }
+}
+
+/// One strategy's result on one seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SeedResult {
+    pub seed: u64,
+    /// The best cost found, relative to the table's best (1.0: found it).
+    pub ratio: f64,
+    /// The first trial whose best was within the tolerance of the table's best.
+    pub trials_to_hit: Option<usize>,
+    pub trials: usize,
+}
+
+/// One strategy over every seed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StrategyResult {
+    pub strategy: Strategy,
+    pub seeds: Vec<SeedResult>,
+    /// Seeds whose search came within the tolerance of the best.
+    pub hits: usize,
+    pub median_ratio: f64,
+    /// The median over seeds of the prediction error (guided only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_prediction_error: Option<f64>,
+}
+
+/// The comparison `edgeprof tune --replay` reports.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Comparison {
+    pub objective: Objective,
+    pub configurations: usize,
+    pub budget: usize,
+    pub tolerance: f64,
+    pub best: f64,
+    pub best_label: String,
+    pub strategies: Vec<StrategyResult>,
+}
+
+/// Runs `strategy` on the table once.
+pub fn replay(table: &Table, space: &Space, objective: Objective, settings: Settings) -> Trace {
+    let costs = table.costs(objective);
+    search::run(
+        space,
+        settings,
+        |i, _| {
+            Some(costs[i].ok_or_else(|| {
+                table.rows[i]
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| "failed when the table was measured".into())
+            }))
+        },
+        |_| {},
+    )
+}
+
+/// Every strategy over `seeds` seeds at `budget` trials (no stall stop: every search spends
+/// its budget, so the comparison is at equal cost).
+pub fn compare(
+    table: &Table,
+    objective: Objective,
+    budget: usize,
+    seeds: u64,
+    tolerance: f64,
+    initial: usize,
+) -> anyhow::Result<Comparison> {
+    let space = table.space();
+    let costs = table.costs(objective);
+    let (best_index, best) = costs
+        .iter()
+        .enumerate()
+        .filter_map(|(i, c)| Some((i, (*c)?)))
+        .min_by(|a, b| a.1.total_cmp(&b.1))
+        .ok_or_else(|| {
+            crate::session::BadInput("the table has no successful measurement".into())
+        })?;
+    let strategies = [Strategy::Guided, Strategy::Random, Strategy::Grid]
+        .into_iter()
+        .map(|strategy| {
+            let mut errors = Vec::new();
+            let seeds: Vec<SeedResult> = (0..seeds)
+                .map(|seed| {
+                    let settings = Settings {
+                        strategy,
+                        budget,
+                        stall: 0,
+                        initial,
+                        seed,
+                    };
+                    let trace = replay(table, &space, objective, settings);
+                    if let Some((median, _, _)) = trace.prediction_error() {
+                        errors.push(median);
+                    }
+                    let found = trace.best().map_or(f64::INFINITY, |b| b.1);
+                    SeedResult {
+                        seed,
+                        ratio: found / best,
+                        trials_to_hit: trace
+                            .trials
+                            .iter()
+                            .find(|t| t.best_cost.is_some_and(|c| c <= best * (1.0 + tolerance)))
+                            .map(|t| t.n),
+                        trials: trace.trials.len(),
+                    }
+                })
+                .collect();
+            let ratios: Vec<f64> = seeds.iter().map(|s| s.ratio).collect();
+            StrategyResult {
+                strategy,
+                hits: seeds.iter().filter(|s| s.trials_to_hit.is_some()).count(),
+                median_ratio: crate::stats::median(&ratios).unwrap_or(f64::INFINITY),
+                median_prediction_error: crate::stats::median(&errors),
+                seeds,
+            }
+        })
+        .collect();
+    Ok(Comparison {
+        objective,
+        configurations: table.rows.len(),
+        budget,
+        tolerance,
+        best,
+        best_label: table.rows[best_index].candidate.label(),
+        strategies,
+    })
+}

@@ -1,0 +1,281 @@
+//! The tuner (SPEC 6): replay over the table measured on a real machine, a live search through
+//! worker processes, core sets applied to workers, and placement with a split plan run on two
+//! CPU-side units.
+
+mod common;
+
+use common::{edgeprof, json_of, only_entry, read, temp_dir, write};
+use std::path::Path;
+
+/// The exhaustively measured space kept with the tests (48 configurations of mobilenet_v2 at
+/// 3x64x64 on tract, candle and onnxruntime, measured by `edgeprof tune --exhaustive`).
+fn table() -> String {
+    format!(
+        "{}/tests/fixtures/tune/mobilenet_v2-3x64x64.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+fn strategy<'a>(c: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    match c["strategies"]
+        .as_array()
+        .and_then(|s| s.iter().find(|s| s["strategy"] == name))
+    {
+        Some(s) => s,
+        None => panic!("no {name} in {c}"),
+    }
+}
+
+#[test]
+fn replayed_the_guided_search_finds_the_best_within_a_quarter_of_the_trials() {
+    let c = json_of(&["tune", "--replay", &table(), "--seeds", "10", "--json"]);
+    let configurations = c["configurations"].as_u64().unwrap_or(0);
+    let budget = c["budget"].as_u64().unwrap_or(u64::MAX);
+    assert!(configurations >= 48, "{configurations}");
+    assert!(budget * 4 <= configurations, "budget {budget}");
+    assert_eq!(c["tolerance"], 0.05);
+    let guided = strategy(&c, "guided");
+    let random = strategy(&c, "random");
+    let grid = strategy(&c, "grid");
+    for s in [guided, random, grid] {
+        assert_eq!(s["seeds"].as_array().map(Vec::len), Some(10));
+        for seed in s["seeds"].as_array().into_iter().flatten() {
+            assert_eq!(seed["trials"].as_u64(), Some(budget), "{seed}");
+            assert!(seed["ratio"].as_f64().unwrap_or(0.0) >= 1.0, "{seed}");
+        }
+    }
+    let hits = guided["hits"].as_u64().unwrap_or(0);
+    assert!(
+        hits >= 8,
+        "the guided search found the best in {hits} of 10 seeds"
+    );
+    let g = guided["median_ratio"].as_f64().unwrap_or(f64::MAX);
+    let r = random["median_ratio"].as_f64().unwrap_or(0.0);
+    assert!(
+        g < r || (g == r && hits > random["hits"].as_u64().unwrap_or(0)),
+        "guided median {g} does not beat random median {r}"
+    );
+    assert!(guided["median_prediction_error"].as_f64().is_some());
+    // The text form names the table's best and every strategy.
+    let out = edgeprof()
+        .args(["tune", "--replay", &table(), "--seeds", "3"])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    for needle in ["best in the table", "guided", "random", "grid", "per seed"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+}
+
+#[test]
+fn a_broken_table_is_refused_with_one_clear_line() {
+    let tmp = temp_dir();
+    let bad = tmp.path().join("table.json");
+    write(&bad, "{\"model\": 3}");
+    common::assert_bad_input(
+        &["tune", "--replay", &bad.display().to_string()],
+        "is not a tuning table",
+    );
+    common::assert_bad_input(&["tune", "--model", "no_such_model"], "neither a zoo model");
+}
+
+/// The first two CPUs this process may use (the same one twice on a one-CPU machine).
+fn two_cpus() -> (usize, usize) {
+    let status = read(Path::new("/proc/self/status"));
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("0")
+        .trim()
+        .to_string();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            cpus.extend(a..=b);
+        }
+    }
+    let first = cpus.first().copied().unwrap_or(0);
+    (first, cpus.get(1).copied().unwrap_or(first))
+}
+
+const QUICK: &str = r#"
+[matrix]
+classes = 10
+
+[measure]
+warmup = 2
+iterations = 5
+repeats = 2
+retries = 0
+check_outputs = false
+"#;
+
+#[test]
+fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("tune.toml");
+    let (a, _) = two_cpus();
+    write(
+        &config,
+        &format!(
+            "{QUICK}\n[tune]\nmodel = \"shufflenet_v2_x0_5\"\ninput = \"3x32x32\"\n\
+             engines = [\"tract\", \"candle\"]\nthreads = [1, 2]\ncores = [\"all\", \"{a}\"]\n\
+             budget = 6\nconfirm = 1\nstall = 0\n"
+        ),
+    );
+    let out = tmp.path().join("out");
+    let best = tmp.path().join("best.toml");
+    let assert = edgeprof()
+        .args(["tune", "--config"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .arg("--write-config")
+        .arg(&best)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    for needle in ["best:", "default:", "re-measured in turns", "cost model:"] {
+        assert!(text.contains(needle), "{needle}: {text}");
+    }
+    let dir = only_entry(&out);
+    let report: serde_json::Value = match serde_json::from_str(&read(&dir.join("tune.json"))) {
+        Ok(v) => v,
+        Err(e) => panic!("tune.json: {e}"),
+    };
+    let trials = report["trace"]["trials"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(trials.len(), 6, "{report}");
+    assert_eq!(report["space"].as_array().map(Vec::len), Some(4 + 4));
+    // The default first; every trial a distinct candidate.
+    assert_eq!(trials[0]["index"], report["default"]);
+    let mut seen: Vec<u64> = trials.iter().filter_map(|t| t["index"].as_u64()).collect();
+    seen.sort();
+    seen.dedup();
+    assert_eq!(seen.len(), 6);
+    assert!(report["best_cost"].as_f64().is_some_and(|c| c > 0.0));
+    assert!(trials
+        .iter()
+        .skip(2)
+        .all(|t| t["predicted"].as_f64().is_some()));
+    let confirmation = &report["confirmation"];
+    assert_eq!(
+        confirmation["default_costs"].as_array().map(Vec::len),
+        Some(1)
+    );
+    assert_eq!(confirmation["best_costs"].as_array().map(Vec::len), Some(1));
+    // Every trial and confirmation run is a stored run record, so `report` reads the directory.
+    let runs = read(&dir.join("runs.jsonl"));
+    assert_eq!(runs.lines().count(), 6 + 2);
+    edgeprof()
+        .arg("report")
+        .arg(&dir)
+        .arg("--no-charts")
+        .assert()
+        .success();
+    // The best configuration runs as a config of its own.
+    let best_text = read(&best);
+    assert!(best_text.contains("[matrix]"), "{best_text}");
+    let rerun = tmp.path().join("rerun");
+    common::run_config(&best, &rerun);
+}
+
+#[test]
+fn a_core_set_confines_the_worker_before_the_engine_starts_its_threads() {
+    let (a, _) = two_cpus();
+    let tmp = temp_dir();
+    let config = tmp.path().join("cores.toml");
+    write(
+        &config,
+        &format!(
+            "[matrix]\nclasses = 10\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\n\
+             threads = [0]\ncores = [\"{a}\"]\n\n[measure]\nwarmup = 2\niterations = 5\n\
+             repeats = 2\nretries = 0\ncheck_outputs = false\n"
+        ),
+    );
+    let out = tmp.path().join("out");
+    common::run_config(&config, &out);
+    let dir = only_entry(&out);
+    let record: serde_json::Value =
+        match serde_json::from_str(read(&dir.join("runs.jsonl")).lines().next().unwrap_or("")) {
+            Ok(v) => v,
+            Err(e) => panic!("runs.jsonl: {e}"),
+        };
+    let id = record["condition"]["id"].as_str().unwrap_or("");
+    assert!(id.ends_with(&format!("/c{a}")), "{id}");
+    assert_eq!(record["condition"]["cores"], serde_json::json!([a]));
+    // "All cores" inside a one-CPU set is one thread: the engine saw the confinement.
+    assert_eq!(record["run"]["threads"], 1, "{record}");
+}
+
+#[test]
+fn a_split_plan_runs_on_two_cpu_units_and_matches_the_whole_model() {
+    let (a, b) = two_cpus();
+    let units = format!("first={a},second={b}");
+    let report = json_of(&[
+        "place",
+        "--model",
+        "mobilenet_v2",
+        "--input",
+        "3x32x32",
+        "--classes",
+        "10",
+        "--units",
+        &units,
+        "--blocks",
+        "4",
+        "--runs",
+        "3",
+        "--assign",
+        "0,0,1,1",
+        "--json",
+    ]);
+    let stages = report["stages"].as_array().cloned().unwrap_or_default();
+    assert_eq!(stages.len(), 4);
+    for s in &stages {
+        let ms = s["ms"].as_array().cloned().unwrap_or_default();
+        assert_eq!(ms.len(), 2);
+        assert!(
+            ms.iter().all(|m| m.as_f64().is_some_and(|m| m > 0.0)),
+            "{s}"
+        );
+    }
+    assert_eq!(report["ran"]["units"], serde_json::json!([0, 0, 1, 1]));
+    let predicted = report["ran"]["predicted_ms"].as_f64().unwrap_or(0.0);
+    assert!(predicted > 0.0);
+    let measured = &report["measured"];
+    assert!(measured["median_ms"].as_f64().is_some_and(|m| m > 0.0));
+    assert_eq!(measured["segments"].as_array().map(Vec::len), Some(2));
+    assert!(
+        measured["max_relative_difference"]
+            .as_f64()
+            .is_some_and(|d| d < 1e-4),
+        "{measured}"
+    );
+    // The optimal plan is never predicted slower than running everything on one unit.
+    let optimal = report["optimal"]["predicted_ms"]
+        .as_f64()
+        .unwrap_or(f64::MAX);
+    for single in report["single"].as_array().into_iter().flatten() {
+        assert!(optimal <= single["predicted_ms"].as_f64().unwrap_or(0.0) + 1e-9);
+    }
+    common::assert_bad_input(
+        &[
+            "place",
+            "--model",
+            "mobilenet_v2",
+            "--input",
+            "3x32x32",
+            "--units",
+            &units,
+            "--blocks",
+            "4",
+            "--assign",
+            "0,1",
+        ],
+        "--assign names 2 unit(s) but the chain has 4 block(s)",
+    );
+}
