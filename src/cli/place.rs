@@ -103,7 +103,7 @@ fn units_arg(text: &str) -> anyhow::Result<Vec<Unit>> {
 }
 
 fn default_units() -> anyhow::Result<Vec<Unit>> {
-    let allowed = crate::cli::tune::allowed_cpus();
+    let allowed = crate::tune::session::allowed_cpus();
     let clusters = crate::collect::device::clusters(Path::new("/"));
     let sets = crate::tune::core_sets(&clusters, &allowed);
     let big = sets.iter().find(|s| s.label == "big");

@@ -2,16 +2,14 @@
 //! progress on stderr and the result on stdout, an exhaustive measurement of the space into a
 //! table, or replay of such a table comparing the guided search with random and grid search.
 
-use crate::cli::{print_json, print_out, render, BadInput};
-use crate::config::{Config, ModelRef};
+use crate::cli::{print_json, print_out, render};
 use crate::models::InputShape;
-use crate::results::{self, Manifest, SweepStatus};
-use crate::runner::matrix::{self, Plan};
-use crate::runner::sweep::{SweepEvent, SweepOutcome};
-use crate::tune::live::{self, LiveTune, TuneEvent, TuneReport};
-use crate::tune::replay::{self, Comparison, Row, Table};
-use crate::tune::search::{Settings, Strategy};
-use crate::tune::{self, Objective, Space, SpaceSpec};
+use crate::results;
+use crate::runner::sweep::SweepEvent;
+use crate::tune::live::{self, TuneEvent, TuneReport};
+use crate::tune::replay::{self, Comparison, Table};
+use crate::tune::session::{self, Overrides};
+use crate::tune::Objective;
 use anyhow::Context;
 use clap::Args;
 use std::fmt::Write as _;
@@ -105,6 +103,27 @@ fn parse_bytes(text: &str) -> Result<u64, String> {
     Ok((n * scale) as u64)
 }
 
+impl TuneArgs {
+    fn overrides(&self) -> Overrides {
+        Overrides {
+            model: self.model.clone(),
+            input: self.input,
+            engines: self.engines.clone(),
+            budget: self.budget,
+            objective: self.objective,
+            max_memory: self.max_memory,
+            threads: self.threads.clone(),
+            batch: self.batch.clone(),
+            cores: self.cores.clone(),
+            seed: self.seed,
+            stall: self.stall,
+            confirm: self.confirm,
+            exhaustive: self.exhaustive,
+            output: self.output.clone(),
+        }
+    }
+}
+
 pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     if let Some(table) = &args.replay {
         return replay_command(&args, table);
@@ -113,140 +132,45 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         Some(file) => crate::config::load(file)?,
         None => crate::config::parse("", Path::new("edgeprof-tune.toml"))?,
     };
-    let t = &config.tune;
-    let model = match &args.model {
-        Some(name) => model_ref(name)?,
-        None => t
-            .model
-            .clone()
-            .or_else(|| config.matrix.models.first().cloned())
-            .ok_or_else(|| BadInput("name the model to tune with --model".into()))?,
-    };
-    let input = args
-        .input
-        .or(t.input)
-        .or_else(|| config.matrix.inputs.first().copied())
-        .unwrap_or_default();
-    let objective = args.objective.unwrap_or(t.objective);
-    let mut settings = Settings {
-        strategy: Strategy::Guided,
-        budget: args.budget.unwrap_or(t.budget),
-        stall: args.stall.unwrap_or(t.stall),
-        initial: t.initial,
-        seed: args.seed.unwrap_or(t.seed),
-    };
-    let (space, skipped) = build_space(&args, &config, &model, input)?;
-    for line in &skipped {
+    let mut prepared = session::prepare(config, args.config.as_deref(), &args.overrides())?;
+    for line in &prepared.skipped {
         eprintln!("  left out: {line}");
     }
-    if space.candidates.is_empty() {
-        anyhow::bail!(BadInput(
-            "no candidate can run here: every engine was left out (see above)".into()
-        ));
-    }
-    let confirm = if args.exhaustive {
-        settings.strategy = Strategy::Grid;
-        settings.budget = space.candidates.len();
-        settings.stall = 0;
-        0
-    } else {
-        args.confirm.unwrap_or(t.confirm)
-    };
-    let parent = args.output.clone().unwrap_or(config.output.dir.clone());
-    let name = format!("tune-{}", model_stem(&model));
-    let dir = crate::session::new_dir(&parent, &name)?;
-    let mut manifest = Manifest {
-        format: results::FORMAT,
-        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        name: name.clone(),
-        config_file: args
-            .config
-            .as_ref()
-            .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone()))
-            .unwrap_or_default(),
-        config_text: crate::config::to_toml(&config),
-        config: serde_json::to_value(&config).context("cannot encode the config")?,
-        device: crate::collect::device::fingerprint(Path::new("/")),
-        engines: crate::session::engine_versions_for(
-            &config,
-            &Plan {
-                to_run: space
-                    .candidates
-                    .iter()
-                    .map(|c| live::condition_of(c, &model, input))
-                    .collect(),
-                skipped: Vec::new(),
-                excluded: 0,
-            },
-        ),
-        conditions: Vec::new(),
-        skipped: Vec::new(),
-        excluded: 0,
-        started: results::now_rfc3339(),
-        ended: None,
-        resumed: Vec::new(),
-        status: SweepStatus::Running,
-    };
-    results::write_manifest(&dir, &manifest)?;
     eprintln!(
-        "tuning {model} {input} for {objective}: {} candidates, {} trials at most{}; results in {}",
-        space.candidates.len(),
-        settings.budget,
+        "tuning {} {} for {}: {} candidates, {} trials at most{}; results in {}",
+        prepared.model,
+        prepared.input,
+        prepared.objective,
+        prepared.space.candidates.len(),
+        prepared.settings.budget,
         if args.exhaustive {
             " (every candidate)"
         } else {
             ""
         },
-        dir.display()
+        prepared.dir.display()
     );
     let cancel = Arc::new(AtomicBool::new(false));
     crate::cli::sweep::install_stop_handlers(&cancel)?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
         .map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    let mut writer = results::Writer::open(&dir)?;
-    let tune = LiveTune {
-        config: &config,
-        model: &model,
-        input,
-        space: &space,
-        settings,
-        objective,
-        max_memory: args.max_memory.or(t.max_memory),
-        confirm,
-        edgeprof: &edgeprof,
-        cancel: &cancel,
-        telemetry_root: &telemetry_root,
-        dir: &dir,
-    };
+    let mut writer = results::Writer::open(&prepared.dir)?;
     let started = std::time::Instant::now();
-    let unit = objective.unit();
-    let report = tune.run(&mut writer, |event| progress(event, unit))?;
-    // The results directory lists what was measured, so `edgeprof report` reads it like a run.
-    let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
-    let mut seen = std::collections::HashSet::new();
-    manifest.conditions = runs
-        .records
-        .into_iter()
-        .filter(|r| seen.insert(r.condition.id.clone()))
-        .map(|r| r.condition)
-        .collect();
-    let cancelled = report.trace.stop == crate::tune::search::Stop::Cancelled;
-    let outcome = SweepOutcome {
-        interrupted: cancelled,
-        ..SweepOutcome::default()
-    };
-    crate::session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
-    let text = serde_json::to_string_pretty(&report).context("cannot encode the tuning report")?;
-    results::write_atomic(&dir.join("tune.json"), (text + "\n").as_bytes())?;
-    if args.exhaustive {
-        let table = table_of(&report, &space, &manifest, &model, input);
-        let text = serde_json::to_string_pretty(&table).context("cannot encode the table")?;
-        results::write_atomic(&dir.join("table.json"), (text + "\n").as_bytes())?;
-    }
+    let unit = prepared.objective.unit();
+    let report = prepared
+        .live(&edgeprof, &cancel, &telemetry_root)
+        .run(&mut writer, |event| progress(event, unit))?;
+    prepared.finish(&report)?;
+    let dir = prepared.dir.clone();
     let mut written = None;
     if let (Some(file), Some(best)) = (&args.write_config, report.best) {
-        let best_config = live::best_config(&config, &model, input, &space.candidates[best]);
+        let best_config = live::best_config(
+            &prepared.config,
+            &prepared.model,
+            prepared.input,
+            &prepared.space.candidates[best],
+        );
         results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).with_context(
             || format!("cannot write the best configuration to {}", file.display()),
         )?;
@@ -263,10 +187,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             args.exhaustive,
         ))?;
     }
-    if cancelled {
+    if report.trace.stop == crate::tune::search::Stop::Cancelled {
         anyhow::bail!(crate::cli::sweep::Interrupted {
             done: report.trace.trials.len(),
-            total: settings.budget,
+            total: prepared.settings.budget,
             dir,
         });
     }
@@ -277,196 +201,6 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// A name for the model fit for a directory or config name.
-fn model_stem(model: &ModelRef) -> String {
-    let text = match model {
-        ModelRef::Zoo(name) => name.clone(),
-        ModelRef::Onnx(path) => path
-            .file_stem()
-            .map(|s| s.to_string_lossy().into_owned())
-            .unwrap_or_else(|| "model".into()),
-    };
-    text.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
-    if crate::models::zoo::find(name).is_some() {
-        return Ok(ModelRef::Zoo(name.to_string()));
-    }
-    let path = Path::new(name);
-    if name.ends_with(".onnx") && path.is_file() {
-        return Ok(ModelRef::Onnx(std::path::absolute(path)?));
-    }
-    anyhow::bail!(BadInput(format!(
-        "--model {name}: neither a zoo model ({}) nor an ONNX file",
-        crate::models::zoo::zoo_names().join(", ")
-    )))
-}
-
-/// The CPUs this process may run on.
-pub(super) fn allowed_cpus() -> Vec<usize> {
-    match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
-        Ok(set) => (0..nix::sched::CpuSet::count())
-            .filter(|&c| set.is_set(c).unwrap_or(false))
-            .collect(),
-        Err(_) => (0..crate::runner::available_cores()).collect(),
-    }
-}
-
-/// The search space from the arguments over the config, with the engines that cannot run
-/// here left out (and why).
-fn build_space(
-    args: &TuneArgs,
-    config: &Config,
-    model: &ModelRef,
-    input: InputShape,
-) -> anyhow::Result<(Space, Vec<String>)> {
-    let t = &config.tune;
-    let engines: Vec<String> = if !args.engines.is_empty() {
-        for e in &args.engines {
-            if !crate::config::KNOWN_ENGINES.contains(&e.as_str()) || e == "command" {
-                anyhow::bail!(BadInput(format!(
-                    "--engine {e}: the tuner searches {}",
-                    crate::config::KNOWN_ENGINES
-                        .iter()
-                        .filter(|e| **e != "command")
-                        .copied()
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )));
-            }
-        }
-        args.engines.clone()
-    } else {
-        t.engines
-            .clone()
-            .unwrap_or_else(|| config.matrix.engines.clone())
-            .into_iter()
-            .filter(|e| e != "command")
-            .collect()
-    };
-    // The engines that can run this model here: each one's default condition through the
-    // same checks as a run's plan.
-    let probe: Vec<_> = engines
-        .iter()
-        .map(|e| {
-            crate::runner::matrix::Condition::new(
-                e,
-                model.clone(),
-                input,
-                1,
-                0,
-                crate::config::Device::Cpu,
-            )
-        })
-        .collect();
-    let mut plan = Plan {
-        to_run: Vec::new(),
-        skipped: Vec::new(),
-        excluded: 0,
-    };
-    for c in probe {
-        match matrix::unsupported(&c) {
-            Some(reason) => plan.skipped.push(matrix::Skipped {
-                condition: c,
-                reason,
-            }),
-            None => plan.to_run.push(c),
-        }
-    }
-    let plan = matrix::check_frameworks(config, plan);
-    let skipped: Vec<String> = plan
-        .skipped
-        .iter()
-        .map(|s| format!("{}: {}", s.condition.engine, s.reason))
-        .collect();
-    let engines: Vec<String> = plan.to_run.iter().map(|c| c.engine.clone()).collect();
-    let allowed = allowed_cpus();
-    let machine_sets = tune::core_sets(&crate::collect::device::clusters(Path::new("/")), &allowed);
-    let names = if args.cores.is_empty() {
-        t.cores.clone()
-    } else {
-        args.cores.clone()
-    };
-    let core_sets = if names.is_empty() {
-        machine_sets
-    } else {
-        names
-            .iter()
-            .map(|n| tune::resolve_core_set(n, &machine_sets, &allowed).map_err(BadInput))
-            .collect::<Result<Vec<_>, _>>()?
-    };
-    let threads = if !args.threads.is_empty() {
-        args.threads.clone()
-    } else if !t.threads.is_empty() {
-        t.threads.clone()
-    } else {
-        let cores = allowed.len().max(1);
-        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
-            .take_while(|n| *n < cores)
-            .collect();
-        v.push(cores);
-        v
-    };
-    if threads.contains(&0) {
-        anyhow::bail!(BadInput(
-            "--threads: name thread counts of 1 or more (the tuner tries them one by one)".into()
-        ));
-    }
-    let batch = if args.batch.is_empty() {
-        t.batch.clone()
-    } else {
-        args.batch.clone()
-    };
-    if batch.contains(&0) {
-        anyhow::bail!(BadInput("--batch: batch sizes start at 1".into()));
-    }
-    let options = engines
-        .iter()
-        .map(|e| {
-            (
-                e.clone(),
-                t.options
-                    .get(e)
-                    .cloned()
-                    .unwrap_or_else(|| tune::default_options(e)),
-            )
-        })
-        .collect();
-    let flops_per_sample = match model {
-        ModelRef::Zoo(name) => {
-            let params = crate::models::zoo::ModelParams {
-                num_classes: config.matrix.classes,
-                channels: input.channels,
-                height: input.height,
-                width: input.width,
-                batch: 1,
-            };
-            let m = crate::models::zoo::build(name, &params)?;
-            crate::models::cost::analyze(&m).total.flops as f64
-        }
-        ModelRef::Onnx(_) => 1.0,
-    };
-    let spec = SpaceSpec {
-        engines,
-        threads,
-        batch,
-        core_sets,
-        devices: config.matrix.devices.clone(),
-        options,
-        flops_per_sample,
-    };
-    Ok((spec.build(), skipped))
 }
 
 fn fmt_cost(cost: Option<f64>, unit: &str) -> String {
@@ -701,44 +435,6 @@ fn trace_chart(report: &TuneReport) -> String {
         "\n{} per trial (dots: measured; steps: best so far)\n{text}",
         report.unit
     )
-}
-
-/// The table an exhaustive run leaves for replay.
-fn table_of(
-    report: &TuneReport,
-    space: &Space,
-    manifest: &Manifest,
-    model: &ModelRef,
-    input: InputShape,
-) -> Table {
-    let mut rows: Vec<Row> = space
-        .candidates
-        .iter()
-        .map(|c| Row {
-            candidate: c.clone(),
-            measured: None,
-            failure: Some("not measured".into()),
-        })
-        .collect();
-    for (trial, measured) in report.trace.trials.iter().zip(&report.measured) {
-        rows[trial.index].measured = *measured;
-        rows[trial.index].failure = trial.failure.clone();
-    }
-    let d = &manifest.device;
-    Table {
-        model: model.to_string(),
-        input: input.to_string(),
-        flops_per_sample: space.flops_per_sample,
-        machine: format!(
-            "{} ({} CPUs, {})",
-            d.cpu_model.as_deref().unwrap_or("unknown CPU"),
-            d.cpus_available,
-            d.arch
-        ),
-        measured_at: manifest.started.clone(),
-        default_engine: space.candidates[space.default].engine.clone(),
-        rows,
-    }
 }
 
 fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {

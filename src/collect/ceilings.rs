@@ -73,7 +73,8 @@ pub struct Step {
 }
 
 /// The CPUs this process may run on, in order.
-fn allowed_cpus() -> Vec<usize> {
+/// The CPUs this process may run on (empty when the kernel will not say).
+pub fn allowed_cpus() -> Vec<usize> {
     match nix::sched::sched_getaffinity(nix::unistd::Pid::from_raw(0)) {
         Ok(set) => (0..nix::sched::CpuSet::count())
             .filter(|&i| set.is_set(i).unwrap_or(false))

@@ -1298,18 +1298,47 @@ mod tests {
         assert_eq!(c.matrix.cores, vec![None, Some(vec![2, 3])]);
         assert_eq!(c.tune.objective, crate::tune::Objective::Throughput);
         assert_eq!(c.tune.budget, Tune::default().budget);
-        assert_eq!(c.tune.options["pytorch"]["mode"], vec![serde_json::json!("eager")]);
+        assert_eq!(
+            c.tune.options["pytorch"]["mode"],
+            vec![serde_json::json!("eager")]
+        );
         let plan = crate::runner::matrix::expand(&c);
         let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
-        assert!(ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu"), "{ids:?}");
-        assert!(ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu/c2-3"), "{ids:?}");
+        assert!(
+            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu"),
+            "{ids:?}"
+        );
+        assert!(
+            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu/c2-3"),
+            "{ids:?}"
+        );
         assert_eq!(plan.to_run.len(), 8);
         for (text, key, message) in [
-            ("[matrix]\ncores = [\"some\"]\n", "matrix.cores[0]", "CPU list"),
-            ("[tune]\nobjective = \"fast\"\n", "tune.objective", "latency, p99 or throughput"),
-            ("[tune]\nengines = [\"command\"]\n", "tune.engines[0]", "not a command"),
-            ("[tune.options.tract]\nx = [1]\n", "tune.options.tract", "only the external"),
-            ("[tune.options.onnxruntime]\nspinning = []\n", "tune.options.onnxruntime.spinning", "at least one"),
+            (
+                "[matrix]\ncores = [\"some\"]\n",
+                "matrix.cores[0]",
+                "CPU list",
+            ),
+            (
+                "[tune]\nobjective = \"fast\"\n",
+                "tune.objective",
+                "latency, p99 or throughput",
+            ),
+            (
+                "[tune]\nengines = [\"command\"]\n",
+                "tune.engines[0]",
+                "not a command",
+            ),
+            (
+                "[tune.options.tract]\nx = [1]\n",
+                "tune.options.tract",
+                "only the external",
+            ),
+            (
+                "[tune.options.onnxruntime]\nspinning = []\n",
+                "tune.options.onnxruntime.spinning",
+                "at least one",
+            ),
             ("[tune]\nbudget = 0\n", "tune.budget", "from 1"),
             ("[tune]\nthreads = [0]\n", "tune.threads[0]", "from 1"),
             ("[tune]\nbudgett = 3\n", "tune.budgett", "unknown field"),

@@ -23,14 +23,16 @@ pub enum Tab {
     Results,
     Roofline,
     Monitor,
+    Tune,
 }
 
-pub const TABS: [Tab; 5] = [
+pub const TABS: [Tab; 6] = [
     Tab::Conditions,
     Tab::Run,
     Tab::Results,
     Tab::Roofline,
     Tab::Monitor,
+    Tab::Tune,
 ];
 
 impl Tab {
@@ -41,6 +43,7 @@ impl Tab {
             Tab::Results => "Results",
             Tab::Roofline => "Roofline",
             Tab::Monitor => "Monitor",
+            Tab::Tune => "Tune",
         }
     }
 }
@@ -54,6 +57,11 @@ pub enum Command {
         file: PathBuf,
     },
     CancelRun,
+    /// Tune the selection's first model with its `[tune]` settings (config text and file).
+    StartTune {
+        text: String,
+        file: PathBuf,
+    },
     SaveConfig(PathBuf),
     LoadConfig(PathBuf),
     OpenResults(PathBuf),
@@ -100,6 +108,80 @@ pub enum RunEvent {
         outcome: Option<SweepOutcome>,
         error: Option<String>,
     },
+}
+
+/// How a tuning run is going, as the tune thread reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TuneMsg {
+    Started {
+        dir: PathBuf,
+        title: String,
+        unit: String,
+        budget: usize,
+        candidates: usize,
+        skipped: Vec<String>,
+    },
+    Trial {
+        n: usize,
+        label: String,
+        predicted: Option<(f64, f64)>,
+    },
+    Measured {
+        n: usize,
+        cost: Option<f64>,
+        failure: Option<String>,
+        best_cost: Option<f64>,
+    },
+    Confirm {
+        round: usize,
+        rounds: usize,
+        which: &'static str,
+    },
+    Finished {
+        result: Option<TuneResult>,
+        error: Option<String>,
+    },
+}
+
+/// What a finished tuning run found, for the Tune tab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneResult {
+    pub stop: String,
+    pub best: Option<(String, f64)>,
+    pub default: (String, Option<f64>),
+    /// The re-measured medians (default, best) and their ratio.
+    pub confirmed: Option<(f64, f64, f64)>,
+    /// Median and mean relative error of the cost model, over that many trials.
+    pub model_error: Option<(f64, f64, usize)>,
+}
+
+/// One trial row of the Tune tab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneRow {
+    pub n: usize,
+    pub label: String,
+    pub predicted: Option<(f64, f64)>,
+    pub cost: Option<f64>,
+    pub failure: Option<String>,
+    pub best_cost: Option<f64>,
+}
+
+/// The Tune tab's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuneView {
+    pub active: bool,
+    pub dir: Option<PathBuf>,
+    /// `mobilenet_v2 3x64x64 for latency`.
+    pub title: String,
+    pub unit: String,
+    pub budget: usize,
+    pub candidates: usize,
+    pub skipped: Vec<String>,
+    pub rows: Vec<TuneRow>,
+    /// What is being measured now.
+    pub current: Option<String>,
+    pub result: Option<TuneResult>,
+    pub error: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -405,6 +487,7 @@ pub struct App {
     pub results: ResultsView,
     pub roofline: RooflineView,
     pub monitor: Live,
+    pub tune: TuneView,
     pub prompt: Option<Prompt>,
     pub status: Option<(Severity, String)>,
 }
@@ -425,6 +508,7 @@ impl App {
             results: ResultsView::default(),
             roofline: RooflineView::default(),
             monitor: Live::default(),
+            tune: TuneView::default(),
             prompt: None,
             status: None,
         }
@@ -498,7 +582,7 @@ impl App {
                 self.tab = TABS[(self.tab_index() + TABS.len() - 1) % TABS.len()];
                 return None;
             }
-            KeyCode::Char(c @ '1'..='5') => {
+            KeyCode::Char(c @ '1'..='6') => {
                 self.tab = TABS[(c as usize) - ('1' as usize)];
                 return None;
             }
@@ -622,6 +706,7 @@ impl App {
                 None
             }
             Tab::Monitor => None,
+            Tab::Tune => self.tune_key(key),
         }
     }
 
@@ -788,6 +873,109 @@ impl App {
     /// A telemetry sample from the monitor thread.
     pub fn monitor_sample(&mut self, sample: Sample) {
         self.monitor.add(sample);
+    }
+
+    fn tune_key(&mut self, key: KeyEvent) -> Option<Command> {
+        match key.code {
+            KeyCode::Char('t') => {
+                if self.tune.active || self.run.active {
+                    self.say(Severity::Warn, "a run or a tuning is already in progress");
+                    return None;
+                }
+                self.tune = TuneView {
+                    active: true,
+                    title: "starting …".into(),
+                    ..TuneView::default()
+                };
+                Some(Command::StartTune {
+                    text: self.conditions.to_toml(),
+                    file: self.conditions.file.clone(),
+                })
+            }
+            KeyCode::Char('c') if self.tune.active => {
+                self.say(
+                    Severity::Warn,
+                    "cancelling the tuning: the current trial stops",
+                );
+                Some(Command::CancelRun)
+            }
+            _ => None,
+        }
+    }
+
+    /// A tuning run's progress.
+    pub fn tune_event(&mut self, msg: TuneMsg) {
+        let t = &mut self.tune;
+        match msg {
+            TuneMsg::Started {
+                dir,
+                title,
+                unit,
+                budget,
+                candidates,
+                skipped,
+            } => {
+                *t = TuneView {
+                    active: true,
+                    dir: Some(dir),
+                    title,
+                    unit,
+                    budget,
+                    candidates,
+                    skipped,
+                    ..TuneView::default()
+                };
+            }
+            TuneMsg::Trial {
+                n,
+                label,
+                predicted,
+            } => {
+                t.current = Some(format!("trial {n}/{}: {label}", t.budget));
+                t.rows.push(TuneRow {
+                    n,
+                    label,
+                    predicted,
+                    cost: None,
+                    failure: None,
+                    best_cost: None,
+                });
+            }
+            TuneMsg::Measured {
+                n,
+                cost,
+                failure,
+                best_cost,
+            } => {
+                if let Some(row) = t.rows.iter_mut().find(|r| r.n == n) {
+                    row.cost = cost;
+                    row.failure = failure;
+                    row.best_cost = best_cost;
+                }
+                t.current = None;
+            }
+            TuneMsg::Confirm {
+                round,
+                rounds,
+                which,
+            } => {
+                t.current = Some(format!("re-measuring the {which} (round {round}/{rounds})"));
+            }
+            TuneMsg::Finished { result, error } => {
+                t.active = false;
+                t.current = None;
+                t.result = result;
+                if let Some(e) = &error {
+                    self.status = Some((Severity::Error, format!("tuning failed: {e}")));
+                } else if let Some(d) = &t.dir {
+                    self.status = Some((
+                        Severity::Info,
+                        format!("tuning done; results in {}", d.display()),
+                    ));
+                }
+                t.error = error;
+            }
+        }
     }
 
     /// A sweep's progress.
@@ -984,6 +1172,29 @@ mod tests {
             .as_ref()
             .is_some_and(|s| s.1.contains("in progress")));
         assert_eq!(press(&mut a, KeyCode::Char('Q')), Some(Command::Quit));
+    }
+
+    #[test]
+    fn tuning_starts_from_the_tune_tab_and_cancels() {
+        let mut a = app();
+        assert_eq!(press(&mut a, KeyCode::Char('6')), None);
+        assert_eq!(a.tab, Tab::Tune);
+        let Some(Command::StartTune { text, .. }) = press(&mut a, KeyCode::Char('t')) else {
+            panic!("t started no tuning")
+        };
+        assert!(text.contains("[matrix]"), "{text}");
+        assert!(a.tune.active);
+        // One at a time.
+        assert_eq!(press(&mut a, KeyCode::Char('t')), None);
+        assert_eq!(press(&mut a, KeyCode::Char('c')), Some(Command::CancelRun));
+        a.tune_event(TuneMsg::Finished {
+            result: None,
+            error: Some("no candidate can run here".into()),
+        });
+        assert!(!a.tune.active);
+        assert_eq!(a.tune.error.as_deref(), Some("no candidate can run here"));
+        assert!(matches!(a.status, Some((Severity::Error, _))));
+        assert_eq!(press(&mut a, KeyCode::Char('c')), None);
     }
 
     #[test]

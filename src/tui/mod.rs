@@ -19,7 +19,7 @@ use crate::roofline::Processor;
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Sweep, SweepEvent};
 use anyhow::Context;
-use app::{App, Command, RunEvent, Severity, Tab};
+use app::{App, Command, RunEvent, Severity, Tab, TuneMsg};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -45,6 +45,7 @@ pub enum Message {
     Resize,
     Monitor(Sample),
     Run(RunEvent),
+    Tune(TuneMsg),
     Ceilings(
         crate::roofline::Processor,
         Result<(crate::roofline::Ceilings, String), String>,
@@ -126,6 +127,17 @@ impl Session {
                     self.telemetry_root.clone(),
                 ));
                 app.run.active = true;
+            }
+            Command::StartTune { text, file } => {
+                self.cancel.store(false, Ordering::Relaxed);
+                self.run = Some(start_tune(
+                    text,
+                    file,
+                    self.tx.clone(),
+                    Arc::clone(&self.cancel),
+                    self.telemetry_root.clone(),
+                ));
+                app.tune.active = true;
             }
             Command::SaveConfig(path) => {
                 let text = app.conditions.to_toml();
@@ -255,6 +267,15 @@ impl Session {
                     }
                 }
             }
+            Message::Tune(msg) => {
+                let finished = matches!(msg, TuneMsg::Finished { .. });
+                app.tune_event(msg);
+                if finished {
+                    if let Some(handle) = self.run.take() {
+                        let _ = handle.join();
+                    }
+                }
+            }
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Ceilings(processor, result) => {
                 *app.roofline.ceilings_of(processor) = Some(result);
@@ -353,6 +374,101 @@ fn start_run(
             Err(e) => send(RunEvent::Finished {
                 dir,
                 outcome: None,
+                error: Some(format!("{e:#}")),
+            }),
+        }
+    })
+}
+
+/// The tune thread: the selection's first model tuned with the config's `[tune]` settings, into
+/// a results directory of its own, with progress as [`TuneMsg`]s.
+fn start_tune(
+    text: String,
+    file: PathBuf,
+    tx: Sender<Message>,
+    cancel: Arc<AtomicBool>,
+    telemetry_root: PathBuf,
+) -> std::thread::JoinHandle<()> {
+    use crate::tune::live::TuneEvent;
+    std::thread::spawn(move || {
+        let send = |m: TuneMsg| {
+            let _ = tx.send(Message::Tune(m));
+        };
+        let result = (|| -> anyhow::Result<app::TuneResult> {
+            let config = crate::config::parse(&text, &file)?;
+            let mut prepared = crate::tune::session::prepare(
+                config,
+                Some(&file),
+                &crate::tune::session::Overrides::default(),
+            )?;
+            send(TuneMsg::Started {
+                dir: prepared.dir.clone(),
+                title: format!(
+                    "{} {} for {}",
+                    prepared.model, prepared.input, prepared.objective
+                ),
+                unit: prepared.objective.unit().to_string(),
+                budget: prepared.settings.budget,
+                candidates: prepared.space.candidates.len(),
+                skipped: prepared.skipped.clone(),
+            });
+            let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+            let mut writer = results::Writer::open(&prepared.dir)?;
+            let space = prepared.space.candidates.clone();
+            let report =
+                prepared
+                    .live(&edgeprof, &cancel, &telemetry_root)
+                    .run(&mut writer, |event| match event {
+                        TuneEvent::Trial {
+                            n,
+                            candidate,
+                            predicted,
+                            ..
+                        } => send(TuneMsg::Trial {
+                            n,
+                            label: candidate.label(),
+                            predicted,
+                        }),
+                        TuneEvent::Measured { trial } => send(TuneMsg::Measured {
+                            n: trial.n,
+                            cost: trial.cost,
+                            failure: trial.failure.clone(),
+                            best_cost: trial.best_cost,
+                        }),
+                        TuneEvent::Confirm {
+                            round,
+                            rounds,
+                            which,
+                        } => send(TuneMsg::Confirm {
+                            round,
+                            rounds,
+                            which,
+                        }),
+                        TuneEvent::Sweep(_) => {}
+                    })?;
+            prepared.finish(&report)?;
+            let confirmed = report
+                .confirmation
+                .as_ref()
+                .and_then(|c| Some((c.default_median?, c.best_median?, c.gain?)));
+            Ok(app::TuneResult {
+                stop: report.trace.stop.to_string(),
+                best: report
+                    .best
+                    .zip(report.best_cost)
+                    .map(|(b, c)| (space[b].label(), c)),
+                default: (space[report.default].label(), report.default_cost),
+                confirmed,
+                model_error: report.prediction_error,
+            })
+        })();
+        match result {
+            Ok(r) => send(TuneMsg::Finished {
+                result: Some(r),
+                error: None,
+            }),
+            Err(e) => send(TuneMsg::Finished {
+                result: None,
                 error: Some(format!("{e:#}")),
             }),
         }

@@ -10,6 +10,7 @@ pub mod live;
 pub mod placement;
 pub mod replay;
 pub mod search;
+pub mod session;
 
 use crate::collect::device::Cluster;
 use crate::config::Device;

@@ -1,0 +1,435 @@
+//! A tuning run's life in its results directory, shared by both front-ends: the request
+//! resolved against the config's `[tune]` section and this machine (engines that can run here,
+//! core sets, thread counts), the directory and its manifest, and what is written at the end
+//! (`tune.json`, the summaries, `table.json` for an exhaustive run).
+
+use crate::config::{Config, ModelRef};
+use crate::models::InputShape;
+use crate::results::{self, Manifest, SweepStatus};
+use crate::runner::matrix::{self, Plan};
+use crate::runner::sweep::SweepOutcome;
+use crate::session::BadInput;
+use crate::tune::live::{self, LiveTune, TuneReport};
+use crate::tune::replay::{Row, Table};
+use crate::tune::search::{Settings, Stop, Strategy};
+use crate::tune::{self, Objective, Space, SpaceSpec};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicBool;
+
+/// What the user asked for over the config's `[tune]` section (None or empty: the config's).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Overrides {
+    pub model: Option<String>,
+    pub input: Option<InputShape>,
+    pub engines: Vec<String>,
+    pub budget: Option<usize>,
+    pub objective: Option<Objective>,
+    pub max_memory: Option<u64>,
+    pub threads: Vec<usize>,
+    pub batch: Vec<usize>,
+    pub cores: Vec<String>,
+    pub seed: Option<u64>,
+    pub stall: Option<usize>,
+    pub confirm: Option<usize>,
+    /// Measure every candidate instead of searching.
+    pub exhaustive: bool,
+    /// Parent of the results directory (default: the config's `output.dir`).
+    pub output: Option<PathBuf>,
+}
+
+/// A tuning run ready to start: everything resolved, its results directory made.
+pub struct Prepared {
+    pub config: Config,
+    pub model: ModelRef,
+    pub input: InputShape,
+    pub objective: Objective,
+    pub settings: Settings,
+    pub space: Space,
+    /// Engines left out, each with why.
+    pub skipped: Vec<String>,
+    pub confirm: usize,
+    pub max_memory: Option<u64>,
+    pub exhaustive: bool,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+}
+
+/// Resolves the request and makes the results directory.
+pub fn prepare(
+    config: Config,
+    config_file: Option<&Path>,
+    o: &Overrides,
+) -> anyhow::Result<Prepared> {
+    let t = config.tune.clone();
+    let model = match &o.model {
+        Some(name) => model_ref(name)?,
+        None => t
+            .model
+            .clone()
+            .or_else(|| config.matrix.models.first().cloned())
+            .ok_or_else(|| BadInput("name the model to tune with --model".into()))?,
+    };
+    let input = o
+        .input
+        .or(t.input)
+        .or_else(|| config.matrix.inputs.first().copied())
+        .unwrap_or_default();
+    let objective = o.objective.unwrap_or(t.objective);
+    let mut settings = Settings {
+        strategy: Strategy::Guided,
+        budget: o.budget.unwrap_or(t.budget),
+        stall: o.stall.unwrap_or(t.stall),
+        initial: t.initial,
+        seed: o.seed.unwrap_or(t.seed),
+    };
+    let (space, skipped) = build_space(o, &config, &model, input)?;
+    if space.candidates.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "no candidate can run here: every engine was left out ({})",
+            skipped.join("; ")
+        )));
+    }
+    let confirm = if o.exhaustive {
+        settings.strategy = Strategy::Grid;
+        settings.budget = space.candidates.len();
+        settings.stall = 0;
+        0
+    } else {
+        o.confirm.unwrap_or(t.confirm)
+    };
+    let parent = o.output.clone().unwrap_or(config.output.dir.clone());
+    let name = format!("tune-{}", model_stem(&model));
+    let dir = crate::session::new_dir(&parent, &name)?;
+    let manifest = Manifest {
+        format: results::FORMAT,
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        name,
+        config_file: config_file
+            .map(|f| std::path::absolute(f).unwrap_or_else(|_| f.to_path_buf()))
+            .unwrap_or_default(),
+        config_text: crate::config::to_toml(&config),
+        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        device: crate::collect::device::fingerprint(Path::new("/")),
+        engines: crate::session::engine_versions_for(
+            &config,
+            &Plan {
+                to_run: space
+                    .candidates
+                    .iter()
+                    .map(|c| live::condition_of(c, &model, input))
+                    .collect(),
+                skipped: Vec::new(),
+                excluded: 0,
+            },
+        ),
+        conditions: Vec::new(),
+        skipped: Vec::new(),
+        excluded: 0,
+        started: results::now_rfc3339(),
+        ended: None,
+        resumed: Vec::new(),
+        status: SweepStatus::Running,
+    };
+    results::write_manifest(&dir, &manifest)?;
+    Ok(Prepared {
+        max_memory: o.max_memory.or(t.max_memory),
+        config,
+        model,
+        input,
+        objective,
+        settings,
+        space,
+        skipped,
+        confirm,
+        exhaustive: o.exhaustive,
+        dir,
+        manifest,
+    })
+}
+
+impl Prepared {
+    /// The live tuner over this run.
+    pub fn live<'a>(
+        &'a self,
+        edgeprof: &'a Path,
+        cancel: &'a AtomicBool,
+        telemetry_root: &'a Path,
+    ) -> LiveTune<'a> {
+        LiveTune {
+            config: &self.config,
+            model: &self.model,
+            input: self.input,
+            space: &self.space,
+            settings: self.settings,
+            objective: self.objective,
+            max_memory: self.max_memory,
+            confirm: self.confirm,
+            edgeprof,
+            cancel,
+            telemetry_root,
+            dir: &self.dir,
+        }
+    }
+
+    /// Writes what the run found: the manifest lists what was measured (so `edgeprof report`
+    /// reads the directory like a run's), the summaries, `tune.json` and, for an exhaustive run,
+    /// `table.json`.
+    pub fn finish(&mut self, report: &TuneReport) -> anyhow::Result<()> {
+        let runs = results::read_lines::<results::RunRecord>(&self.dir.join(results::RUNS))?;
+        let mut seen = std::collections::HashSet::new();
+        self.manifest.conditions = runs
+            .records
+            .into_iter()
+            .filter(|r| seen.insert(r.condition.id.clone()))
+            .map(|r| r.condition)
+            .collect();
+        let outcome = SweepOutcome {
+            interrupted: report.trace.stop == Stop::Cancelled,
+            ..SweepOutcome::default()
+        };
+        crate::session::finish(
+            &self.dir,
+            &mut self.manifest,
+            &outcome,
+            &self.config.output.formats,
+        )?;
+        let text =
+            serde_json::to_string_pretty(report).context("cannot encode the tuning report")?;
+        results::write_atomic(&self.dir.join("tune.json"), (text + "\n").as_bytes())?;
+        if self.exhaustive {
+            let table = table_of(report, &self.space, &self.manifest, &self.model, self.input);
+            let text = serde_json::to_string_pretty(&table).context("cannot encode the table")?;
+            results::write_atomic(&self.dir.join("table.json"), (text + "\n").as_bytes())?;
+        }
+        Ok(())
+    }
+}
+
+/// A name for the model fit for a directory or config name.
+pub fn model_stem(model: &ModelRef) -> String {
+    let text = match model {
+        ModelRef::Zoo(name) => name.clone(),
+        ModelRef::Onnx(path) => path
+            .file_stem()
+            .map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_else(|| "model".into()),
+    };
+    text.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+pub fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
+    if crate::models::zoo::find(name).is_some() {
+        return Ok(ModelRef::Zoo(name.to_string()));
+    }
+    let path = Path::new(name);
+    if name.ends_with(".onnx") && path.is_file() {
+        return Ok(ModelRef::Onnx(std::path::absolute(path)?));
+    }
+    anyhow::bail!(BadInput(format!(
+        "--model {name}: neither a zoo model ({}) nor an ONNX file",
+        crate::models::zoo::zoo_names().join(", ")
+    )))
+}
+
+/// The CPUs this process may run on (all the system reports when the kernel will not say).
+pub fn allowed_cpus() -> Vec<usize> {
+    let cpus = crate::collect::ceilings::allowed_cpus();
+    if cpus.is_empty() {
+        (0..crate::runner::available_cores()).collect()
+    } else {
+        cpus
+    }
+}
+
+/// The search space from the arguments over the config, with the engines that cannot run
+/// here left out (and why).
+fn build_space(
+    args: &Overrides,
+    config: &Config,
+    model: &ModelRef,
+    input: InputShape,
+) -> anyhow::Result<(Space, Vec<String>)> {
+    let t = &config.tune;
+    let engines: Vec<String> = if !args.engines.is_empty() {
+        for e in &args.engines {
+            if !crate::config::KNOWN_ENGINES.contains(&e.as_str()) || e == "command" {
+                anyhow::bail!(BadInput(format!(
+                    "--engine {e}: the tuner searches {}",
+                    crate::config::KNOWN_ENGINES
+                        .iter()
+                        .filter(|e| **e != "command")
+                        .copied()
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )));
+            }
+        }
+        args.engines.clone()
+    } else {
+        t.engines
+            .clone()
+            .unwrap_or_else(|| config.matrix.engines.clone())
+            .into_iter()
+            .filter(|e| e != "command")
+            .collect()
+    };
+    // The engines that can run this model here: each one's default condition through the
+    // same checks as a run's plan.
+    let probe: Vec<_> = engines
+        .iter()
+        .map(|e| {
+            crate::runner::matrix::Condition::new(
+                e,
+                model.clone(),
+                input,
+                1,
+                0,
+                crate::config::Device::Cpu,
+            )
+        })
+        .collect();
+    let mut plan = Plan {
+        to_run: Vec::new(),
+        skipped: Vec::new(),
+        excluded: 0,
+    };
+    for c in probe {
+        match matrix::unsupported(&c) {
+            Some(reason) => plan.skipped.push(matrix::Skipped {
+                condition: c,
+                reason,
+            }),
+            None => plan.to_run.push(c),
+        }
+    }
+    let plan = matrix::check_frameworks(config, plan);
+    let skipped: Vec<String> = plan
+        .skipped
+        .iter()
+        .map(|s| format!("{}: {}", s.condition.engine, s.reason))
+        .collect();
+    let engines: Vec<String> = plan.to_run.iter().map(|c| c.engine.clone()).collect();
+    let allowed = allowed_cpus();
+    let machine_sets = tune::core_sets(&crate::collect::device::clusters(Path::new("/")), &allowed);
+    let names = if args.cores.is_empty() {
+        t.cores.clone()
+    } else {
+        args.cores.clone()
+    };
+    let core_sets = if names.is_empty() {
+        machine_sets
+    } else {
+        names
+            .iter()
+            .map(|n| tune::resolve_core_set(n, &machine_sets, &allowed).map_err(BadInput))
+            .collect::<Result<Vec<_>, _>>()?
+    };
+    let threads = if !args.threads.is_empty() {
+        args.threads.clone()
+    } else if !t.threads.is_empty() {
+        t.threads.clone()
+    } else {
+        let cores = allowed.len().max(1);
+        let mut v: Vec<usize> = std::iter::successors(Some(1usize), |n| Some(n * 2))
+            .take_while(|n| *n < cores)
+            .collect();
+        v.push(cores);
+        v
+    };
+    if threads.contains(&0) {
+        anyhow::bail!(BadInput(
+            "--threads: name thread counts of 1 or more (the tuner tries them one by one)".into()
+        ));
+    }
+    let batch = if args.batch.is_empty() {
+        t.batch.clone()
+    } else {
+        args.batch.clone()
+    };
+    if batch.contains(&0) {
+        anyhow::bail!(BadInput("--batch: batch sizes start at 1".into()));
+    }
+    let options = engines
+        .iter()
+        .map(|e| {
+            (
+                e.clone(),
+                t.options
+                    .get(e)
+                    .cloned()
+                    .unwrap_or_else(|| tune::default_options(e)),
+            )
+        })
+        .collect();
+    let flops_per_sample = match model {
+        ModelRef::Zoo(name) => {
+            let params = crate::models::zoo::ModelParams {
+                num_classes: config.matrix.classes,
+                channels: input.channels,
+                height: input.height,
+                width: input.width,
+                batch: 1,
+            };
+            let m = crate::models::zoo::build(name, &params)?;
+            crate::models::cost::analyze(&m).total.flops as f64
+        }
+        ModelRef::Onnx(_) => 1.0,
+    };
+    let spec = SpaceSpec {
+        engines,
+        threads,
+        batch,
+        core_sets,
+        devices: config.matrix.devices.clone(),
+        options,
+        flops_per_sample,
+    };
+    Ok((spec.build(), skipped))
+}
+
+/// The table an exhaustive run leaves for replay.
+fn table_of(
+    report: &TuneReport,
+    space: &Space,
+    manifest: &Manifest,
+    model: &ModelRef,
+    input: InputShape,
+) -> Table {
+    let mut rows: Vec<Row> = space
+        .candidates
+        .iter()
+        .map(|c| Row {
+            candidate: c.clone(),
+            measured: None,
+            failure: Some("not measured".into()),
+        })
+        .collect();
+    for (trial, measured) in report.trace.trials.iter().zip(&report.measured) {
+        rows[trial.index].measured = *measured;
+        rows[trial.index].failure = trial.failure.clone();
+    }
+    let d = &manifest.device;
+    Table {
+        model: model.to_string(),
+        input: input.to_string(),
+        flops_per_sample: space.flops_per_sample,
+        machine: format!(
+            "{} ({} CPUs, {})",
+            d.cpu_model.as_deref().unwrap_or("unknown CPU"),
+            d.cpus_available,
+            d.arch
+        ),
+        measured_at: manifest.started.clone(),
+        default_engine: space.candidates[space.default].engine.clone(),
+        rows,
+    }
+}
