@@ -164,7 +164,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     prepared.finish(&report)?;
     let dir = prepared.dir.clone();
     let mut written = None;
-    if let (Some(file), Some(best)) = (&args.write_config, report.best) {
+    if let (Some(file), Some(best)) = (&args.write_config, report.recommended) {
         let best_config = live::best_config(
             &prepared.config,
             &prepared.model,
@@ -375,6 +375,15 @@ fn report_text(
                 .unwrap_or_default()
         );
     }
+    if let (Some(r), Some(b)) = (report.recommended, report.best) {
+        if r != b {
+            let _ = writeln!(
+                out,
+                "recommendation: keep the default ({}): re-measured in turns it was faster than the search's best, whose figure was a lucky run",
+                report.space[r].label()
+            );
+        }
+    }
     match report.prediction_error {
         Some((median, mean, n)) => {
             let _ = writeln!(
@@ -389,6 +398,14 @@ fn report_text(
         ),
         None => {}
     }
+    if let Some((median, mean, n)) = report.leave_one_out_error {
+        let _ = writeln!(
+            out,
+            "cost model at the end, each trial left out in turn: median {:.1}%, mean {:.1}%, over {n} trial(s)",
+            median * 100.0,
+            mean * 100.0
+        );
+    }
     let _ = writeln!(
         out,
         "results: {} (tune.json{}, runs.jsonl, summary files)",
@@ -398,7 +415,7 @@ fn report_text(
     if let Some(file) = written {
         let _ = writeln!(
             out,
-            "best configuration written to {}; measure it with: edgeprof run {}",
+            "recommended configuration written to {}; measure it with: edgeprof run {}",
             file.display(),
             file.display()
         );

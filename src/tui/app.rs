@@ -153,6 +153,8 @@ pub struct TuneResult {
     pub confirmed: Option<(f64, f64, f64)>,
     /// Median and mean relative error of the cost model, over that many trials.
     pub model_error: Option<(f64, f64, usize)>,
+    /// The re-measurement found the default faster than the search's best: keep the default.
+    pub keep_default: bool,
 }
 
 /// One trial row of the Tune tab.
@@ -800,8 +802,8 @@ impl App {
                 });
             }
             KeyCode::Char('r') => {
-                if self.run.active {
-                    self.say(Severity::Warn, "a run is already in progress");
+                if self.run.active || self.tune.active {
+                    self.say(Severity::Warn, "a run or a tuning is already in progress");
                     return None;
                 }
                 let plan = self.conditions.plan();

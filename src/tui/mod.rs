@@ -110,6 +110,18 @@ impl Session {
         }
     }
 
+    /// Starts the background job (a run or a tuning; one at a time) with a fresh cancel flag.
+    fn start(&mut self, job: Job, text: String, file: PathBuf) {
+        self.cancel.store(false, Ordering::Relaxed);
+        self.run = Some(job(
+            text,
+            file,
+            self.tx.clone(),
+            Arc::clone(&self.cancel),
+            self.telemetry_root.clone(),
+        ));
+    }
+
     /// Carries out a command of the UI.
     pub fn execute(&mut self, app: &mut App, command: Command) {
         match command {
@@ -118,25 +130,11 @@ impl Session {
             }
             Command::CancelRun => self.cancel.store(true, Ordering::Relaxed),
             Command::StartRun { text, file } => {
-                self.cancel.store(false, Ordering::Relaxed);
-                self.run = Some(start_run(
-                    text,
-                    file,
-                    self.tx.clone(),
-                    Arc::clone(&self.cancel),
-                    self.telemetry_root.clone(),
-                ));
+                self.start(start_run, text, file);
                 app.run.active = true;
             }
             Command::StartTune { text, file } => {
-                self.cancel.store(false, Ordering::Relaxed);
-                self.run = Some(start_tune(
-                    text,
-                    file,
-                    self.tx.clone(),
-                    Arc::clone(&self.cancel),
-                    self.telemetry_root.clone(),
-                ));
+                self.start(start_tune, text, file);
                 app.tune.active = true;
             }
             Command::SaveConfig(path) => {
@@ -291,6 +289,10 @@ impl Default for Session {
         Session::new()
     }
 }
+
+/// A background job: config text and file in, progress out as messages, stopped by the flag.
+type Job =
+    fn(String, PathBuf, Sender<Message>, Arc<AtomicBool>, PathBuf) -> std::thread::JoinHandle<()>;
 
 /// The run thread: a new results directory for `text`, the sweep, the summaries, and progress as
 /// [`RunEvent`]s.
@@ -460,6 +462,7 @@ fn start_tune(
                 default: (space[report.default].label(), report.default_cost),
                 confirmed,
                 model_error: report.prediction_error,
+                keep_default: report.recommended.is_some() && report.recommended != report.best,
             })
         })();
         match result {

@@ -490,6 +490,12 @@ fn draw_tune(frame: &mut Frame, app: &App, area: Rect) {
                 app.theme.text(),
             )));
         }
+        if r.keep_default {
+            result.push(Line::from(Span::styled(
+                "keep the default: re-measured in turns it was faster than the search's best",
+                app.theme.warn(),
+            )));
+        }
         if let Some((median, mean, n)) = r.model_error {
             result.push(Line::from(Span::styled(
                 format!(
@@ -1678,6 +1684,7 @@ mod tests {
                 default: ("tract t2 all b1".into(), Some(5.433)),
                 confirmed: Some((6.054, 1.263, 4.79)),
                 model_error: Some((0.371, 0.733, 4)),
+                keep_default: false,
             }),
             error: None,
         });

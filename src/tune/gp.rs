@@ -27,6 +27,8 @@ const LINEAR: &[f64] = &[0.0, 0.1, 0.5, 2.0];
 #[derive(Debug, Clone)]
 pub struct Gp {
     x: Vec<Vec<f64>>,
+    /// The standardised targets.
+    ys: Vec<f64>,
     /// The Cholesky factor of the kernel matrix with noise.
     chol: Vec<Vec<f64>>,
     alpha: Vec<f64>,
@@ -179,6 +181,7 @@ impl Gp {
         let (chol, alpha, _) = factor(x, &ys, &h)?;
         Some(Gp {
             x: x.to_vec(),
+            ys,
             chol,
             alpha,
             mean,
@@ -187,6 +190,25 @@ impl Gp {
             noise: h.noise,
             linear: h.linear,
         })
+    }
+
+    /// Leave-one-out predictions of every training target (closed form: each is what the
+    /// model with the same hyperparameters predicts from all the other points).
+    pub fn leave_one_out(&self) -> Vec<f64> {
+        let n = self.ys.len();
+        // The diagonal of K⁻¹ = L⁻ᵀ L⁻¹: the squared norms of L⁻¹'s columns.
+        let mut diag = vec![0.0; n];
+        for i in 0..n {
+            let mut e = vec![0.0; n];
+            e[i] = 1.0;
+            diag[i] = forward(&self.chol, &e).iter().map(|v| v * v).sum();
+        }
+        (0..n)
+            .map(|i| {
+                let standardised = self.ys[i] - self.alpha[i] / diag[i].max(1e-300);
+                self.mean + self.scale * standardised
+            })
+            .collect()
     }
 
     /// The predicted target at `point`, with the standard deviation of the latent function.
@@ -283,6 +305,40 @@ mod tests {
         assert!(far > 5.0 * near, "far {far} near {near}");
         // The irrelevant feature earns a longer scale than the relevant one.
         assert!(gp.length[1] > gp.length[0], "{:?}", gp.length);
+        Ok(())
+    }
+
+    #[test]
+    fn leave_one_out_matches_refitting_without_the_point() -> anyhow::Result<()> {
+        let x: Vec<Vec<f64>> = (0..7).map(|i| vec![i as f64 / 6.0]).collect();
+        let y: Vec<f64> = x.iter().map(|p| (3.0 * p[0]).sin()).collect();
+        let gp = Gp::fit(&x, &y).context("missing")?;
+        let loo = gp.leave_one_out();
+        // Refit on the other points with the same hyperparameters and predict the left-out one.
+        let h = Hyper {
+            length: gp.length.clone(),
+            noise: gp.noise,
+            linear: gp.linear,
+        };
+        for i in 0..x.len() {
+            let xs: Vec<Vec<f64>> = (0..x.len())
+                .filter(|&j| j != i)
+                .map(|j| x[j].clone())
+                .collect();
+            let ys: Vec<f64> = (0..x.len())
+                .filter(|&j| j != i)
+                .map(|j| (y[j] - gp.mean) / gp.scale)
+                .collect();
+            let (_, alpha, _) = factor(&xs, &ys, &h).context("missing")?;
+            let k: Vec<f64> = xs.iter().map(|xj| kernel(xj, &x[i], &h)).collect();
+            let predicted: f64 = k.iter().zip(&alpha).map(|(a, b)| a * b).sum();
+            let expected = gp.mean + gp.scale * predicted;
+            assert!(
+                (loo[i] - expected).abs() < 1e-6,
+                "{i}: {} vs {expected}",
+                loo[i]
+            );
+        }
         Ok(())
     }
 

@@ -66,7 +66,13 @@ pub struct TuneReport {
     pub default_cost: Option<f64>,
     /// Median and mean |predicted − measured| / measured, over that many trials.
     pub prediction_error: Option<(f64, f64, usize)>,
+    /// The same, leave-one-out, for the model fitted on every successful trial at the end.
+    #[serde(default)]
+    pub leave_one_out_error: Option<(f64, f64, usize)>,
     pub confirmation: Option<Confirmation>,
+    /// The configuration to use: the best, unless the interleaved re-measurement found the
+    /// default faster (the search's best was then a lucky measurement).
+    pub recommended: Option<usize>,
 }
 
 /// A tuning run's inputs.
@@ -221,7 +227,9 @@ impl LiveTune<'_> {
             }
             _ => None,
         };
+        let recommended = recommend(confirmation.as_ref(), best.map(|b| b.0), self.space.default);
         Ok(TuneReport {
+            recommended,
             model: self.model.to_string(),
             input: self.input.to_string(),
             objective: self.objective,
@@ -230,6 +238,7 @@ impl LiveTune<'_> {
             space: self.space.candidates.clone(),
             default: self.space.default,
             prediction_error: trace.prediction_error(),
+            leave_one_out_error: search::leave_one_out_error(self.space, &trace),
             best: best.map(|b| b.0),
             best_cost: best.map(|b| b.1),
             default_cost,
@@ -295,6 +304,20 @@ impl LiveTune<'_> {
     }
 }
 
+/// The configuration to use: the best found, unless re-measuring both in turns found the
+/// default faster.
+pub fn recommend(
+    confirmation: Option<&Confirmation>,
+    best: Option<usize>,
+    default: usize,
+) -> Option<usize> {
+    let best = best?;
+    match confirmation.and_then(|c| c.gain) {
+        Some(g) if g < 1.0 => Some(default),
+        _ => Some(best),
+    }
+}
+
 /// A config for `edgeprof run` that measures the best candidate (and the default beside it).
 pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Candidate) -> Config {
     let mut config = base.clone();
@@ -331,4 +354,34 @@ pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Ca
     }
     config.tune = crate::config::Tune::default();
     config
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn confirmation(default: f64, best: f64) -> Confirmation {
+        Confirmation {
+            default_costs: vec![default],
+            best_costs: vec![best],
+            default_median: Some(default),
+            best_median: Some(best),
+            gain: Some(default / best),
+        }
+    }
+
+    #[test]
+    fn the_default_is_kept_when_re_measuring_finds_it_faster() {
+        assert_eq!(
+            recommend(Some(&confirmation(2.0, 1.0)), Some(5), 0),
+            Some(5)
+        );
+        assert_eq!(
+            recommend(Some(&confirmation(1.0, 2.0)), Some(5), 0),
+            Some(0)
+        );
+        // No re-measurement: the search's best stands.
+        assert_eq!(recommend(None, Some(5), 0), Some(5));
+        assert_eq!(recommend(None, None, 0), None);
+    }
 }

@@ -126,6 +126,34 @@ impl Trace {
     }
 }
 
+/// The final cost model's leave-one-out error over the successful trials: the median and the
+/// mean of |predicted − measured| / measured, and how many trials (None below three).
+pub fn leave_one_out_error(space: &Space, trace: &Trace) -> Option<(f64, f64, usize)> {
+    let done: Vec<(usize, f64)> = trace
+        .trials
+        .iter()
+        .filter_map(|t| Some((t.index, t.cost.filter(|c| *c > 0.0)?)))
+        .collect();
+    if done.len() < 3 {
+        return None;
+    }
+    let x: Vec<Vec<f64>> = done
+        .iter()
+        .map(|(i, _)| space.features[*i].clone())
+        .collect();
+    let y: Vec<f64> = done.iter().map(|(_, c)| c.ln()).collect();
+    let model = Gp::fit(&x, &y)?;
+    let mut errors: Vec<f64> = model
+        .leave_one_out()
+        .iter()
+        .zip(&done)
+        .map(|(p, (_, c))| (p.exp() - c).abs() / c)
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    let mean = errors.iter().sum::<f64>() / errors.len() as f64;
+    Some((crate::stats::median(&errors)?, mean, errors.len()))
+}
+
 /// What the search proposes next.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Proposal {
@@ -441,6 +469,9 @@ mod tests {
         let (median, _, n) = trace.prediction_error().context("missing")?;
         assert_eq!(n, 9);
         assert!(median.is_finite());
+        let (loo, _, n) = leave_one_out_error(&space, &trace).context("missing")?;
+        assert_eq!(n, 12);
+        assert!(loo.is_finite() && loo >= 0.0);
         Ok(())
     }
 
