@@ -321,22 +321,7 @@ pub fn recommend(
 /// A config for `edgeprof run` that measures the best candidate (and the default beside it).
 pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Candidate) -> Config {
     let mut config = base.clone();
-    let stem: String = model
-        .to_string()
-        .rsplit('/')
-        .next()
-        .unwrap_or("model")
-        .trim_end_matches(".onnx")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect();
-    config.name = format!("{stem}-tuned");
+    config.name = format!("{}-tuned", crate::tune::session::model_stem(model));
     config.matrix.engines = vec![best.engine.clone()];
     config.matrix.models = vec![model.clone()];
     config.matrix.inputs = vec![input];
