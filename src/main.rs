@@ -13,6 +13,7 @@ mod report;
 mod results;
 mod roofline;
 mod runner;
+mod scorecard;
 mod session;
 mod stats;
 mod throttle;

@@ -2,6 +2,7 @@
 //! errors to stderr.
 
 mod env;
+mod frameworks;
 mod monitor;
 mod place;
 pub mod render;
@@ -83,6 +84,13 @@ enum Command {
     /// The external frameworks' Python environments: list, set up, remove
     #[command(subcommand)]
     Env(env::EnvCommand),
+    /// The frameworks' development- and deployment-time facts: list, show, refresh the GitHub
+    /// figures, probe which are installed here and what they see
+    #[command(subcommand)]
+    Frameworks(frameworks::FrameworksCommand),
+    /// One table per framework across development time, deployment time (curated and probed
+    /// here) and runtime (from a results directory), as text, Markdown or JSON
+    Scorecard(frameworks::ScorecardArgs),
     /// List every telemetry source and engine, and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
@@ -765,6 +773,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Probe { root, json } => monitor::probe(&root, json),
         Command::Env(command) => env::run(command),
+        Command::Frameworks(command) => frameworks::run(command),
+        Command::Scorecard(args) => frameworks::scorecard_command(args),
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),
         Command::PlaceWorker => {

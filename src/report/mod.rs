@@ -3,6 +3,7 @@
 //! writes text elements and needs no font library).
 
 pub mod roofline_chart;
+pub mod scorecard;
 pub mod svg;
 
 use crate::results::summary::Row;

@@ -24,15 +24,17 @@ pub enum Tab {
     Roofline,
     Monitor,
     Tune,
+    Scorecard,
 }
 
-pub const TABS: [Tab; 6] = [
+pub const TABS: [Tab; 7] = [
     Tab::Conditions,
     Tab::Run,
     Tab::Results,
     Tab::Roofline,
     Tab::Monitor,
     Tab::Tune,
+    Tab::Scorecard,
 ];
 
 impl Tab {
@@ -44,6 +46,7 @@ impl Tab {
             Tab::Roofline => "Roofline",
             Tab::Monitor => "Monitor",
             Tab::Tune => "Tune",
+            Tab::Scorecard => "Scorecard",
         }
     }
 }
@@ -75,6 +78,8 @@ pub enum Command {
         condition: crate::runner::matrix::Condition,
         classes: usize,
     },
+    /// Probe which frameworks are installed here and what they see (child interpreters).
+    ProbeFrameworks,
     Quit,
 }
 
@@ -184,6 +189,50 @@ pub struct TuneView {
     pub current: Option<String>,
     pub result: Option<TuneResult>,
     pub error: Option<String>,
+}
+
+/// The Scorecard tab's state: the curated cards, what was probed here, the runtime phase of the
+/// open results directory, joined.
+#[derive(Debug, Clone, Default)]
+pub struct ScorecardView {
+    pub cards: Vec<crate::scorecard::cards::Card>,
+    /// Why the cards could not be read, or a warning about refreshed figures.
+    pub warning: Option<String>,
+    pub here: Option<Vec<crate::scorecard::here::Here>>,
+    pub probing: bool,
+    pub entries: Vec<crate::scorecard::Entry>,
+    pub selected: usize,
+    /// Lines scrolled in the selected framework's table.
+    pub scroll: u16,
+}
+
+impl ScorecardView {
+    /// Loads the shipped cards with any refreshed GitHub figures.
+    pub fn load() -> ScorecardView {
+        let (cards, warning) = match crate::scorecard::github::cards_with_refreshed() {
+            Ok((cards, warning)) => (cards, warning),
+            Err(e) => (Vec::new(), Some(format!("{e:#}"))),
+        };
+        ScorecardView {
+            cards,
+            warning,
+            ..ScorecardView::default()
+        }
+    }
+
+    /// Joins the cards, the probe and the results rows again.
+    pub fn rejoin(&mut self, rows: &[Row]) {
+        let runtimes = crate::scorecard::runtimes(rows);
+        self.entries = crate::scorecard::join(
+            self.cards.clone(),
+            self.here.clone(),
+            &runtimes,
+            None,
+            Vec::new(),
+        )
+        .frameworks;
+        self.selected = self.selected.min(self.entries.len().saturating_sub(1));
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -490,6 +539,7 @@ pub struct App {
     pub roofline: RooflineView,
     pub monitor: Live,
     pub tune: TuneView,
+    pub scorecard: ScorecardView,
     pub prompt: Option<Prompt>,
     pub status: Option<(Severity, String)>,
 }
@@ -511,6 +561,7 @@ impl App {
             roofline: RooflineView::default(),
             monitor: Live::default(),
             tune: TuneView::default(),
+            scorecard: ScorecardView::default(),
             prompt: None,
             status: None,
         }
@@ -584,7 +635,7 @@ impl App {
                 self.tab = TABS[(self.tab_index() + TABS.len() - 1) % TABS.len()];
                 return None;
             }
-            KeyCode::Char(c @ '1'..='6') => {
+            KeyCode::Char(c @ '1'..='7') => {
                 self.tab = TABS[(c as usize) - ('1' as usize)];
                 return None;
             }
@@ -709,6 +760,7 @@ impl App {
             }
             Tab::Monitor => None,
             Tab::Tune => self.tune_key(key),
+            Tab::Scorecard => self.scorecard_key(key),
         }
     }
 
@@ -903,6 +955,60 @@ impl App {
             }
             _ => None,
         }
+    }
+
+    fn scorecard_key(&mut self, key: KeyEvent) -> Option<Command> {
+        let v = &mut self.scorecard;
+        let n = v.entries.len();
+        match key.code {
+            KeyCode::Up | KeyCode::Char('k') => {
+                v.selected = v.selected.saturating_sub(1);
+                v.scroll = 0;
+            }
+            KeyCode::Down | KeyCode::Char('j') => {
+                v.selected = (v.selected + 1).min(n.saturating_sub(1));
+                v.scroll = 0;
+            }
+            KeyCode::PageDown | KeyCode::Char(' ') => v.scroll = v.scroll.saturating_add(10),
+            KeyCode::PageUp => v.scroll = v.scroll.saturating_sub(10),
+            KeyCode::Home => v.scroll = 0,
+            KeyCode::Char('p') => {
+                if v.probing {
+                    self.say(Severity::Warn, "already probing this device");
+                    return None;
+                }
+                v.probing = true;
+                self.say(
+                    Severity::Info,
+                    "probing the frameworks here (each framework's Python is asked) …",
+                );
+                return Some(Command::ProbeFrameworks);
+            }
+            _ => {}
+        }
+        None
+    }
+
+    /// The probe of this device finished.
+    pub fn frameworks_probed(&mut self, found: Vec<crate::scorecard::here::Here>) {
+        let installed = found
+            .iter()
+            .filter(|h| {
+                matches!(
+                    h.state,
+                    crate::scorecard::here::State::BuiltIn
+                        | crate::scorecard::here::State::Installed
+                )
+            })
+            .count();
+        let total = found.len();
+        self.scorecard.here = Some(found);
+        self.scorecard.probing = false;
+        self.scorecard.rejoin(&self.results.rows);
+        self.say(
+            Severity::Info,
+            format!("{installed} of {total} frameworks are built in or installed here"),
+        );
     }
 
     /// A tuning run's progress.

@@ -51,6 +51,7 @@ pub enum Message {
         Result<(crate::roofline::Ceilings, String), String>,
     ),
     Layers(String, Result<Vec<crate::roofline::Program>, String>),
+    Probed(Vec<crate::scorecard::here::Here>),
 }
 
 /// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
@@ -81,11 +82,14 @@ pub fn new_app(options: &TuiOptions, offer: conditions::Offer) -> anyhow::Result
     let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
     let theme = theme::Theme::select(options.theme.as_deref(), no_color, config_dir().as_deref())?;
     let (file, config) = initial_config(options.config.as_deref())?;
-    Ok(App::new(
+    let mut app = App::new(
         conditions::Conditions::new(file, config, offer),
         theme,
         options.ascii,
-    ))
+    );
+    app.scorecard = app::ScorecardView::load();
+    app.scorecard.rejoin(&[]);
+    Ok(app)
 }
 
 /// The event loop's resources: where messages arrive, the run in progress, its cancel flag.
@@ -171,6 +175,14 @@ impl Session {
                                 .map_err(|e| format!("{e:#}"))
                         });
                     let _ = tx.send(Message::Layers(condition.id, result));
+                });
+            }
+            Command::ProbeFrameworks => {
+                let tx = self.tx.clone();
+                let cards = app.scorecard.cards.clone();
+                std::thread::spawn(move || {
+                    let found = crate::scorecard::here::probe_all(&cards, |_| {});
+                    let _ = tx.send(Message::Probed(found));
                 });
             }
             Command::LoadCeilings(processor) => {
@@ -275,6 +287,7 @@ impl Session {
                 }
             }
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
+            Message::Probed(found) => app.frameworks_probed(found),
             Message::Ceilings(processor, result) => {
                 *app.roofline.ceilings_of(processor) = Some(result);
                 app.refresh_roofline();
@@ -510,6 +523,7 @@ pub fn open_results(app: &mut App, dir: &Path) {
         ..app::ResultsView::default()
     };
     app.results.sort_rows();
+    app.scorecard.rejoin(&app.results.rows);
     match stored.warnings.first() {
         Some(w) => app.say(
             Severity::Warn,

@@ -76,6 +76,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         Tab::Roofline => draw_roofline(frame, app, body),
         Tab::Monitor => draw_monitor(frame, app, body),
         Tab::Tune => draw_tune(frame, app, body),
+        Tab::Scorecard => draw_scorecard(frame, app, body),
     }
     draw_status(frame, app, status);
     draw_footer(frame, app, footer);
@@ -147,6 +148,7 @@ pub fn footer_keys(app: &App) -> &'static str {
         Tab::Monitor => "Tab next tab  ? help  q quit",
         Tab::Tune if app.tune.active => "c cancel  Tab next tab  ? help  q quit",
         Tab::Tune => "t tune the selection's first model  Tab next tab  ? help  q quit",
+        Tab::Scorecard => "↑↓ framework  PgUp/PgDn scroll  p probe this device  ? help  q quit",
     }
 }
 
@@ -316,6 +318,107 @@ fn cost_text(cost: Option<f64>, unit: &str) -> String {
 
 /// The Tune tab: the search's progress, its trials (predicted and measured, best so far), the
 /// best so far and each trial's cost over the trials, and the result.
+fn draw_scorecard(frame: &mut Frame, app: &App, area: Rect) {
+    let v = &app.scorecard;
+    let [left, right] =
+        Layout::horizontal([Constraint::Length(34), Constraint::Min(20)]).areas(area);
+    let b = block(app, "Frameworks", true);
+    let inner = b.inner(left);
+    frame.render_widget(b, left);
+    let mut lines: Vec<Line> = Vec::new();
+    if v.entries.is_empty() {
+        lines.push(Line::from(Span::styled(
+            v.warning
+                .clone()
+                .unwrap_or_else(|| "no framework facts".into()),
+            app.theme.error(),
+        )));
+    }
+    for (i, e) in v.entries.iter().enumerate() {
+        let style = if i == v.selected {
+            app.theme.selected()
+        } else {
+            app.theme.text()
+        };
+        let runtime = match (&e.runtime, &e.card.engine) {
+            (Some(r), _) => match r.geomean_vs_fastest {
+                Some(g) => format!("×{g:.2}"),
+                None => format!("{} ok", r.ok),
+            },
+            (None, Some(_)) => "·".to_string(),
+            (None, None) => "–".to_string(),
+        };
+        let here = match &e.here {
+            Some(h) => match h.state {
+                crate::scorecard::here::State::BuiltIn
+                | crate::scorecard::here::State::Installed => "✓",
+                crate::scorecard::here::State::Broken => "!",
+                _ => " ",
+            },
+            None => " ",
+        };
+        let here = if app.ascii && here == "✓" {
+            "y"
+        } else {
+            here
+        };
+        let title: String = e.card.title.chars().take(18).collect();
+        lines.push(Line::from(Span::styled(
+            format!(
+                "{here} {title:<18} {}/8 {runtime:>6}",
+                e.card.development.api.score()
+            ),
+            style,
+        )));
+    }
+    lines.push(Line::from(""));
+    lines.push(Line::from(Span::styled(
+        "✓ here · API score · runtime ×geomean vs fastest",
+        app.theme.muted(),
+    )));
+    if v.here.is_none() {
+        lines.push(Line::from(Span::styled(
+            if v.probing {
+                "probing this device …"
+            } else {
+                "p: probe this device"
+            },
+            app.theme.muted(),
+        )));
+    }
+    if app.results.dir.is_none() {
+        lines.push(Line::from(Span::styled(
+            "o (Results tab): open results for the runtime phase",
+            app.theme.muted(),
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
+
+    let Some(entry) = v.entries.get(v.selected) else {
+        frame.render_widget(block(app, "Scorecard", false), right);
+        return;
+    };
+    let title = format!(
+        "{} — github.com/{}",
+        entry.card.title, entry.card.repository
+    );
+    let b = block(app, &title, false);
+    let inner = b.inner(right);
+    frame.render_widget(b, right);
+    let detail: Vec<Line> = crate::report::scorecard::framework_lines(entry, inner.width as usize)
+        .into_iter()
+        .map(|(text, heading)| {
+            let style = if heading {
+                app.theme.accent()
+            } else {
+                app.theme.text()
+            };
+            Line::from(Span::styled(text, style))
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(detail).scroll((v.scroll, 0)), inner);
+}
+
 fn draw_tune(frame: &mut Frame, app: &App, area: Rect) {
     let t = &app.tune;
     let [top, middle, bottom] = Layout::vertical([
@@ -1226,7 +1329,7 @@ fn draw_monitor(frame: &mut Frame, app: &App, area: Rect) {
 
 /// Every key, for the `?` overlay.
 pub const HELP: &[(&str, &str)] = &[
-    ("1-6, Tab, Shift-Tab", "switch tab"),
+    ("1-7, Tab, Shift-Tab", "switch tab"),
     ("?", "this help (Esc closes)"),
     ("q / Q", "quit (Q also cancels a run)"),
     ("o", "open a results directory"),
@@ -1249,6 +1352,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("Run: c", "cancel the run (results so far are kept)"),
     ("Tune: t / c", "tune the selection's first model / cancel"),
     ("Results: ←/→ or s, r", "sort column, reverse"),
+    (
+        "Scorecard: ↑↓, PgUp/PgDn, p",
+        "framework, scroll its table, probe this device",
+    ),
     ("Roofline: up/down", "choose a program for its advice"),
     (
         "Roofline: l",
@@ -1606,6 +1713,55 @@ mod tests {
         assert!(matches!(&a.roofline.ceilings, Some(Ok((_, from))) if from == "ceilings-pi4.json"));
         assert_eq!(key(&mut a, 'g'), None);
         assert_eq!(a.roofline.programs.len(), 1);
+    }
+
+    #[test]
+    fn scorecard_tab() -> anyhow::Result<()> {
+        use crate::scorecard::here::{Here, State};
+        let mut a = default_app();
+        a.tab = Tab::Scorecard;
+        a.scorecard.cards = crate::scorecard::cards::shipped()?;
+        a.scorecard.rejoin(&[]);
+        snap("scorecard_unprobed", &a);
+        super::super::open_results(&mut a, &fixture_results());
+        let here = |name: &str, state, version: Option<&str>, devices: &[&str]| Here {
+            framework: name.into(),
+            state,
+            version: version.map(str::to_string),
+            python: None,
+            devices: devices.iter().map(|d| d.to_string()).collect(),
+            tools: Vec::new(),
+            note: None,
+        };
+        a.frameworks_probed(vec![
+            here("tract", State::BuiltIn, Some("0.23.9"), &["CPU (asimd)"]),
+            here("candle", State::BuiltIn, Some("0.11.1"), &["CPU (asimd)"]),
+            here(
+                "onnxruntime",
+                State::Installed,
+                Some("1.32.0"),
+                &["CPUExecutionProvider"],
+            ),
+            here("tensorrt", State::Absent, None, &[]),
+        ]);
+        a.tab = Tab::Scorecard;
+        snap("scorecard_tract", &a);
+        // The runtime table of the selected framework comes from the open results.
+        let text = screen(&a, (120, 40));
+        assert!(text.contains("mobilenet_v2"), "{text}");
+        a.key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Down,
+        ));
+        a.key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::PageDown,
+        ));
+        assert_eq!((a.scorecard.selected, a.scorecard.scroll), (1, 10));
+        let probe = a.key(crossterm::event::KeyEvent::from(
+            crossterm::event::KeyCode::Char('p'),
+        ));
+        assert_eq!(probe, Some(Command::ProbeFrameworks));
+        assert!(a.scorecard.probing);
+        Ok(())
     }
 
     #[test]
