@@ -496,7 +496,20 @@ pub fn framework_lines(entry: &Entry, width: usize) -> Vec<(String, bool)> {
         }
         if phase == "runtime" {
             if let Some(r) = entry.runtime.as_ref().filter(|r| !r.workloads.is_empty()) {
-                let table = table(&WORKLOAD_HEADER, &WORKLOAD_RIGHT, &workload_rows(r));
+                let full = table(&WORKLOAD_HEADER, &WORKLOAD_RIGHT, &workload_rows(r));
+                let fits = full.lines().all(|l| l.chars().count() < width);
+                let table = if fits {
+                    full
+                } else {
+                    // Narrow panes: the columns that rank the framework, then memory.
+                    let keep = [0, 1, 3, 8, 7, 5];
+                    let pick = |row: &[String]| keep.iter().map(|&i| row[i].clone()).collect();
+                    let header: Vec<&str> = keep.iter().map(|&i| WORKLOAD_HEADER[i]).collect();
+                    let right: Vec<bool> = keep.iter().map(|&i| WORKLOAD_RIGHT[i]).collect();
+                    let rows: Vec<Vec<String>> =
+                        workload_rows(r).iter().map(|row| pick(row)).collect();
+                    table(&header, &right, &rows)
+                };
                 out.extend(table.lines().map(|l| (format!(" {l}"), false)));
             }
         }
