@@ -8,6 +8,7 @@ mod cli;
 mod collect;
 mod config;
 mod engines;
+mod fleet;
 mod models;
 mod report;
 mod results;

@@ -124,6 +124,26 @@ fn broken_configs_name_file_line_key_and_value() {
             2,
             "command.program = \"no-such-program-on-path-xyz\": no program of that name on PATH",
         ),
+        (
+            "node_destination_option.toml",
+            3,
+            "nodes[0].destination = \"-oProxyCommand=sh\": must be user@host, host or an alias",
+        ),
+        (
+            "node_same_name.toml",
+            5,
+            "nodes[1].name = \"pi@10.0.0.2\": another node is already called \"pi@10.0.0.2\"",
+        ),
+        (
+            "node_bad_ssh_option.toml",
+            3,
+            "nodes[0].ssh_options[0] = \"-v\": must be KEY=VALUE as ssh -o takes it",
+        ),
+        (
+            "node_without_destination.toml",
+            1,
+            "nodes[0].destination: missing: user@host, host, or a Host alias",
+        ),
     ];
     let files = std::fs::read_dir(format!(
         "{}/tests/invalid_configs",

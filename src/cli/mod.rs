@@ -2,8 +2,10 @@
 //! errors to stderr.
 
 mod env;
+mod fleet;
 mod frameworks;
 mod monitor;
+mod nodes;
 mod place;
 pub mod render;
 mod roofline;
@@ -91,6 +93,13 @@ enum Command {
     /// One table per framework across development time, deployment time (curated and probed
     /// here) and runtime (from a results directory), as text, Markdown or JSON
     Scorecard(frameworks::ScorecardArgs),
+    /// The boards of a config's [[nodes]], over SSH: check them, install edgeprof on them
+    #[command(subcommand)]
+    Nodes(nodes::NodesCommand),
+    /// Describe this machine as a node (JSON: version, device, frameworks); `nodes check` runs
+    /// it over SSH
+    #[command(hide = true)]
+    NodeInfo,
     /// List every telemetry source and engine, and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
@@ -327,7 +336,7 @@ enum PrecisionArg {
 
 #[derive(Args, Debug)]
 struct RunArgs {
-    /// The TOML config (leave it out with --resume)
+    /// The TOML config (`-`: read it from stdin; leave it out with --resume)
     config: Option<PathBuf>,
     /// Finish an interrupted run in this results directory, skipping conditions already done
     #[arg(long, value_name = "DIR")]
@@ -338,6 +347,10 @@ struct RunArgs {
     /// Print tables only, no terminal charts
     #[arg(long)]
     no_charts: bool,
+    /// Report on stdout as JSON lines (the results directory and manifest, each run's record,
+    /// the end) instead of tables: what a fleet run reads from each node
+    #[arg(long)]
+    stream: bool,
 }
 
 #[derive(Args, Debug)]
@@ -604,6 +617,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             resume: args.resume,
             output: args.output,
             charts: !args.no_charts,
+            stream: args.stream,
         }),
         Command::Roofline(RooflineCommand::Measure {
             quick,
@@ -746,7 +760,37 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             roofline::measure_gpu(device, effort, json)
         }
         Command::Report(args) => {
-            sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref())
+            let fleet = args.dir.join(crate::fleet::run::FLEET);
+            if !fleet.is_file() {
+                return sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref());
+            }
+            // A fleet run: each node's results directory in turn.
+            let text = std::fs::read_to_string(&fleet)
+                .with_context(|| format!("cannot read {}", fleet.display()))?;
+            let manifest: crate::fleet::run::FleetManifest = serde_json::from_str(&text)
+                .with_context(|| format!("{} is damaged", fleet.display()))?;
+            for node in &manifest.nodes {
+                let dir = args.dir.join(&node.name);
+                print_out(&format!(
+                    "\n== node {} ({:?}{}) ==\n",
+                    node.name,
+                    node.status,
+                    node.reason
+                        .as_deref()
+                        .map(|r| format!(": {r}"))
+                        .unwrap_or_default()
+                ))?;
+                if !dir.join(crate::results::MANIFEST).is_file() {
+                    print_out("no results from this node\n")?;
+                    continue;
+                }
+                let svg = args.svg_dir.as_ref().map(|d| d.join(&node.name));
+                // A node with failed conditions is reported like the others.
+                if let Err(e) = sweep::report_command(&dir, !args.no_charts, svg.as_deref()) {
+                    eprintln!("edgeprof: {}: {e:#}", node.name);
+                }
+            }
+            Ok(())
         }
         Command::Monitor(a) => {
             use std::io::IsTerminal;
@@ -775,6 +819,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Env(command) => env::run(command),
         Command::Frameworks(command) => frameworks::run(command),
         Command::Scorecard(args) => frameworks::scorecard_command(args),
+        Command::Nodes(command) => nodes::run(command),
+        Command::NodeInfo => nodes::node_info(),
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),
         Command::PlaceWorker => {

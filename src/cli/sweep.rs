@@ -10,7 +10,7 @@ use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
 use crate::session::{self, reopen, start_new};
 use anyhow::Context;
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Write};
+use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
 use std::sync::Arc;
@@ -40,6 +40,17 @@ pub struct RunOptions {
     pub resume: Option<PathBuf>,
     pub output: Option<PathBuf>,
     pub charts: bool,
+    /// JSON lines on stdout for a fleet controller (see [`crate::fleet::Line`]).
+    pub stream: bool,
+}
+
+/// Writes one stream line; a controller that went away ends the run like a hang-up.
+fn stream_line(line: &crate::fleet::Line) {
+    if let Ok(text) = serde_json::to_string(line) {
+        let mut out = std::io::stdout().lock();
+        let _ = writeln!(out, "{text}");
+        let _ = out.flush();
+    }
 }
 
 /// Progress on stderr: a redrawn status line on a terminal, plain lines otherwise.
@@ -265,6 +276,20 @@ pub(super) fn install_stop_handlers(flag: &Arc<AtomicBool>) -> anyhow::Result<()
 
 /// `edgeprof run`.
 pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    if let (None, Some(file)) = (&options.resume, &options.config) {
+        if file.as_os_str() != "-" {
+            let config = crate::config::load(file)?;
+            if config.matrix.nodes != [crate::config::LOCAL_NODE] {
+                if options.stream {
+                    anyhow::bail!(BadInput(
+                        "--stream is what a node of a fleet run does; this config names nodes"
+                            .into()
+                    ));
+                }
+                return crate::cli::fleet::run(file, &config, options.output.as_deref());
+            }
+        }
+    }
     let (config, dir, mut manifest, done_before, todo) = match (&options.resume, &options.config) {
         (Some(_), Some(_)) => anyhow::bail!(BadInput(
             "--resume continues with the config stored in the results directory; leave CONFIG out"
@@ -297,11 +322,35 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             );
             (config, dir.clone(), manifest, done, todo)
         }
+        (None, Some(file)) if file.as_os_str() == "-" => {
+            let mut text = String::new();
+            std::io::stdin()
+                .read_to_string(&mut text)
+                .context("cannot read the config from stdin")?;
+            let (config, plan, dir, manifest) =
+                session::start_from_text(text, Path::new("stdin.toml"), options.output.as_deref())?;
+            (config, dir, manifest, 0, plan.to_run)
+        }
         (None, Some(file)) => {
             let (config, plan, dir, manifest) = start_new(file, options.output.as_deref())?;
             (config, dir, manifest, 0, plan.to_run)
         }
     };
+    if config.matrix.nodes != [crate::config::LOCAL_NODE] {
+        // Only a config read from stdin (a node's share) or a resumed one gets here.
+        let _ = std::fs::remove_dir_all(&dir);
+        anyhow::bail!(BadInput(
+            "a fleet run starts from a config file on the controller: a node's config (or a \
+             resumed run) must not name other nodes in matrix.nodes"
+                .into()
+        ));
+    }
+    if options.stream {
+        stream_line(&crate::fleet::Line::Started {
+            dir: std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()),
+            manifest: Box::new(manifest.clone()),
+        });
+    }
     let cores = crate::runner::available_cores();
     let estimates: Vec<f64> = todo
         .iter()
@@ -355,11 +404,23 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         last_draw: None,
     };
     let per_condition = config.measure.iterations * config.measure.repeats;
-    let outcome = sweep.run(&mut writer, |event| progress.event(event, per_condition))?;
+    let stream = options.stream;
+    let outcome = sweep.run(&mut writer, |event| {
+        if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
+            stream_line(&crate::fleet::Line::Record(Box::new((*record).clone())));
+        }
+        progress.event(event, per_condition)
+    })?;
     progress.clear();
     let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
     eprintln!("{}", overhead_line(&outcome));
-    print_out(&report_text(&stored, &rows, options.charts))?;
+    if stream {
+        stream_line(&crate::fleet::Line::Finished {
+            manifest: Box::new(manifest.clone()),
+        });
+    } else {
+        print_out(&report_text(&stored, &rows, options.charts))?;
+    }
     if config.output.roofline {
         roofline_outputs(&stored)?;
     }

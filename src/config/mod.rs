@@ -115,7 +115,13 @@ pub struct Matrix {
     pub cores: Vec<Option<Vec<usize>>>,
     pub classes: usize,
     pub exclude: Vec<Exclude>,
+    /// Where the matrix runs: `local` (this machine) and names of `[[nodes]]`; every node runs
+    /// every condition (a fleet run when any is not `local`).
+    pub nodes: Vec<String>,
 }
+
+/// The node name of this machine in `matrix.nodes`.
+pub const LOCAL_NODE: &str = "local";
 
 /// How each condition is measured (SPEC 1.3).
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -175,7 +181,32 @@ pub struct Config {
     pub frameworks: std::collections::BTreeMap<String, FrameworkSettings>,
     /// How `edgeprof tune` searches (`[tune]`).
     pub tune: Tune,
+    /// Boards reached over SSH (`[[nodes]]`).
+    pub nodes: Vec<Node>,
 }
+
+/// A board reached over SSH with the system's `ssh` client (`[[nodes]]`, SPEC 8), so
+/// `~/.ssh/config` applies to its destination.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Node {
+    /// A short name for tables and results (default: the destination).
+    pub name: String,
+    /// `user@host`, `host`, or a `Host` alias of `~/.ssh/config`.
+    pub destination: String,
+    pub port: Option<u16>,
+    /// A private key file (`ssh -i`).
+    pub identity: Option<PathBuf>,
+    /// The edgeprof binary on the node; `~/` is the remote home.
+    pub edgeprof: String,
+    /// Where runs keep their files on the node; `~/` is the remote home.
+    pub workdir: String,
+    /// More `ssh -o KEY=VALUE` options.
+    pub ssh_options: Vec<String>,
+}
+
+/// Where `nodes install` puts edgeprof on a node, and where a node's edgeprof is looked for.
+pub const DEFAULT_NODE_EDGEPROF: &str = "~/.local/bin/edgeprof";
+pub const DEFAULT_NODE_WORKDIR: &str = "~/edgeprof";
 
 /// The tuner's settings (`[tune]`, SPEC 6); command-line options override them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
@@ -251,6 +282,19 @@ struct RawConfig {
     command: Option<Spanned<RawCommand>>,
     frameworks: Option<std::collections::BTreeMap<String, Spanned<RawFramework>>>,
     tune: Option<RawTune>,
+    nodes: Option<Vec<Spanned<RawNode>>>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawNode {
+    name: Option<Spanned<String>>,
+    destination: Option<Spanned<String>>,
+    port: Option<Spanned<i64>>,
+    identity: Option<Spanned<String>>,
+    edgeprof: Option<Spanned<String>>,
+    workdir: Option<Spanned<String>>,
+    ssh_options: Option<Vec<Spanned<String>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -301,6 +345,7 @@ struct RawMatrix {
     cores: Option<Spanned<Vec<Spanned<String>>>>,
     classes: Option<Spanned<i64>>,
     exclude: Option<Vec<Spanned<RawExclude>>>,
+    nodes: Option<Spanned<Vec<Spanned<String>>>>,
 }
 
 #[derive(Deserialize, Default)]
@@ -618,7 +663,121 @@ impl Resolver<'_> {
             cores,
             classes,
             exclude,
+            nodes: Vec::new(),
         })
+    }
+
+    fn nodes(&self, raw: Vec<Spanned<RawNode>>) -> Result<Vec<Node>, ConfigError> {
+        // Text that goes into an ssh command line: printable, one line.
+        let printable = |key: &str, v: &Spanned<String>| -> Result<String, ConfigError> {
+            let text = v.get_ref();
+            if text.trim().is_empty() {
+                return Err(self.at(key, v, "must not be empty".to_string()));
+            }
+            if text.chars().any(char::is_control) {
+                return Err(self.at(key, v, "must be one line of printable text".to_string()));
+            }
+            Ok(text.clone())
+        };
+        let mut out: Vec<Node> = Vec::new();
+        for (i, node) in raw.into_iter().enumerate() {
+            let span = node.span();
+            let node = node.into_inner();
+            let at = |k: &str| format!("nodes[{i}].{k}");
+            let Some(dest) = &node.destination else {
+                return Err(self.error(
+                    &at("destination"),
+                    Some(span.start..span.start),
+                    "missing: user@host, host, or a Host alias of ~/.ssh/config".to_string(),
+                ));
+            };
+            let destination = printable(&at("destination"), dest)?;
+            if destination.starts_with('-') || destination.chars().any(char::is_whitespace) {
+                return Err(self.at(
+                    &at("destination"),
+                    dest,
+                    "must be user@host, host or an alias: no spaces, and not starting with '-'"
+                        .to_string(),
+                ));
+            }
+            let name = match &node.name {
+                Some(v) => {
+                    let name = printable(&at("name"), v)?;
+                    if !name
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+                    {
+                        return Err(self.at(
+                            &at("name"),
+                            v,
+                            "must be letters, digits, '-', '_', '.' or '@'".to_string(),
+                        ));
+                    }
+                    name
+                }
+                None => destination.clone(),
+            };
+            if let Some(other) = out.iter().find(|n| n.name == name) {
+                let v = node.name.as_ref().unwrap_or(dest);
+                return Err(self.at(
+                    &at("name"),
+                    v,
+                    format!(
+                        "another node is already called {:?} (give each a name)",
+                        other.name
+                    ),
+                ));
+            }
+            let port = match &node.port {
+                Some(v) => Some(self.int_in(&at("port"), v, 1, 65535)? as u16),
+                None => None,
+            };
+            let identity = match &node.identity {
+                Some(v) => {
+                    let text = printable(&at("identity"), v)?;
+                    Some(match (text.strip_prefix("~/"), std::env::var_os("HOME")) {
+                        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+                        _ => self.base.join(&text),
+                    })
+                }
+                None => None,
+            };
+            let edgeprof = match &node.edgeprof {
+                Some(v) => printable(&at("edgeprof"), v)?,
+                None => DEFAULT_NODE_EDGEPROF.to_string(),
+            };
+            let workdir = match &node.workdir {
+                Some(v) => printable(&at("workdir"), v)?,
+                None => DEFAULT_NODE_WORKDIR.to_string(),
+            };
+            let mut ssh_options = Vec::new();
+            for (j, v) in node.ssh_options.iter().flatten().enumerate() {
+                let key = format!("nodes[{i}].ssh_options[{j}]");
+                let text = printable(&key, v)?;
+                let well_formed = text.split_once('=').is_some_and(|(k, _)| {
+                    !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric())
+                });
+                if !well_formed {
+                    return Err(self.at(
+                        &key,
+                        v,
+                        "must be KEY=VALUE as ssh -o takes it (e.g. \"StrictHostKeyChecking=accept-new\")"
+                            .to_string(),
+                    ));
+                }
+                ssh_options.push(text);
+            }
+            out.push(Node {
+                name,
+                destination,
+                port,
+                identity,
+                edgeprof,
+                workdir,
+                ssh_options,
+            });
+        }
+        Ok(out)
     }
 
     fn tune(&self, raw: RawTune) -> Result<Tune, ConfigError> {
@@ -993,8 +1152,40 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
     };
     let raw_matrix = raw.matrix.unwrap_or_default();
     let raw_engines = raw_matrix.engines.clone();
-    let matrix = resolver.matrix(raw_matrix)?;
+    let raw_node_axis = raw_matrix.nodes.clone();
+    let mut matrix = resolver.matrix(raw_matrix)?;
     let command = resolver.command(raw.command, &matrix.engines, &raw_engines)?;
+    let nodes = resolver.nodes(raw.nodes.unwrap_or_default())?;
+    matrix.nodes = resolver.axis(
+        "matrix.nodes",
+        &raw_node_axis,
+        vec![LOCAL_NODE.to_string()],
+        |r, key, v| {
+            let name = v.get_ref();
+            if name == LOCAL_NODE || nodes.iter().any(|n| &n.name == name) {
+                return Ok(name.clone());
+            }
+            let mut known = vec![LOCAL_NODE.to_string()];
+            known.extend(nodes.iter().map(|n| n.name.clone()));
+            Err(r.at(
+                key,
+                v,
+                format!("not a node: the [[nodes]] here are {}", known.join(", ")),
+            ))
+        },
+    )?;
+    let mut seen = std::collections::BTreeSet::new();
+    if let Some(list) = &raw_node_axis {
+        for (i, v) in list.get_ref().iter().enumerate() {
+            if !seen.insert(v.get_ref().clone()) {
+                return Err(resolver.at(
+                    &format!("matrix.nodes[{i}]"),
+                    v,
+                    "named twice".to_string(),
+                ));
+            }
+        }
+    }
     Ok(Config {
         name,
         matrix,
@@ -1003,6 +1194,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         command,
         frameworks: resolver.frameworks(raw.frameworks)?,
         tune: resolver.tune(raw.tune.unwrap_or_default())?,
+        nodes,
     })
 }
 
@@ -1048,6 +1240,9 @@ pub fn to_toml(config: &Config) -> String {
         );
     }
     matrix.insert("classes".into(), Value::Integer(m.classes as i64));
+    if m.nodes != [LOCAL_NODE] {
+        matrix.insert("nodes".into(), strings(&mut m.nodes.iter().cloned()));
+    }
     if !m.exclude.is_empty() {
         let rules = m.exclude.iter().map(|e| {
             let mut rule = Table::new();
@@ -1133,6 +1328,29 @@ pub fn to_toml(config: &Config) -> String {
     }
     if config.tune != Tune::default() {
         top.insert("tune".into(), tune_table(&config.tune));
+    }
+    if !config.nodes.is_empty() {
+        let nodes = config.nodes.iter().map(|n| {
+            let mut t = Table::new();
+            t.insert("name".into(), Value::String(n.name.clone()));
+            t.insert("destination".into(), Value::String(n.destination.clone()));
+            if let Some(port) = n.port {
+                t.insert("port".into(), Value::Integer(i64::from(port)));
+            }
+            if let Some(identity) = &n.identity {
+                t.insert("identity".into(), Value::String(path(identity)));
+            }
+            t.insert("edgeprof".into(), Value::String(n.edgeprof.clone()));
+            t.insert("workdir".into(), Value::String(n.workdir.clone()));
+            if !n.ssh_options.is_empty() {
+                t.insert(
+                    "ssh_options".into(),
+                    strings(&mut n.ssh_options.iter().cloned()),
+                );
+            }
+            Value::Table(t)
+        });
+        top.insert("nodes".into(), Value::Array(nodes.collect()));
     }
     format!(
         "# Written by edgeprof {}; run it with: edgeprof run FILE\n{}",
@@ -1271,6 +1489,14 @@ mod tests {
                  graph_optimization_level = [\"basic\"]\n"
                     .to_string(),
             ),
+            (
+                dir.join("n.toml"),
+                "[[nodes]]\ndestination = \"pi@10.0.0.2\"\n[[nodes]]\nname = \"orin\"\n\
+                 destination = \"orin\"\nport = 2222\nidentity = \"/keys/id_ed25519\"\n\
+                 edgeprof = \"/opt/edgeprof/edgeprof\"\nworkdir = \"~/runs\"\n\
+                 ssh_options = [\"StrictHostKeyChecking=accept-new\"]\n"
+                    .to_string(),
+            ),
         ];
         for (file, text) in texts {
             let first = match parse(&text, &file) {
@@ -1285,6 +1511,28 @@ mod tests {
             };
             assert_eq!(first, second, "{written}");
         }
+    }
+
+    #[test]
+    fn nodes_take_defaults_and_names() {
+        let Ok(c) = parse_str("[[nodes]]\ndestination = \"pi@10.0.0.2\"\n") else {
+            panic!("refused")
+        };
+        assert_eq!(
+            c.nodes,
+            vec![Node {
+                name: "pi@10.0.0.2".into(),
+                destination: "pi@10.0.0.2".into(),
+                port: None,
+                identity: None,
+                edgeprof: DEFAULT_NODE_EDGEPROF.into(),
+                workdir: DEFAULT_NODE_WORKDIR.into(),
+                ssh_options: Vec::new(),
+            }]
+        );
+        assert!(parse_str("[[nodes]]\ndestination = \"a b\"\n").is_err());
+        assert!(parse_str("[[nodes]]\ndestination = \"pi\"\nworkdir = \"a\\nb\"\n").is_err());
+        assert!(parse_str("[[nodes]]\ndestination = \"pi\"\nport = 70000\n").is_err());
     }
 
     #[test]

@@ -108,6 +108,13 @@ pub enum RunEvent {
         retry: bool,
     },
     Cooldown(f64),
+    /// A fleet run began: its directory and nodes.
+    FleetStarted {
+        dir: PathBuf,
+        nodes: Vec<String>,
+    },
+    /// How one node of a fleet run is going.
+    Node(crate::fleet::run::FleetEvent),
     Finished {
         dir: Option<PathBuf>,
         outcome: Option<SweepOutcome>,
@@ -324,9 +331,23 @@ impl Live {
     }
 }
 
+/// One node of a fleet run, as the Run tab shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeProgress {
+    pub name: String,
+    /// Its conditions (known once it started), and their results so far.
+    pub total: usize,
+    pub ok: usize,
+    pub failed: usize,
+    /// `starting`, `running on DEVICE`, `dropped: …`, `complete` …
+    pub state: String,
+}
+
 /// The Run tab's state.
 #[derive(Debug, Clone, Default)]
 pub struct RunView {
+    /// A fleet run's nodes (empty for a run on this machine).
+    pub nodes: Vec<NodeProgress>,
     pub active: bool,
     pub dir: Option<PathBuf>,
     pub total: usize,
@@ -358,6 +379,9 @@ impl RunView {
     pub fn fraction(&self) -> f64 {
         if self.total == 0 {
             return 0.0;
+        }
+        if !self.nodes.is_empty() {
+            return ((self.ok + self.failed) as f64 / self.total as f64).min(1.0);
         }
         let within = if self.iterations > 0 && self.active {
             (self.timed as f64 / self.iterations as f64).min(1.0)
@@ -1198,6 +1222,112 @@ impl App {
                 }
             }
             RunEvent::Cooldown(s) => r.log.push((Severity::Info, format!("cooling down {s} s"))),
+            RunEvent::FleetStarted { dir, nodes } => {
+                *r = RunView {
+                    active: true,
+                    log: vec![(
+                        Severity::Info,
+                        format!(
+                            "fleet run on {}; results in {}",
+                            nodes.join(", "),
+                            dir.display()
+                        ),
+                    )],
+                    nodes: nodes
+                        .into_iter()
+                        .map(|name| NodeProgress {
+                            name,
+                            state: "starting".into(),
+                            ..NodeProgress::default()
+                        })
+                        .collect(),
+                    dir: Some(dir),
+                    ..RunView::default()
+                };
+            }
+            RunEvent::Node(event) => {
+                use crate::fleet::run::{FleetEvent, NodeStatus};
+                let name = match &event {
+                    FleetEvent::Started { node, .. }
+                    | FleetEvent::Record { node, .. }
+                    | FleetEvent::Dropped { node, .. } => node.clone(),
+                    FleetEvent::Finished(o) => o.name.clone(),
+                };
+                let Some(i) = r.nodes.iter().position(|n| n.name == name) else {
+                    return;
+                };
+                match event {
+                    FleetEvent::Started {
+                        conditions, device, ..
+                    } => {
+                        r.nodes[i].total = conditions;
+                        r.nodes[i].state = format!("running on {device}");
+                        r.total += conditions;
+                        r.log.push((
+                            Severity::Info,
+                            format!("[{name}] started: {conditions} condition(s) on {device}"),
+                        ));
+                    }
+                    FleetEvent::Record { record, .. } => {
+                        if record.ok || record.last {
+                            if record.ok {
+                                r.nodes[i].ok += 1;
+                                r.ok += 1;
+                            } else {
+                                r.nodes[i].failed += 1;
+                                r.failed += 1;
+                            }
+                            r.index = r.ok + r.failed;
+                        }
+                        let line = if record.ok {
+                            let median = record
+                                .stats
+                                .as_ref()
+                                .map(|s| format!(", median {:.3} ms", s.latency.median_ms))
+                                .unwrap_or_default();
+                            (
+                                Severity::Info,
+                                format!("[{name}] {}: ok{median}", record.condition.id),
+                            )
+                        } else {
+                            (
+                                Severity::Error,
+                                format!(
+                                    "[{name}] {}: failed: {}",
+                                    record.condition.id,
+                                    record.reason.as_deref().unwrap_or("unknown reason")
+                                ),
+                            )
+                        };
+                        r.log.push(line);
+                    }
+                    FleetEvent::Dropped {
+                        reason, resuming, ..
+                    } => {
+                        r.nodes[i].state = format!("dropped: {reason}");
+                        r.log.push((
+                            Severity::Warn,
+                            format!(
+                                "[{name}] dropped: {reason}{}",
+                                if resuming { "; trying again" } else { "" }
+                            ),
+                        ));
+                    }
+                    FleetEvent::Finished(o) => {
+                        r.nodes[i].state = match o.status {
+                            NodeStatus::Complete => "complete".to_string(),
+                            NodeStatus::Dropped => format!(
+                                "dropped: {}",
+                                o.reason.as_deref().unwrap_or("no reason given")
+                            ),
+                            NodeStatus::Unreachable => format!(
+                                "unreachable: {}",
+                                o.reason.as_deref().unwrap_or("no reason given")
+                            ),
+                        };
+                    }
+                }
+            }
             RunEvent::Finished {
                 dir,
                 outcome,

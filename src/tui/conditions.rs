@@ -284,10 +284,28 @@ impl Conditions {
                     choice(d.to_string(), m.devices.contains(d), note)
                 })
                 .collect(),
-            Axis::Nodes => vec![fact(
-                "this machine",
-                "every condition runs here; other boards over SSH are not supported yet".into(),
-            )],
+            Axis::Nodes => {
+                let mut items = vec![choice(
+                    config::LOCAL_NODE.to_string(),
+                    m.nodes.iter().any(|n| n == config::LOCAL_NODE),
+                    "this machine".into(),
+                )];
+                items.extend(self.config.nodes.iter().map(|n| {
+                    let port = n.port.map(|p| format!(":{p}")).unwrap_or_default();
+                    choice(
+                        n.name.clone(),
+                        m.nodes.contains(&n.name),
+                        format!("{}{port} over ssh (edgeprof nodes check)", n.destination),
+                    )
+                }));
+                if self.config.nodes.is_empty() {
+                    items.push(fact(
+                        "",
+                        "other boards: add [[nodes]] to the config (README, Configuration)".into(),
+                    ));
+                }
+                items
+            }
             Axis::Models => self
                 .models
                 .iter()
@@ -412,7 +430,15 @@ impl Conditions {
                     .collect();
                 toggle(&mut self.config.output.formats, &item.label, &all)
             }
-            Axis::Nodes | Axis::Parameters => false,
+            Axis::Nodes => {
+                let mut all = vec![config::LOCAL_NODE.to_string()];
+                all.extend(self.config.nodes.iter().map(|n| n.name.clone()));
+                match all.get(index).cloned() {
+                    Some(name) => toggle(&mut self.config.matrix.nodes, &name, &all),
+                    None => false,
+                }
+            }
+            Axis::Parameters => false,
         }
     }
 

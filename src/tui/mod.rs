@@ -322,6 +322,10 @@ fn start_run(
         };
         let mut dir = None;
         let result = (|| -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
+            let parsed = crate::config::parse(&text, &file)?;
+            if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
+                return fleet_run(&parsed, &text, &tx);
+            }
             let (config, plan, d, mut manifest) =
                 crate::session::start_from_text(text, &file, None)?;
             dir = Some(d.clone());
@@ -392,6 +396,54 @@ fn start_run(
                 error: Some(format!("{e:#}")),
             }),
         }
+    })
+}
+
+/// A fleet run from the UI: every node's share at once, their progress as [`RunEvent::Node`];
+/// the fleet's directory holds one results directory per node (the Results tab opens one with
+/// `o`).
+fn fleet_run(
+    config: &crate::config::Config,
+    text: &str,
+    tx: &Sender<Message>,
+) -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
+    use crate::fleet::run::{self as fleet, Target};
+    let send = |e: RunEvent| {
+        let _ = tx.send(Message::Run(e));
+    };
+    if let Some(why) = fleet::unshareable(config) {
+        anyhow::bail!(crate::session::BadInput(why));
+    }
+    let share = fleet::share_text(text)?;
+    let targets: Vec<Target> = config
+        .matrix
+        .nodes
+        .iter()
+        .map(|name| Target {
+            name: name.clone(),
+            node: config.nodes.iter().find(|n| &n.name == name).cloned(),
+        })
+        .collect();
+    let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
+    send(RunEvent::FleetStarted {
+        dir: dir.clone(),
+        nodes: config.matrix.nodes.clone(),
+    });
+    let started = results::now_rfc3339();
+    let outcomes = fleet::run_all(&targets, &share, &dir, |e| send(RunEvent::Node(e)));
+    let manifest = fleet::FleetManifest {
+        name: config.name.clone(),
+        config_file: PathBuf::from("(terminal UI selection)"),
+        started,
+        ended: Some(results::now_rfc3339()),
+        nodes: outcomes.clone(),
+    };
+    let text = serde_json::to_string_pretty(&manifest).context("cannot encode fleet.json")?;
+    results::write_atomic(&dir.join(fleet::FLEET), (text + "\n").as_bytes())?;
+    Ok(crate::runner::sweep::SweepOutcome {
+        ok: outcomes.iter().map(|o| o.ok).sum(),
+        failed: outcomes.iter().map(|o| o.failed).sum(),
+        ..Default::default()
     })
 }
 

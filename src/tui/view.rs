@@ -836,13 +836,53 @@ fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
     );
     let [cores, log] =
         Layout::horizontal([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(bottom);
-    let b = block(app, "CPU per core", false);
-    let inner = b.inner(cores);
-    frame.render_widget(b, cores);
-    frame.render_widget(
-        Paragraph::new(core_lines(app, &r.live, inner.width as usize)),
-        inner,
-    );
+    if r.nodes.is_empty() {
+        let b = block(app, "CPU per core", false);
+        let inner = b.inner(cores);
+        frame.render_widget(b, cores);
+        frame.render_widget(
+            Paragraph::new(core_lines(app, &r.live, inner.width as usize)),
+            inner,
+        );
+    } else {
+        // A fleet run: each node's progress where this machine's cores would be.
+        let b = block(app, "Nodes", false);
+        let inner = b.inner(cores);
+        frame.render_widget(b, cores);
+        let mut lines = Vec::new();
+        for n in &r.nodes {
+            let done = n.ok + n.failed;
+            let fraction = if n.total == 0 {
+                0.0
+            } else {
+                done as f64 / n.total as f64
+            };
+            let width = (inner.width as usize).saturating_sub(24).clamp(4, 30);
+            let style = if n.state.starts_with("dropped") || n.state.starts_with("unreachable") {
+                app.theme.error()
+            } else {
+                app.theme.text()
+            };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{:<8.8} ", n.name), style),
+                Span::styled(bar(app, fraction, width), app.theme.accent()),
+                Span::styled(
+                    format!(
+                        " {done}/{} {}{}",
+                        n.total,
+                        n.failed,
+                        if app.ascii { "x" } else { "✗" }
+                    ),
+                    style,
+                ),
+            ]));
+            lines.push(Line::from(Span::styled(
+                format!("  {}", n.state),
+                app.theme.muted(),
+            )));
+        }
+        frame.render_widget(Paragraph::new(lines), inner);
+    }
     let b = block(app, "Events", false);
     let inner = b.inner(log);
     frame.render_widget(b, log);
@@ -1522,6 +1562,86 @@ mod tests {
         a.help = false;
         a.in_items = true;
         snap("conditions_ascii", &a);
+    }
+
+    #[test]
+    fn run_tab_of_a_fleet_shows_each_node() {
+        use crate::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+        let mut a = default_app();
+        a.tab = Tab::Run;
+        a.run_event(RunEvent::FleetStarted {
+            dir: PathBuf::from("results/20261130T150000Z-fleet-fleet"),
+            nodes: vec!["pi4".into(), "orin".into(), "nano".into()],
+        });
+        for (node, device) in [
+            ("pi4", "aarch64 Raspberry Pi 4 Model B Rev 1.5, 4 CPU(s)"),
+            ("orin", "aarch64 NVIDIA Jetson AGX Orin, 12 CPU(s)"),
+        ] {
+            a.run_event(RunEvent::Node(FleetEvent::Started {
+                node: node.into(),
+                conditions: 4,
+                device: device.into(),
+            }));
+        }
+        let record = |id: &str, ok: bool| {
+            let condition = crate::runner::matrix::Condition::new(
+                "tract",
+                crate::config::ModelRef::Zoo(id.into()),
+                crate::models::InputShape::default(),
+                1,
+                0,
+                crate::config::Device::Cpu,
+            );
+            Box::new(crate::results::RunRecord {
+                condition,
+                attempt: 1,
+                last: true,
+                started: "2026-11-30T15:00:00Z".into(),
+                ok,
+                reason: (!ok).then(|| {
+                    "node pi4 dropped before this condition finished: Connection reset".into()
+                }),
+                failure: None,
+                run: None,
+                stats: None,
+                resources: Default::default(),
+                telemetry: None,
+            })
+        };
+        a.run_event(RunEvent::Node(FleetEvent::Record {
+            node: "orin".into(),
+            record: record("mobilenet_v2", true),
+        }));
+        a.run_event(RunEvent::Node(FleetEvent::Record {
+            node: "pi4".into(),
+            record: record("resnet34", true),
+        }));
+        a.run_event(RunEvent::Node(FleetEvent::Dropped {
+            node: "pi4".into(),
+            reason: "Connection reset by 10.0.0.21 port 22".into(),
+            resuming: true,
+        }));
+        a.run_event(RunEvent::Node(FleetEvent::Record {
+            node: "pi4".into(),
+            record: record("resnet50", false),
+        }));
+        a.run_event(RunEvent::Node(FleetEvent::Finished(NodeOutcome {
+            name: "nano".into(),
+            destination: Some("nano@10.0.0.31".into()),
+            status: NodeStatus::Unreachable,
+            reason: Some("ssh: connect to host 10.0.0.31 port 22: No route to host".into()),
+            resumed: 0,
+            remote_dir: None,
+            conditions: 0,
+            ok: 0,
+            failed: 0,
+        })));
+        assert_eq!((a.run.total, a.run.ok, a.run.failed), (8, 2, 1));
+        assert_eq!(
+            a.run.nodes[0].state,
+            "dropped: Connection reset by 10.0.0.21 port 22"
+        );
+        snap("run_fleet", &a);
     }
 
     #[test]

@@ -1,0 +1,177 @@
+//! `edgeprof run CONFIG` when `matrix.nodes` names nodes: the fleet run's progress on stderr,
+//! its tables on stdout, `fleet.json` and one results directory per node.
+
+use super::{print_out, render, BadInput};
+use crate::config::{Config, LOCAL_NODE};
+use crate::fleet::run::{self as fleet, FleetEvent, NodeStatus, Target, FLEET};
+use crate::results;
+use anyhow::Context;
+use std::path::Path;
+use std::sync::Mutex;
+
+pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
+    if let Some(why) = fleet::unshareable(config) {
+        anyhow::bail!(BadInput(why));
+    }
+    let text =
+        std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
+    let share = fleet::share_text(&text)?;
+    let targets: Vec<Target> = config
+        .matrix
+        .nodes
+        .iter()
+        .map(|name| Target {
+            name: name.clone(),
+            node: (name != LOCAL_NODE)
+                .then(|| config.nodes.iter().find(|n| &n.name == name).cloned())
+                .flatten(),
+        })
+        .collect();
+    let parent = output.unwrap_or(&config.output.dir);
+    let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;
+    let mut manifest = fleet::FleetManifest {
+        name: config.name.clone(),
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        started: results::now_rfc3339(),
+        ended: None,
+        nodes: Vec::new(),
+    };
+    write(&dir, &manifest)?;
+    eprintln!(
+        "{}: a fleet run on {} node(s) ({}), each running the whole matrix; results in {}",
+        config.name,
+        targets.len(),
+        config.matrix.nodes.join(", "),
+        dir.display()
+    );
+    let done = Mutex::new(0usize);
+    let outcomes = fleet::run_all(&targets, &share, &dir, |event| match event {
+        FleetEvent::Started {
+            node,
+            conditions,
+            device,
+        } => eprintln!("[{node}] started: {conditions} condition(s) on {device}"),
+        FleetEvent::Record { node, record } => {
+            if let Ok(mut d) = done.lock() {
+                *d += 1;
+            }
+            let what = if record.ok {
+                match record.stats.as_ref() {
+                    Some(s) => format!("ok, median {:.3} ms", s.latency.median_ms),
+                    None => "ok".to_string(),
+                }
+            } else {
+                format!(
+                    "failed: {}",
+                    record.reason.as_deref().unwrap_or("no reason given")
+                )
+            };
+            eprintln!("[{node}] {}: {what}", record.condition.id);
+        }
+        FleetEvent::Dropped {
+            node,
+            reason,
+            resuming,
+        } => eprintln!(
+            "[{node}] dropped: {reason}{}",
+            if resuming {
+                "; trying again"
+            } else {
+                "; its unfinished conditions are recorded as failures"
+            }
+        ),
+        FleetEvent::Finished(o) => eprintln!(
+            "[{}] {}: {} ok, {} failed",
+            o.name,
+            match o.status {
+                NodeStatus::Complete => "complete",
+                NodeStatus::Dropped => "dropped",
+                NodeStatus::Unreachable => "unreachable",
+            },
+            o.ok,
+            o.failed
+        ),
+    });
+    manifest.ended = Some(results::now_rfc3339());
+    manifest.nodes = outcomes.clone();
+    write(&dir, &manifest)?;
+
+    let rows: Vec<Vec<String>> = outcomes
+        .iter()
+        .map(|o| {
+            let device = results::read_manifest(&dir.join(&o.name))
+                .map(|m| fleet::device_line(&m))
+                .unwrap_or_default();
+            vec![
+                o.name.clone(),
+                format!("{:?}", o.status).to_lowercase(),
+                device,
+                o.ok.to_string(),
+                o.failed.to_string(),
+                o.reason.clone().unwrap_or_default(),
+            ]
+        })
+        .collect();
+    let mut out = render::table(
+        &["node", "status", "device", "ok", "failed", "reason"],
+        &[false, false, false, true, true, false],
+        &rows,
+    );
+    let mut conditions = Vec::new();
+    for o in &outcomes {
+        let Ok(stored) = results::load(&dir.join(&o.name)) else {
+            continue;
+        };
+        for r in results::summary::rows(&stored.manifest, &stored.runs) {
+            conditions.push(vec![
+                o.name.clone(),
+                r.id.clone(),
+                r.status.clone(),
+                r.median_ms.map(|m| format!("{m:.3}")).unwrap_or_default(),
+                r.images_per_s
+                    .map(|v| format!("{v:.1}"))
+                    .unwrap_or_default(),
+                r.peak_rss_bytes.map(render::bytes).unwrap_or_default(),
+            ]);
+        }
+    }
+    if !conditions.is_empty() {
+        out.push('\n');
+        out.push_str(&render::table(
+            &[
+                "node",
+                "condition",
+                "status",
+                "median ms",
+                "images/s",
+                "peak RSS",
+            ],
+            &[false, false, false, true, true, true],
+            &conditions,
+        ));
+    }
+    out.push_str(&format!(
+        "\nresults in {}: {FLEET} and one results directory per node (edgeprof report {}/NODE)\n",
+        dir.display(),
+        dir.display()
+    ));
+    print_out(&out)?;
+    let short: Vec<String> = outcomes
+        .iter()
+        .filter(|o| o.status != NodeStatus::Complete || o.failed > 0)
+        .map(|o| o.name.clone())
+        .collect();
+    if !short.is_empty() {
+        anyhow::bail!(
+            "the fleet run did not complete everywhere: {} (see {})",
+            short.join(", "),
+            dir.join(FLEET).display()
+        );
+    }
+    Ok(())
+}
+
+fn write(dir: &Path, manifest: &fleet::FleetManifest) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(manifest).context("cannot encode fleet.json")?;
+    results::write_atomic(&dir.join(FLEET), (text + "\n").as_bytes())
+}

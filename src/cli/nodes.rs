@@ -1,0 +1,306 @@
+//! `edgeprof nodes check|install`: the boards of a config's `[[nodes]]`, reached with the
+//! system's `ssh`; and the hidden `node-info` a node's edgeprof answers them with.
+
+use super::{print_json, print_out, render, BadInput};
+use crate::config::Node;
+use crate::fleet::{self, Check};
+use anyhow::Context;
+use clap::Subcommand;
+use std::path::{Path, PathBuf};
+
+#[derive(Subcommand, Debug)]
+pub enum NodesCommand {
+    /// For each node: reachable over SSH, its edgeprof version, its device, the frameworks ready
+    /// there, and whether its working directory can be made
+    Check {
+        /// The config with the [[nodes]] (default: configs/default.toml)
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Copy an edgeprof binary to the nodes that lack it (or have another version): this one when
+    /// the node's architecture matches, else the one given with --binary
+    Install {
+        #[arg(long, value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// The binary to copy (e.g. target/aarch64-unknown-linux-gnu/release/edgeprof)
+        #[arg(long, value_name = "FILE")]
+        binary: Option<PathBuf>,
+        /// Copy even where the same version is there
+        #[arg(long)]
+        force: bool,
+    },
+}
+
+fn nodes_of(config: Option<&Path>) -> anyhow::Result<Vec<Node>> {
+    let path = config
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("configs/default.toml"));
+    let config = crate::config::load(&path)?;
+    if config.nodes.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "{} has no [[nodes]]: add one per board (destination = \"user@host\"; see README, \
+             Nodes)",
+            path.display()
+        )));
+    }
+    Ok(config.nodes)
+}
+
+pub fn run(command: NodesCommand) -> anyhow::Result<()> {
+    match command {
+        NodesCommand::Check { config, json } => check(config.as_deref(), json),
+        NodesCommand::Install {
+            config,
+            binary,
+            force,
+        } => install(config.as_deref(), binary.as_deref(), force),
+    }
+}
+
+#[derive(serde::Serialize)]
+struct Checked<'a> {
+    node: &'a str,
+    destination: &'a str,
+    #[serde(flatten)]
+    check: &'a Check,
+}
+
+fn check(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
+    let nodes = nodes_of(config)?;
+    eprintln!("checking {} node(s) over ssh …", nodes.len());
+    // All at once: a node that does not answer costs its timeout once, not once per node.
+    let checks: Vec<Check> = std::thread::scope(|scope| {
+        let handles: Vec<_> = nodes
+            .iter()
+            .map(|node| scope.spawn(move || fleet::check(node)))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| {
+                h.join().unwrap_or(Check::Broken {
+                    reason: "the check panicked".to_string(),
+                })
+            })
+            .collect()
+    });
+    if json {
+        let out: Vec<Checked> = nodes
+            .iter()
+            .zip(&checks)
+            .map(|(n, c)| Checked {
+                node: &n.name,
+                destination: &n.destination,
+                check: c,
+            })
+            .collect();
+        return print_json(&out);
+    }
+    let here = env!("CARGO_PKG_VERSION");
+    let rows: Vec<Vec<String>> = nodes
+        .iter()
+        .zip(&checks)
+        .map(|(node, check)| match check {
+            Check::Unreachable { reason } => vec![
+                node.name.clone(),
+                "unreachable".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                reason.clone(),
+            ],
+            Check::NoEdgeprof { arch, path } => vec![
+                node.name.clone(),
+                "no edgeprof".into(),
+                String::new(),
+                arch.clone(),
+                String::new(),
+                format!("nothing at {path}: run edgeprof nodes install"),
+            ],
+            Check::Broken { reason } => vec![
+                node.name.clone(),
+                "broken".into(),
+                String::new(),
+                String::new(),
+                String::new(),
+                reason.clone(),
+            ],
+            Check::Ready {
+                info,
+                workdir_error,
+                ..
+            } => {
+                let f = &info.fingerprint;
+                let device = format!(
+                    "{} {}, {} CPU(s)",
+                    info.arch,
+                    f.board
+                        .clone()
+                        .or_else(|| f.cpu_model.clone())
+                        .unwrap_or_default(),
+                    f.cpus_available
+                );
+                let ready: Vec<&str> = info
+                    .engines
+                    .iter()
+                    .filter(|(_, ok, _)| *ok)
+                    .map(|(name, _, _)| name.as_str())
+                    .collect();
+                let mut note = workdir_error.clone().unwrap_or_default();
+                if info.edgeprof_version != here {
+                    if !note.is_empty() {
+                        note.push_str("; ");
+                    }
+                    note.push_str(&format!("this edgeprof is {here}: edgeprof nodes install"));
+                }
+                vec![
+                    node.name.clone(),
+                    "ready".into(),
+                    info.edgeprof_version.clone(),
+                    device,
+                    ready.join(", "),
+                    note,
+                ]
+            }
+        })
+        .collect();
+    let mut out = render::table(
+        &[
+            "node",
+            "state",
+            "edgeprof",
+            "device",
+            "frameworks ready",
+            "note",
+        ],
+        &[false; 6],
+        &rows,
+    );
+    let ready = checks
+        .iter()
+        .filter(|c| matches!(c, Check::Ready { .. }))
+        .count();
+    out.push_str(&format!("\n{ready} of {} node(s) ready\n", nodes.len()));
+    print_out(&out)
+}
+
+fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow::Result<()> {
+    let nodes = nodes_of(config)?;
+    let path = match binary {
+        Some(p) => p.to_path_buf(),
+        None => std::env::current_exe().context("cannot locate this edgeprof binary")?,
+    };
+    let bytes = std::fs::read(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    let Some(arch) = fleet::elf_arch(&bytes) else {
+        anyhow::bail!(BadInput(format!(
+            "{} is not an ELF executable",
+            path.display()
+        )));
+    };
+    let version = env!("CARGO_PKG_VERSION");
+    let mut failed = 0;
+    for node in &nodes {
+        if !node.edgeprof.contains('/') {
+            eprintln!(
+                "{}: nodes.edgeprof = {:?} is a name looked up on the node's PATH, not a place to \
+                 install to: give a path (the default is {})",
+                node.name,
+                node.edgeprof,
+                crate::config::DEFAULT_NODE_EDGEPROF
+            );
+            failed += 1;
+            continue;
+        }
+        let answer = fleet::run(
+            fleet::ssh(node, &fleet::arch_script(node)),
+            b"",
+            fleet::CHECK_TIMEOUT,
+        );
+        let (status, stdout, stderr) = match answer {
+            Ok(a) => a,
+            Err(why) => {
+                eprintln!("{}: unreachable: {why}", node.name);
+                failed += 1;
+                continue;
+            }
+        };
+        if status != Some(0) {
+            let why = stderr
+                .lines()
+                .last()
+                .unwrap_or("ssh failed")
+                .trim()
+                .to_string();
+            eprintln!("{}: unreachable: {why}", node.name);
+            failed += 1;
+            continue;
+        }
+        let mut lines = stdout.lines();
+        let node_arch = fleet::normalize_arch(lines.next().unwrap_or("").trim());
+        let there = lines.next().map(str::trim).unwrap_or("");
+        if node_arch != arch {
+            let target = match node_arch.as_str() {
+                "aarch64" => "aarch64-unknown-linux-gnu",
+                "x86_64" => "x86_64-unknown-linux-gnu",
+                "armv7l" | "arm" => "armv7-unknown-linux-gnueabihf",
+                _ => "<the node's target>",
+            };
+            eprintln!(
+                "{}: the node is {node_arch} and {} is {arch}: build one for it with `cargo build \
+                 --release --target {target}` (README, Install) and run `edgeprof nodes install \
+                 --binary target/{target}/release/edgeprof`",
+                node.name,
+                path.display()
+            );
+            failed += 1;
+            continue;
+        }
+        if !force && binary.is_none() && there == format!("edgeprof {version}") {
+            eprintln!("{}: {there} is already at {}", node.name, node.edgeprof);
+            continue;
+        }
+        eprintln!(
+            "{}: copying {} ({}) to {} …",
+            node.name,
+            path.display(),
+            render::bytes(bytes.len() as u64),
+            node.edgeprof
+        );
+        match fleet::run(
+            fleet::ssh(node, &fleet::install_script(node)),
+            &bytes,
+            fleet::INSTALL_TIMEOUT,
+        ) {
+            Ok((Some(0), stdout, _)) => {
+                eprintln!("{}: installed; it says {}", node.name, stdout.trim());
+            }
+            Ok((_, _, stderr)) => {
+                eprintln!(
+                    "{}: the copy failed: {}",
+                    node.name,
+                    stderr.lines().last().unwrap_or("no message").trim()
+                );
+                failed += 1;
+            }
+            Err(why) => {
+                eprintln!("{}: the copy failed: {why}", node.name);
+                failed += 1;
+            }
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!(
+            "{failed} of {} node(s) were not installed (see above)",
+            nodes.len()
+        );
+    }
+    Ok(())
+}
+
+/// `edgeprof node-info`: this machine as a node describes itself, as JSON.
+pub fn node_info() -> anyhow::Result<()> {
+    let info = fleet::node_info();
+    let text = serde_json::to_string(&info).context("cannot encode the node's description")?;
+    print_out(&(text + "\n"))
+}

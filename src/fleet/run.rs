@@ -1,0 +1,443 @@
+//! Fleet runs (SPEC 8): each node runs the whole matrix headless (`edgeprof run - --stream`,
+//! the config on stdin, over SSH or as a local child), streaming JSON lines back; the
+//! controller keeps each node's stream as a results directory `FLEET/NODE/` with the node's own
+//! device fingerprint, and `fleet.json` says how every node ended. A node whose stream breaks
+//! is resumed once (`run --resume` of its own directory); if it still cannot finish, each of its
+//! conditions without a result gets a failure record naming the drop: never silently missing.
+
+use super::{command_line, ssh, Line, Word};
+use crate::config::{Config, ModelRef, Node};
+use crate::results::{self, Manifest, RunRecord, SweepStatus};
+use anyhow::Context;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The file that makes a directory a fleet run's.
+pub const FLEET: &str = "fleet.json";
+
+/// Where one share of the matrix runs.
+#[derive(Debug, Clone)]
+pub struct Target {
+    pub name: String,
+    /// None: this machine (a child edgeprof).
+    pub node: Option<Node>,
+}
+
+/// How a node's share ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum NodeStatus {
+    /// Every condition has its result (ok or failed).
+    Complete,
+    /// The node dropped; conditions it did not finish are recorded as failures.
+    Dropped,
+    /// The node never started its share.
+    Unreachable,
+}
+
+/// A node's line of `fleet.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeOutcome {
+    pub name: String,
+    pub destination: Option<String>,
+    pub status: NodeStatus,
+    /// Why it dropped or could not start (ssh's or edgeprof's last words).
+    pub reason: Option<String>,
+    /// Resumptions after a drop.
+    pub resumed: usize,
+    /// The node's own results directory (on the node).
+    pub remote_dir: Option<PathBuf>,
+    pub conditions: usize,
+    pub ok: usize,
+    pub failed: usize,
+}
+
+/// `fleet.json`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FleetManifest {
+    pub name: String,
+    pub config_file: PathBuf,
+    pub started: String,
+    pub ended: Option<String>,
+    pub nodes: Vec<NodeOutcome>,
+}
+
+/// What the controller hears from the node threads.
+#[derive(Debug, Clone)]
+pub enum FleetEvent {
+    Started {
+        node: String,
+        conditions: usize,
+        device: String,
+    },
+    Record {
+        node: String,
+        record: Box<RunRecord>,
+    },
+    Dropped {
+        node: String,
+        reason: String,
+        resuming: bool,
+    },
+    Finished(NodeOutcome),
+}
+
+/// Why a config cannot be sent to nodes as it is, if it cannot.
+pub fn unshareable(config: &Config) -> Option<String> {
+    if let Some(ModelRef::Onnx(path)) = config
+        .matrix
+        .models
+        .iter()
+        .find(|m| matches!(m, ModelRef::Onnx(_)))
+    {
+        return Some(format!(
+            "a fleet run sends the config, not files: the ONNX model {} would have to be on every \
+             node (use zoo models, or run on each node)",
+            path.display()
+        ));
+    }
+    if config.matrix.engines.iter().any(|e| e == "command") {
+        return Some(
+            "a fleet run sends the config, not programs: the command engine's program would have \
+             to be on every node"
+                .to_string(),
+        );
+    }
+    None
+}
+
+/// The config each node runs: the controller's, without its nodes or output directory.
+pub fn share_text(config_text: &str) -> anyhow::Result<String> {
+    let mut table: toml::Table =
+        toml::from_str(config_text).context("cannot read the config again to share it")?;
+    table.remove("nodes");
+    table.remove("output");
+    if let Some(toml::Value::Table(matrix)) = table.get_mut("matrix") {
+        matrix.remove("nodes");
+    }
+    Ok(format!(
+        "# The share of a fleet run that edgeprof sent to this node.\n{}",
+        toml::to_string(&table).context("cannot write the node's config")?
+    ))
+}
+
+/// The child that runs (or resumes) the share on `target`; `fleet_dir` holds the local
+/// child's own results.
+fn launch(target: &Target, fleet_dir: &Path, resume: Option<&Path>) -> anyhow::Result<Command> {
+    let run_args: Vec<String> = match resume {
+        None => ["run", "-", "--stream", "--output", "results"]
+            .map(String::from)
+            .to_vec(),
+        Some(dir) => vec![
+            "run".into(),
+            "--resume".into(),
+            dir.display().to_string(),
+            "--stream".into(),
+        ],
+    };
+    Ok(match &target.node {
+        None => {
+            let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+            let work = fleet_dir.join(".local");
+            std::fs::create_dir_all(&work)
+                .with_context(|| format!("cannot create {}", work.display()))?;
+            let mut command = Command::new(exe);
+            command.args(&run_args).current_dir(work);
+            command
+        }
+        Some(node) => {
+            let mut words = vec![
+                Word::Syntax("mkdir -p"),
+                Word::Data(node.workdir.clone()),
+                Word::Syntax("&& cd"),
+                Word::Data(node.workdir.clone()),
+                Word::Syntax("&&"),
+                Word::Data(node.edgeprof.clone()),
+            ];
+            words.extend(run_args.into_iter().map(Word::Data));
+            ssh(node, &command_line(&words))
+        }
+    })
+}
+
+/// The last non-empty line of a child's stderr, or its exit status.
+fn last_words(stderr: &str, status: Option<std::process::ExitStatus>) -> String {
+    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
+        Some(line) => line.trim().to_string(),
+        None => match status {
+            Some(s) => format!("it ended without a message ({s})"),
+            None => "it could not be waited for".to_string(),
+        },
+    }
+}
+
+/// Runs one target's share to its end, keeping its stream in `fleet_dir/NAME/`.
+pub fn run_node(
+    target: &Target,
+    share: &str,
+    fleet_dir: &Path,
+    send: &dyn Fn(FleetEvent),
+) -> NodeOutcome {
+    let node_dir = fleet_dir.join(&target.name);
+    let mut outcome = NodeOutcome {
+        name: target.name.clone(),
+        destination: target.node.as_ref().map(|n| n.destination.clone()),
+        status: NodeStatus::Unreachable,
+        reason: None,
+        resumed: 0,
+        remote_dir: None,
+        conditions: 0,
+        ok: 0,
+        failed: 0,
+    };
+    let mut manifest: Option<Manifest> = None;
+    let mut writer: Option<results::Writer> = None;
+    let mut done: HashSet<String> = HashSet::new();
+    let mut complete = false;
+    // The first attempt, then one resumption (or one fresh start when it never began).
+    for attempt in 0..2 {
+        let resume = outcome.remote_dir.clone();
+        let mut command = match launch(target, fleet_dir, resume.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                outcome.reason = Some(format!("{e:#}"));
+                break;
+            }
+        };
+        let child = command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => {
+                outcome.reason = Some(format!("cannot start it: {e}"));
+                break;
+            }
+        };
+        if let Some(mut stdin) = child.stdin.take() {
+            if resume.is_none() {
+                let _ = stdin.write_all(share.as_bytes());
+            }
+        }
+        let stderr = child.stderr.take().map(|mut s| {
+            std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ = s.read_to_string(&mut text);
+                text
+            })
+        });
+        if let Some(stdout) = child.stdout.take() {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                let Ok(parsed) = serde_json::from_str::<Line>(&line) else {
+                    continue; // Not a stream line (a banner of the remote shell).
+                };
+                match parsed {
+                    Line::Started { dir, manifest: m } => {
+                        outcome.remote_dir = Some(dir);
+                        if manifest.is_none() {
+                            let opened = std::fs::create_dir_all(&node_dir)
+                                .with_context(|| format!("cannot create {}", node_dir.display()))
+                                .and_then(|_| results::write_manifest(&node_dir, &m))
+                                .and_then(|_| results::Writer::open(&node_dir));
+                            match opened {
+                                Ok(w) => writer = Some(w),
+                                Err(e) => {
+                                    outcome.reason = Some(format!("{e:#}"));
+                                    let _ = child.kill();
+                                    break;
+                                }
+                            }
+                            send(FleetEvent::Started {
+                                node: target.name.clone(),
+                                conditions: m.conditions.len(),
+                                device: device_line(&m),
+                            });
+                            manifest = Some(*m);
+                        }
+                    }
+                    Line::Record(record) => {
+                        if let Some(w) = writer.as_mut() {
+                            let _ = w.run(&record);
+                        }
+                        if record.ok || record.last {
+                            done.insert(record.condition.id.clone());
+                        }
+                        send(FleetEvent::Record {
+                            node: target.name.clone(),
+                            record,
+                        });
+                    }
+                    Line::Finished { manifest: m } => {
+                        let _ = results::write_manifest(&node_dir, &m);
+                        manifest = Some(*m);
+                        complete = true;
+                    }
+                }
+            }
+        }
+        let status = child.wait().ok();
+        let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+        if complete {
+            break;
+        }
+        let reason = last_words(&said, status);
+        let again = attempt == 0;
+        send(FleetEvent::Dropped {
+            node: target.name.clone(),
+            reason: reason.clone(),
+            resuming: again,
+        });
+        outcome.reason = Some(reason);
+        if again {
+            if outcome.remote_dir.is_some() {
+                outcome.resumed += 1;
+            }
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+    }
+    if let Some(m) = manifest.as_mut() {
+        outcome.conditions = m.conditions.len();
+        if complete {
+            outcome.status = NodeStatus::Complete;
+            outcome.reason = None;
+        } else {
+            outcome.status = NodeStatus::Dropped;
+            let why = format!(
+                "node {} dropped before this condition finished: {}",
+                target.name,
+                outcome.reason.as_deref().unwrap_or("no reason given")
+            );
+            for condition in m.conditions.iter().filter(|c| !done.contains(&c.id)) {
+                let record = RunRecord {
+                    condition: condition.clone(),
+                    attempt: 1,
+                    last: true,
+                    started: results::now_rfc3339(),
+                    ok: false,
+                    reason: Some(why.clone()),
+                    failure: None,
+                    run: None,
+                    stats: None,
+                    resources: Default::default(),
+                    telemetry: None,
+                };
+                if let Some(w) = writer.as_mut() {
+                    let _ = w.run(&record);
+                }
+                send(FleetEvent::Record {
+                    node: target.name.clone(),
+                    record: Box::new(record),
+                });
+            }
+            m.status = SweepStatus::Interrupted;
+            m.ended = Some(results::now_rfc3339());
+            let _ = results::write_manifest(&node_dir, m);
+        }
+        if let Ok(stored) = results::load(&node_dir) {
+            let rows = results::summary::rows(&stored.manifest, &stored.runs);
+            let (ok, failed, not_run, _) = results::summary::counts(&rows);
+            outcome.ok = ok;
+            outcome.failed = failed + not_run;
+        }
+    }
+    send(FleetEvent::Finished(outcome.clone()));
+    outcome
+}
+
+/// The device a node reported, in a few words.
+pub fn device_line(m: &Manifest) -> String {
+    let d = &m.device;
+    format!(
+        "{} {}, {} CPU(s)",
+        d.arch,
+        d.board
+            .clone()
+            .or_else(|| d.cpu_model.clone())
+            .unwrap_or_default(),
+        d.cpus_available
+    )
+}
+
+/// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`.
+pub fn run_all(
+    targets: &[Target],
+    share: &str,
+    fleet_dir: &Path,
+    send: impl Fn(FleetEvent) + Sync,
+) -> Vec<NodeOutcome> {
+    std::thread::scope(|scope| {
+        let send = &send;
+        let handles: Vec<_> = targets
+            .iter()
+            .map(|t| scope.spawn(move || run_node(t, share, fleet_dir, send)))
+            .collect();
+        handles
+            .into_iter()
+            .zip(targets)
+            .map(|(h, t)| {
+                h.join().unwrap_or_else(|_| NodeOutcome {
+                    name: t.name.clone(),
+                    destination: None,
+                    status: NodeStatus::Unreachable,
+                    reason: Some("its controller thread panicked".into()),
+                    resumed: 0,
+                    remote_dir: None,
+                    conditions: 0,
+                    ok: 0,
+                    failed: 0,
+                })
+            })
+            .collect()
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_share_drops_nodes_and_output_and_keeps_the_rest() -> anyhow::Result<()> {
+        let text = "name = \"f\"\n[matrix]\nengines = [\"tract\"]\nnodes = [\"a\", \"local\"]\n\
+                    [output]\ndir = \"/x\"\n[[nodes]]\nname = \"a\"\ndestination = \"pi\"\n";
+        let share = share_text(text)?;
+        let config = crate::config::parse(&share, Path::new("stdin.toml"))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        assert_eq!(config.name, "f");
+        assert_eq!(config.matrix.engines, ["tract"]);
+        assert_eq!(config.matrix.nodes, [crate::config::LOCAL_NODE]);
+        assert!(config.nodes.is_empty());
+        assert_eq!(config.output.dir, PathBuf::from("results"));
+        Ok(())
+    }
+
+    #[test]
+    fn onnx_files_and_command_programs_cannot_be_shared() -> anyhow::Result<()> {
+        let parse = |t: &str| {
+            crate::config::parse(t, Path::new("/nonexistent/c.toml"))
+                .map_err(|e| anyhow::anyhow!("{e}"))
+        };
+        let zoo = parse("[matrix]\nmodels = [\"resnet34\"]\n")?;
+        assert_eq!(unshareable(&zoo), None);
+        let command = parse("[matrix]\nengines = [\"command\"]\n[command]\nprogram = \"sh\"\n")?;
+        assert!(unshareable(&command).is_some_and(|w| w.contains("command engine")));
+        Ok(())
+    }
+
+    #[test]
+    fn last_words_are_the_last_line_said() {
+        assert_eq!(
+            last_words(
+                "a\nssh: connect to host x port 22: Connection refused\n\n",
+                None
+            ),
+            "ssh: connect to host x port 22: Connection refused"
+        );
+        assert_eq!(last_words("", None), "it could not be waited for");
+    }
+}

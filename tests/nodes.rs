@@ -1,0 +1,599 @@
+//! `edgeprof nodes check|install` against real OpenSSH servers started on loopback by the test
+//! (key authentication with throw-away keys, ports above 1024), each acting as a separate node;
+//! and config values with spaces, quotes, `;`, `$()` and backquotes reaching the node as data.
+//! Needs OpenSSH's server (`apt-get install openssh-server`; `.ci/run` installs it).
+
+mod common;
+
+use common::{edgeprof, temp_dir};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const SSHD: &str = "/usr/sbin/sshd";
+
+/// One sshd on 127.0.0.1, stopped when dropped.
+struct Sshd {
+    child: Child,
+    port: u16,
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn sh(program: &str, args: &[&str]) -> String {
+    let out = match Command::new(program).args(args).output() {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run {program}: {e}"),
+    };
+    assert!(
+        out.status.success(),
+        "{program} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// The keys the servers and the client share: a host key and a user key with its
+/// authorized_keys file.
+struct Keys {
+    host: PathBuf,
+    user: PathBuf,
+    authorized: PathBuf,
+}
+
+fn keys(dir: &Path) -> Keys {
+    assert!(
+        Path::new(SSHD).is_file(),
+        "these tests need OpenSSH's server at {SSHD}: apt-get install openssh-server"
+    );
+    let host = dir.join("host_key");
+    let user = dir.join("user_key");
+    for key in [&host, &user] {
+        let path = key.display().to_string();
+        sh(
+            "ssh-keygen",
+            &[
+                "-q",
+                "-t",
+                "ed25519",
+                "-N",
+                "",
+                "-C",
+                "edgeprof-test",
+                "-f",
+                &path,
+            ],
+        );
+    }
+    let authorized = dir.join("authorized_keys");
+    let public = match std::fs::read_to_string(dir.join("user_key.pub")) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    common::write(&authorized, &public);
+    Keys {
+        host,
+        user,
+        authorized,
+    }
+}
+
+fn free_port() -> u16 {
+    match TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()) {
+        Ok(a) => a.port(),
+        Err(e) => panic!("no free port: {e}"),
+    }
+}
+
+/// Starts an sshd on a free port above 1024 and waits until it accepts connections.
+fn sshd(dir: &Path, keys: &Keys, name: &str) -> Sshd {
+    // sshd refuses to start without its privilege separation directory (made at boot by the
+    // service, which is not running here).
+    let _ = std::fs::create_dir_all("/run/sshd");
+    for _ in 0..5 {
+        let port = free_port();
+        let config = dir.join(format!("sshd_config_{name}"));
+        common::write(
+            &config,
+            &format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nPidFile {}\n\
+                 AuthorizedKeysFile {}\nStrictModes no\nPasswordAuthentication no\n\
+                 KbdInteractiveAuthentication no\nUsePAM no\nPermitRootLogin prohibit-password\n\
+                 LogLevel ERROR\n",
+                keys.host.display(),
+                dir.join(format!("sshd_{name}.pid")).display(),
+                keys.authorized.display(),
+            ),
+        );
+        // sshd's own messages (each readiness probe below is a connection it logs) go to a
+        // file, shown if it does not start.
+        let log = dir.join(format!("sshd_{name}.log"));
+        let log_file = match std::fs::File::create(&log) {
+            Ok(f) => f,
+            Err(e) => panic!("cannot create {}: {e}", log.display()),
+        };
+        let child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(&config)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(log_file)
+            .spawn();
+        let mut child = match child {
+            Ok(c) => c,
+            Err(e) => panic!("cannot start {SSHD}: {e}"),
+        };
+        let start = Instant::now();
+        while start.elapsed() < Duration::from_secs(10) {
+            if let Ok(Some(_)) = child.try_wait() {
+                break; // The port was taken meanwhile: try another.
+            }
+            if TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Sshd { child, port };
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+    }
+    let log = std::fs::read_to_string(dir.join(format!("sshd_{name}.log"))).unwrap_or_default();
+    panic!("sshd did not start on loopback; it said:\n{log}");
+}
+
+fn user() -> String {
+    sh("id", &["-un"])
+}
+
+/// A `[[nodes]]` table, written with the toml crate so any value is encoded as TOML data.
+fn node(name: &str, port: u16, keys: &Keys, edgeprof: &str, workdir: &str) -> toml::Value {
+    let mut t = toml::Table::new();
+    t.insert("name".into(), name.into());
+    t.insert("destination".into(), format!("{}@127.0.0.1", user()).into());
+    t.insert("port".into(), i64::from(port).into());
+    t.insert("identity".into(), keys.user.display().to_string().into());
+    t.insert("edgeprof".into(), edgeprof.into());
+    t.insert("workdir".into(), workdir.into());
+    t.insert(
+        "ssh_options".into(),
+        toml::Value::Array(vec![
+            "StrictHostKeyChecking=no".into(),
+            "UserKnownHostsFile=/dev/null".into(),
+            "LogLevel=ERROR".into(),
+        ]),
+    );
+    toml::Value::Table(t)
+}
+
+fn config(dir: &Path, nodes: Vec<toml::Value>) -> PathBuf {
+    let mut top = toml::Table::new();
+    top.insert("name".into(), "nodes-test".into());
+    top.insert("nodes".into(), toml::Value::Array(nodes));
+    let path = dir.join("nodes.toml");
+    common::write(&path, &toml::to_string(&top).unwrap_or_default());
+    path
+}
+
+fn this_edgeprof() -> String {
+    env!("CARGO_BIN_EXE_edgeprof").to_string()
+}
+
+fn run(args: &[&str]) -> (bool, String, String) {
+    let out = match edgeprof().args(args).output() {
+        Ok(o) => o,
+        Err(e) => panic!("cannot run edgeprof: {e}"),
+    };
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+fn json(text: &str) -> serde_json::Value {
+    match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => panic!("not JSON ({e}): {text}"),
+    }
+}
+
+#[test]
+fn check_finds_ready_missing_and_unreachable_nodes_and_install_fills_the_gap() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let a = sshd(dir.path(), &keys, "a");
+    let b = sshd(dir.path(), &keys, "b");
+    let missing = dir.path().join("b/bin/edgeprof").display().to_string();
+    let work_a = dir.path().join("work-a").display().to_string();
+    let config = config(
+        dir.path(),
+        vec![
+            node("a", a.port, &keys, &this_edgeprof(), &work_a),
+            node("b", b.port, &keys, &missing, "/tmp/edgeprof-nodes-test-b"),
+            node("gone", free_port(), &keys, &this_edgeprof(), "/tmp"),
+        ],
+    );
+    let config = config.display().to_string();
+    let (ok, out, err) = run(&["nodes", "check", "--config", &config, "--json"]);
+    assert!(ok, "{err}");
+    let checked = json(&out);
+    assert_eq!(checked[0]["node"], "a");
+    assert_eq!(checked[0]["state"], "ready", "{out}");
+    assert_eq!(
+        checked[0]["info"]["edgeprof_version"],
+        env!("CARGO_PKG_VERSION")
+    );
+    assert_eq!(checked[0]["info"]["arch"], std::env::consts::ARCH);
+    assert!(checked[0]["info"]["fingerprint"]["cpus_available"].as_u64() >= Some(1));
+    let engines = checked[0]["info"]["engines"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert!(
+        engines.iter().any(|e| e[0] == "tract" && e[1] == true),
+        "{out}"
+    );
+    assert_eq!(checked[0]["workdir_ok"], true);
+    assert!(Path::new(&work_a).is_dir());
+    assert_eq!(checked[1]["state"], "no-edgeprof", "{out}");
+    assert_eq!(checked[1]["arch"], std::env::consts::ARCH);
+    assert_eq!(checked[2]["state"], "unreachable", "{out}");
+    assert!(
+        checked[2]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("Connection refused"),
+        "{out}"
+    );
+
+    // install copies this binary where b lacks it; a has this version and is left alone;
+    // gone fails and makes the command fail, naming it.
+    let (ok, _, err) = run(&["nodes", "install", "--config", &config]);
+    assert!(!ok, "{err}");
+    assert!(
+        err.contains(&format!(
+            "a: edgeprof {} is already at",
+            env!("CARGO_PKG_VERSION")
+        )),
+        "{err}"
+    );
+    assert!(err.contains("b: installed; it says edgeprof"), "{err}");
+    assert!(err.contains("gone: unreachable"), "{err}");
+    assert!(err.contains("1 of 3 node(s) were not installed"), "{err}");
+    assert!(Path::new(&missing).is_file());
+    let (ok, out, err) = run(&["nodes", "check", "--config", &config]);
+    assert!(ok, "{err}");
+    assert!(out.contains("2 of 3 node(s) ready"), "{out}");
+}
+
+#[test]
+fn hostile_config_values_reach_the_node_as_data() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let server = sshd(dir.path(), &keys, "h");
+    let base = dir.path().display().to_string();
+    let trap = |n: u32| format!("{base}/pwned{n}");
+    let workdir = format!(
+        "{base}/it's a \"work\" dir; touch {} $(touch {}) `touch {}` && touch {}",
+        trap(1),
+        trap(2),
+        trap(3),
+        trap(4)
+    );
+    let binary = format!(
+        "{base}/bin; touch {} $(touch {})/edge 'prof\"",
+        trap(5),
+        trap(6)
+    );
+    let config = config(
+        dir.path(),
+        vec![node("hostile", server.port, &keys, &binary, &workdir)],
+    );
+    let config = config.display().to_string();
+    let (ok, _, err) = run(&["nodes", "install", "--config", &config]);
+    assert!(ok, "{err}");
+    let (ok, out, err) = run(&["nodes", "check", "--config", &config, "--json"]);
+    assert!(ok, "{err}");
+    assert_eq!(json(&out)[0]["state"], "ready", "{out}");
+    // The values became a directory and a file with exactly those names, and nothing ran.
+    assert!(Path::new(&workdir).is_dir(), "{workdir}");
+    assert!(Path::new(&binary).is_file(), "{binary}");
+    for n in 1..=6 {
+        assert!(
+            !Path::new(&trap(n)).exists(),
+            "pwned{n} exists: a value was run as code"
+        );
+    }
+
+    // A destination that ssh would read as an option is refused before ssh runs.
+    let bad = dir.path().join("bad.toml");
+    common::write(
+        &bad,
+        &format!(
+            "[[nodes]]\ndestination = \"-oProxyCommand=touch {}\"\n",
+            trap(7)
+        ),
+    );
+    let out = edgeprof()
+        .args(["nodes", "check", "--config"])
+        .arg(&bad)
+        .output();
+    let out = match out {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("nodes[0].destination"), "{err}");
+    assert!(err.contains("not starting with '-'"), "{err}");
+    assert!(!Path::new(&trap(7)).exists());
+}
+
+/// A fleet config over `nodes` running tract on `models` at 3x`size`x`size`.
+fn fleet_config(
+    dir: &Path,
+    nodes: Vec<toml::Value>,
+    models: &[&str],
+    size: u32,
+    iterations: i64,
+) -> PathBuf {
+    let names: Vec<toml::Value> = nodes
+        .iter()
+        .filter_map(|n| n.get("name").cloned())
+        .collect();
+    let mut matrix = toml::Table::new();
+    matrix.insert("engines".into(), toml::Value::Array(vec!["tract".into()]));
+    matrix.insert(
+        "models".into(),
+        toml::Value::Array(models.iter().map(|m| (*m).into()).collect()),
+    );
+    matrix.insert(
+        "inputs".into(),
+        toml::Value::Array(vec![format!("3x{size}x{size}").into()]),
+    );
+    matrix.insert("threads".into(), toml::Value::Array(vec![1.into()]));
+    matrix.insert("classes".into(), 10.into());
+    matrix.insert("nodes".into(), toml::Value::Array(names));
+    let mut measure = toml::Table::new();
+    measure.insert("warmup".into(), 1.into());
+    measure.insert("iterations".into(), iterations.into());
+    measure.insert("repeats".into(), 1.into());
+    measure.insert("retries".into(), 0.into());
+    measure.insert("sample_interval_ms".into(), 100.into());
+    let mut output = toml::Table::new();
+    output.insert(
+        "dir".into(),
+        dir.join("results").display().to_string().into(),
+    );
+    let mut top = toml::Table::new();
+    top.insert("name".into(), "fleet".into());
+    top.insert("matrix".into(), toml::Value::Table(matrix));
+    top.insert("measure".into(), toml::Value::Table(measure));
+    top.insert("output".into(), toml::Value::Table(output));
+    top.insert("nodes".into(), toml::Value::Array(nodes));
+    let path = dir.join("fleet.toml");
+    common::write(&path, &toml::to_string(&top).unwrap_or_default());
+    path
+}
+
+/// The fleet run's directory under DIR/results.
+fn fleet_dir(dir: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(dir.join("results"))
+        .ok()?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.to_string_lossy().ends_with("-fleet"))
+}
+
+fn lines(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+#[test]
+fn a_fleet_run_over_three_nodes_gathers_every_condition_with_each_nodes_device() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let servers: Vec<Sshd> = ["a", "b", "c"]
+        .iter()
+        .map(|n| sshd(dir.path(), &keys, n))
+        .collect();
+    let nodes = ["a", "b", "c"]
+        .iter()
+        .zip(&servers)
+        .map(|(n, s)| {
+            let work = dir.path().join(format!("work-{n}")).display().to_string();
+            node(n, s.port, &keys, &this_edgeprof(), &work)
+        })
+        .collect();
+    let config = fleet_config(
+        dir.path(),
+        nodes,
+        &["shufflenet_v2_x0_5", "mobilenet_v2"],
+        32,
+        5,
+    );
+    let (ok, out, err) = run(&["run", &config.display().to_string()]);
+    assert!(ok, "{err}\n{out}");
+    let Some(fleet) = fleet_dir(dir.path()) else {
+        panic!("no fleet directory: {err}")
+    };
+    let manifest = json(&common::read(&fleet.join("fleet.json")));
+    let nodes = manifest["nodes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(nodes.len(), 3);
+    for (n, name) in nodes.iter().zip(["a", "b", "c"]) {
+        assert_eq!(n["name"], name);
+        assert_eq!(n["status"], "complete", "{manifest}");
+        assert_eq!((n["ok"].as_u64(), n["failed"].as_u64()), (Some(2), Some(0)));
+        // Each node's stream is a results directory with that node's own fingerprint.
+        let node_manifest = json(&common::read(&fleet.join(name).join("manifest.json")));
+        assert_eq!(node_manifest["device"]["arch"], std::env::consts::ARCH);
+        assert_eq!(node_manifest["status"], "complete");
+        let runs = lines(&fleet.join(name).join("runs.jsonl"));
+        assert_eq!(runs.len(), 2);
+        assert!(runs.iter().all(|r| r["ok"] == true));
+        // The node kept its own copy in its working directory.
+        assert!(n["remote_dir"].as_str().is_some_and(|d| d.starts_with(
+            &dir.path()
+                .join(format!("work-{name}"))
+                .display()
+                .to_string()
+        )));
+    }
+    assert!(out.contains("complete"), "{out}");
+    assert!(err.contains("[b] started: 2 condition(s) on"), "{err}");
+    // Each node's directory reads as a results directory; report goes through them all.
+    let (ok, out, err) = run(&[
+        "report",
+        "--no-charts",
+        &fleet.join("a").display().to_string(),
+    ]);
+    assert!(ok, "{err}");
+    assert!(
+        out.contains("tract/mobilenet_v2/3x32x32/b1/t1/cpu"),
+        "{out}"
+    );
+    let (ok, out, err) = run(&["report", "--no-charts", &fleet.display().to_string()]);
+    assert!(ok, "{err}");
+    for name in ["a", "b", "c"] {
+        assert!(
+            out.contains(&format!("== node {name} (Complete) ==")),
+            "{out}"
+        );
+    }
+}
+
+/// Every process below `pid` (the sshd listener: its sessions, their shells, edgeprof).
+fn descendants(pid: u32) -> Vec<u32> {
+    let mut parents: Vec<(u32, u32)> = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+        // pid (comm) state ppid …: the command may hold spaces, so read after its ')'.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|v| v.parse::<u32>().ok());
+        if let Some(ppid) = ppid {
+            parents.push((p, ppid));
+        }
+    }
+    let mut out = vec![pid];
+    let mut i = 0;
+    while i < out.len() {
+        let parent = out[i];
+        out.extend(
+            parents
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    out
+}
+
+#[test]
+fn a_node_whose_sshd_is_killed_mid_run_has_its_conditions_recorded_and_the_others_complete() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let mut servers: Vec<Sshd> = ["a", "b", "c"]
+        .iter()
+        .map(|n| sshd(dir.path(), &keys, n))
+        .collect();
+    let nodes = ["a", "b", "c"]
+        .iter()
+        .zip(&servers)
+        .map(|(n, s)| {
+            let work = dir.path().join(format!("work-{n}")).display().to_string();
+            node(n, s.port, &keys, &this_edgeprof(), &work)
+        })
+        .collect();
+    // Three conditions of about a second or more each, so c can be cut after its first.
+    let config = fleet_config(
+        dir.path(),
+        nodes,
+        &["shufflenet_v2_x0_5", "mobilenet_v2", "resnet34"],
+        64,
+        60,
+    );
+    let child = std::process::Command::new(this_edgeprof())
+        .args(["run", &config.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let start = Instant::now();
+    let mut cut = false;
+    while start.elapsed() < Duration::from_secs(120) {
+        if let Some(fleet) = fleet_dir(dir.path()) {
+            if !lines(&fleet.join("c").join("runs.jsonl")).is_empty() {
+                let Some(c) = servers.pop() else { break };
+                let pids: Vec<String> = descendants(c.child.id())
+                    .iter()
+                    .map(|p| p.to_string())
+                    .collect();
+                let mut kill = vec!["-KILL".to_string()];
+                kill.extend(pids);
+                let _ = Command::new("kill").args(&kill).status();
+                drop(c);
+                cut = true;
+                break;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(cut, "node c never reported a record");
+    let out = match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the fleet run did not complete everywhere: c"),
+        "{err}"
+    );
+    assert!(err.contains("[c] dropped:"), "{err}");
+    let Some(fleet) = fleet_dir(dir.path()) else {
+        panic!("no fleet directory")
+    };
+    let manifest = json(&common::read(&fleet.join("fleet.json")));
+    let nodes = manifest["nodes"].as_array().cloned().unwrap_or_default();
+    for n in &nodes[..2] {
+        assert_eq!(n["status"], "complete", "{manifest}");
+        assert_eq!(n["ok"], 3, "{manifest}");
+    }
+    let c = &nodes[2];
+    assert_eq!(c["status"], "dropped", "{manifest}");
+    assert_eq!(c["conditions"], 3);
+    // Every condition of c has its record: the ones it finished, and failures for the rest.
+    let runs = lines(&fleet.join("c").join("runs.jsonl"));
+    let finished: Vec<&serde_json::Value> = runs
+        .iter()
+        .filter(|r| r["last"] == true || r["ok"] == true)
+        .collect();
+    assert_eq!(finished.len(), 3, "{runs:?}");
+    let dropped: Vec<&&serde_json::Value> = finished.iter().filter(|r| r["ok"] == false).collect();
+    assert!(!dropped.is_empty());
+    assert!(dropped.iter().all(|r| r["reason"]
+        .as_str()
+        .is_some_and(|why| why.starts_with("node c dropped before this condition finished"))));
+    assert_eq!(
+        c["ok"].as_u64().unwrap_or(0) + c["failed"].as_u64().unwrap_or(0),
+        3
+    );
+}
