@@ -18,6 +18,7 @@ mod scorecard;
 mod session;
 mod stats;
 mod throttle;
+mod train;
 mod tui;
 mod tune;
 

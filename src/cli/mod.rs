@@ -10,6 +10,7 @@ mod place;
 pub mod render;
 mod roofline;
 mod sweep;
+mod train;
 mod tune;
 
 use crate::bench::{self, BenchModel, BenchRequest};
@@ -93,6 +94,10 @@ enum Command {
     /// One table per framework across development time, deployment time (curated and probed
     /// here) and runtime (from a results directory), as text, Markdown or JSON
     Scorecard(frameworks::ScorecardArgs),
+    /// Distributed-training scaling: train a torchvision model with PyTorch's own launcher
+    /// (torchrun, DDP over gloo) on 1..N nodes of this machine, on CIFAR-10 or a synthetic set in
+    /// its format; speedup and accuracy ratios against one node, as tables and charts
+    Train(Box<train::TrainArgs>),
     /// The boards of a config's [[nodes]], over SSH: check them, install edgeprof on them
     #[command(subcommand)]
     Nodes(nodes::NodesCommand),
@@ -820,6 +825,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Frameworks(command) => frameworks::run(command),
         Command::Scorecard(args) => frameworks::scorecard_command(args),
         Command::Nodes(command) => nodes::run(command),
+        Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),

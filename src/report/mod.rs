@@ -200,6 +200,11 @@ pub fn terminal_bars(title: &str, unit: &str, groups: &[BarGroup], width: usize)
 
 /// A line over time on textplots' braille canvas.
 pub fn terminal_line(title: &str, points: &[(f64, f64)]) -> String {
+    terminal_line_xy(title, "time (s) →", points)
+}
+
+/// A line on textplots' braille canvas, the x axis named by `x_label`.
+pub fn terminal_line_xy(title: &str, x_label: &str, points: &[(f64, f64)]) -> String {
     let mut out = format!("{title}\n");
     if points.len() < 2 {
         out.push_str("  (not enough samples)\n");
@@ -214,7 +219,7 @@ pub fn terminal_line(title: &str, points: &[(f64, f64)]) -> String {
     chart.axis();
     chart.figures();
     out.push_str(&chart.to_string());
-    out.push_str("  time (s) →\n");
+    out.push_str(&format!("  {x_label}\n"));
     out
 }
 

@@ -109,6 +109,16 @@ pub fn lines(
     y_desc: &str,
     series: &[(&str, &[(f64, f64)])],
 ) -> anyhow::Result<String> {
+    lines_xy(title, "time (s)", y_desc, series)
+}
+
+/// Lines, one per named series, as SVG text, the x axis described by `x_desc`.
+pub fn lines_xy(
+    title: &str,
+    x_desc: &str,
+    y_desc: &str,
+    series: &[(&str, &[(f64, f64)])],
+) -> anyhow::Result<String> {
     let xmax = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
@@ -133,7 +143,7 @@ pub fn lines(
             .map_err(chart_error)?;
         chart
             .configure_mesh()
-            .x_desc("time (s)")
+            .x_desc(x_desc)
             .y_desc(y_desc)
             .draw()
             .map_err(chart_error)?;

@@ -1,0 +1,294 @@
+//! Distributed-training scaling (SPEC 3.7, 8.2): CIFAR-10 in its standard binary format (and a
+//! synthetic set written in it), the lines the training harness prints, and the scaling figures
+//! against one node: speedup, accuracy-improvement and validation-accuracy-improvement ratios.
+
+use rand::{Rng, SeedableRng};
+use serde::{Deserialize, Serialize};
+use std::path::Path;
+
+/// The harness that PyTorch's launcher starts once per rank.
+pub const HARNESS: &str = include_str!("ddp.py");
+
+/// One CIFAR-10 record: the label byte, then 32×32 red, green and blue planes.
+pub const RECORD: usize = 1 + 3 * 32 * 32;
+/// The standard files: five training batches and one test batch.
+pub const TRAIN_FILES: [&str; 5] = [
+    "data_batch_1.bin",
+    "data_batch_2.bin",
+    "data_batch_3.bin",
+    "data_batch_4.bin",
+    "data_batch_5.bin",
+];
+pub const TEST_FILE: &str = "test_batch.bin";
+pub const CLASSES: [&str; 10] = [
+    "airplane",
+    "automobile",
+    "bird",
+    "cat",
+    "deer",
+    "dog",
+    "frog",
+    "horse",
+    "ship",
+    "truck",
+];
+
+/// One synthetic image of class `label`: a class colour, a class stripe orientation and
+/// frequency, and noise, so that a CNN can learn the classes but not at once.
+fn synthetic_image(label: u8, rng: &mut impl Rng, out: &mut Vec<u8>) {
+    let c = f64::from(label);
+    let base = [
+        0.5 + 0.35 * (c * 0.7).sin(),
+        0.5 + 0.35 * (c * 1.3 + 1.0).sin(),
+        0.5 + 0.35 * (c * 2.1 + 2.0).sin(),
+    ];
+    let angle = c * std::f64::consts::PI / 10.0;
+    let freq = 0.25 + 0.05 * f64::from(label % 4);
+    let phase: f64 = rng.random_range(0.0..std::f64::consts::TAU);
+    for (plane, level) in base.iter().enumerate() {
+        for y in 0..32 {
+            for x in 0..32 {
+                let along = f64::from(x) * angle.cos() + f64::from(y) * angle.sin();
+                let stripe = 0.25 * (along * freq + phase + plane as f64).sin();
+                let noise: f64 = rng.random_range(-0.35..0.35);
+                let v = (level + stripe + noise).clamp(0.0, 1.0);
+                out.push((v * 255.0).round() as u8);
+            }
+        }
+    }
+}
+
+/// Writes a synthetic CIFAR-10 set in the standard binary format under `dir`: `train` records
+/// spread over the five training files, `test` in the test file, labels balanced.
+pub fn write_synthetic(dir: &Path, train: usize, test: usize, seed: u64) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let mut file = |name: &str, count: usize, offset: usize| -> std::io::Result<()> {
+        let mut bytes = Vec::with_capacity(count * RECORD);
+        for i in 0..count {
+            let label = ((i + offset) % 10) as u8;
+            bytes.push(label);
+            synthetic_image(label, &mut rng, &mut bytes);
+        }
+        std::fs::write(dir.join(name), bytes)
+    };
+    let per_file = train.div_ceil(TRAIN_FILES.len());
+    let mut left = train;
+    for (k, name) in TRAIN_FILES.iter().enumerate() {
+        let count = per_file.min(left);
+        file(name, count, k * per_file)?;
+        left -= count;
+    }
+    file(TEST_FILE, test, 0)?;
+    std::fs::write(dir.join("batches.meta.txt"), CLASSES.join("\n") + "\n")
+}
+
+/// Counts the records of a CIFAR-10 directory (training, test), checking the format.
+pub fn count_records(dir: &Path) -> Result<(usize, usize), String> {
+    let count = |name: &str| -> Result<usize, String> {
+        let path = dir.join(name);
+        let len = std::fs::metadata(&path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .len() as usize;
+        if !len.is_multiple_of(RECORD) {
+            return Err(format!(
+                "{} is {len} bytes, not a whole number of {RECORD}-byte CIFAR-10 records",
+                path.display()
+            ));
+        }
+        Ok(len / RECORD)
+    };
+    let mut train = 0;
+    for name in TRAIN_FILES {
+        train += count(name)?;
+    }
+    Ok((train, count(TEST_FILE)?))
+}
+
+/// One epoch as rank 0 reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Epoch {
+    pub epoch: usize,
+    pub train_acc: f64,
+    pub loss: f64,
+    pub val_acc: f64,
+    pub elapsed_s: f64,
+}
+
+/// The end of a training run as rank 0 reports it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Done {
+    pub done: bool,
+    pub wall_s: f64,
+    pub world: usize,
+    pub torch: String,
+}
+
+/// A line of the harness's output.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Report {
+    Epoch(Epoch),
+    Done(Done),
+}
+
+/// Reads one line of the harness's stdout; None for anything else (framework chatter).
+pub fn parse_line(line: &str) -> Option<Report> {
+    let line = line.trim();
+    if !line.starts_with('{') {
+        return None;
+    }
+    if let Ok(done) = serde_json::from_str::<Done>(line) {
+        return Some(Report::Done(done));
+    }
+    serde_json::from_str::<Epoch>(line).ok().map(Report::Epoch)
+}
+
+/// One node count's training run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trained {
+    pub nodes: usize,
+    /// Time to the last epoch, as rank 0 measured it (process start-up not included).
+    pub wall_s: f64,
+    pub epochs: Vec<Epoch>,
+}
+
+impl Trained {
+    pub fn train_acc(&self) -> f64 {
+        self.epochs.last().map_or(0.0, |e| e.train_acc)
+    }
+    pub fn val_acc(&self) -> f64 {
+        self.epochs.last().map_or(0.0, |e| e.val_acc)
+    }
+}
+
+/// A row of the scaling table: the figures and their ratios to one node's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Scaling {
+    pub nodes: usize,
+    pub wall_s: f64,
+    pub train_acc: f64,
+    pub val_acc: f64,
+    /// T(1) / T(n).
+    pub speedup: f64,
+    /// Speedup / n.
+    pub efficiency: f64,
+    /// acc(n) / acc(1), training and validation.
+    pub acc_imp: f64,
+    pub val_acc_imp: f64,
+}
+
+/// The scaling table against the run with the fewest nodes (one node, normally).
+pub fn scaling(runs: &[Trained]) -> Vec<Scaling> {
+    let Some(base) = runs.iter().min_by_key(|r| r.nodes) else {
+        return Vec::new();
+    };
+    let ratio = |a: f64, b: f64| if b > 0.0 { a / b } else { f64::NAN };
+    let mut out: Vec<Scaling> = runs
+        .iter()
+        .map(|r| {
+            let speedup = ratio(base.wall_s, r.wall_s) * base.nodes as f64;
+            Scaling {
+                nodes: r.nodes,
+                wall_s: r.wall_s,
+                train_acc: r.train_acc(),
+                val_acc: r.val_acc(),
+                speedup,
+                efficiency: speedup / r.nodes as f64,
+                acc_imp: ratio(r.train_acc(), base.train_acc()),
+                val_acc_imp: ratio(r.val_acc(), base.val_acc()),
+            }
+        })
+        .collect();
+    out.sort_by_key(|s| s.nodes);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_synthetic_set_is_in_the_standard_format_with_balanced_labels() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        write_synthetic(dir.path(), 203, 50, 7)?;
+        assert_eq!(count_records(dir.path()), Ok((203, 50)));
+        let bytes = std::fs::read(dir.path().join(TEST_FILE))?;
+        let labels: Vec<u8> = bytes.chunks(RECORD).map(|r| r[0]).collect();
+        for class in 0..10u8 {
+            assert_eq!(labels.iter().filter(|&&l| l == class).count(), 5);
+        }
+        // Same seed, same files.
+        let again = tempfile::tempdir()?;
+        write_synthetic(again.path(), 203, 50, 7)?;
+        assert_eq!(
+            std::fs::read(dir.path().join("data_batch_3.bin"))?,
+            std::fs::read(again.path().join("data_batch_3.bin"))?
+        );
+        std::fs::write(dir.path().join(TEST_FILE), [0u8; 100])?;
+        assert!(count_records(dir.path()).is_err_and(|e| e.contains("not a whole number")));
+        Ok(())
+    }
+
+    #[test]
+    fn classes_differ_on_average_so_there_is_something_to_learn() {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(1);
+        let mean = |label: u8, rng: &mut rand_chacha::ChaCha8Rng| {
+            let mut v = Vec::new();
+            synthetic_image(label, rng, &mut v);
+            let red: f64 = v[..1024].iter().map(|&b| f64::from(b)).sum::<f64>() / 1024.0;
+            red
+        };
+        let a = mean(0, &mut rng);
+        let b = mean(3, &mut rng);
+        assert!((a - b).abs() > 10.0, "{a} {b}");
+    }
+
+    #[test]
+    fn harness_lines_parse_and_chatter_is_skipped() {
+        assert_eq!(
+            parse_line(
+                r#"{"epoch": 2, "train_acc": 0.5, "loss": 1.2, "val_acc": 0.4, "elapsed_s": 3.0}"#
+            ),
+            Some(Report::Epoch(Epoch {
+                epoch: 2,
+                train_acc: 0.5,
+                loss: 1.2,
+                val_acc: 0.4,
+                elapsed_s: 3.0
+            }))
+        );
+        assert!(matches!(
+            parse_line(r#"{"done": true, "wall_s": 9.5, "world": 4, "torch": "2.5.0"}"#),
+            Some(Report::Done(Done { world: 4, .. }))
+        ));
+        assert_eq!(parse_line("[W socket.cpp] some warning"), None);
+        assert_eq!(parse_line("{broken"), None);
+    }
+
+    #[test]
+    fn ratios_are_against_one_node() {
+        let run = |nodes, wall_s, acc, val| Trained {
+            nodes,
+            wall_s,
+            epochs: vec![Epoch {
+                epoch: 1,
+                train_acc: acc,
+                loss: 1.0,
+                val_acc: val,
+                elapsed_s: wall_s,
+            }],
+        };
+        let table = scaling(&[
+            run(4, 25.0, 0.45, 0.36),
+            run(1, 80.0, 0.5, 0.4),
+            run(2, 44.0, 0.5, 0.42),
+        ]);
+        assert_eq!(table.iter().map(|s| s.nodes).collect::<Vec<_>>(), [1, 2, 4]);
+        assert_eq!(table[0].speedup, 1.0);
+        assert!((table[2].speedup - 3.2).abs() < 1e-12);
+        assert!((table[2].efficiency - 0.8).abs() < 1e-12);
+        assert!((table[2].acc_imp - 0.9).abs() < 1e-12);
+        assert!((table[1].val_acc_imp - 1.05).abs() < 1e-12);
+        assert!(scaling(&[]).is_empty());
+    }
+}
