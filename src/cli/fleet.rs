@@ -2,8 +2,8 @@
 //! its tables on stdout, `fleet.json` and one results directory per node.
 
 use super::{print_out, render, BadInput};
-use crate::config::{Config, LOCAL_NODE};
-use crate::fleet::run::{self as fleet, FleetEvent, NodeStatus, Target, FLEET};
+use crate::config::Config;
+use crate::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
 use crate::results;
 use anyhow::Context;
 use std::path::Path;
@@ -16,17 +16,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
     let share = fleet::share_text(&text)?;
-    let targets: Vec<Target> = config
-        .matrix
-        .nodes
-        .iter()
-        .map(|name| Target {
-            name: name.clone(),
-            node: (name != LOCAL_NODE)
-                .then(|| config.nodes.iter().find(|n| &n.name == name).cloned())
-                .flatten(),
-        })
-        .collect();
+    let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
     let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleet::FleetManifest {
@@ -36,7 +26,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         ended: None,
         nodes: Vec::new(),
     };
-    write(&dir, &manifest)?;
+    fleet::write_manifest(&dir, &manifest)?;
     eprintln!(
         "{}: a fleet run on {} node(s) ({}), each running the whole matrix; results in {}",
         config.name,
@@ -94,7 +84,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     });
     manifest.ended = Some(results::now_rfc3339());
     manifest.nodes = outcomes.clone();
-    write(&dir, &manifest)?;
+    fleet::write_manifest(&dir, &manifest)?;
 
     let rows: Vec<Vec<String>> = outcomes
         .iter()
@@ -169,9 +159,4 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         );
     }
     Ok(())
-}
-
-fn write(dir: &Path, manifest: &fleet::FleetManifest) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(manifest).context("cannot encode fleet.json")?;
-    results::write_atomic(&dir.join(FLEET), (text + "\n").as_bytes())
 }

@@ -143,8 +143,9 @@ fn ask(request: &Request) -> anyhow::Result<Response> {
     let mut command = std::process::Command::new(exe);
     command.arg("place-worker");
     let text = serde_json::to_string(request).context("cannot encode the request")?;
-    let (status, stdout, stderr) = crate::engines::env::run_collect(command, &text, TIMEOUT)
-        .map_err(|e| anyhow::anyhow!("the placement worker {e}"))?;
+    let (status, stdout, stderr) =
+        crate::engines::env::run_collect(command, text.as_bytes(), TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("the placement worker {e}"))?;
     if !status.success() {
         let last = stderr
             .lines()

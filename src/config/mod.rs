@@ -717,6 +717,14 @@ impl Resolver<'_> {
                 }
                 None => destination.clone(),
             };
+            if name == LOCAL_NODE {
+                let v = node.name.as_ref().unwrap_or(dest);
+                return Err(self.at(
+                    &at("name"),
+                    v,
+                    format!("{LOCAL_NODE:?} names this machine in matrix.nodes: give the node another name"),
+                ));
+            }
             if let Some(other) = out.iter().find(|n| n.name == name) {
                 let v = node.name.as_ref().unwrap_or(dest);
                 return Err(self.at(

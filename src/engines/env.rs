@@ -190,7 +190,7 @@ pub fn run_with_timeout(
     input: &str,
     timeout: Duration,
 ) -> Result<String, String> {
-    let (status, stdout, stderr) = run_collect(command, input, timeout)?;
+    let (status, stdout, stderr) = run_collect(command, input.as_bytes(), timeout)?;
     if !status.success() {
         let last = stderr
             .lines()
@@ -203,10 +203,11 @@ pub fn run_with_timeout(
 }
 
 /// Runs `command` with `input` on stdin until it ends (killed after `timeout`): its exit
-/// status, stdout and stderr.
+/// status, stdout and stderr. The input is written from its own thread while the output is
+/// read, so a large input (a binary copied over ssh) cannot deadlock against the output.
 pub fn run_collect(
     mut command: Command,
-    input: &str,
+    input: &[u8],
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, String, String), String> {
     let mut child = command
@@ -215,10 +216,14 @@ pub fn run_collect(
         .stderr(Stdio::piped())
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
-    if let Some(mut stdin) = child.stdin.take() {
-        // A program that does not read its input is judged by its output below.
-        let _ = stdin.write_all(input.as_bytes());
-    }
+    let stdin = child.stdin.take();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            // A program that does not read its input is judged by its output below.
+            let _ = stdin.write_all(&input);
+        }
+    });
     let reader = |stream: Option<Box<dyn Read + Send>>| {
         std::thread::spawn(move || {
             let mut text = String::new();
@@ -253,6 +258,7 @@ pub fn run_collect(
             Err(e) => return Err(format!("cannot wait for it: {e}")),
         }
     };
+    let _ = writer.join();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
     Ok((status, stdout, stderr))

@@ -7,7 +7,7 @@ pub mod run;
 use crate::config::Node;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::time::Duration;
 
 /// How long a node may take to answer `nodes check` (it probes the frameworks' interpreters).
@@ -283,64 +283,13 @@ pub fn install_script(node: &Node) -> String {
 /// Runs `command` with `input` on stdin (bytes), killed after `timeout`: exit code (None when
 /// killed by a signal), stdout, stderr; Err when it could not start or timed out.
 pub fn run(
-    mut command: Command,
+    command: Command,
     input: &[u8],
     timeout: Duration,
 ) -> Result<(Option<i32>, String, String), String> {
-    use std::io::{Read, Write};
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start ssh: {e}"))?;
-    let stdin = child.stdin.take();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(mut stdin) = stdin {
-            let _ = stdin.write_all(&input);
-        }
-    });
-    let read = |stream: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut bytes = Vec::new();
-            if let Some(mut s) = stream {
-                let _ = s.read_to_end(&mut bytes);
-            }
-            String::from_utf8_lossy(&bytes).into_owned()
-        })
-    };
-    let out = read(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let err = read(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let start = std::time::Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(format!("no answer within {} s", timeout.as_secs()));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(20)),
-            Err(e) => return Err(format!("cannot wait for ssh: {e}")),
-        }
-    };
-    let _ = writer.join();
-    Ok((
-        status.code(),
-        out.join().unwrap_or_default(),
-        err.join().unwrap_or_default(),
-    ))
+    crate::engines::env::run_collect(command, input, timeout)
+        .map(|(status, stdout, stderr)| (status.code(), stdout, stderr))
+        .map_err(|e| e.replace("cannot start it", "cannot start ssh"))
 }
 
 /// Checks one node.

@@ -85,6 +85,25 @@ pub enum FleetEvent {
     Finished(NodeOutcome),
 }
 
+/// The config's `matrix.nodes` as targets (`local`: this machine).
+pub fn targets(config: &Config) -> Vec<Target> {
+    config
+        .matrix
+        .nodes
+        .iter()
+        .map(|name| Target {
+            name: name.clone(),
+            node: config.nodes.iter().find(|n| &n.name == name).cloned(),
+        })
+        .collect()
+}
+
+/// Writes `fleet.json` into `dir`.
+pub fn write_manifest(dir: &Path, manifest: &FleetManifest) -> anyhow::Result<()> {
+    let text = serde_json::to_string_pretty(manifest).context("cannot encode fleet.json")?;
+    results::write_atomic(&dir.join(FLEET), (text + "\n").as_bytes())
+}
+
 /// Why a config cannot be sent to nodes as it is, if it cannot.
 pub fn unshareable(config: &Config) -> Option<String> {
     if let Some(ModelRef::Onnx(path)) = config

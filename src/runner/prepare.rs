@@ -231,7 +231,7 @@ pub fn tflite_file(
     let mut command = std::process::Command::new(&python);
     command.args(["-c", &tensorflow]);
     let (status, out, err) =
-        crate::engines::env::run_collect(command, &request.to_string(), CONVERT_TIMEOUT)
+        crate::engines::env::run_collect(command, request.to_string().as_bytes(), CONVERT_TIMEOUT)
             .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
     // The harness's own error record says it best; else the last words on stderr.
     for line in out.lines().rev() {

@@ -407,7 +407,7 @@ fn fleet_run(
     text: &str,
     tx: &Sender<Message>,
 ) -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
-    use crate::fleet::run::{self as fleet, Target};
+    use crate::fleet::run as fleet;
     let send = |e: RunEvent| {
         let _ = tx.send(Message::Run(e));
     };
@@ -415,15 +415,7 @@ fn fleet_run(
         anyhow::bail!(crate::session::BadInput(why));
     }
     let share = fleet::share_text(text)?;
-    let targets: Vec<Target> = config
-        .matrix
-        .nodes
-        .iter()
-        .map(|name| Target {
-            name: name.clone(),
-            node: config.nodes.iter().find(|n| &n.name == name).cloned(),
-        })
-        .collect();
+    let targets = fleet::targets(config);
     let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
     send(RunEvent::FleetStarted {
         dir: dir.clone(),
@@ -438,8 +430,7 @@ fn fleet_run(
         ended: Some(results::now_rfc3339()),
         nodes: outcomes.clone(),
     };
-    let text = serde_json::to_string_pretty(&manifest).context("cannot encode fleet.json")?;
-    results::write_atomic(&dir.join(fleet::FLEET), (text + "\n").as_bytes())?;
+    fleet::write_manifest(&dir, &manifest)?;
     Ok(crate::runner::sweep::SweepOutcome {
         ok: outcomes.iter().map(|o| o.ok).sum(),
         failed: outcomes.iter().map(|o| o.failed).sum(),
