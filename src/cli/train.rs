@@ -33,7 +33,8 @@ pub struct TrainArgs {
     /// Images per rank per step
     #[arg(long, default_value_t = 32)]
     batch: usize,
-    #[arg(long, default_value_t = 0.05)]
+    /// SGD learning rate (momentum 0.9), the same for every node count
+    #[arg(long, default_value_t = 0.01)]
     lr: f64,
     #[arg(long, default_value_t = 1)]
     seed: u64,

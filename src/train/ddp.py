@@ -40,7 +40,7 @@ def main():
     p.add_argument("--model", default="shufflenet_v2_x0_5")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=32)
-    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--lr", type=float, default=0.01)
     p.add_argument("--seed", type=int, default=1)
     p.add_argument("--threads", type=int, default=1)
     a = p.parse_args()

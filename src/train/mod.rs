@@ -38,9 +38,9 @@ pub const CLASSES: [&str; 10] = [
 fn synthetic_image(label: u8, rng: &mut impl Rng, out: &mut Vec<u8>) {
     let c = f64::from(label);
     let base = [
-        0.5 + 0.35 * (c * 0.7).sin(),
-        0.5 + 0.35 * (c * 1.3 + 1.0).sin(),
-        0.5 + 0.35 * (c * 2.1 + 2.0).sin(),
+        0.5 + 0.12 * (c * 0.7).sin(),
+        0.5 + 0.12 * (c * 1.3 + 1.0).sin(),
+        0.5 + 0.12 * (c * 2.1 + 2.0).sin(),
     ];
     let angle = c * std::f64::consts::PI / 10.0;
     let freq = 0.25 + 0.05 * f64::from(label % 4);
@@ -49,8 +49,8 @@ fn synthetic_image(label: u8, rng: &mut impl Rng, out: &mut Vec<u8>) {
         for y in 0..32 {
             for x in 0..32 {
                 let along = f64::from(x) * angle.cos() + f64::from(y) * angle.sin();
-                let stripe = 0.25 * (along * freq + phase + plane as f64).sin();
-                let noise: f64 = rng.random_range(-0.35..0.35);
+                let stripe = 0.15 * (along * freq + phase + plane as f64).sin();
+                let noise: f64 = rng.random_range(-0.6..0.6);
                 let v = (level + stripe + noise).clamp(0.0, 1.0);
                 out.push((v * 255.0).round() as u8);
             }
