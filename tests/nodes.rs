@@ -381,6 +381,24 @@ fn fleet_config(
     path
 }
 
+/// Nodes a, b and c, each its own sshd on loopback with its own working directory.
+fn three_nodes(dir: &Path) -> (Vec<Sshd>, Vec<toml::Value>) {
+    let keys = keys(dir);
+    let servers: Vec<Sshd> = ["a", "b", "c"]
+        .iter()
+        .map(|n| sshd(dir, &keys, n))
+        .collect();
+    let nodes = ["a", "b", "c"]
+        .iter()
+        .zip(&servers)
+        .map(|(n, s)| {
+            let work = dir.join(format!("work-{n}")).display().to_string();
+            node(n, s.port, &keys, &this_edgeprof(), &work)
+        })
+        .collect();
+    (servers, nodes)
+}
+
 /// The fleet run's directory under DIR/results.
 fn fleet_dir(dir: &Path) -> Option<PathBuf> {
     std::fs::read_dir(dir.join("results"))
@@ -401,19 +419,7 @@ fn lines(path: &Path) -> Vec<serde_json::Value> {
 #[test]
 fn a_fleet_run_over_three_nodes_gathers_every_condition_with_each_nodes_device() {
     let dir = temp_dir();
-    let keys = keys(dir.path());
-    let servers: Vec<Sshd> = ["a", "b", "c"]
-        .iter()
-        .map(|n| sshd(dir.path(), &keys, n))
-        .collect();
-    let nodes = ["a", "b", "c"]
-        .iter()
-        .zip(&servers)
-        .map(|(n, s)| {
-            let work = dir.path().join(format!("work-{n}")).display().to_string();
-            node(n, s.port, &keys, &this_edgeprof(), &work)
-        })
-        .collect();
+    let (_servers, nodes) = three_nodes(dir.path());
     let config = fleet_config(
         dir.path(),
         nodes,
@@ -506,19 +512,7 @@ fn descendants(pid: u32) -> Vec<u32> {
 #[test]
 fn a_node_whose_sshd_is_killed_mid_run_has_its_conditions_recorded_and_the_others_complete() {
     let dir = temp_dir();
-    let keys = keys(dir.path());
-    let mut servers: Vec<Sshd> = ["a", "b", "c"]
-        .iter()
-        .map(|n| sshd(dir.path(), &keys, n))
-        .collect();
-    let nodes = ["a", "b", "c"]
-        .iter()
-        .zip(&servers)
-        .map(|(n, s)| {
-            let work = dir.path().join(format!("work-{n}")).display().to_string();
-            node(n, s.port, &keys, &this_edgeprof(), &work)
-        })
-        .collect();
+    let (mut servers, nodes) = three_nodes(dir.path());
     // Three conditions of about a second or more each, so c can be cut after its first.
     let config = fleet_config(
         dir.path(),

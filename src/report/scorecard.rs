@@ -347,6 +347,22 @@ pub fn to_text(card: &Scorecard, width: usize) -> String {
     out
 }
 
+/// A metric's rows: its name, then its value and source keys wrapped to `value_width`.
+fn metric_rows(line: &Line, metric_width: usize, value_width: usize) -> Vec<String> {
+    let mut value = line.value.clone();
+    if !line.sources.is_empty() {
+        let _ = write!(value, " [{}]", line.sources.join(", "));
+    }
+    wrap(&value, value_width)
+        .iter()
+        .enumerate()
+        .map(|(i, part)| {
+            let metric = if i == 0 { line.metric.as_str() } else { "" };
+            format!("{metric:<metric_width$} {part}")
+        })
+        .collect()
+}
+
 /// One framework's table as terminal text: phases, workloads, sources.
 pub fn framework_text(entry: &Entry, width: usize) -> String {
     let mut out = String::new();
@@ -360,13 +376,8 @@ pub fn framework_text(entry: &Entry, width: usize) -> String {
             phase = line.phase;
             let _ = writeln!(out, "  {phase}");
         }
-        let mut value = line.value;
-        if !line.sources.is_empty() {
-            let _ = write!(value, " [{}]", line.sources.join(", "));
-        }
-        for (i, part) in wrap(&value, value_width).iter().enumerate() {
-            let metric = if i == 0 { line.metric.as_str() } else { "" };
-            let _ = writeln!(out, "    {metric:<metric_width$} {part}");
+        for row in metric_rows(&line, metric_width, value_width) {
+            let _ = writeln!(out, "    {row}");
         }
     }
     if let Some(r) = entry.runtime.as_ref().filter(|r| !r.workloads.is_empty()) {
@@ -485,14 +496,11 @@ pub fn framework_lines(entry: &Entry, width: usize) -> Vec<(String, bool)> {
                 out.push((phase.to_string(), true));
                 heading = false;
             }
-            let mut value = line.value.clone();
-            if !line.sources.is_empty() {
-                let _ = write!(value, " [{}]", line.sources.join(", "));
-            }
-            for (i, part) in wrap(&value, value_width).iter().enumerate() {
-                let metric = if i == 0 { line.metric.as_str() } else { "" };
-                out.push((format!(" {metric:<metric_width$} {part}"), false));
-            }
+            out.extend(
+                metric_rows(line, metric_width, value_width)
+                    .into_iter()
+                    .map(|row| (format!(" {row}"), false)),
+            );
         }
         if phase == "runtime" {
             if let Some(r) = entry.runtime.as_ref().filter(|r| !r.workloads.is_empty()) {
