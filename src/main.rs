@@ -1,6 +1,8 @@
 //! edgeprof: evaluate deep-learning frameworks on edge devices and say what to optimise next.
 
 #[macro_use]
+mod console;
+#[macro_use]
 mod serde_text;
 
 mod bench;
@@ -31,7 +33,7 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // One sentence: the outermost message, then its causes on the same line.
-            eprintln!("edgeprof: error: {error:#}");
+            errln!("edgeprof: error: {error:#}");
             ExitCode::from(cli::exit_code_for(&error))
         }
     }

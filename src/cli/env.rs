@@ -75,7 +75,7 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
                 })?,
             };
             let dir = env::env_dir(f)?;
-            eprintln!(
+            errln!(
                 "setting up {} in {} with {} (pip install {}{}) …",
                 f.name,
                 dir.display(),
@@ -87,7 +87,7 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
                     format!(" {}", pip_args.join(" "))
                 }
             );
-            let mut show = |line: &str| eprintln!("  {line}");
+            let mut show = |line: &str| errln!("  {line}");
             match env::setup(f, &base, &pip_args, force, &mut show)? {
                 SetupOutcome::Made(i) => {
                     print_out(&format!(
@@ -140,7 +140,7 @@ fn tflite_hint(f: &external::Framework) -> anyhow::Result<()> {
         return Ok(());
     };
     if env::readiness(tf, None).interpreter().is_none() {
-        eprintln!(
+        errln!(
             "note: tflite runs the .tflite files TensorFlow converts from the zoo's models, so it \
              needs TensorFlow too: {}",
             tf.setup_hint()

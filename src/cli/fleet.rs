@@ -27,7 +27,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         nodes: Vec::new(),
     };
     fleet::write_manifest(&dir, &manifest)?;
-    eprintln!(
+    errln!(
         "{}: a fleet run on {} node(s) ({}), each running the whole matrix; results in {}",
         config.name,
         targets.len(),
@@ -40,7 +40,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
             node,
             conditions,
             device,
-        } => eprintln!("[{node}] started: {conditions} condition(s) on {device}"),
+        } => errln!("[{node}] started: {conditions} condition(s) on {device}"),
         FleetEvent::Record { node, record } => {
             if let Ok(mut d) = done.lock() {
                 *d += 1;
@@ -56,13 +56,13 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
                     record.reason.as_deref().unwrap_or("no reason given")
                 )
             };
-            eprintln!("[{node}] {}: {what}", record.condition.id);
+            errln!("[{node}] {}: {what}", record.condition.id);
         }
         FleetEvent::Dropped {
             node,
             reason,
             resuming,
-        } => eprintln!(
+        } => errln!(
             "[{node}] dropped: {reason}{}",
             if resuming {
                 "; trying again"
@@ -70,7 +70,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
                 "; its unfinished conditions are recorded as failures"
             }
         ),
-        FleetEvent::Finished(o) => eprintln!(
+        FleetEvent::Finished(o) => errln!(
             "[{}] {}: {} ok, {} failed",
             o.name,
             match o.status {

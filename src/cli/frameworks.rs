@@ -155,7 +155,7 @@ pub fn run(command: FrameworksCommand) -> anyhow::Result<()> {
 
 fn warn(warning: Option<String>) {
     if let Some(w) = warning {
-        eprintln!("edgeprof: warning: {w}");
+        errln!("edgeprof: warning: {w}");
     }
 }
 
@@ -174,7 +174,7 @@ fn probe(cards: &[Card]) -> Vec<Here> {
     let mut i = 0;
     here::probe_all(cards, |name| {
         i += 1;
-        eprintln!("[{i}/{total}] probing {name}…");
+        errln!("[{i}/{total}] probing {name}…");
     })
 }
 
@@ -201,7 +201,7 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
             RepoOutcome::Failed { reason } => format!("failed: {reason}; previous values kept"),
             RepoOutcome::NotAsked => "not asked".to_string(),
         };
-        eprintln!("[{}/{total}] {name}: {what}", i + 1);
+        errln!("[{}/{total}] {name}: {what}", i + 1);
     });
     cache
         .write(&path)
@@ -324,7 +324,7 @@ pub fn scorecard_command(args: ScorecardArgs) -> anyhow::Result<()> {
         Some(path) => {
             std::fs::write(path, text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!("scorecard written to {}", path.display());
+            errln!("scorecard written to {}", path.display());
             Ok(())
         }
         None => print_out(&text),

@@ -720,7 +720,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 .map_err(|why| BadInput(format!("GPU profiling unavailable: {why}")))?;
             let dir =
                 output.unwrap_or_else(|| PathBuf::from(crate::results::dir_name("gpu-profile")));
-            eprintln!(
+            errln!(
                 "profiling {} with {} (CSV in {}) …",
                 command.join(" "),
                 program.display(),
@@ -792,7 +792,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 let svg = args.svg_dir.as_ref().map(|d| d.join(&node.name));
                 // A node with failed conditions is reported like the others.
                 if let Err(e) = sweep::report_command(&dir, !args.no_charts, svg.as_deref()) {
-                    eprintln!("edgeprof: {}: {e:#}", node.name);
+                    errln!("edgeprof: {}: {e:#}", node.name);
                 }
             }
             Ok(())
@@ -910,7 +910,7 @@ fn export(
     let bytes = onnx::encode(&proto);
     std::fs::write(output, &bytes)
         .map_err(|e| BadInput(format!("cannot write {}: {e}", output.display())))?;
-    eprintln!(
+    errln!(
         "wrote {} ({} bytes, opset {}, input {:?}, seed {seed})",
         output.display(),
         render::thousands(bytes.len() as u64),
@@ -950,7 +950,7 @@ fn export(
             "output_0.pb",
             onnx::float_tensor("output", &out_shape, &values),
         )?;
-        eprintln!(
+        errln!(
             "wrote tract's reference input and output under {}",
             set.display()
         );
@@ -1046,7 +1046,7 @@ fn bench_isolated(
         options: None,
     };
     let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    eprintln!("running {} in a worker process …", request.condition.id);
+    errln!("running {} in a worker process …", request.condition.id);
     let limits = spawn::RunLimits {
         // A single benchmark has no configured timeout: a day stands for none.
         timeout: std::time::Duration::from_secs(86_400),

@@ -105,7 +105,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     for reader in telemetry::readers(&o.root) {
         match reader.probe() {
             Ok(_) => active.push(reader),
-            Err(why) => eprintln!("{}: unavailable: {why}", reader.name()),
+            Err(why) => errln!("{}: unavailable: {why}", reader.name()),
         }
     }
     let stop = Arc::new(AtomicBool::new(false));
@@ -113,7 +113,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
         signal_hook::flag::register(signal, Arc::clone(&stop))
             .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?;
     }
-    eprintln!(
+    errln!(
         "sampling every {} ms{}; Ctrl-C stops",
         o.interval.as_millis(),
         o.duration
@@ -134,7 +134,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             match sampler.sample(now).filter(|_| alive) {
                 Some(p) => sample.process = Some(p),
                 None => {
-                    eprintln!("process {pid} has ended");
+                    errln!("process {pid} has ended");
                     return Ok(());
                 }
             }
@@ -158,7 +158,7 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
     let (lines, errors) = crate::collect::tegrastats::parse_log(&text);
     for (n, e) in &errors {
-        eprintln!("warning: {}:{n}: {e}", path.display());
+        errln!("warning: {}:{n}: {e}", path.display());
     }
     if lines.is_empty() {
         anyhow::bail!(BadInput(format!(
@@ -174,7 +174,7 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
         }
         .unwrap_or(i as f64 * interval.as_secs_f64());
         if !line.unparsed.is_empty() {
-            eprintln!(
+            errln!(
                 "warning: {}:{number}: not understood: {}",
                 path.display(),
                 line.unparsed.join(" ")

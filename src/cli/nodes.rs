@@ -69,7 +69,7 @@ struct Checked<'a> {
 
 fn check(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let nodes = nodes_of(config)?;
-    eprintln!("checking {} node(s) over ssh …", nodes.len());
+    errln!("checking {} node(s) over ssh …", nodes.len());
     // All at once: a node that does not answer costs its timeout once, not once per node.
     let checks: Vec<Check> = std::thread::scope(|scope| {
         let handles: Vec<_> = nodes
@@ -202,7 +202,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
     let mut failed = 0;
     for node in &nodes {
         if !node.edgeprof.contains('/') {
-            eprintln!(
+            errln!(
                 "{}: nodes.edgeprof = {:?} is a name looked up on the node's PATH, not a place to \
                  install to: give a path (the default is {})",
                 node.name,
@@ -220,7 +220,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
         let (status, stdout, stderr) = match answer {
             Ok(a) => a,
             Err(why) => {
-                eprintln!("{}: unreachable: {why}", node.name);
+                errln!("{}: unreachable: {why}", node.name);
                 failed += 1;
                 continue;
             }
@@ -232,7 +232,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
                 .unwrap_or("ssh failed")
                 .trim()
                 .to_string();
-            eprintln!("{}: unreachable: {why}", node.name);
+            errln!("{}: unreachable: {why}", node.name);
             failed += 1;
             continue;
         }
@@ -246,7 +246,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
                 "armv7l" | "arm" => "armv7-unknown-linux-gnueabihf",
                 _ => "<the node's target>",
             };
-            eprintln!(
+            errln!(
                 "{}: the node is {node_arch} and {} is {arch}: build one for it with `cargo build \
                  --release --target {target}` (README, Install) and run `edgeprof nodes install \
                  --binary target/{target}/release/edgeprof`",
@@ -257,10 +257,10 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
             continue;
         }
         if !force && binary.is_none() && there == format!("edgeprof {version}") {
-            eprintln!("{}: {there} is already at {}", node.name, node.edgeprof);
+            errln!("{}: {there} is already at {}", node.name, node.edgeprof);
             continue;
         }
-        eprintln!(
+        errln!(
             "{}: copying {} ({}) to {} …",
             node.name,
             path.display(),
@@ -273,10 +273,10 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
             fleet::INSTALL_TIMEOUT,
         ) {
             Ok((Some(0), stdout, _)) => {
-                eprintln!("{}: installed; it says {}", node.name, stdout.trim());
+                errln!("{}: installed; it says {}", node.name, stdout.trim());
             }
             Ok((_, _, stderr)) => {
-                eprintln!(
+                errln!(
                     "{}: the copy failed: {}",
                     node.name,
                     stderr.lines().last().unwrap_or("no message").trim()
@@ -284,7 +284,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
                 failed += 1;
             }
             Err(why) => {
-                eprintln!("{}: the copy failed: {why}", node.name);
+                errln!("{}: the copy failed: {why}", node.name);
                 failed += 1;
             }
         }

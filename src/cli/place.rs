@@ -212,7 +212,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         .iter()
         .map(|u| format!("{} (CPUs {})", u.name, crate::tune::cpu_list(&u.cpus)))
         .collect();
-    eprintln!(
+    errln!(
         "profiling {} block(s) of {} on {} …",
         blocks.len(),
         args.model,
@@ -221,7 +221,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     let Response::Profile { ms } = ask(&request(Task::Profile))? else {
         anyhow::bail!("the placement worker answered a profile request with something else");
     };
-    eprintln!("measuring the copy cost between the units …");
+    errln!("measuring the copy cost between the units …");
     let Response::Transfer { samples } = ask(&request(Task::Transfer {
         sizes: SIZES.to_vec(),
     }))?
@@ -269,7 +269,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     let (ran, measured) = if args.no_run {
         (None, None)
     } else {
-        eprintln!("running the plan {:?} as a split …", chosen.units);
+        errln!("running the plan {:?} as a split …", chosen.units);
         let Response::Split {
             median_ms,
             min_ms,

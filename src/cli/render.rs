@@ -378,22 +378,22 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
 /// Progress of a running benchmark, on stderr.
 pub fn progress_line(event: BenchEvent) {
     match event {
-        BenchEvent::Loading { model } => eprintln!("loading {model} …"),
+        BenchEvent::Loading { model } => errln!("loading {model} …"),
         BenchEvent::Loaded { init } => {
-            eprintln!("loaded and optimised in {:.1} ms", init.as_secs_f64() * 1e3)
+            errln!("loaded and optimised in {:.1} ms", init.as_secs_f64() * 1e3)
         }
         BenchEvent::FirstInference { time } => {
-            eprintln!("first inference {:.2} ms", time.as_secs_f64() * 1e3)
+            errln!("first inference {:.2} ms", time.as_secs_f64() * 1e3)
         }
         BenchEvent::WarmupDone { iterations } => {
-            eprintln!("warm-up done ({iterations} iteration(s))")
+            errln!("warm-up done ({iterations} iteration(s))")
         }
         BenchEvent::Timed { done, total } => {
             if done == total || done % (total / 4).max(1) == 0 {
-                eprintln!("timed {done}/{total}");
+                errln!("timed {done}/{total}");
             }
         }
-        BenchEvent::Profiling { runs } => eprintln!("profiling node by node over {runs} runs …"),
+        BenchEvent::Profiling { runs } => errln!("profiling node by node over {runs} runs …"),
     }
 }
 

@@ -168,20 +168,20 @@ fn measure_and_keep(
 ) -> anyhow::Result<(store::Stored, Option<PathBuf>)> {
     let tty = std::io::stderr().is_terminal();
     let (stored, saved) = store::measure_and_keep(effort, threads, |progress| match progress {
-        store::Progress::Start(what) => eprintln!("{what}"),
+        store::Progress::Start(what) => errln!("{what}"),
         store::Progress::Step(step) if tty => {
-            eprint!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
+            err!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
             let _ = std::io::stderr().flush();
         }
         store::Progress::Step(step) => {
-            eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what)
+            errln!("[{}/{}] {}", step.done + 1, step.total, step.what)
         }
     })?;
     if tty {
-        eprint!("\r\x1b[2K");
+        err!("\r\x1b[2K");
     }
     if saved.is_none() {
-        eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+        errln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
     }
     Ok((stored, saved))
 }
@@ -241,12 +241,12 @@ fn gpu_info_line(i: &crate::collect::gpubench::GpuInfo) -> String {
 fn gpu_progress(m: &crate::collect::gpubench::Message, tty: bool) {
     use crate::collect::gpubench::Message;
     match m {
-        Message::Info(i) => eprintln!("{}", gpu_info_line(i)),
+        Message::Info(i) => errln!("{}", gpu_info_line(i)),
         Message::Step(step) if tty => {
-            eprint!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
+            err!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
             let _ = std::io::stderr().flush();
         }
-        Message::Step(step) => eprintln!("[{}/{}] {}", step.done + 1, step.total, step.what),
+        Message::Step(step) => errln!("[{}/{}] {}", step.done + 1, step.total, step.what),
         _ => {}
     }
 }
@@ -259,7 +259,7 @@ pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<
         store::measure_gpu_and_keep(&program, device, effort, |m| gpu_progress(m, tty))
     });
     if tty {
-        eprint!("\r\x1b[2K");
+        err!("\r\x1b[2K");
     }
     let (stored, saved) = match result {
         Ok(r) => r,
@@ -269,7 +269,7 @@ pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<
         Err(GpuBenchError::Failed(why)) => anyhow::bail!("the GPU benchmark failed: {why}"),
     };
     if saved.is_none() {
-        eprintln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+        errln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
     }
     if json {
         return print_json(&stored);
@@ -329,7 +329,7 @@ pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
             ));
         }
     }
-    eprintln!("no ceilings for this device yet: measuring them first");
+    errln!("no ceilings for this device yet: measuring them first");
     let stored = measure_and_keep(Effort::Default, None)?.0;
     let from = store::cache_dir()
         .map(|d| store::path_for(&d, &fingerprint).display().to_string())
@@ -577,7 +577,7 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
     if let Some(path) = &o.svg {
         let svg = crate::report::svg::roofline(ceilings, o.precision, &programs)?;
         crate::results::write_atomic(path, svg.as_bytes())?;
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display());
     }
     if o.json {
         return print_json(&ShowJson {
@@ -642,7 +642,7 @@ fn simulate_missing(
         })
         .collect();
     if todo.is_empty() {
-        eprintln!(
+        errln!(
             "cache simulation: nothing to simulate (it covers successful tract conditions on zoo models \
              that have neither counted nor simulated traffic yet)"
         );
@@ -650,7 +650,7 @@ fn simulate_missing(
     }
     let cancel = std::sync::atomic::AtomicBool::new(false);
     for (k, record) in todo.iter().enumerate() {
-        eprintln!(
+        errln!(
             "[{}/{}] simulating the caches for {} under valgrind (one thread, 1 warm-up + {iterations} counted inference(s); often 50–100× slower than native) …",
             k + 1,
             todo.len(),
@@ -681,7 +681,7 @@ fn simulate_missing(
             &cancel,
         ) {
             Ok(sim) => {
-                eprintln!(
+                errln!(
                     "      {:.1} s: {} between L1 and L2, {} from DRAM per inference",
                     sim.seconds,
                     render::bytes(sim.l2_bytes as u64),
@@ -690,7 +690,7 @@ fn simulate_missing(
                 simulations.push(sim);
                 cachesim::save(&stored.dir, simulations)?;
             }
-            Err(e) => eprintln!(
+            Err(e) => errln!(
                 "warning: {}: the cache simulation failed ({e:#}); its point stays analytic",
                 record.condition.id
             ),
@@ -721,7 +721,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
     // A GPU run (by its metadata) is a GPU's ceilings even without --gpu: GPU 0's.
     let gpu = match (gpu, imported.gpu_run) {
         (None, true) => {
-            eprintln!(
+            errln!(
                 "note: this ERT run measured a GPU (its metadata names GPU blocks): kept as GPU 0's \
                  ceilings (give --gpu N for another GPU)"
             );
@@ -729,7 +729,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
             Some(0)
         }
         (Some(n), false) => {
-            eprintln!(
+            errln!(
                 "warning: nothing in this ERT run's metadata says it measured a GPU; kept as GPU {n}'s \
                  ceilings as asked"
             );
@@ -740,7 +740,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
     if gpu.is_some() {
         imported.ceilings.processor = Processor::Gpu;
     } else if !imported.relabelled {
-        eprintln!(
+        errln!(
             "note: ERT names bandwidth levels by their position (its last plateau is always \"DRAM\"); \
              give --sweep PATH/max to name them from this device's cache sizes"
         );
@@ -848,7 +848,7 @@ pub fn import_gpu_profile(
         }));
     }
     for w in &import.warnings {
-        eprintln!("warning: {w}");
+        errln!("warning: {w}");
     }
     let mb = |b: Option<&f64>| b.map_or("-".to_string(), |b| format!("{:.1}", b / 1e6));
     let rows: Vec<Vec<String>> = import
@@ -915,7 +915,7 @@ pub fn import_gpu_profile(
                     std::slice::from_ref(p),
                 )?;
                 crate::results::write_atomic(path, svg.as_bytes())?;
-                eprintln!("wrote {}", path.display());
+                errln!("wrote {}", path.display());
             }
             out.push('\n');
             out.push_str(&roofline_text(
@@ -956,7 +956,7 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
     } = o;
     use crate::roofline::{advice, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
-    eprintln!(
+    errln!(
         "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
         model.name
     );
@@ -971,7 +971,7 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
     if let Some(path) = o.svg {
         let svg = crate::report::svg::roofline(&stored.ceilings, Precision::Fp32, &drawn)?;
         crate::results::write_atomic(path, svg.as_bytes())?;
-        eprintln!("wrote {}", path.display());
+        errln!("wrote {}", path.display());
     }
     if json {
         return print_json(&serde_json::json!({

@@ -95,7 +95,7 @@ impl Progress {
 
     fn clear(&self) {
         if self.tty {
-            eprint!("\r\x1b[2K");
+            err!("\r\x1b[2K");
         }
     }
 
@@ -144,7 +144,7 @@ impl Progress {
         let _ = write!(line, " · ETA {}", render::duration(self.eta()));
         // Keep to one terminal line so the redraw does not scroll.
         let line: String = line.chars().take(160).collect();
-        eprint!("\r\x1b[2K{line}");
+        err!("\r\x1b[2K{line}");
         let _ = std::io::stderr().flush();
     }
 
@@ -176,7 +176,7 @@ impl Progress {
                     } else {
                         String::new()
                     };
-                    eprintln!("[{index}/{total}] {}: running{retry}", condition.id);
+                    errln!("[{index}/{total}] {}: running{retry}", condition.id);
                 }
             }
             SweepEvent::Worker(WorkerEvent::Timed(n)) => {
@@ -251,11 +251,11 @@ impl Progress {
                 if !retry && self.finished < self.estimates.len() {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
-                eprintln!("{line}");
+                errln!("{line}");
             }
             SweepEvent::Cooldown { seconds } => {
                 if !self.tty {
-                    eprintln!("cooling down {seconds} s");
+                    errln!("cooling down {seconds} s");
                 }
             }
         }
@@ -313,7 +313,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             manifest.status = SweepStatus::Running;
             manifest.ended = None;
             results::write_manifest(dir, &manifest)?;
-            eprintln!(
+            errln!(
                 "resuming {}: {} of {} condition(s) already done, {} to run",
                 dir.display(),
                 done,
@@ -356,7 +356,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         .iter()
         .map(|c| matrix::estimate_condition(&config, c, cores))
         .collect();
-    eprintln!(
+    errln!(
         "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {}",
         config.name,
         todo.len(),
@@ -366,7 +366,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         dir.display()
     );
     for s in &manifest.skipped {
-        eprintln!("  skipped {}: {}", s.condition.id, s.reason);
+        errln!("  skipped {}: {}", s.condition.id, s.reason);
     }
     let cancel = Arc::new(AtomicBool::new(false));
     install_stop_handlers(&cancel)?;
@@ -413,7 +413,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     })?;
     progress.clear();
     let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
-    eprintln!("{}", overhead_line(&outcome));
+    errln!("{}", overhead_line(&outcome));
     if stream {
         stream_line(&crate::fleet::Line::Finished {
             manifest: Box::new(manifest.clone()),
@@ -740,7 +740,7 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
 pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyhow::Result<()> {
     let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
     for warning in &stored.warnings {
-        eprintln!("warning: {warning}");
+        errln!("warning: {warning}");
     }
     let rows = summary::rows(&stored.manifest, &stored.runs);
     session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))?;
@@ -748,7 +748,7 @@ pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyho
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join("charts"));
     let paths = session::write_svgs(&stored, &rows, &svg_dir)?;
-    eprintln!(
+    errln!(
         "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
         dir.display(),
         paths.len(),

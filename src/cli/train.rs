@@ -135,7 +135,7 @@ fn train_on(
             let Ok(line) = line else { break };
             match train::parse_line(&line) {
                 Some(Report::Epoch(e)) => {
-                    eprintln!(
+                    errln!(
                         "[{nodes} node(s)] epoch {}/{}: train acc {:.3}, val acc {:.3}, loss {:.3}, {:.1} s",
                         e.epoch, args.epochs, e.train_acc, e.val_acc, e.loss, e.elapsed_s
                     );
@@ -191,7 +191,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let data = match &args.data {
         Some(d) => {
             let (n_train, n_test) = train::count_records(d).map_err(BadInput)?;
-            eprintln!(
+            errln!(
                 "CIFAR-10 at {}: {n_train} training, {n_test} test images",
                 d.display()
             );
@@ -204,7 +204,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             let d = dir.join("cifar-synthetic");
             train::write_synthetic(&d, args.synthetic, (args.synthetic / 5).max(10), args.seed)
                 .with_context(|| format!("cannot write the synthetic set to {}", d.display()))?;
-            eprintln!(
+            errln!(
                 "synthetic CIFAR-10 ({} training, {} test images, seed {}) in {}",
                 args.synthetic,
                 (args.synthetic / 5).max(10),
@@ -220,14 +220,15 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let mut runs = Vec::new();
     let mut failures = Vec::new();
     for &nodes in &args.nodes {
-        eprintln!(
+        errln!(
             "[{nodes} node(s)] training {} for {} epoch(s) with torchrun (gloo) …",
-            args.model, args.epochs
+            args.model,
+            args.epochs
         );
         match train_on(&python, &harness, &data, &args, nodes) {
             Ok(t) => runs.push(t),
             Err(why) => {
-                eprintln!("[{nodes} node(s)] failed: {why}");
+                errln!("[{nodes} node(s)] failed: {why}");
                 failures.push((nodes, why));
             }
         }

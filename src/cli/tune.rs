@@ -134,9 +134,9 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
     };
     let mut prepared = session::prepare(config, args.config.as_deref(), &args.overrides())?;
     for line in &prepared.skipped {
-        eprintln!("  left out: {line}");
+        errln!("  left out: {line}");
     }
-    eprintln!(
+    errln!(
         "tuning {} {} for {}: {} candidates, {} trials at most{}; results in {}",
         prepared.model,
         prepared.input,
@@ -229,27 +229,27 @@ fn progress(event: TuneEvent, unit: &str) {
                     )
                 })
                 .unwrap_or_default();
-            eprintln!("trial {n}/{budget}: {}{guess} …", candidate.label());
+            errln!("trial {n}/{budget}: {}{guess} …", candidate.label());
         }
         TuneEvent::Measured { trial, .. } => match (&trial.cost, &trial.failure) {
-            (Some(c), _) => eprintln!(
+            (Some(c), _) => errln!(
                 "  measured {}; best so far {}",
                 fmt_cost(Some(*c), unit),
                 fmt_cost(trial.best_cost, unit)
             ),
-            (None, Some(why)) => eprintln!("  failed: {why}"),
-            (None, None) => eprintln!("  failed"),
+            (None, Some(why)) => errln!("  failed: {why}"),
+            (None, None) => errln!("  failed"),
         },
         TuneEvent::Confirm {
             round,
             rounds,
             which,
-        } => eprintln!("re-measuring the {which} (round {round}/{rounds}) …"),
+        } => errln!("re-measuring the {which} (round {round}/{rounds}) …"),
         TuneEvent::Sweep(SweepEvent::Done {
             record,
             retry: true,
             ..
-        }) => eprintln!(
+        }) => errln!(
             "  attempt {} failed ({}); retrying",
             record.attempt,
             record.reason.as_deref().unwrap_or("no reason")

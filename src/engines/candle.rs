@@ -407,7 +407,7 @@ mod tests {
                 .zip(&t)
                 .map(|(a, b)| (a - b).abs())
                 .fold(0f32, f32::max);
-            eprintln!("{name}: max |candle - tract| = {worst:.2e}, largest |output| {scale:.2e}");
+            errln!("{name}: max |candle - tract| = {worst:.2e}, largest |output| {scale:.2e}");
             assert!(
                 worst <= 1e-4 * scale,
                 "{name}: differs by {worst} (scale {scale})"
