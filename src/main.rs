@@ -11,6 +11,7 @@ mod collect;
 mod config;
 mod engines;
 mod fleet;
+mod lockfile;
 mod models;
 mod report;
 mod results;

@@ -2,11 +2,13 @@
 //! its manifest, reopening an interrupted one, and the summaries and charts written when it ends.
 
 use crate::config::{self, Config};
+use crate::lockfile::{LockError, LockFile};
 use crate::report;
 use crate::results::{self, summary, Manifest, Stored, SweepStatus};
-use crate::runner::matrix::{self, Plan};
+use crate::runner::matrix::{self, Condition, Plan};
 use crate::runner::sweep::SweepOutcome;
 use anyhow::Context;
+use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use thiserror::Error;
 
@@ -15,29 +17,61 @@ use thiserror::Error;
 #[error("{0}")]
 pub struct BadInput(pub String);
 
-/// A results directory that does not exist yet, under `parent`.
+/// A results directory that did not exist before, under `parent`. Creating the last component
+/// with `mkdir` (not "exists? then create") makes the choice atomic: two runs started in the
+/// same second get two directories, never one.
 pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
     let base = results::dir_name(name);
-    for n in 1..100 {
+    std::fs::create_dir_all(parent).map_err(|e| {
+        BadInput(format!(
+            "cannot create the output directory {}: {e}",
+            parent.display()
+        ))
+    })?;
+    for n in 1..1000 {
         let candidate = if n == 1 {
             parent.join(&base)
         } else {
             parent.join(format!("{base}-{n}"))
         };
-        if !candidate.exists() {
-            std::fs::create_dir_all(&candidate).map_err(|e| {
-                BadInput(format!(
-                    "cannot create the results directory {}: {e}",
-                    candidate.display()
-                ))
-            })?;
-            return Ok(candidate);
+        match std::fs::create_dir(&candidate) {
+            Ok(()) => return Ok(candidate),
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) => anyhow::bail!(BadInput(format!(
+                "cannot create the results directory {}: {e}",
+                candidate.display()
+            ))),
         }
     }
     anyhow::bail!(BadInput(format!(
         "cannot find a free results directory name under {}",
         parent.display()
     )))
+}
+
+/// Takes the writer's lock of a results directory for the life of a run, or says who holds it.
+pub fn lock_dir(dir: &Path, what: &str) -> anyhow::Result<LockFile> {
+    match LockFile::try_acquire(&dir.join(results::LOCK), what) {
+        Ok(lock) => Ok(lock),
+        Err(LockError::Io { path, source }) => Err(anyhow::anyhow!(
+            "cannot lock {} for writing: {source}",
+            path.display()
+        )),
+        Err(held) => {
+            let who = match &held {
+                LockError::Held { holder, .. } => format!("edgeprof ({holder})"),
+                _ => "another edgeprof that is just starting".to_string(),
+            };
+            Err(BadInput(format!(
+                "{} is being written by {who}; one run writes a results directory at a time: \
+                 follow it with `edgeprof tui --open {}` or `tail -f {}`, or wait until it ends",
+                dir.display(),
+                dir.display(),
+                dir.join(results::PROGRESS).display()
+            ))
+            .into())
+        }
+    }
 }
 
 pub fn engine_versions() -> std::collections::BTreeMap<String, String> {
@@ -76,11 +110,18 @@ pub fn engine_versions_for(
     versions
 }
 
-/// Starts a new sweep from a config file: config, plan, directory and manifest.
-pub fn start_new(
-    file: &Path,
-    output: Option<&Path>,
-) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
+/// A new sweep, ready to run: its directory is made, locked and holds the manifest.
+pub struct Started {
+    pub config: Config,
+    pub plan: Plan,
+    pub dir: PathBuf,
+    pub manifest: Manifest,
+    /// Held until the sweep ends: no second writer can open the directory meanwhile.
+    pub lock: LockFile,
+}
+
+/// Starts a new sweep from a config file.
+pub fn start_new(file: &Path, output: Option<&Path>) -> anyhow::Result<Started> {
     let text = std::fs::read_to_string(file).map_err(|e| config::ConfigReadError {
         path: file.to_path_buf(),
         reason: e.to_string(),
@@ -93,7 +134,7 @@ pub fn start_from_text(
     text: String,
     file: &Path,
     output: Option<&Path>,
-) -> anyhow::Result<(Config, Plan, PathBuf, Manifest)> {
+) -> anyhow::Result<Started> {
     let config = config::parse(&text, file)?;
     let plan = matrix::check_frameworks(&config, matrix::expand(&config));
     if plan.to_run.is_empty() {
@@ -106,6 +147,7 @@ pub fn start_from_text(
     }
     let parent = output.unwrap_or(&config.output.dir);
     let dir = new_dir(parent, &config.name)?;
+    let lock = lock_dir(&dir, "edgeprof run")?;
     let manifest = Manifest {
         format: results::FORMAT,
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -124,12 +166,35 @@ pub fn start_from_text(
         status: SweepStatus::Running,
     };
     results::write_manifest(&dir, &manifest)?;
-    Ok((config, plan, dir, manifest))
+    Ok(Started {
+        config,
+        plan,
+        dir,
+        manifest,
+        lock,
+    })
 }
 
-/// Reopens an interrupted sweep: the config it stored, checked against its plan.
-pub fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
+/// An interrupted sweep reopened to finish it.
+pub struct Resumed {
+    pub config: Config,
+    pub manifest: Manifest,
+    pub lock: LockFile,
+    /// The conditions without their result yet, in the plan's order.
+    pub todo: Vec<Condition>,
+    /// Conditions that had their result before this resume.
+    pub done_before: usize,
+    /// Attempts already made at each unfinished condition, so retries count on from there.
+    pub attempts_before: HashMap<String, usize>,
+}
+
+/// Reopens an interrupted sweep: locks its directory, checks that its stored config still
+/// expands to the conditions it stored, and marks it running again.
+pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
     let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let lock = lock_dir(dir, "edgeprof run --resume")?;
+    // Read again under the lock: a run that ended just now has rewritten it.
+    let mut manifest = results::read_manifest(dir).unwrap_or(manifest);
     let config =
         config::parse(&manifest.config_text, &manifest.config_file).with_context(|| {
             format!(
@@ -138,13 +203,13 @@ pub fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
             )
         })?;
     let plan = matrix::expand(&config);
-    let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
     // Conditions skipped at the start (a framework not set up then) stay skipped.
-    let skipped: std::collections::HashSet<&str> = manifest
+    let skipped: HashSet<&str> = manifest
         .skipped
         .iter()
         .map(|s| s.condition.id.as_str())
         .collect();
+    let stored: Vec<&str> = manifest.conditions.iter().map(|c| c.id.as_str()).collect();
     let now: Vec<&str> = plan
         .to_run
         .iter()
@@ -153,13 +218,81 @@ pub fn reopen(dir: &Path) -> anyhow::Result<(Config, Manifest)> {
         .collect();
     if stored != now {
         anyhow::bail!(BadInput(format!(
-            "the config stored in {} now expands to other conditions ({} instead of {}); start a new run instead",
+            "the config stored in {} now expands to other conditions ({}); start a new run instead",
             dir.display(),
-            now.len(),
-            stored.len()
+            plan_difference(&stored, &now)
         )));
     }
-    Ok((config, manifest))
+    let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
+    let finished = results::finished_ids(&runs.records);
+    let mut attempts_before: HashMap<String, usize> = HashMap::new();
+    for r in runs
+        .records
+        .iter()
+        .filter(|r| !finished.contains(&r.condition.id))
+    {
+        let n = attempts_before.entry(r.condition.id.clone()).or_default();
+        *n = (*n).max(r.attempt);
+    }
+    let todo: Vec<Condition> = manifest
+        .conditions
+        .iter()
+        .filter(|c| !finished.contains(&c.id))
+        .cloned()
+        .collect();
+    let done_before = manifest.conditions.len() - todo.len();
+    manifest.resumed.push(results::now_rfc3339());
+    manifest.status = SweepStatus::Running;
+    manifest.ended = None;
+    results::write_manifest(dir, &manifest)?;
+    Ok(Resumed {
+        config,
+        manifest,
+        lock,
+        todo,
+        done_before,
+        attempts_before,
+    })
+}
+
+/// How two lists of condition ids differ, for a person: counts, then the first few of each side.
+fn plan_difference(stored: &[&str], now: &[&str]) -> String {
+    const SHOWN: usize = 3;
+    let stored_set: HashSet<&str> = stored.iter().copied().collect();
+    let now_set: HashSet<&str> = now.iter().copied().collect();
+    let gone: Vec<&str> = stored
+        .iter()
+        .copied()
+        .filter(|id| !now_set.contains(id))
+        .collect();
+    let new: Vec<&str> = now
+        .iter()
+        .copied()
+        .filter(|id| !stored_set.contains(id))
+        .collect();
+    let list = |ids: &[&str]| {
+        let mut text = ids
+            .iter()
+            .take(SHOWN)
+            .copied()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if ids.len() > SHOWN {
+            text.push_str(&format!(" and {} more", ids.len() - SHOWN));
+        }
+        text
+    };
+    let mut parts = vec![format!("{} stored, {} now", stored.len(), now.len())];
+    if !gone.is_empty() {
+        parts.push(format!("no longer planned: {}", list(&gone)));
+    }
+    if !new.is_empty() {
+        parts.push(format!("newly planned: {}", list(&new)));
+    }
+    if gone.is_empty() && new.is_empty() {
+        parts.push("the same conditions in another order".to_string());
+    }
+    parts.join("; ")
 }
 
 /// Writes summary.csv/json/md (and the SVG charts) in the formats asked for.
@@ -276,4 +409,35 @@ pub fn finish(
     let rows = summary::rows(&stored.manifest, &stored.runs);
     write_summaries(&stored, &rows, formats)?;
     Ok((stored, rows))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_changed_plan_names_what_went_and_what_came() {
+        let said = plan_difference(&["a", "b", "c"], &["a", "c", "d"]);
+        assert_eq!(
+            said,
+            "3 stored, 3 now; no longer planned: b; newly planned: d"
+        );
+        let many: Vec<String> = (0..5).map(|i| format!("x{i}")).collect();
+        let many: Vec<&str> = many.iter().map(String::as_str).collect();
+        assert!(plan_difference(&many, &[]).contains("x0, x1, x2 and 2 more"));
+        assert!(plan_difference(&["a", "b"], &["b", "a"]).contains("another order"));
+    }
+
+    #[test]
+    fn new_directories_never_collide() {
+        let parent = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let made: Vec<PathBuf> = (0..3)
+            .filter_map(|_| new_dir(parent.path(), "x").ok())
+            .collect();
+        assert_eq!(made.len(), 3);
+        assert!(made[0] != made[1] && made[1] != made[2] && made[0] != made[2]);
+    }
 }

@@ -59,6 +59,9 @@ enum Command {
     Run(RunArgs),
     /// Re-render the tables and charts of a results directory, and write its SVG charts
     Report(ReportArgs),
+    /// The results directories under an output directory and where each stands: running (with
+    /// its pid and progress), complete, failed, interrupted; find a sweep after a reconnect
+    Runs(RunsArgs),
     /// The hierarchical roofline: this CPU's ceilings
     #[command(subcommand)]
     Roofline(RooflineCommand),
@@ -105,6 +108,13 @@ enum Command {
     /// it over SSH
     #[command(hide = true)]
     NodeInfo,
+    /// Wait for standard input to end, then kill the processes a sweep's workers left behind
+    /// (started by edgeprof itself, so they die with it however it dies)
+    #[command(hide = true)]
+    ReapGuard {
+        #[arg(long)]
+        prefix: String,
+    },
     /// List every telemetry source and engine, and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
@@ -368,6 +378,15 @@ struct ReportArgs {
     /// Print tables only, no terminal charts
     #[arg(long)]
     no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+struct RunsArgs {
+    /// The output directory to look in (a config's `output.dir`)
+    #[arg(default_value = "results")]
+    dir: PathBuf,
+    #[arg(long)]
+    json: bool,
 }
 
 #[derive(Subcommand, Debug)]
@@ -764,6 +783,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             };
             roofline::measure_gpu(device, effort, json)
         }
+        Command::Runs(args) => sweep::runs_command(&args.dir, args.json),
         Command::Report(args) => {
             let fleet = args.dir.join(crate::fleet::run::FLEET);
             if !fleet.is_file() {
@@ -827,6 +847,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Nodes(command) => nodes::run(command),
         Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
+        Command::ReapGuard { prefix } => {
+            crate::collect::tree::guard_main(&prefix);
+            Ok(())
+        }
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),
         Command::PlaceWorker => {

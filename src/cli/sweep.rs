@@ -7,12 +7,13 @@ use crate::results::{self, summary, Stored, SweepStatus};
 use crate::runner::matrix::{self};
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
-use crate::session::{self, reopen, start_new};
+use crate::session::{self, start_new};
 use anyhow::Context;
+use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -53,9 +54,83 @@ fn stream_line(line: &crate::fleet::Line) {
     }
 }
 
-/// Progress on stderr: a redrawn status line on a terminal, plain lines otherwise.
-struct Progress {
+/// Where progress goes: stderr (a redrawn status line on a terminal, plain lines otherwise)
+/// while it is there, and always, as plain lines with their time, `progress.log` in the results
+/// directory, so a user whose terminal went away can `tail -f` the run from a new one.
+struct Output {
+    /// Redraw a status line (stderr is a terminal).
     tty: bool,
+    /// False once a write to stderr failed (a closed terminal or pipe) or the terminal hung up:
+    /// nothing more is written there.
+    stderr: bool,
+    hangup: Arc<AtomicBool>,
+    log: Option<std::fs::File>,
+}
+
+impl Output {
+    fn new(dir: &Path, hangup: Arc<AtomicBool>) -> Output {
+        let log = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join(results::PROGRESS))
+            .ok();
+        Output {
+            tty: std::io::stderr().is_terminal(),
+            stderr: true,
+            hangup,
+            log,
+        }
+    }
+
+    /// Whether stderr is still worth writing to.
+    fn terminal(&mut self) -> bool {
+        if self.stderr && self.hangup.load(Ordering::Relaxed) {
+            self.stderr = false;
+            self.log_line("the terminal hung up: carrying on; progress continues here only");
+        }
+        self.stderr
+    }
+
+    fn log_line(&mut self, text: &str) {
+        if let Some(log) = &mut self.log {
+            let stamp = results::now_rfc3339();
+            // A full disk must not stop the sweep over its progress log: it goes quiet instead.
+            if writeln!(log, "{stamp} {text}").is_err() {
+                self.log = None;
+            }
+        }
+    }
+
+    /// A line for the log and, while it is there, for stderr (`terminal_only`: not logged).
+    fn line(&mut self, text: &str) {
+        self.log_line(text);
+        self.say(text);
+    }
+
+    /// A line for stderr only.
+    fn say(&mut self, text: &str) {
+        if self.terminal() && !crate::console::err(format_args!("{text}\n")) {
+            self.stderr = false;
+        }
+    }
+
+    /// Replaces the terminal's status line (nothing without a terminal).
+    fn status(&mut self, text: &str) {
+        if self.tty && self.terminal() && !crate::console::err(format_args!("\r\x1b[2K{text}")) {
+            self.stderr = false;
+        }
+    }
+
+    fn clear_status(&mut self) {
+        if self.tty && self.terminal() && !crate::console::err(format_args!("\r\x1b[2K")) {
+            self.stderr = false;
+        }
+    }
+}
+
+/// Progress of a sweep, drawn through an [`Output`].
+struct Progress {
+    out: Output,
     /// Estimated seconds of each condition still to run in this sweep, in order.
     estimates: Vec<f64>,
     started: Instant,
@@ -93,14 +168,8 @@ impl Progress {
         )
     }
 
-    fn clear(&self) {
-        if self.tty {
-            err!("\r\x1b[2K");
-        }
-    }
-
     fn draw(&mut self) {
-        if !self.tty {
+        if !self.out.tty {
             return;
         }
         let now = Instant::now();
@@ -144,8 +213,7 @@ impl Progress {
         let _ = write!(line, " · ETA {}", render::duration(self.eta()));
         // Keep to one terminal line so the redraw does not scroll.
         let line: String = line.chars().take(160).collect();
-        err!("\r\x1b[2K{line}");
-        let _ = std::io::stderr().flush();
+        self.out.status(&line);
     }
 
     fn event(&mut self, event: SweepEvent, per_condition_iterations: usize) {
@@ -168,15 +236,17 @@ impl Progress {
                 self.rss = None;
                 self.iterations = per_condition_iterations;
                 self.last_draw = None;
-                if self.tty {
+                let retry = if attempt > 1 {
+                    format!(" (attempt {attempt} of {attempts})")
+                } else {
+                    String::new()
+                };
+                let line = format!("[{index}/{total}] {}: running{retry}", condition.id);
+                if self.out.tty {
+                    self.out.log_line(&line);
                     self.draw();
                 } else {
-                    let retry = if attempt > 1 {
-                        format!(" (attempt {attempt} of {attempts})")
-                    } else {
-                        String::new()
-                    };
-                    errln!("[{index}/{total}] {}: running{retry}", condition.id);
+                    self.out.line(&line);
                 }
             }
             SweepEvent::Worker(WorkerEvent::Timed(n)) => {
@@ -199,7 +269,7 @@ impl Progress {
                 record,
                 retry,
             } => {
-                self.clear();
+                self.out.clear_status();
                 if !retry {
                     self.estimated_done +=
                         self.estimates.get(self.finished).copied().unwrap_or(0.0);
@@ -251,27 +321,35 @@ impl Progress {
                 if !retry && self.finished < self.estimates.len() {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
-                errln!("{line}");
+                self.out.line(&line);
             }
             SweepEvent::Cooldown { seconds } => {
-                if !self.tty {
-                    errln!("cooling down {seconds} s");
+                let line = format!("cooling down {seconds} s");
+                if self.out.tty {
+                    self.out.log_line(&line);
+                } else {
+                    self.out.line(&line);
                 }
             }
         }
     }
 }
 
-/// Stops the sweep on SIGINT, SIGTERM or SIGHUP (a dropped SSH session); a second signal
-/// ends edgeprof at once. Workers die with their parent (PR_SET_PDEATHSIG).
-pub(super) fn install_stop_handlers(flag: &Arc<AtomicBool>) -> anyhow::Result<()> {
+/// Stops the sweep on SIGINT or SIGTERM (a second one ends edgeprof at once; workers die with
+/// their parent). A hang-up (SIGHUP: a closed terminal, a dropped SSH session) does not stop
+/// it: the returned flag is raised, progress goes on in the results directory only, and the
+/// sweep measures to the end. A closing terminal may send several hang-ups; they are one.
+pub(super) fn install_stop_handlers(cancel: &Arc<AtomicBool>) -> anyhow::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for (signal, code) in [(SIGINT, 130), (SIGTERM, 143), (SIGHUP, 129)] {
-        signal_hook::flag::register_conditional_shutdown(signal, code, Arc::clone(flag))
-            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(flag)))
+    for signal in [SIGINT, SIGTERM] {
+        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(cancel))
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(cancel)))
             .context("cannot install the signal handlers")?;
     }
-    Ok(())
+    let hangup = Arc::new(AtomicBool::new(false));
+    signal_hook::flag::register(SIGHUP, Arc::clone(&hangup))
+        .context("cannot install the signal handlers")?;
+    Ok(hangup)
 }
 
 /// `edgeprof run`.
@@ -290,55 +368,62 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             }
         }
     }
-    let (config, dir, mut manifest, done_before, todo) = match (&options.resume, &options.config) {
-        (Some(_), Some(_)) => anyhow::bail!(BadInput(
-            "--resume continues with the config stored in the results directory; leave CONFIG out"
-                .into()
-        )),
-        (None, None) => anyhow::bail!(BadInput(
-            "name a config file (e.g. configs/default.toml), or --resume DIR".into()
-        )),
-        (Some(dir), None) => {
-            let (config, mut manifest) = reopen(dir)?;
-            let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
-            let finished = results::finished_ids(&runs.records);
-            let todo: Vec<_> = manifest
-                .conditions
-                .iter()
-                .filter(|c| !finished.contains(&c.id))
-                .cloned()
-                .collect();
-            let done = manifest.conditions.len() - todo.len();
-            manifest.resumed.push(results::now_rfc3339());
-            manifest.status = SweepStatus::Running;
-            manifest.ended = None;
-            results::write_manifest(dir, &manifest)?;
-            errln!(
-                "resuming {}: {} of {} condition(s) already done, {} to run",
-                dir.display(),
-                done,
-                manifest.conditions.len(),
-                todo.len()
-            );
-            (config, dir.clone(), manifest, done, todo)
-        }
-        (None, Some(file)) if file.as_os_str() == "-" => {
-            let mut text = String::new();
-            std::io::stdin()
-                .read_to_string(&mut text)
-                .context("cannot read the config from stdin")?;
-            let (config, plan, dir, manifest) =
-                session::start_from_text(text, Path::new("stdin.toml"), options.output.as_deref())?;
-            (config, dir, manifest, 0, plan.to_run)
-        }
-        (None, Some(file)) => {
-            let (config, plan, dir, manifest) = start_new(file, options.output.as_deref())?;
-            (config, dir, manifest, 0, plan.to_run)
-        }
-    };
+    // Handlers first: a hang-up while the plan is made must not end edgeprof either.
+    let cancel = Arc::new(AtomicBool::new(false));
+    let hangup = install_stop_handlers(&cancel)?;
+    let no_attempts = HashMap::new();
+    let (config, dir, mut manifest, done_before, todo, attempts_before, _lock) =
+        match (&options.resume, &options.config) {
+            (Some(_), Some(_)) => anyhow::bail!(BadInput(
+                "--resume continues with the config stored in the results directory; leave \
+                 CONFIG out"
+                    .into()
+            )),
+            (None, None) => anyhow::bail!(BadInput(
+                "name a config file (e.g. configs/default.toml), or --resume DIR".into()
+            )),
+            (Some(dir), None) => {
+                let r = session::resume(dir)?;
+                (
+                    r.config,
+                    dir.clone(),
+                    r.manifest,
+                    r.done_before,
+                    r.todo,
+                    r.attempts_before,
+                    r.lock,
+                )
+            }
+            (None, Some(file)) => {
+                let started = if file.as_os_str() == "-" {
+                    let mut text = String::new();
+                    std::io::stdin()
+                        .read_to_string(&mut text)
+                        .context("cannot read the config from stdin")?;
+                    session::start_from_text(
+                        text,
+                        Path::new("stdin.toml"),
+                        options.output.as_deref(),
+                    )?
+                } else {
+                    start_new(file, options.output.as_deref())?
+                };
+                (
+                    started.config,
+                    started.dir,
+                    started.manifest,
+                    0,
+                    started.plan.to_run,
+                    no_attempts,
+                    started.lock,
+                )
+            }
+        };
     if config.matrix.nodes != [crate::config::LOCAL_NODE] {
         // Only a config read from stdin (a node's share) or a resumed one gets here.
-        let _ = std::fs::remove_dir_all(&dir);
+        if options.resume.is_none() {
+            let _ = std::fs::remove_dir_all(&dir);
+        }
         anyhow::bail!(BadInput(
             "a fleet run starts from a config file on the controller: a node's config (or a \
              resumed run) must not name other nodes in matrix.nodes"
@@ -351,25 +436,35 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             manifest: Box::new(manifest.clone()),
         });
     }
+    let mut out = Output::new(&dir, Arc::clone(&hangup));
+    if options.resume.is_some() {
+        out.line(&format!(
+            "resuming {}: {} of {} condition(s) already done, {} to run",
+            dir.display(),
+            done_before,
+            manifest.conditions.len(),
+            todo.len()
+        ));
+    }
     let cores = crate::runner::available_cores();
     let estimates: Vec<f64> = todo
         .iter()
         .map(|c| matrix::estimate_condition(&config, c, cores))
         .collect();
-    errln!(
-        "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {}",
+    out.line(&format!(
+        "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {} \
+         (edgeprof pid {})",
         config.name,
         todo.len(),
         manifest.skipped.len(),
         manifest.excluded,
         render::duration(estimates.iter().sum()),
-        dir.display()
-    );
+        dir.display(),
+        std::process::id()
+    ));
     for s in &manifest.skipped {
-        errln!("  skipped {}: {}", s.condition.id, s.reason);
+        out.line(&format!("  skipped {}: {}", s.condition.id, s.reason));
     }
-    let cancel = Arc::new(AtomicBool::new(false));
-    install_stop_handlers(&cancel)?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let mut writer = results::Writer::open(&dir)?;
     // Tests point telemetry at a fixture tree; everyone else reads this machine.
@@ -384,9 +479,10 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         cancel: &cancel,
         telemetry_root: &telemetry_root,
         dir: &dir,
+        attempts_before: &attempts_before,
     };
     let mut progress = Progress {
-        tty: std::io::stderr().is_terminal(),
+        out,
         estimates,
         started: Instant::now(),
         estimated_done: 0.0,
@@ -411,20 +507,36 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         }
         progress.event(event, per_condition)
     })?;
-    progress.clear();
+    let mut out = progress.out;
+    out.clear_status();
     let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
-    errln!("{}", overhead_line(&outcome));
+    let (ok, failed, not_run, _) = summary::counts(&rows);
+    out.line(&overhead_line(&outcome));
+    // The report goes to stdout; a reader that went away (`| head`, a closed terminal) is no
+    // reason to fail a sweep whose results are all on disk.
     if stream {
         stream_line(&crate::fleet::Line::Finished {
             manifest: Box::new(manifest.clone()),
         });
-    } else {
-        print_out(&report_text(&stored, &rows, options.charts))?;
+    } else if out.terminal() {
+        let _ = print_out(&report_text(&stored, &rows, options.charts));
     }
     if config.output.roofline {
-        roofline_outputs(&stored)?;
+        let roofline = roofline_outputs(&stored)?;
+        if !stream && out.terminal() {
+            let _ = print_out(&roofline);
+        }
     }
-    let (ok, failed, not_run, _) = summary::counts(&rows);
+    out.log_line(&format!(
+        "finished: {} ({ok} ok, {failed} failed, {not_run} not run); `edgeprof report {}` shows \
+         the tables",
+        match manifest.status {
+            SweepStatus::Complete => "complete",
+            SweepStatus::Interrupted => "interrupted",
+            SweepStatus::Running => "running",
+        },
+        dir.display()
+    ));
     if outcome.interrupted || not_run > 0 {
         anyhow::bail!(Interrupted {
             done: ok + failed,
@@ -445,7 +557,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
 /// The roofline of a finished sweep: ceilings of this device (measured first if it has none),
 /// its conditions as points with their advice on stdout, and `roofline.json` and
 /// `charts/roofline.svg` in the results directory.
-fn roofline_outputs(stored: &Stored) -> anyhow::Result<()> {
+fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
     use crate::roofline::{advice, Precision};
     let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
     let c = &ceilings.ceilings;
@@ -469,7 +581,7 @@ fn roofline_outputs(stored: &Stored) -> anyhow::Result<()> {
         .with_context(|| format!("cannot create {}", charts.display()))?;
     let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
     results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
-    print_out(&format!(
+    Ok(format!(
         "\nroofline\n{}",
         crate::cli::roofline::roofline_text(
             c,
@@ -736,23 +848,114 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
     out
 }
 
-/// `edgeprof report DIR`.
+/// `edgeprof report DIR`. The tables go to stdout whatever happens to the files: a directory
+/// that another edgeprof is still writing is read, not written; one that cannot be written
+/// (read-only, a full disk) gets a warning.
 pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyhow::Result<()> {
     let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
     for warning in &stored.warnings {
         errln!("warning: {warning}");
     }
     let rows = summary::rows(&stored.manifest, &stored.runs);
-    session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))?;
-    let svg_dir = svg_dir
-        .map(Path::to_path_buf)
-        .unwrap_or_else(|| dir.join("charts"));
-    let paths = session::write_svgs(&stored, &rows, &svg_dir)?;
-    errln!(
-        "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
-        dir.display(),
-        paths.len(),
-        svg_dir.display()
-    );
+    let writer = crate::lockfile::holder(&dir.join(results::LOCK));
+    if let Some(holder) = &writer {
+        errln!(
+            "{} is still being written by edgeprof ({holder}): showing what it holds so far, \
+             writing nothing",
+            dir.display()
+        );
+    } else {
+        let svg_dir = svg_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.join("charts"));
+        let written =
+            session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))
+                .and_then(|()| session::write_svgs(&stored, &rows, &svg_dir));
+        match written {
+            Ok(paths) => errln!(
+                "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
+                dir.display(),
+                paths.len(),
+                svg_dir.display()
+            ),
+            Err(e) => errln!("warning: the summaries and charts were not written: {e:#}"),
+        }
+    }
     print_out(&report_text(&stored, &rows, charts))
+}
+
+/// `edgeprof runs [DIR]`.
+pub fn runs_command(parent: &Path, json: bool) -> anyhow::Result<()> {
+    use results::listing::{self, State};
+    let found = listing::list(parent).map_err(|e| {
+        BadInput(format!(
+            "cannot list {}: {e} (name the output directory of your runs, e.g. edgeprof runs \
+             results)",
+            parent.display()
+        ))
+    })?;
+    if json {
+        return crate::cli::print_json(&found);
+    }
+    if found.is_empty() {
+        return print_out(&format!(
+            "no results directories under {}\n",
+            parent.display()
+        ));
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|l| {
+            let mut notes = Vec::new();
+            if l.failed > 0 {
+                notes.push(format!("{} failed", l.failed));
+            }
+            if let Some(pid) = l.pid {
+                notes.push(format!("pid {pid}"));
+            }
+            if let Some(note) = &l.note {
+                notes.push(note.clone());
+            }
+            vec![
+                l.dir.display().to_string(),
+                l.state.to_string(),
+                format!("{}/{}", l.done, l.total),
+                l.started.clone(),
+                notes.join(", "),
+            ]
+        })
+        .collect();
+    let mut text = render::table(
+        &["directory", "state", "done", "started", "notes"],
+        &[false, false, true, false, false],
+        &rows,
+    );
+    for l in &found {
+        match l.state {
+            State::Running => {
+                let _ = writeln!(
+                    text,
+                    "\n{} is running: follow it with `edgeprof tui --open {}` or `tail -f {}`",
+                    l.dir.display(),
+                    l.dir.display(),
+                    l.dir.join(results::PROGRESS).display()
+                );
+                if let Some(line) = &l.last_progress {
+                    let _ = writeln!(text, "  last: {line}");
+                }
+            }
+            State::Interrupted => {
+                let _ = writeln!(
+                    text,
+                    "\n{} stopped at {} of {}: finish it with `edgeprof run --resume {}`",
+                    l.dir.display(),
+                    l.done,
+                    l.total,
+                    l.dir.display()
+                );
+            }
+            State::Complete | State::Failed => {}
+        }
+    }
+    print_out(&text)
 }

@@ -10,6 +10,7 @@ pub mod perf;
 pub mod proc;
 pub mod tegrastats;
 pub mod telemetry;
+pub mod tree;
 
 /// The first `name` on PATH, if any.
 pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {

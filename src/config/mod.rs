@@ -491,7 +491,8 @@ impl Resolver<'_> {
         if name.ends_with(".onnx") {
             let path = self.base.join(name);
             return if path.is_file() {
-                Ok(ModelRef::Onnx(path))
+                // One spelling of the file however it was named (`../m.onnx`, a symlink).
+                Ok(ModelRef::Onnx(std::fs::canonicalize(&path).unwrap_or(path)))
             } else {
                 Err(self.at(key, v, format!("no ONNX file at {}", path.display())))
             };
@@ -1106,14 +1107,27 @@ fn default_name(file: &Path) -> String {
         .unwrap_or_else(|| "run".to_string())
 }
 
+/// The directory a config's relative paths are read from: the file's own, canonical, so that
+/// resolved paths (and the condition ids made from them) do not depend on how the config's path
+/// was typed (`configs/x.toml`, `./configs/x.toml`, an absolute path on resume).
+fn base_dir(file: &Path) -> PathBuf {
+    let parent = match file.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    std::fs::canonicalize(parent)
+        .or_else(|_| std::path::absolute(parent))
+        .unwrap_or_else(|_| parent.to_path_buf())
+}
+
 /// Parses and resolves configuration text; `file` names it in errors and resolves relative paths.
 pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
     let file_name = file.display().to_string();
-    let base = file.parent().unwrap_or(Path::new("."));
+    let base = base_dir(file);
     let resolver = Resolver {
         file: &file_name,
         text,
-        base,
+        base: &base,
     };
     let deserializer = toml::Deserializer::parse(text).map_err(|e| {
         let message = e.message().to_string();

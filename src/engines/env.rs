@@ -494,6 +494,18 @@ pub fn setup(
     }
     let dir = env_dir(framework)?;
     let python = venv_python(&dir);
+    if let Some(parent) = dir.parent() {
+        std::fs::create_dir_all(parent)
+            .with_context(|| format!("cannot create {}", parent.display()))?;
+    }
+    // One set-up of an environment at a time (two shells, parallel tests): the second waits,
+    // then finds the environment ready.
+    let _lock = crate::lockfile::LockFile::acquire_waiting(
+        &dir.with_extension("lock"),
+        &format!("edgeprof env setup {}", framework.name),
+        |held| on_line(&format!("waiting: {held}")),
+    )
+    .map_err(anyhow::Error::from)?;
     if dir.exists() {
         if !force {
             if let Ok(p) = probe(&python, &[framework]) {
@@ -503,10 +515,6 @@ pub fn setup(
             }
         }
         remove_dir(framework, &dir)?;
-    }
-    if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
     }
     let made = (|| -> anyhow::Result<Interpreter> {
         let mut venv = Command::new(base);

@@ -15,6 +15,7 @@
 //! before the next run starts, and a torn last line is ignored (and trimmed on resume).
 
 pub mod agreement;
+pub mod listing;
 pub mod summary;
 
 use crate::collect::device::Fingerprint;
@@ -34,6 +35,10 @@ pub const MANIFEST: &str = "manifest.json";
 pub const RUNS: &str = "runs.jsonl";
 pub const SAMPLES: &str = "samples.jsonl";
 pub const TELEMETRY: &str = "telemetry.jsonl";
+/// Held by the one process writing the directory (see [`crate::lockfile`]).
+pub const LOCK: &str = "writer.lock";
+/// The progress lines of the run, appended as they happen (`tail -f` it after a hang-up).
+pub const PROGRESS: &str = "progress.log";
 /// Version of the directory layout, raised when a reader could misread an older one.
 pub const FORMAT: u32 = 1;
 
@@ -177,16 +182,45 @@ pub struct Writer {
     telemetry: File,
 }
 
-/// Cuts a torn last line (a write interrupted by SIGKILL or power loss) off a JSON-lines file.
+/// Mends the end of a JSON-lines file after a write was cut short (SIGKILL, power loss, a full
+/// disk): a last line that is a whole record and lacks only its newline gets the newline; a torn
+/// one is cut off. Only the tail is read, so a large file costs no more than a small one.
 fn trim_torn_tail(file: &mut File) -> std::io::Result<()> {
-    let mut text = Vec::new();
-    file.rewind()?;
-    file.read_to_end(&mut text)?;
-    if text.last().is_some_and(|&b| b != b'\n') {
-        let keep = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
-        file.set_len(keep as u64)?;
+    let len = file.seek(std::io::SeekFrom::End(0))?;
+    if len == 0 {
+        return Ok(());
     }
-    Ok(())
+    let mut last = [0u8; 1];
+    file.seek(std::io::SeekFrom::Start(len - 1))?;
+    file.read_exact(&mut last)?;
+    if last[0] == b'\n' {
+        return Ok(());
+    }
+    // Find the start of the last line, reading backwards in blocks.
+    let mut start = 0;
+    let mut pos = len;
+    let mut block = vec![0u8; 64 * 1024];
+    while pos > 0 {
+        let from = pos.saturating_sub(block.len() as u64);
+        let part = &mut block[..(pos - from) as usize];
+        file.seek(std::io::SeekFrom::Start(from))?;
+        file.read_exact(part)?;
+        if let Some(i) = part.iter().rposition(|&b| b == b'\n') {
+            start = from + i as u64 + 1;
+            break;
+        }
+        pos = from;
+    }
+    let mut tail = Vec::new();
+    file.seek(std::io::SeekFrom::Start(start))?;
+    file.read_to_end(&mut tail)?;
+    if serde_json::from_slice::<serde::de::IgnoredAny>(&tail).is_ok() {
+        // Appends go to the end whatever the position (the file is opened for appending).
+        file.write_all(b"\n")?;
+        file.flush()
+    } else {
+        file.set_len(start)
+    }
 }
 
 fn open_append(path: &Path) -> anyhow::Result<File> {
@@ -410,6 +444,38 @@ mod tests {
             panic!("missing file is an error")
         };
         assert!(missing.records.is_empty() && missing.warnings.is_empty());
+    }
+
+    #[test]
+    fn a_whole_last_record_without_its_newline_is_kept() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let path = dir.path().join("x.jsonl");
+        if let Err(e) = std::fs::write(&path, "{\"a\":1}\n{\"a\":2}") {
+            panic!("{e}")
+        }
+        let Ok(mut file) = open_append(&path) else {
+            panic!("cannot open")
+        };
+        if let Err(e) = append_line(&mut file, "x", &serde_json::json!({"a": 3})) {
+            panic!("{e}")
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        assert_eq!(text, "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n");
+        // A long torn line (longer than one block of the backwards search) is still cut whole.
+        let long = format!("{{\"a\":1}}\n{{\"b\":\"{}", "x".repeat(200_000));
+        if let Err(e) = std::fs::write(&path, long) {
+            panic!("{e}")
+        }
+        if open_append(&path).is_err() {
+            panic!("cannot open")
+        }
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap_or_default(),
+            "{\"a\":1}\n"
+        );
     }
 
     #[test]

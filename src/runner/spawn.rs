@@ -5,9 +5,9 @@
 //! accounting cross-check the samples.
 
 use crate::collect::proc::{ProcSample, ProcessSampler};
+use crate::collect::tree::Tree;
 use crate::runner::protocol::{Collector, ProtocolError, WorkerRequest, WorkerRun};
-use nix::sys::signal::{killpg, Signal};
-use nix::unistd::Pid;
+use nix::sys::signal::Signal;
 use serde::{Deserialize, Serialize};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
@@ -149,43 +149,100 @@ pub struct Attempt {
     pub samples: Vec<ProcSample>,
 }
 
-/// Calls `f` with each line of a stream (lossily decoded, line end removed) until it ends or
-/// `f` returns false.
-fn for_each_line(stream: impl std::io::Read, mut f: impl FnMut(String) -> bool) {
-    let mut reader = BufReader::new(stream);
-    let mut buf = Vec::new();
+/// Longest line of protocol output read from a worker, in bytes. A record of a million raw
+/// latencies is about 20 MB; a longer line is a broken worker, and reading it whole could cost
+/// the parent more memory than the board has.
+pub const MAX_PROTOCOL_LINE: usize = 64 << 20;
+
+/// Calls `f` with each line of a stream (lossily decoded, line end removed, and at most `max`
+/// bytes of it: the rest of a longer line is read and dropped, so memory stays bounded however
+/// long a line is) and how many bytes were dropped from it, until the stream ends or `f` returns
+/// false.
+fn for_each_line(stream: impl std::io::Read, max: usize, mut f: impl FnMut(String, usize) -> bool) {
+    let mut reader = BufReader::with_capacity(64 * 1024, stream);
+    let mut line: Vec<u8> = Vec::new();
+    let mut dropped = 0usize;
     loop {
-        buf.clear();
-        match reader.read_until(b'\n', &mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(_) => {
-                let line = String::from_utf8_lossy(&buf);
-                if !f(line.trim_end_matches(['\n', '\r']).to_string()) {
-                    break;
+        let chunk = match reader.fill_buf() {
+            Ok([]) => break,
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        };
+        let newline = chunk.iter().position(|&b| b == b'\n');
+        let part = &chunk[..newline.unwrap_or(chunk.len())];
+        let room = max.saturating_sub(line.len());
+        line.extend_from_slice(&part[..part.len().min(room)]);
+        dropped += part.len().saturating_sub(room);
+        let used = newline.map_or(chunk.len(), |i| i + 1);
+        reader.consume(used);
+        if newline.is_some() {
+            let text = String::from_utf8_lossy(&line)
+                .trim_end_matches('\r')
+                .to_string();
+            line.clear();
+            if !f(text, std::mem::take(&mut dropped)) {
+                return;
+            }
+        }
+    }
+    if !line.is_empty() || dropped > 0 {
+        f(String::from_utf8_lossy(&line).into_owned(), dropped);
+    }
+}
+
+/// The last lines of a worker's stderr, shared with the thread that reads them.
+#[derive(Clone, Default)]
+struct Tail(std::sync::Arc<std::sync::Mutex<(VecDeque<String>, bool)>>);
+
+impl Tail {
+    /// Reads `stream` to its end into the tail, each line cut to [`STDERR_LINE_BYTES`].
+    fn fill(&self, stream: impl std::io::Read) {
+        for_each_line(stream, STDERR_LINE_BYTES, |mut line, _| {
+            // A cut in the middle of a character decodes to U+FFFD, which is longer: cut again.
+            if line.len() > STDERR_LINE_BYTES {
+                let mut cut = STDERR_LINE_BYTES;
+                while !line.is_char_boundary(cut) {
+                    cut -= 1;
+                }
+                line.truncate(cut);
+            }
+            if let Ok(mut tail) = self.0.lock() {
+                tail.0.push_back(line);
+                if tail.0.len() > STDERR_TAIL_LINES {
+                    tail.0.pop_front();
                 }
             }
+            true
+        });
+        if let Ok(mut tail) = self.0.lock() {
+            tail.1 = true;
+        }
+    }
+
+    /// The lines so far, once the stream has ended or `wait` has passed (a process outside our
+    /// reach may hold the stream open for ever).
+    fn text(&self, wait: Duration) -> String {
+        let until = Instant::now() + wait;
+        loop {
+            if let Ok(tail) = self.0.lock() {
+                if tail.1 || Instant::now() >= until {
+                    return Vec::from(tail.0.clone()).join("\n");
+                }
+            } else {
+                return String::new();
+            }
+            std::thread::sleep(Duration::from_millis(5));
         }
     }
 }
 
 /// Keeps the last lines of a stream, each cut to [`STDERR_LINE_BYTES`].
+#[cfg(test)]
 fn read_tail(stream: impl std::io::Read) -> String {
-    let mut lines: VecDeque<String> = VecDeque::new();
-    for_each_line(stream, |mut line| {
-        if line.len() > STDERR_LINE_BYTES {
-            let mut cut = STDERR_LINE_BYTES;
-            while !line.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            line.truncate(cut);
-        }
-        lines.push_back(line);
-        if lines.len() > STDERR_TAIL_LINES {
-            lines.pop_front();
-        }
-        true
-    });
-    Vec::from(lines).join("\n")
+    let tail = Tail::default();
+    tail.fill(stream);
+    tail.text(Duration::ZERO)
 }
 
 /// The reaped child: its exit status and resource usage.
@@ -225,14 +282,17 @@ fn try_reap(pid: i32) -> std::io::Result<Option<Reaped>> {
     }))
 }
 
-/// Signals the child's whole process group; a group that is already gone is fine.
-fn signal_group(pgid: i32, signal: Signal) {
-    let _ = killpg(Pid::from_raw(pgid), signal);
-}
-
 enum Stop {
     Timeout,
     Cancelled,
+    /// A line of protocol output passed [`MAX_PROTOCOL_LINE`].
+    Overlong,
+}
+
+/// What the thread reading the worker's stdout hands on.
+enum Out {
+    Line(String),
+    Overlong,
 }
 
 /// Runs `command` with `request` on its stdin and collects its protocol output, sampling it
@@ -291,29 +351,38 @@ pub fn run_worker(
             Ok(())
         });
     }
+    let tag = crate::collect::tree::new_tag();
+    builder.env(crate::collect::tree::TAG_VAR, &tag);
     let start = Instant::now();
     let mut child = match builder.spawn() {
         Ok(c) => c,
         Err(e) => return spawn_failure(e.to_string()),
     };
     let pid = child.id() as i32;
+    let mut tree = Tree::new(pid, &tag);
     // The request is small; write it and close stdin so the worker sees end of input. A worker
     // that does not read its input (or dies first) is judged by how it ends, not by this write.
     if let Some(mut stdin) = child.stdin.take() {
         let _ = stdin.write_all(&request_json);
     }
-    let stderr_reader = child
-        .stderr
-        .take()
-        .map(|stderr| std::thread::spawn(move || read_tail(stderr)));
-    let (tx, rx) = mpsc::channel::<Option<String>>();
+    let tail = Tail::default();
+    if let Some(stderr) = child.stderr.take() {
+        let tail = tail.clone();
+        std::thread::spawn(move || tail.fill(stderr));
+    }
+    let (tx, rx) = mpsc::channel::<Out>();
     if let Some(stdout) = child.stdout.take() {
         std::thread::spawn(move || {
-            for_each_line(stdout, |line| tx.send(Some(line)).is_ok());
-            let _ = tx.send(None);
+            for_each_line(stdout, MAX_PROTOCOL_LINE, |line, dropped| {
+                let out = if dropped > 0 {
+                    Out::Overlong
+                } else {
+                    Out::Line(line)
+                };
+                let overlong = matches!(out, Out::Overlong);
+                tx.send(out).is_ok() && !overlong
+            });
         });
-    } else {
-        let _ = tx.send(None);
     }
 
     let mut sampler = ProcessSampler::new(Path::new("/"), pid as u32, start);
@@ -325,6 +394,9 @@ pub fn run_worker(
     let mut reap_error: Option<String> = None;
     let mut stdout_open = true;
     let mut stop: Option<(Stop, Instant)> = None;
+    // Even a worker that ended first (of the SIGPIPE our stopped reading gave it) broke the
+    // protocol.
+    let mut overlong = false;
     let mut killed = false;
     let mut last_progress = (false, 0);
     let deadline = start + limits.timeout;
@@ -336,6 +408,8 @@ pub fn run_worker(
                 on_event(WorkerEvent::Sample(sample.clone()));
                 samples.push(sample);
             }
+            // Descendants are followed while their parents live, to be stopped with them.
+            tree.refresh();
             next_sample = (next_sample + limits.sample_interval).max(now);
         }
         if reaped.is_none() {
@@ -343,14 +417,14 @@ pub fn run_worker(
                 Ok(Some(r)) => {
                     reaped = Some(r);
                     ended_at = Some(now);
-                    // Take down anything the worker left behind in its group.
-                    signal_group(pid, Signal::SIGKILL);
+                    // Take down anything the worker left behind, in its group or not.
+                    tree.signal(Signal::SIGKILL);
                 }
                 Ok(None) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
                     reap_error = Some(e.to_string());
-                    signal_group(pid, Signal::SIGKILL);
+                    tree.signal(Signal::SIGKILL);
                     break;
                 }
             }
@@ -365,28 +439,39 @@ pub fn run_worker(
                 stop = Some((Stop::Cancelled, now));
             }
             if stop.is_some() {
-                signal_group(pid, Signal::SIGTERM);
+                tree.signal(Signal::SIGTERM);
             }
         }
         if let Some((_, when)) = &stop {
             if !killed && now >= *when + KILL_GRACE {
-                signal_group(pid, Signal::SIGKILL);
+                tree.signal(Signal::SIGKILL);
                 killed = true;
             }
+            // SIGKILL cannot be refused; a worker that still has not ended is stuck in the
+            // kernel (uninterruptible I/O). The run ends anyway; the process is reaped later.
+            if reaped.is_none() && now >= *when + KILL_GRACE * 5 {
+                reap_error = Some("it did not end after SIGKILL".to_string());
+                break;
+            }
         }
-        // Output still held open by something outside the group: stop waiting for it.
+        // Output still held open by something outside our reach: stop waiting for it.
         if let Some(end) = ended_at {
             if now >= end + KILL_GRACE * 2 {
                 break;
             }
         }
-        let wait = if reaped.is_some() {
+        let wait = if reaped.is_some() || !stdout_open {
             POLL
         } else {
             POLL.min(next_sample.saturating_duration_since(now))
         };
+        if !stdout_open {
+            // Output is over; the loop keeps polling for the exit.
+            std::thread::sleep(wait);
+            continue;
+        }
         match rx.recv_timeout(wait) {
-            Ok(Some(line)) => {
+            Ok(Out::Line(line)) => {
                 // A record marks a phase change (loaded, a repeat done): sample there too.
                 if let Some(sample) = sampler.sample_memory(Instant::now()) {
                     on_event(WorkerEvent::Sample(sample.clone()));
@@ -408,13 +493,19 @@ pub fn run_worker(
                     }
                 }
             }
-            Ok(None) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Ok(Out::Overlong) => {
+                stdout_open = false;
+                overlong = true;
+                if stop.is_none() && reaped.is_none() {
+                    stop = Some((Stop::Overlong, Instant::now()));
+                    tree.signal(Signal::SIGTERM);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
                 stdout_open = false;
                 if reaped.is_some() {
                     break;
                 }
-                // Output is over; the loop keeps polling for the exit.
-                std::thread::sleep(wait);
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
@@ -423,9 +514,9 @@ pub fn run_worker(
         .unwrap_or_else(Instant::now)
         .duration_since(start)
         .as_secs_f64();
-    let stderr_tail = stderr_reader
-        .and_then(|h| h.join().ok())
-        .unwrap_or_default();
+    // Whatever is left of the tree goes now (a run stopped before its worker was reaped).
+    tree.signal(Signal::SIGKILL);
+    let stderr_tail = tail.text(KILL_GRACE / 2);
     // VmHWM only grows within one address space; the last reading is after exec (the first
     // may be of the forked child before it).
     let vmhwm = samples.iter().rev().find_map(|s| s.hwm_bytes);
@@ -450,7 +541,7 @@ pub fn run_worker(
         samples: samples.len(),
     };
     let outcome = judge(
-        stop.map(|s| s.0),
+        stop.map(|s| s.0).or(overlong.then_some(Stop::Overlong)),
         limits,
         reaped.map(|r| r.status),
         reap_error,
@@ -516,6 +607,15 @@ fn judge(
             })
         }
         Some(Stop::Cancelled) => return Err(RunFailure::Cancelled),
+        Some(Stop::Overlong) => {
+            return Err(RunFailure::Protocol {
+                error: format!(
+                    "a line of its output is longer than {} MiB",
+                    MAX_PROTOCOL_LINE >> 20
+                ),
+                stderr_tail,
+            })
+        }
         None => {}
     }
     let Some(status) = status else {
@@ -700,6 +800,70 @@ mod tests {
             attempt.outcome
         );
         assert!(started.elapsed() < Duration::from_secs(10));
+    }
+
+    #[test]
+    fn a_line_longer_than_the_limit_fails_the_run_without_reading_it_whole() {
+        let started = Instant::now();
+        let body = format!(
+            "{READY}\nhead -c {} /dev/zero | tr '\\0' x\necho",
+            MAX_PROTOCOL_LINE + 1000
+        );
+        match run_script(&body) {
+            Err(RunFailure::Protocol { error, .. }) => {
+                assert!(error.contains("longer than 64 MiB"), "{error}")
+            }
+            other => panic!("{other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(30));
+    }
+
+    #[test]
+    fn a_grandchild_in_its_own_session_holding_the_pipes_is_killed_with_the_worker() {
+        let limits = RunLimits {
+            timeout: Duration::from_millis(500),
+            sample_interval: Duration::from_millis(50),
+        };
+        let started = Instant::now();
+        let attempt = run_script_with(
+            &format!("{READY}\nsetsid sleep 3931 &\nsleep 3930"),
+            limits,
+            &AtomicBool::new(false),
+        );
+        assert!(
+            matches!(attempt.outcome, Err(RunFailure::Timeout { .. })),
+            "{:?}",
+            attempt.outcome
+        );
+        // The timeout, the kill grace, and some slack for a loaded machine.
+        assert!(started.elapsed() < Duration::from_secs(8));
+        let left = Command::new("pgrep")
+            .args(["-f", "sleep 3931"])
+            .output()
+            .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
+            .unwrap_or_default();
+        assert!(left.trim().is_empty(), "left behind: {left}");
+    }
+
+    #[test]
+    fn lines_are_cut_at_the_limit_and_the_rest_is_dropped() {
+        let mut seen = Vec::new();
+        for_each_line(
+            "short\nlonger line\r\nend".as_bytes(),
+            6,
+            |line, dropped| {
+                seen.push((line, dropped));
+                true
+            },
+        );
+        assert_eq!(
+            seen,
+            vec![
+                ("short".to_string(), 0),
+                ("longer".to_string(), 6),
+                ("end".to_string(), 0)
+            ]
+        );
     }
 
     #[test]

@@ -68,6 +68,9 @@ pub struct Sweep<'a> {
     pub telemetry_root: &'a std::path::Path,
     /// The results directory (the conditions' first outputs go under it).
     pub dir: &'a std::path::Path,
+    /// Attempts made at a condition before this sweep (a resumed one): its attempt numbers
+    /// continue from there and its retries are what is left of the configured number.
+    pub attempts_before: &'a std::collections::HashMap<String, usize>,
 }
 
 /// Seconds of work a worker measured (its own figures, not its process's life).
@@ -116,6 +119,8 @@ impl Sweep<'_> {
         mut on_event: impl FnMut(SweepEvent),
     ) -> anyhow::Result<SweepOutcome> {
         let start = Instant::now();
+        // Whatever the workers start dies with edgeprof, even if edgeprof is killed.
+        crate::collect::tree::start_guard(self.edgeprof);
         let m = &self.config.measure;
         let limits = RunLimits {
             timeout: Duration::from_secs_f64(m.timeout_s),
@@ -177,7 +182,11 @@ impl Sweep<'_> {
                     continue;
                 }
             };
-            for attempt in 1..=attempts {
+            let first = self
+                .attempts_before
+                .get(&condition.id)
+                .map_or(1, |&made| (made + 1).min(attempts));
+            for attempt in first..=attempts {
                 if self.cancel.load(Ordering::Relaxed) {
                     outcome.interrupted = true;
                     break 'conditions;

@@ -52,6 +52,9 @@ pub enum Message {
     ),
     Layers(String, Result<Vec<crate::roofline::Program>, String>),
     Probed(Vec<crate::scorecard::here::Here>),
+    /// The results directory being followed changed on disk (another edgeprof is writing it),
+    /// or its writer ended.
+    Followed(PathBuf),
 }
 
 /// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
@@ -288,6 +291,7 @@ impl Session {
             }
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Probed(found) => app.frameworks_probed(found),
+            Message::Followed(dir) => follow_update(app, &dir),
             Message::Ceilings(processor, result) => {
                 *app.roofline.ceilings_of(processor) = Some(result);
                 app.refresh_roofline();
@@ -326,8 +330,13 @@ fn start_run(
             if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
                 return fleet_run(&parsed, &text, &tx);
             }
-            let (config, plan, d, mut manifest) =
-                crate::session::start_from_text(text, &file, None)?;
+            let crate::session::Started {
+                config,
+                plan,
+                dir: d,
+                mut manifest,
+                lock: _lock,
+            } = crate::session::start_from_text(text, &file, None)?;
             dir = Some(d.clone());
             let cores = crate::runner::available_cores();
             let estimates: Vec<f64> = plan
@@ -353,6 +362,7 @@ fn start_run(
                 cancel: &cancel,
                 telemetry_root: &telemetry_root,
                 dir: &d,
+                attempts_before: &Default::default(),
             };
             let outcome = sweep.run(&mut writer, |event| {
                 let e = match event {
@@ -630,6 +640,83 @@ fn stored_ceilings(processor: Processor) -> Result<(crate::roofline::Ceilings, S
     }
 }
 
+/// What changes on disk while another edgeprof writes a results directory.
+#[derive(PartialEq)]
+struct Watched {
+    runs_bytes: Option<u64>,
+    manifest: Option<std::time::SystemTime>,
+    running: bool,
+}
+
+fn watched(dir: &Path) -> Watched {
+    Watched {
+        runs_bytes: std::fs::metadata(dir.join(results::RUNS))
+            .ok()
+            .map(|m| m.len()),
+        manifest: std::fs::metadata(dir.join(results::MANIFEST))
+            .and_then(|m| m.modified())
+            .ok(),
+        running: crate::lockfile::holder(&dir.join(results::LOCK)).is_some(),
+    }
+}
+
+/// Follows a results directory that another edgeprof is writing (a sweep started headless,
+/// before the user's SSH session dropped): a message whenever it changes, and a last one when its
+/// writer has let go.
+fn spawn_follower(tx: Sender<Message>, dir: PathBuf) {
+    std::thread::spawn(move || {
+        let mut last = watched(&dir);
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = watched(&dir);
+            if now == last {
+                continue;
+            }
+            let ended = !now.running;
+            last = now;
+            if tx.send(Message::Followed(dir.clone())).is_err() || ended {
+                return;
+            }
+        }
+    });
+}
+
+/// Reloads a followed directory, keeping the table's order and selection, and says where the
+/// sweep stands.
+fn follow_update(app: &mut App, dir: &Path) {
+    let (sort, descending, selected) = (
+        app.results.sort,
+        app.results.descending,
+        app.results.selected,
+    );
+    open_results(app, dir);
+    app.results.sort = sort;
+    app.results.descending = descending;
+    app.results.sort_rows();
+    app.results.selected = selected.min(app.results.rows.len().saturating_sub(1));
+    let Some(listing) = results::listing::describe(dir) else {
+        return;
+    };
+    let text = match (listing.state, listing.pid) {
+        (results::listing::State::Running, pid) => format!(
+            "following a running sweep (edgeprof pid {}): {} of {} condition(s) done{}",
+            pid.map_or_else(|| "?".to_string(), |p| p.to_string()),
+            listing.done,
+            listing.total,
+            listing
+                .last_progress
+                .as_deref()
+                .and_then(|l| l.split_once(' ').map(|(_, rest)| format!(" · {rest}")))
+                .unwrap_or_default()
+        ),
+        (state, _) => format!(
+            "the sweep ended: {state}, {} of {} condition(s) done",
+            listing.done, listing.total
+        ),
+    };
+    app.say(Severity::Info, text);
+}
+
 /// Reads keys and resizes from the terminal until it goes away.
 fn spawn_input(tx: Sender<Message>) {
     std::thread::spawn(move || loop {
@@ -694,6 +781,10 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     if let Some(dir) = &options.open {
         open_results(&mut app, dir);
         app.tab = Tab::Results;
+        if crate::lockfile::holder(&dir.join(results::LOCK)).is_some() {
+            follow_update(&mut app, dir);
+            spawn_follower(session.tx.clone(), dir.clone());
+        }
     }
     if options.monitor.is_some() {
         app.tab = Tab::Monitor;

@@ -139,6 +139,7 @@ impl LiveTune<'_> {
             cancel: self.cancel,
             telemetry_root: self.telemetry_root,
             dir: self.dir,
+            attempts_before: &Default::default(),
         };
         let mut last: Option<RunRecord> = None;
         let outcome = sweep.run(writer, |event| {

@@ -1,6 +1,8 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod tmux;
+
 use assert_cmd::Command;
 
 /// The edgeprof binary under test.
@@ -115,19 +117,27 @@ fn run_ok(cmd: &mut std::process::Command) -> Result<(), String> {
 /// PyPI.
 pub fn test_python(check: &str, packages: &[&str]) -> std::path::PathBuf {
     let setup = || -> Result<std::path::PathBuf, String> {
+        let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        // Tests run in parallel (threads of one binary, and several binaries' set-ups may meet):
+        // one makes the environment and installs into it while the others wait.
+        let _lock = Lock::take(&target.join("test-venv.lock"))?;
         let python = match std::env::var_os("EDGEPROF_TEST_PYTHON") {
             Some(p) => std::path::PathBuf::from(p),
             None => {
-                let venv =
-                    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-venv");
+                let venv = target.join("test-venv");
                 let python = venv.join("bin/python");
-                if !python.is_file() {
+                let ready = venv.join(".edgeprof-test-ready");
+                if !ready.is_file() {
+                    // Half made by a run that was killed: start again.
+                    let _ = std::fs::remove_dir_all(&venv);
                     eprintln!("creating {} …", venv.display());
                     run_ok(
                         std::process::Command::new("python3")
                             .args(["-m", "venv"])
                             .arg(&venv),
                     )?;
+                    run_ok(std::process::Command::new(&python).args(["-m", "pip", "--version"]))?;
+                    std::fs::write(&ready, "").map_err(|e| format!("{}: {e}", ready.display()))?;
                 }
                 python
             }
@@ -150,5 +160,33 @@ pub fn test_python(check: &str, packages: &[&str]) -> std::path::PathBuf {
     match setup() {
         Ok(p) => p,
         Err(e) => panic!("cannot set up Python with {}: {e}", packages.join(", ")),
+    }
+}
+
+/// An exclusive flock(2) on a file, waited for; released when dropped (or the process ends).
+pub struct Lock(std::fs::File);
+
+impl Lock {
+    pub fn take(path: &std::path::Path) -> Result<Lock, String> {
+        use std::os::unix::io::AsRawFd;
+        if let Some(parent) = path.parent() {
+            let _ = std::fs::create_dir_all(parent);
+        }
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?;
+        loop {
+            // SAFETY: flock on a descriptor this function owns.
+            if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+                return Ok(Lock(file));
+            }
+            let e = std::io::Error::last_os_error();
+            if e.kind() != std::io::ErrorKind::Interrupted {
+                return Err(format!("cannot lock {}: {e}", path.display()));
+            }
+        }
     }
 }
