@@ -541,3 +541,107 @@ fn no_process_of_a_killed_sweep_survives() {
         assert!(gone(pattern, 10), "{pattern} outlived the killed sweep");
     }
 }
+
+#[test]
+fn a_full_disk_stops_the_sweep_cleanly_and_it_resumes() {
+    use std::os::unix::process::CommandExt;
+    let tmp = temp_dir();
+    let slow = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/workers/slow.sh"
+    );
+    let config = config(
+        tmp.path(),
+        Path::new(slow),
+        &["0"],
+        "1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16",
+        "retries = 0",
+    );
+    // A file-size limit stands in for a full disk (no root needed): writes past it fail part
+    // way, as they do when the disk fills.
+    let mut command = Command::new(bin());
+    command.args(["run", "--no-charts"]).arg(&config);
+    // SAFETY: only async-signal-safe calls (signal, setrlimit) between fork and exec.
+    unsafe {
+        command.pre_exec(|| {
+            libc::signal(libc::SIGXFSZ, libc::SIG_IGN);
+            let limit = libc::rlimit {
+                rlim_cur: 12_000,
+                rlim_max: 12_000,
+            };
+            if libc::setrlimit(libc::RLIMIT_FSIZE, &limit) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    let output = match command.output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let out = tmp.path().join("results");
+    let stopped = wait_ended(&out, 10);
+    assert_eq!(stopped["state"], "interrupted", "{stopped}");
+    let dir = stopped["dir"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    assert!(
+        stderr.contains(&format!(
+            "can be finished with `edgeprof run --resume {}`",
+            dir.display()
+        )) && stderr.contains("File too large"),
+        "{stderr}"
+    );
+    let done_before = stopped["done"].as_u64().unwrap_or(0);
+    assert!(done_before > 0 && done_before < 16, "{stopped}");
+    // Room again: the resume finishes every condition, once each.
+    edgeprof()
+        .args(["run", "--no-charts", "--resume"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let ended = wait_ended(&out, 10);
+    assert_eq!(ended["state"], "complete", "{ended}");
+    assert_eq!(ended["done"], 16, "{ended}");
+    let finished: Vec<(String, u64, bool)> = attempts(&dir);
+    let mut ids: Vec<&str> = finished.iter().map(|a| a.0.as_str()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 16, "{finished:?}");
+    edgeprof().arg("report").arg(&dir).assert().success();
+}
+
+#[test]
+fn report_prints_what_it_cannot_write() {
+    let tmp = temp_dir();
+    let config = slow_config(tmp.path(), 0.0);
+    edgeprof()
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .assert()
+        .success();
+    let dir = wait_ended(&tmp.path().join("results"), 10)["dir"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap_or_default();
+    // The summaries' temporary file cannot be made (as in a read-only directory, which root's
+    // permissions would not stop).
+    if let Err(e) = std::fs::create_dir(dir.join("summary.tmp")) {
+        panic!("{e}");
+    }
+    let assert = edgeprof()
+        .args(["report", "--no-charts"])
+        .arg(&dir)
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(stdout.contains("4 ok, 0 failed"), "{stdout}");
+    assert!(
+        stderr.contains("warning: the summaries and charts were not written"),
+        "{stderr}"
+    );
+}

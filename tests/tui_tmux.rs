@@ -276,3 +276,60 @@ fn g_shows_the_gpu_roofline_and_m_measures_its_ceilings() {
     assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
     assert_restored(&t);
 }
+
+#[test]
+fn tui_open_follows_a_sweep_that_runs_headless() {
+    let tmp = temp_dir();
+    let slow = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/workers/slow.sh"
+    );
+    let config = tmp.path().join("slow.toml");
+    common::write(
+        &config,
+        &format!(
+            "name = \"slow\"\n[command]\nprogram = \"{slow}\"\nargs = [\"1.5\"]\n[matrix]\n\
+             engines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [1, 2, 3]\n\
+             [measure]\nretries = 0\n[output]\ndir = \"{}\"\n",
+            tmp.path().join("results").display()
+        ),
+    );
+    // Started headless, as over an SSH session that then dropped.
+    let mut sweep = match Command::new(edgeprof().get_program())
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let until = Instant::now() + Duration::from_secs(20);
+    let dir = loop {
+        let found = std::fs::read_dir(tmp.path().join("results"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(Result::ok)
+            .map(|e| e.path());
+        if let Some(dir) = found.filter(|d| d.join("runs.jsonl").is_file()) {
+            break dir;
+        }
+        assert!(Instant::now() < until, "the sweep did not start");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let t = Tmux::start(
+        tmp.path(),
+        &script(&format!("tui --open '{}'", dir.display()), ""),
+    );
+    t.wait_for(
+        &format!("following a running sweep (edgeprof pid {})", sweep.id()),
+        20,
+    );
+    t.wait_for("the sweep ended: complete, 3 of 3", 60);
+    assert!(sweep.wait().is_ok_and(|s| s.success()));
+    let screen = t.screen();
+    assert!(screen.contains("b3"), "{screen}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+}

@@ -501,13 +501,31 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     };
     let per_condition = config.measure.iterations * config.measure.repeats;
     let stream = options.stream;
-    let outcome = sweep.run(&mut writer, |event| {
+    let swept = sweep.run(&mut writer, |event| {
         if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
             stream_line(&crate::fleet::Line::Record(Box::new((*record).clone())));
         }
         progress.event(event, per_condition)
-    })?;
+    });
     let mut out = progress.out;
+    let outcome = match swept {
+        Ok(outcome) => outcome,
+        Err(e) => {
+            // A results file could not be written (a full disk, most often): stop here, say so
+            // in the manifest if it can still be written, and say how to finish.
+            out.clear_status();
+            manifest.status = SweepStatus::Interrupted;
+            manifest.ended = Some(results::now_rfc3339());
+            let _ = results::write_manifest(&dir, &manifest);
+            let e = e.context(format!(
+                "the sweep in {} stopped and can be finished with `edgeprof run --resume {}`",
+                dir.display(),
+                dir.display()
+            ));
+            out.log_line(&format!("stopped: {e:#}"));
+            return Err(e);
+        }
+    };
     out.clear_status();
     let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
     let (ok, failed, not_run, _) = summary::counts(&rows);

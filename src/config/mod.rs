@@ -508,26 +508,7 @@ impl Resolver<'_> {
     }
 
     fn input(&self, key: &str, v: &Spanned<String>) -> Result<InputShape, ConfigError> {
-        let shape: InputShape = v
-            .get_ref()
-            .parse()
-            .map_err(|_| self.at(key, v, "must be CxHxW, e.g. \"3x224x224\"".to_string()))?;
-        let edge = zoo::MIN_SPATIAL..=zoo::MAX_SPATIAL;
-        if !edge.contains(&shape.height) || !edge.contains(&shape.width) {
-            return Err(self.at(
-                key,
-                v,
-                format!(
-                    "height and width must be from {} to {}",
-                    zoo::MIN_SPATIAL,
-                    zoo::MAX_SPATIAL
-                ),
-            ));
-        }
-        if shape.channels > zoo::MAX_CHANNELS {
-            return Err(self.at(key, v, format!("at most {} channels", zoo::MAX_CHANNELS)));
-        }
-        Ok(shape)
+        check_input(v.get_ref()).map_err(|why| self.at(key, v, why))
     }
 
     /// `all` (None) or a CPU list such as `0-3,6`.
@@ -593,10 +574,10 @@ impl Resolver<'_> {
             Self::input,
         )?;
         let batch = self.axis("matrix.batch", &raw.batch, vec![1], |r, k, v| {
-            r.int_in(k, v, 1, zoo::MAX_BATCH as i64)
+            r.int_in(k, v, BATCH_RANGE.0 as i64, BATCH_RANGE.1 as i64)
         })?;
         let threads = self.axis("matrix.threads", &raw.threads, vec![0], |r, k, v| {
-            r.int_in(k, v, 0, 1024)
+            r.int_in(k, v, THREADS_RANGE.0 as i64, THREADS_RANGE.1 as i64)
         })?;
         let devices = self.axis(
             "matrix.devices",
@@ -1107,6 +1088,39 @@ fn default_name(file: &Path) -> String {
         .unwrap_or_else(|| "run".to_string())
 }
 
+/// Batch sizes and thread counts a matrix may hold (threads 0: every core).
+pub const BATCH_RANGE: (usize, usize) = (1, zoo::MAX_BATCH);
+pub const THREADS_RANGE: (usize, usize) = (0, 1024);
+
+/// An input shape as a config may name it, or why not (the config reader and the terminal UI
+/// apply the same rules, so a saved selection always reads back).
+pub fn check_input(text: &str) -> Result<InputShape, String> {
+    let shape: InputShape = text
+        .parse()
+        .map_err(|_| "must be CxHxW, e.g. \"3x224x224\"".to_string())?;
+    let edge = zoo::MIN_SPATIAL..=zoo::MAX_SPATIAL;
+    if !edge.contains(&shape.height) || !edge.contains(&shape.width) {
+        return Err(format!(
+            "height and width must be from {} to {}",
+            zoo::MIN_SPATIAL,
+            zoo::MAX_SPATIAL
+        ));
+    }
+    if shape.channels > zoo::MAX_CHANNELS {
+        return Err(format!("at most {} channels", zoo::MAX_CHANNELS));
+    }
+    Ok(shape)
+}
+
+/// A whole number in `range`, or why not, in the words the config reader uses.
+pub fn check_count(text: &str, range: (usize, usize)) -> Result<usize, String> {
+    text.trim()
+        .parse::<usize>()
+        .ok()
+        .filter(|n| (range.0..=range.1).contains(n))
+        .ok_or_else(|| format!("must be a whole number from {} to {}", range.0, range.1))
+}
+
 /// The directory a config's relative paths are read from: the file's own, canonical, so that
 /// resolved paths (and the condition ids made from them) do not depend on how the config's path
 /// was typed (`configs/x.toml`, `./configs/x.toml`, an absolute path on resume).
@@ -1481,6 +1495,14 @@ mod tests {
             (
                 dir.join("default.toml"),
                 include_str!("../../configs/default.toml").to_string(),
+            ),
+            // A config whose path was typed relative to where the user stands (as the terminal
+            // UI's starting config is): its resolved paths must not stay relative to that place.
+            (
+                PathBuf::from("tests/fixtures/workers/relative.toml"),
+                "[command]\nprogram = \"./slow.sh\"\n[matrix]\n\
+                 models = [\"../onnx/two_inputs.onnx\"]\n"
+                    .to_string(),
             ),
             (
                 dir.join("command-example.toml"),

@@ -466,7 +466,7 @@ impl Conditions {
                 Ok(format!("added {model}"))
             }
             Axis::Inputs => {
-                let shape: InputShape = text.parse().map_err(|e| format!("{text}: {e}"))?;
+                let shape = config::check_input(text).map_err(|why| format!("{text}: {why}"))?;
                 if !self.inputs.contains(&shape) {
                     self.inputs.push(shape);
                 }
@@ -476,11 +476,12 @@ impl Conditions {
                 Ok(format!("added {shape}"))
             }
             Axis::Batch | Axis::Threads => {
-                let n: usize = text
-                    .parse()
-                    .ok()
-                    .filter(|&n| axis == Axis::Threads || n >= 1)
-                    .ok_or_else(|| format!("{text}: not a whole number (batch from 1)"))?;
+                let range = if axis == Axis::Batch {
+                    config::BATCH_RANGE
+                } else {
+                    config::THREADS_RANGE
+                };
+                let n = config::check_count(text, range).map_err(|why| format!("{text}: {why}"))?;
                 let (all, chosen) = if axis == Axis::Batch {
                     (&mut self.batches, &mut m.batch)
                 } else {
@@ -683,6 +684,23 @@ pub mod tests {
         assert!(c.config.matrix.batch.contains(&32));
         assert!(c.add(Axis::Batch, "0").is_err());
         assert!(c.add(Axis::Inputs, "big").is_err());
+        // The config reader's rules, in its words: a selection saved with `w` always reads back.
+        for (axis, text) in [
+            (Axis::Inputs, "3x16x16"),
+            (Axis::Inputs, "9999x32x32"),
+            (Axis::Batch, "100000"),
+            (Axis::Threads, "5000"),
+        ] {
+            match c.add(axis, text) {
+                Err(why) => assert!(
+                    why.contains("must be from") || why.contains("at most") || why.contains("from"),
+                    "{why}"
+                ),
+                Ok(said) => panic!("{text} accepted: {said}"),
+            }
+        }
+        let saved = c.to_toml();
+        assert!(crate::config::parse(&saved, std::path::Path::new("saved.toml")).is_ok());
         let missing = c.add(Axis::Models, "/nonexistent/model.onnx");
         assert!(missing.is_err_and(|e| e.contains("no such file")));
         let onnx = concat!(
