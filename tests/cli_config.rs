@@ -140,6 +140,11 @@ fn broken_configs_name_file_line_key_and_value() {
             "nodes[0].ssh_options[0] = \"-v\": must be KEY=VALUE as ssh -o takes it",
         ),
         (
+            "node_name_parent.toml",
+            4,
+            "nodes[0].name = \"..\": must not start with '.'",
+        ),
+        (
             "node_without_destination.toml",
             1,
             "nodes[0].destination: missing: user@host, host, or a Host alias",

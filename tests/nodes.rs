@@ -344,7 +344,7 @@ fn fleet_config(
 ) -> PathBuf {
     let names: Vec<toml::Value> = nodes
         .iter()
-        .filter_map(|n| n.get("name").cloned())
+        .filter_map(|n| n.get("name").or_else(|| n.get("destination")).cloned())
         .collect();
     let mut matrix = toml::Table::new();
     matrix.insert("engines".into(), toml::Value::Array(vec!["tract".into()]));
@@ -590,4 +590,42 @@ fn a_node_whose_sshd_is_killed_mid_run_has_its_conditions_recorded_and_the_other
         c["ok"].as_u64().unwrap_or(0) + c["failed"].as_u64().unwrap_or(0),
         3
     );
+}
+
+#[test]
+fn a_node_named_by_a_destination_like_a_path_keeps_its_results_inside_the_fleet_directory() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let server = sshd(dir.path(), &keys, "p");
+    let work = dir.path().join("work-p").display().to_string();
+    let mut node = node("unused", server.port, &keys, &this_edgeprof(), &work);
+    let Some(table) = node.as_table_mut() else {
+        panic!("a node is a table")
+    };
+    // No name, so the destination names the node; ssh reaches loopback through HostName.
+    table.remove("name");
+    table.insert("destination".into(), "../../escape".into());
+    if let Some(toml::Value::Array(options)) = table.get_mut("ssh_options") {
+        options.push("HostName=127.0.0.1".into());
+        options.push(format!("User={}", user()).into());
+    }
+    let config = fleet_config(dir.path(), vec![node], &["shufflenet_v2_x0_5"], 32, 5);
+    let (ok, out, err) = run(&["run", &config.display().to_string()]);
+    assert!(ok, "{err}\n{out}");
+    let Some(fleet) = fleet_dir(dir.path()) else {
+        panic!("no fleet directory: {err}")
+    };
+    assert!(
+        !dir.path().join("escape").exists(),
+        "the node's results were written outside the fleet directory"
+    );
+    let inside = fleet.join("_.._.._escape");
+    assert_eq!(lines(&inside.join("runs.jsonl")).len(), 1, "{err}");
+    let manifest = json(&common::read(&fleet.join("fleet.json")));
+    assert_eq!(manifest["nodes"][0]["name"], "../../escape");
+    assert_eq!(manifest["nodes"][0]["status"], "complete", "{manifest}");
+    let (ok, out, err) = run(&["report", "--no-charts", &fleet.display().to_string()]);
+    assert!(ok, "{err}");
+    assert!(out.contains("== node ../../escape (Complete) =="), "{out}");
+    assert!(out.contains("tract/shufflenet_v2_x0_5/3x32x32"), "{out}");
 }

@@ -89,7 +89,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let rows: Vec<Vec<String>> = outcomes
         .iter()
         .map(|o| {
-            let device = results::read_manifest(&dir.join(&o.name))
+            let device = results::read_manifest(&fleet::node_dir(&dir, &o.name))
                 .map(|m| fleet::device_line(&m))
                 .unwrap_or_default();
             vec![
@@ -109,7 +109,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     );
     let mut conditions = Vec::new();
     for o in &outcomes {
-        let Ok(stored) = results::load(&dir.join(&o.name)) else {
+        let Ok(stored) = results::load(&fleet::node_dir(&dir, &o.name)) else {
             continue;
         };
         for r in results::summary::rows(&stored.manifest, &stored.runs) {

@@ -795,7 +795,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let manifest: crate::fleet::run::FleetManifest = serde_json::from_str(&text)
                 .with_context(|| format!("{} is damaged", fleet.display()))?;
             for node in &manifest.nodes {
-                let dir = args.dir.join(&node.name);
+                let dir = crate::fleet::run::node_dir(&args.dir, &node.name);
                 print_out(&format!(
                     "\n== node {} ({:?}{}) ==\n",
                     node.name,
@@ -809,7 +809,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     print_out("no results from this node\n")?;
                     continue;
                 }
-                let svg = args.svg_dir.as_ref().map(|d| d.join(&node.name));
+                let svg = args
+                    .svg_dir
+                    .as_ref()
+                    .map(|d| crate::fleet::run::node_dir(d, &node.name));
                 // A node with failed conditions is reported like the others.
                 if let Err(e) = sweep::report_command(&dir, !args.no_charts, svg.as_deref()) {
                     errln!("edgeprof: {}: {e:#}", node.name);

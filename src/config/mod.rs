@@ -185,11 +185,12 @@ pub struct Config {
     pub nodes: Vec<Node>,
 }
 
-/// A board reached over SSH with the system's `ssh` client (`[[nodes]]`, SPEC 8), so
+/// A board reached over SSH with the system's `ssh` client (`[[nodes]]`), so
 /// `~/.ssh/config` applies to its destination.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Node {
-    /// A short name for tables and results (default: the destination).
+    /// A short name for tables and results (default: the destination); its results directory
+    /// in a fleet run is `fleet::dir_name` of it.
     pub name: String,
     /// `user@host`, `host`, or a `Host` alias of `~/.ssh/config`.
     pub destination: String,
@@ -682,18 +683,13 @@ impl Resolver<'_> {
                         .to_string(),
                 ));
             }
+            // A name given is used as a directory as it is; one taken from the destination
+            // (an ssh URI, an IPv6 address) gets a safe directory of its own (fleet::dir_name).
             let name = match &node.name {
                 Some(v) => {
                     let name = printable(&at("name"), v)?;
-                    if !name
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
-                    {
-                        return Err(self.at(
-                            &at("name"),
-                            v,
-                            "must be letters, digits, '-', '_', '.' or '@'".to_string(),
-                        ));
+                    if let Some(why) = crate::fleet::name_problem(&name) {
+                        return Err(self.at(&at("name"), v, why));
                     }
                     name
                 }
@@ -714,6 +710,18 @@ impl Resolver<'_> {
                     v,
                     format!(
                         "another node is already called {:?} (give each a name)",
+                        other.name
+                    ),
+                ));
+            }
+            let dir = crate::fleet::dir_name(&name);
+            if let Some(other) = out.iter().find(|n| crate::fleet::dir_name(&n.name) == dir) {
+                let v = node.name.as_ref().unwrap_or(dest);
+                return Err(self.at(
+                    &at("name"),
+                    v,
+                    format!(
+                        "its results directory would be {dir:?}, as node {:?}'s is (give each a name)",
                         other.name
                     ),
                 ));
@@ -1577,6 +1585,51 @@ mod tests {
         assert!(parse_str("[[nodes]]\ndestination = \"a b\"\n").is_err());
         assert!(parse_str("[[nodes]]\ndestination = \"pi\"\nworkdir = \"a\\nb\"\n").is_err());
         assert!(parse_str("[[nodes]]\ndestination = \"pi\"\nport = 70000\n").is_err());
+    }
+
+    /// A node's name is its results directory in a fleet run: one plain path component.
+    #[test]
+    fn node_names_that_would_not_be_one_plain_directory_are_refused_where_written() {
+        for (name, why) in [
+            ("..", "must not start with '.'"),
+            (".", "must not start with '.'"),
+            (".hidden", "must not start with '.'"),
+            ("../../x", "must be letters, digits"),
+            ("/etc", "must be letters, digits"),
+            ("fleet.json", "the fleet run's own file"),
+        ] {
+            let text = format!("[[nodes]]\ndestination = \"pi\"\nname = \"{name}\"\n");
+            match parse_str(&text) {
+                Ok(_) => panic!("{name:?} accepted"),
+                Err(e) => {
+                    let e = e.to_string();
+                    assert!(
+                        e.contains(&format!("test.toml:3: nodes[0].name = {name:?}")),
+                        "{e}"
+                    );
+                    assert!(e.contains(why), "{name:?}: {e}");
+                }
+            }
+        }
+        let long = "n".repeat(101);
+        assert!(parse_str(&format!(
+            "[[nodes]]\ndestination = \"pi\"\nname = \"{long}\"\n"
+        ))
+        .is_err());
+        // A destination (an ssh URI, an IPv6 address) names its node as it is; two whose
+        // directories would be the same need names.
+        let Ok(c) = parse_str("[[nodes]]\ndestination = \"ssh://pi@board:2222\"\n") else {
+            panic!("refused")
+        };
+        assert_eq!(c.nodes[0].name, "ssh://pi@board:2222");
+        match parse_str("[[nodes]]\ndestination = \"a:b\"\n[[nodes]]\ndestination = \"a_b\"\n") {
+            Ok(_) => panic!("two nodes share a results directory"),
+            Err(e) => assert!(
+                e.to_string()
+                    .contains("its results directory would be \"a_b\", as node \"a:b\"'s is"),
+                "{e}"
+            ),
+        }
     }
 
     #[test]

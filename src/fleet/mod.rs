@@ -1,4 +1,4 @@
-//! Reaching boards over SSH (SPEC 8) with the system's OpenSSH client, so `~/.ssh/config`,
+//! Reaching boards over SSH with the system's OpenSSH client, so `~/.ssh/config`,
 //! agents and known hosts work as the user set them up. Every value from a config reaches the
 //! remote shell as one single-quoted word (or `"$HOME"/'…'` for `~/` paths): data, never code.
 
@@ -14,6 +14,60 @@ use std::time::Duration;
 pub const CHECK_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one binary copy may take (tens of MiB over a slow link).
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The longest node name, and so the longest directory a node's results get.
+pub const MAX_NAME: usize = 100;
+
+/// What a node's name may hold: it names the node's results directory in a fleet run.
+fn plain(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "-_.@".contains(c)
+}
+
+/// Why `name` cannot name a node's results directory as it is, if it cannot: it must be one
+/// plain path component, neither hidden (`.`, `..`, the local share's `.local`) nor the fleet
+/// run's own file.
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.is_empty() || !name.chars().all(plain) {
+        return Some("must be letters, digits, '-', '_', '.' or '@'".to_string());
+    }
+    if name.starts_with('.') {
+        return Some(
+            "must not start with '.': it names the node's results directory in a fleet run"
+                .to_string(),
+        );
+    }
+    if name == run::FLEET {
+        return Some(format!(
+            "{:?} is the fleet run's own file: give the node another name",
+            run::FLEET
+        ));
+    }
+    if name.len() > MAX_NAME {
+        return Some(format!("must be at most {MAX_NAME} characters"));
+    }
+    None
+}
+
+/// The directory (one path component) that holds node `name`'s results in a fleet directory:
+/// the name itself when [`name_problem`] finds none (every name a user gave), else the name
+/// with each other character as `_`, after a `_` where it would be hidden or the fleet's file.
+/// Names taken from a destination (`ssh://pi@board:2222`) or read back from a `fleet.json`
+/// come here too, so no name can reach outside the fleet directory.
+pub fn dir_name(name: &str) -> String {
+    if name_problem(name).is_none() {
+        return name.to_string();
+    }
+    let mut dir: String = name
+        .chars()
+        .map(|c| if plain(c) { c } else { '_' })
+        .collect();
+    if dir.is_empty() || dir.starts_with('.') || dir == run::FLEET {
+        dir.insert(0, '_');
+    }
+    // Only ASCII is left, so any byte is a character boundary.
+    dir.truncate(MAX_NAME);
+    dir
+}
 
 /// One word of a remote command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -428,6 +482,44 @@ mod tests {
             ),
             Check::Broken { .. }
         ));
+    }
+
+    #[test]
+    fn a_node_directory_is_one_plain_component_whatever_the_name() {
+        let long = "x".repeat(300);
+        for name in [
+            "..",
+            ".",
+            "",
+            "../../x",
+            "/etc",
+            "a/../../b",
+            "fleet.json",
+            ".local",
+            "ssh://pi@board:2222",
+            "pi@fe80::1%eth0",
+            "caf\u{e9}",
+            long.as_str(),
+        ] {
+            let dir = dir_name(name);
+            let components: Vec<_> = Path::new(&dir).components().collect();
+            assert!(
+                matches!(components.as_slice(), [std::path::Component::Normal(_)]),
+                "{name:?} gave {dir:?}"
+            );
+            assert!(
+                !dir.starts_with('.') && dir != run::FLEET,
+                "{name:?} gave {dir:?}"
+            );
+            assert!(dir.len() <= MAX_NAME, "{name:?} gave {dir:?}");
+            assert_eq!(
+                run::node_dir(Path::new("/f"), name).parent(),
+                Some(Path::new("/f"))
+            );
+        }
+        for name in ["pi", "pi@10.0.0.2", "orin-nx_2", "a.b"] {
+            assert_eq!(dir_name(name), name);
+        }
     }
 
     #[test]

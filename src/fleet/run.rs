@@ -1,4 +1,4 @@
-//! Fleet runs (SPEC 8): each node runs the whole matrix headless (`edgeprof run - --stream`,
+//! Fleet runs: each node runs the whole matrix headless (`edgeprof run - --stream`,
 //! the config on stdin, over SSH or as a local child), streaming JSON lines back; the
 //! controller keeps each node's stream as a results directory `FLEET/NODE/` with the node's own
 //! device fingerprint, and `fleet.json` says how every node ended. A node whose stream breaks
@@ -96,6 +96,12 @@ pub fn targets(config: &Config) -> Vec<Target> {
             node: config.nodes.iter().find(|n| &n.name == name).cloned(),
         })
         .collect()
+}
+
+/// The results directory of node `name` in the fleet directory `fleet_dir`: always a
+/// directory right inside it, whatever the name (see [`super::dir_name`]).
+pub fn node_dir(fleet_dir: &Path, name: &str) -> PathBuf {
+    fleet_dir.join(super::dir_name(name))
 }
 
 /// Writes `fleet.json` into `dir`.
@@ -200,7 +206,7 @@ pub fn run_node(
     fleet_dir: &Path,
     send: &dyn Fn(FleetEvent),
 ) -> NodeOutcome {
-    let node_dir = fleet_dir.join(&target.name);
+    let node_dir = node_dir(fleet_dir, &target.name);
     let mut outcome = NodeOutcome {
         name: target.name.clone(),
         destination: target.node.as_ref().map(|n| n.destination.clone()),
