@@ -629,3 +629,51 @@ fn a_node_named_by_a_destination_like_a_path_keeps_its_results_inside_the_fleet_
     assert!(out.contains("== node ../../escape (Complete) =="), "{out}");
     assert!(out.contains("tract/shufflenet_v2_x0_5/3x32x32"), "{out}");
 }
+
+/// A server that accepts connections and never says a word: a link that died silently.
+fn silent_server() -> (u16, std::thread::JoinHandle<()>) {
+    let listener = match TcpListener::bind("127.0.0.1:0") {
+        Ok(l) => l,
+        Err(e) => panic!("cannot listen on loopback: {e}"),
+    };
+    let port = match listener.local_addr() {
+        Ok(a) => a.port(),
+        Err(e) => panic!("{e}"),
+    };
+    let handle = std::thread::spawn(move || {
+        // Hold the connection open, silent, for longer than any test waits.
+        if let Ok((stream, _)) = listener.accept() {
+            std::thread::sleep(Duration::from_secs(30));
+            drop(stream);
+        }
+    });
+    (port, handle)
+}
+
+#[test]
+fn a_node_that_never_answers_is_given_up_after_its_own_connect_timeout() {
+    let dir = temp_dir();
+    let (port, _server) = silent_server();
+    let mut t = toml::Table::new();
+    t.insert("name".into(), "mute".into());
+    t.insert("destination".into(), "127.0.0.1".into());
+    t.insert("port".into(), i64::from(port).into());
+    t.insert(
+        "ssh_options".into(),
+        toml::Value::Array(vec!["ConnectTimeout=1".into()]),
+    );
+    let config = config(dir.path(), vec![toml::Value::Table(t)]);
+    let start = Instant::now();
+    let (ok, out, err) = run(&[
+        "nodes",
+        "check",
+        "--config",
+        &config.display().to_string(),
+        "--json",
+    ]);
+    let took = start.elapsed();
+    assert!(ok, "{err}");
+    assert_eq!(json(&out)[0]["state"], "unreachable", "{out}");
+    // edgeprof's own default (10 s) must not come first and win: ssh keeps the first value.
+    assert!(took < Duration::from_secs(6), "took {took:?}: {out}");
+}

@@ -102,12 +102,36 @@ pub fn command_line(words: &[Word]) -> String {
         .join(" ")
 }
 
-/// The `ssh` invocation that runs `remote` on `node`: batch mode (no password prompts), a
-/// connect timeout, the node's port, identity and options, then `--` so the destination can
-/// never be read as an option.
+/// ssh options edgeprof sets unless a node's `ssh_options` set them. The connect timeout also
+/// bounds the handshake, and the keep-alives make a link that died silently (a board unplugged,
+/// a Wi-Fi drop) end its ssh in about a minute, where TCP alone would wait for hours and keep
+/// its node's share hanging.
+pub const SSH_DEFAULTS: [(&str, &str); 3] = [
+    ("ConnectTimeout", "10"),
+    ("ServerAliveInterval", "15"),
+    ("ServerAliveCountMax", "4"),
+];
+
+/// The `ssh` invocation that runs `remote` on `node`: batch mode (no password prompts), the
+/// [`SSH_DEFAULTS`] the node does not set, its port, identity and options, then `--` so the
+/// destination can never be read as an option.
 pub fn ssh(node: &Node, remote: &str) -> Command {
     let mut command = Command::new("ssh");
-    command.args(["-o", "BatchMode=yes", "-o", "ConnectTimeout=10"]);
+    command.args(["-o", "BatchMode=yes"]);
+    // ssh keeps the first value it is given for an option, so a default given before the
+    // node's own would silently win over it: leave out those the node sets (keys are
+    // case-insensitive).
+    let set_by_node = |key: &str| {
+        node.ssh_options.iter().any(|o| {
+            o.split_once('=')
+                .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(key))
+        })
+    };
+    for (key, value) in SSH_DEFAULTS {
+        if !set_by_node(key) {
+            command.arg("-o").arg(format!("{key}={value}"));
+        }
+    }
     if let Some(port) = node.port {
         command.arg("-p").arg(port.to_string());
     }
@@ -422,6 +446,10 @@ mod tests {
                 "BatchMode=yes",
                 "-o",
                 "ConnectTimeout=10",
+                "-o",
+                "ServerAliveInterval=15",
+                "-o",
+                "ServerAliveCountMax=4",
                 "-p",
                 "2222",
                 "-i",
@@ -433,6 +461,33 @@ mod tests {
                 "--",
                 "pi@10.0.0.2",
                 "true"
+            ]
+        );
+    }
+
+    /// ssh takes the first value it is given for an option, so a node's own timeouts must
+    /// replace edgeprof's defaults rather than follow them.
+    #[test]
+    fn a_nodes_own_timeouts_and_keep_alives_replace_the_defaults() {
+        let mut n = node();
+        n.ssh_options = vec!["connecttimeout=60".into(), "ServerAliveInterval=5".into()];
+        let args: Vec<String> = ssh(&n, "true")
+            .get_args()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let options: Vec<&str> = args
+            .windows(2)
+            .filter(|w| w[0] == "-o")
+            .map(|w| w[1].as_str())
+            .collect();
+        assert_eq!(
+            options,
+            [
+                "BatchMode=yes",
+                "ServerAliveCountMax=4",
+                "IdentitiesOnly=yes",
+                "connecttimeout=60",
+                "ServerAliveInterval=5"
             ]
         );
     }
