@@ -677,3 +677,84 @@ fn a_node_that_never_answers_is_given_up_after_its_own_connect_timeout() {
     // edgeprof's own default (10 s) must not come first and win: ssh keeps the first value.
     assert!(took < Duration::from_secs(6), "took {took:?}: {out}");
 }
+
+#[test]
+fn a_node_that_never_connects_has_every_condition_recorded_as_failed_with_the_reason() {
+    let dir = temp_dir();
+    let keys = keys(dir.path());
+    let server = sshd(dir.path(), &keys, "a");
+    let work = dir.path().join("work-a").display().to_string();
+    let nodes = vec![
+        node("a", server.port, &keys, &this_edgeprof(), &work),
+        // Port 1: no sshd of these tests (which take free ports above 1024) can be there.
+        node("gone", 1, &keys, &this_edgeprof(), &work),
+    ];
+    let config = fleet_config(
+        dir.path(),
+        nodes,
+        &["shufflenet_v2_x0_5", "mobilenet_v2"],
+        32,
+        5,
+    );
+    let out = match edgeprof()
+        .args(["run", &config.display().to_string()])
+        .output()
+    {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(
+        err.contains("the fleet run did not complete everywhere: gone"),
+        "{err}"
+    );
+    let Some(fleet) = fleet_dir(dir.path()) else {
+        panic!("no fleet directory: {err}")
+    };
+    let manifest = json(&common::read(&fleet.join("fleet.json")));
+    let gone = &manifest["nodes"][1];
+    assert_eq!(gone["name"], "gone");
+    assert_eq!(gone["status"], "unreachable", "{manifest}");
+    assert_eq!(
+        (
+            gone["conditions"].as_u64(),
+            gone["ok"].as_u64(),
+            gone["failed"].as_u64()
+        ),
+        (Some(2), Some(0), Some(2)),
+        "{manifest}"
+    );
+    assert!(
+        gone["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("Connection refused")),
+        "{manifest}"
+    );
+    // Its directory is a results directory: each condition failed, naming the connection.
+    let runs = lines(&fleet.join("gone").join("runs.jsonl"));
+    assert_eq!(runs.len(), 2, "{runs:?}");
+    for r in &runs {
+        assert_eq!((&r["ok"], &r["last"]), (&false.into(), &true.into()), "{r}");
+        let why = r["reason"].as_str().unwrap_or("");
+        assert!(
+            why.starts_with("node gone never started its share: "),
+            "{why}"
+        );
+        assert!(why.contains("Connection refused"), "{why}");
+    }
+    let node_manifest = json(&common::read(&fleet.join("gone").join("manifest.json")));
+    assert_eq!(
+        node_manifest["conditions"].as_array().map(Vec::len),
+        Some(2)
+    );
+    assert_eq!(manifest["nodes"][0]["status"], "complete", "{manifest}");
+    let (ok, out, err) = run(&["report", "--no-charts", &fleet.display().to_string()]);
+    assert!(ok, "{err}");
+    let gone_part = out.split("== node gone").nth(1).unwrap_or("");
+    assert!(!gone_part.contains("no results from this node"), "{out}");
+    assert!(
+        gone_part.contains("tract/mobilenet_v2/3x32x32/b1/t1/cpu"),
+        "{out}"
+    );
+}

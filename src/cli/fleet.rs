@@ -15,7 +15,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     }
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let share = fleet::share_text(&text)?;
+    let share = fleet::share(&text, file)?;
     let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
     let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;

@@ -3,11 +3,15 @@
 //! controller keeps each node's stream as a results directory `FLEET/NODE/` with the node's own
 //! device fingerprint, and `fleet.json` says how every node ended. A node whose stream breaks
 //! is resumed once (`run --resume` of its own directory); if it still cannot finish, each of its
-//! conditions without a result gets a failure record naming the drop: never silently missing.
+//! conditions without a result gets a failure record naming the drop; a node that never starts
+//! its share (unreachable, no edgeprof) gets one for every condition, naming why, in a results
+//! directory of its own: never silently missing.
 
 use super::{command_line, ssh, Line, Word};
+use crate::collect::device::Fingerprint;
 use crate::config::{Config, ModelRef, Node};
 use crate::results::{self, Manifest, RunRecord, SweepStatus};
+use crate::runner::matrix::{self, Condition, Skipped};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
@@ -149,6 +153,117 @@ pub fn share_text(config_text: &str) -> anyhow::Result<String> {
     ))
 }
 
+/// What every node runs: the config text it is sent, and that config as resolved here.
+#[derive(Debug, Clone)]
+pub struct Share {
+    /// The config each node runs (see [`share_text`]).
+    pub text: String,
+    /// The controller's config file (relative paths in the share resolve against it).
+    pub config_file: PathBuf,
+    /// The share resolved, every default filled in.
+    pub config: serde_json::Value,
+    pub name: String,
+    /// The conditions its matrix expands to (before any node checks its frameworks): what a
+    /// node that never starts its share is recorded as owing.
+    pub conditions: Vec<Condition>,
+    /// Those no machine can run, and the rules' exclusions.
+    pub skipped: Vec<Skipped>,
+    pub excluded: usize,
+}
+
+/// The share of the config text `config_text` read from `file`.
+pub fn share(config_text: &str, file: &Path) -> anyhow::Result<Share> {
+    let text = share_text(config_text)?;
+    let config = crate::config::parse(&text, file)
+        .map_err(|e| anyhow::anyhow!("the config shared with the nodes does not resolve: {e}"))?;
+    let plan = matrix::expand(&config);
+    Ok(Share {
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        name: config.name,
+        conditions: plan.to_run,
+        skipped: plan.skipped,
+        excluded: plan.excluded,
+        text,
+    })
+}
+
+/// The device of a node that never answered.
+fn unknown_device() -> Fingerprint {
+    Fingerprint {
+        hostname: None,
+        arch: "unknown".to_string(),
+        cpu_model: None,
+        board: None,
+        cpus_online: None,
+        cpus_available: 0,
+        caches: Vec::new(),
+        kernel: None,
+        os: None,
+        memory_total_bytes: None,
+        clusters: Vec::new(),
+        simd: Vec::new(),
+    }
+}
+
+/// For a node that never started its share: a results directory in `node_dir` where each of
+/// the share's conditions failed for `reason`, each record also sent as an event. The records
+/// are sent even where the directory cannot be written.
+fn record_unstarted(
+    target: &Target,
+    share: &Share,
+    node_dir: &Path,
+    reason: &str,
+    send: &dyn Fn(FleetEvent),
+) {
+    let now = results::now_rfc3339();
+    let manifest = Manifest {
+        format: results::FORMAT,
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        name: share.name.clone(),
+        config_file: share.config_file.clone(),
+        config_text: share.text.clone(),
+        config: share.config.clone(),
+        device: unknown_device(),
+        engines: Default::default(),
+        conditions: share.conditions.clone(),
+        skipped: share.skipped.clone(),
+        excluded: share.excluded,
+        started: now.clone(),
+        ended: Some(now.clone()),
+        resumed: Vec::new(),
+        status: SweepStatus::Interrupted,
+    };
+    let mut writer = std::fs::create_dir_all(node_dir)
+        .with_context(|| format!("cannot create {}", node_dir.display()))
+        .and_then(|_| results::write_manifest(node_dir, &manifest))
+        .and_then(|_| results::Writer::open(node_dir))
+        .ok();
+    let why = format!("node {} never started its share: {reason}", target.name);
+    for condition in &share.conditions {
+        let record = RunRecord {
+            condition: condition.clone(),
+            attempt: 1,
+            last: true,
+            started: now.clone(),
+            ok: false,
+            reason: Some(why.clone()),
+            failure: None,
+            run: None,
+            stats: None,
+            resources: Default::default(),
+            telemetry: None,
+        };
+        if let Some(w) = writer.as_mut() {
+            let _ = w.run(&record);
+        }
+        send(FleetEvent::Record {
+            node: target.name.clone(),
+            record: Box::new(record),
+        });
+    }
+}
+
 /// The child that runs (or resumes) the share on `target`; `fleet_dir` holds the local
 /// child's own results.
 fn launch(target: &Target, fleet_dir: &Path, resume: Option<&Path>) -> anyhow::Result<Command> {
@@ -202,7 +317,7 @@ fn last_words(stderr: &str, status: Option<std::process::ExitStatus>) -> String 
 /// Runs one target's share to its end, keeping its stream in `fleet_dir/NAME/`.
 pub fn run_node(
     target: &Target,
-    share: &str,
+    share: &Share,
     fleet_dir: &Path,
     send: &dyn Fn(FleetEvent),
 ) -> NodeOutcome {
@@ -246,7 +361,7 @@ pub fn run_node(
         };
         if let Some(mut stdin) = child.stdin.take() {
             if resume.is_none() {
-                let _ = stdin.write_all(share.as_bytes());
+                let _ = stdin.write_all(share.text.as_bytes());
             }
         }
         let stderr = child.stderr.take().map(|mut s| {
@@ -370,6 +485,15 @@ pub fn run_node(
             outcome.ok = ok;
             outcome.failed = failed + not_run;
         }
+    } else {
+        // It never started: every condition it owed fails for the reason it could not start.
+        let reason = outcome
+            .reason
+            .get_or_insert_with(|| "it never started, without a message".to_string())
+            .clone();
+        record_unstarted(target, share, &node_dir, &reason, send);
+        outcome.conditions = share.conditions.len();
+        outcome.failed = share.conditions.len();
     }
     send(FleetEvent::Finished(outcome.clone()));
     outcome
@@ -378,6 +502,9 @@ pub fn run_node(
 /// The device a node reported, in a few words.
 pub fn device_line(m: &Manifest) -> String {
     let d = &m.device;
+    if *d == unknown_device() {
+        return "unknown (never reached)".to_string();
+    }
     format!(
         "{} {}, {} CPU(s)",
         d.arch,
@@ -392,7 +519,7 @@ pub fn device_line(m: &Manifest) -> String {
 /// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`.
 pub fn run_all(
     targets: &[Target],
-    share: &str,
+    share: &Share,
     fleet_dir: &Path,
     send: impl Fn(FleetEvent) + Sync,
 ) -> Vec<NodeOutcome> {
@@ -438,6 +565,12 @@ mod tests {
         assert_eq!(config.matrix.nodes, [crate::config::LOCAL_NODE]);
         assert!(config.nodes.is_empty());
         assert_eq!(config.output.dir, PathBuf::from("results"));
+        // What the controller records for a node that never starts: the share's conditions.
+        let resolved = super::share(text, Path::new("/nonexistent/f.toml"))?;
+        assert_eq!(resolved.text, share_text(text)?);
+        assert_eq!(resolved.name, "f");
+        assert_eq!(resolved.conditions, matrix::expand(&config).to_run);
+        assert!(!resolved.conditions.is_empty());
         Ok(())
     }
 

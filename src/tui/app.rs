@@ -1314,6 +1314,11 @@ impl App {
                         ));
                     }
                     FleetEvent::Finished(o) => {
+                        // A node that never started has no count until now.
+                        if o.conditions > r.nodes[i].total {
+                            r.total += o.conditions - r.nodes[i].total;
+                            r.nodes[i].total = o.conditions;
+                        }
                         r.nodes[i].state = match o.status {
                             NodeStatus::Complete => "complete".to_string(),
                             NodeStatus::Dropped => format!(
@@ -1386,6 +1391,58 @@ mod tests {
 
     fn press(app: &mut App, code: KeyCode) -> Option<Command> {
         app.key(KeyEvent::new(code, KeyModifiers::NONE))
+    }
+
+    /// A node that never started sends no count first: its failure records and outcome bring
+    /// their own.
+    #[test]
+    fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
+        use crate::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+        let mut a = app();
+        a.run_event(RunEvent::FleetStarted {
+            dir: PathBuf::from("results/f-fleet"),
+            nodes: vec!["gone".into()],
+        });
+        for model in ["resnet34", "resnet50"] {
+            let condition = crate::runner::matrix::Condition::new(
+                "tract",
+                crate::config::ModelRef::Zoo(model.into()),
+                crate::models::InputShape::default(),
+                1,
+                0,
+                crate::config::Device::Cpu,
+            );
+            a.run_event(RunEvent::Node(FleetEvent::Record {
+                node: "gone".into(),
+                record: Box::new(crate::results::RunRecord {
+                    condition,
+                    attempt: 1,
+                    last: true,
+                    started: "2026-11-30T15:00:00Z".into(),
+                    ok: false,
+                    reason: Some("node gone never started its share: refused".into()),
+                    failure: None,
+                    run: None,
+                    stats: None,
+                    resources: Default::default(),
+                    telemetry: None,
+                }),
+            }));
+        }
+        a.run_event(RunEvent::Node(FleetEvent::Finished(NodeOutcome {
+            name: "gone".into(),
+            destination: Some("pi@10.0.0.9".into()),
+            status: NodeStatus::Unreachable,
+            reason: Some("refused".into()),
+            resumed: 0,
+            remote_dir: None,
+            conditions: 2,
+            ok: 0,
+            failed: 2,
+        })));
+        assert_eq!((a.run.nodes[0].total, a.run.nodes[0].failed), (2, 2));
+        assert_eq!((a.run.total, a.run.failed), (2, 2));
+        assert_eq!(a.run.fraction(), 1.0);
     }
 
     #[test]

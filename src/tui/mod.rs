@@ -328,7 +328,7 @@ fn start_run(
         let result = (|| -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
             let parsed = crate::config::parse(&text, &file)?;
             if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
-                return fleet_run(&parsed, &text, &tx);
+                return fleet_run(&parsed, &text, &file, &tx);
             }
             let crate::session::Started {
                 config,
@@ -415,6 +415,7 @@ fn start_run(
 fn fleet_run(
     config: &crate::config::Config,
     text: &str,
+    file: &Path,
     tx: &Sender<Message>,
 ) -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
     use crate::fleet::run as fleet;
@@ -424,7 +425,7 @@ fn fleet_run(
     if let Some(why) = fleet::unshareable(config) {
         anyhow::bail!(crate::session::BadInput(why));
     }
-    let share = fleet::share_text(text)?;
+    let share = fleet::share(text, file)?;
     let targets = fleet::targets(config);
     let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
     send(RunEvent::FleetStarted {
