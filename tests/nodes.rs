@@ -215,7 +215,9 @@ fn check_finds_ready_missing_and_unreachable_nodes_and_install_fills_the_gap() {
         vec![
             node("a", a.port, &keys, &this_edgeprof(), &work_a),
             node("b", b.port, &keys, &missing, "/tmp/edgeprof-nodes-test-b"),
-            node("gone", free_port(), &keys, &this_edgeprof(), "/tmp"),
+            // Port 1, not a free port: a free one can be taken by another test's sshd
+            // meanwhile, which answers "Permission denied" instead of refusing.
+            node("gone", 1, &keys, &this_edgeprof(), "/tmp"),
         ],
     );
     let config = config.display().to_string();
