@@ -195,3 +195,153 @@ fn the_harness_is_valid_python() {
         .status();
     assert!(status.is_ok_and(|s| s.success()), "ddp.py does not compile");
 }
+
+/// A stand-in launcher that writes its pid to `pid_file`, reports one epoch at once and ends.
+fn quick_python(dir: &Path, pid_file: &Path) -> String {
+    let path = dir.join("quick-python");
+    write(
+        &path,
+        &format!(
+            r#"#!/bin/sh
+echo $$ > "{pid}.part" && mv "{pid}.part" "{pid}"
+echo '{{"epoch": 1, "train_acc": 0.5, "loss": 1.1, "val_acc": 0.4, "elapsed_s": 0.1}}'
+echo '{{"done": true, "wall_s": 0.1, "world": 1, "torch": "fake"}}'
+"#,
+            pid = pid_file.display()
+        ),
+    );
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status();
+    path.display().to_string()
+}
+
+/// After the launcher ends and is reaped its pid is free, and the kernel may give it to any new
+/// process. Here the very next process gets it (root may choose the next pid through
+/// /proc/sys/kernel/ns_last_pid): the time limit, reached later, must not signal that one.
+#[test]
+fn the_time_limit_never_signals_the_launchers_pid_once_it_is_reaped() {
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let wait_for = |what: &str, done: &mut dyn FnMut() -> bool| {
+        let start = Instant::now();
+        while !done() {
+            assert!(start.elapsed() < Duration::from_secs(20), "{what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    };
+    // Another process may take the pid between choosing it and starting the bystander: try again.
+    for _ in 0..3 {
+        let dir = temp_dir();
+        let pid_file = dir.path().join("launcher.pid");
+        let python = quick_python(dir.path(), &pid_file);
+        let trainer = Command::new(env!("CARGO_BIN_EXE_edgeprof"))
+            .args([
+                "train",
+                "--nodes",
+                "1",
+                "--epochs",
+                "1",
+                "--synthetic",
+                "10",
+            ])
+            .args(["--timeout-s", "2", "--python", &python, "--output"])
+            .arg(dir.path().join("out"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn();
+        let trainer = match trainer {
+            Ok(c) => c,
+            Err(e) => panic!("cannot run edgeprof: {e}"),
+        };
+        let mut pid = 0u32;
+        wait_for("the launcher never started", &mut || {
+            pid = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|t| t.trim().parse().ok())
+                .unwrap_or(0);
+            pid > 1
+        });
+        wait_for("the launcher was never reaped", &mut || {
+            !Path::new(&format!("/proc/{pid}")).exists()
+        });
+        if let Err(e) = std::fs::write("/proc/sys/kernel/ns_last_pid", (pid - 1).to_string()) {
+            panic!("this test chooses the next pid, which needs root: {e}");
+        }
+        let mut bystander = match Command::new("sleep").arg("30").spawn() {
+            Ok(c) => c,
+            Err(e) => panic!("cannot start sleep: {e}"),
+        };
+        let out = match trainer.wait_with_output() {
+            Ok(o) => o,
+            Err(e) => panic!("{e}"),
+        };
+        let fate = bystander.try_wait();
+        let _ = bystander.kill();
+        let _ = bystander.wait();
+        if bystander.id() != pid {
+            continue;
+        }
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert!(
+            matches!(fate, Ok(None)),
+            "pid {pid}, reaped then reused by another process, was signalled: {fate:?}"
+        );
+        return;
+    }
+    panic!("the launcher's pid went to another process three times");
+}
+
+/// At the time limit the launcher is stopped and the run reported as too long, even where a
+/// rank left behind keeps the launcher's output open.
+#[test]
+fn a_launch_past_its_time_limit_is_stopped_and_reported_even_if_a_rank_holds_its_output() {
+    let dir = temp_dir();
+    let stray = dir.path().join("stray.pid");
+    let path = dir.path().join("slow-python");
+    write(
+        &path,
+        &format!(
+            "#!/bin/sh\nsleep 60 &\necho $! > '{}'\nwait\n",
+            stray.display()
+        ),
+    );
+    let _ = std::process::Command::new("chmod")
+        .arg("+x")
+        .arg(&path)
+        .status();
+    let out_arg = dir.path().join("out").display().to_string();
+    let start = std::time::Instant::now();
+    let (code, _, err) = run(&[
+        "train",
+        "--nodes",
+        "1",
+        "--epochs",
+        "1",
+        "--synthetic",
+        "10",
+        "--timeout-s",
+        "1",
+        "--python",
+        &path.display().to_string(),
+        "--output",
+        &out_arg,
+    ]);
+    let took = start.elapsed();
+    if let Some(pid) = std::fs::read_to_string(&stray)
+        .ok()
+        .and_then(|t| t.trim().parse::<u32>().ok())
+    {
+        let _ = std::process::Command::new("kill")
+            .arg(pid.to_string())
+            .status();
+    }
+    assert_eq!(code, Some(1), "{err}");
+    assert!(
+        err.contains("[1 node(s)] failed: it did not finish within 1 s"),
+        "{err}"
+    );
+    assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
+}

@@ -1,4 +1,4 @@
-//! `edgeprof train`: distributed-training scaling (SPEC 3.7, 8.2) with PyTorch's own launcher
+//! `edgeprof train`: distributed-training scaling with PyTorch's own launcher
 //! (torchrun, DistributedDataParallel over gloo) on 1..N nodes of this machine (processes), on
 //! CIFAR-10 in its standard binary format or a synthetic set written in it.
 
@@ -10,6 +10,7 @@ use clap::Args;
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 #[derive(Args, Debug)]
@@ -68,6 +69,9 @@ fn python_for_pytorch(asked: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
+/// How long the launcher's output may stay open after it ended (a rank left behind can hold it).
+const OUTPUT_GRACE: Duration = Duration::from_secs(5);
+
 /// One run on `nodes` ranks: its epochs and wall time, or why it failed.
 fn train_on(
     python: &Path,
@@ -106,51 +110,68 @@ fn train_on(
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start {}: {e}", python.display()))?;
-    let stderr = child.stderr.take().map(|mut s| {
+    // Both pipes are read on threads that hand over what they read: after the launcher ends,
+    // a rank it left behind may still hold them open, and then waiting for their end would
+    // never return.
+    let (said_tx, said_rx) = mpsc::channel::<String>();
+    if let Some(mut s) = child.stderr.take() {
         std::thread::spawn(move || {
             let mut text = String::new();
             let _ = s.read_to_string(&mut text);
-            text
-        })
-    });
-    let pid = child.id();
-    let timeout = Duration::from_secs(args.timeout_s);
-    // A watchdog: the launcher and its ranks are stopped at the time limit.
-    let watchdog = std::thread::spawn(move || {
-        while started.elapsed() < timeout {
-            std::thread::sleep(Duration::from_millis(200));
-            if !Path::new(&format!("/proc/{pid}")).exists() {
-                return;
+            let _ = said_tx.send(text);
+        });
+    }
+    let (reports_tx, reports) = mpsc::channel::<Report>();
+    if let Some(stdout) = child.stdout.take() {
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(report) = train::parse_line(&line) {
+                    if reports_tx.send(report).is_err() {
+                        break;
+                    }
+                }
             }
-        }
-        let _ = nix::sys::signal::kill(
-            nix::unistd::Pid::from_raw(pid as i32),
-            nix::sys::signal::Signal::SIGTERM,
-        );
-    });
+        });
+    }
+    let timeout = Duration::from_secs(args.timeout_s);
+    // The launcher and its ranks are stopped at the time limit; the watchdog holds the child
+    // so that only it can be signalled, never whatever process later gets its pid.
+    let mut watchdog = train::Watchdog::new(child, started + timeout, train::STOP_GRACE);
     let mut epochs = Vec::new();
     let mut done = None;
-    if let Some(stdout) = child.stdout.take() {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            match train::parse_line(&line) {
-                Some(Report::Epoch(e)) => {
-                    errln!(
-                        "[{nodes} node(s)] epoch {}/{}: train acc {:.3}, val acc {:.3}, loss {:.3}, {:.1} s",
-                        e.epoch, args.epochs, e.train_acc, e.val_acc, e.loss, e.elapsed_s
-                    );
-                    epochs.push(e);
-                }
-                Some(Report::Done(d)) => done = Some(d),
-                None => {}
-            }
+    let mut take = |report: Report| match report {
+        Report::Epoch(e) => {
+            errln!(
+                "[{nodes} node(s)] epoch {}/{}: train acc {:.3}, val acc {:.3}, loss {:.3}, {:.1} s",
+                e.epoch, args.epochs, e.train_acc, e.val_acc, e.loss, e.elapsed_s
+            );
+            epochs.push(e);
         }
+        Report::Done(d) => done = Some(d),
+    };
+    let tick = Duration::from_millis(100);
+    let status = loop {
+        match reports.recv_timeout(tick) {
+            Ok(report) => take(report),
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // The output ended first: the launcher is ending.
+            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(tick),
+        }
+        match watchdog.poll() {
+            Ok(Some(status)) => break status,
+            Ok(None) => {}
+            Err(e) => return Err(format!("cannot wait for it: {e}")),
+        }
+    };
+    // What it printed last, as long as its output stays open a little.
+    let until = Instant::now() + OUTPUT_GRACE;
+    while let Ok(report) = reports.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        take(report);
     }
-    let status = child
-        .wait()
-        .map_err(|e| format!("cannot wait for it: {e}"))?;
-    let _ = watchdog.join();
-    let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+    let said = said_rx
+        .recv_timeout(until.saturating_duration_since(Instant::now()))
+        .unwrap_or_default();
     match done {
         Some(d) if status.success() && epochs.len() == args.epochs => Ok(Trained {
             nodes,
@@ -165,7 +186,7 @@ fn train_on(
                 .unwrap_or("no message")
                 .trim()
                 .to_string();
-            let why = if started.elapsed() >= timeout {
+            let why = if watchdog.timed_out() {
                 format!("it did not finish within {} s", args.timeout_s)
             } else {
                 format!("the launcher ended ({status}): {last}")

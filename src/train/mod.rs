@@ -1,10 +1,13 @@
-//! Distributed-training scaling (SPEC 3.7, 8.2): CIFAR-10 in its standard binary format (and a
+//! Distributed-training scaling: CIFAR-10 in its standard binary format (and a
 //! synthetic set written in it), the lines the training harness prints, and the scaling figures
-//! against one node: speedup, accuracy-improvement and validation-accuracy-improvement ratios.
+//! against one node: speedup, accuracy-improvement and validation-accuracy-improvement ratios;
+//! and the watchdog that holds a launch to its time limit.
 
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
+use std::process::{Child, ExitStatus};
+use std::time::{Duration, Instant};
 
 /// The harness that PyTorch's launcher starts once per rank.
 pub const HARNESS: &str = include_str!("ddp.py");
@@ -203,9 +206,138 @@ pub fn scaling(runs: &[Trained]) -> Vec<Scaling> {
     out
 }
 
+/// How long the launcher has to stop its ranks after being asked to at the time limit, before
+/// it is killed: torchrun itself gives its ranks 30 s after passing the signal on.
+pub const STOP_GRACE: Duration = Duration::from_secs(35);
+
+/// The launcher, held until it is reaped, with its time limit. It is signalled only through
+/// this handle and only before [`std::process::Child::try_wait`] has reaped it: until then its
+/// pid stays its own (a process ended but not reaped still holds it), whereas a pid number
+/// kept past the reaping may by then name any new process.
+pub struct Watchdog {
+    child: Child,
+    deadline: Instant,
+    grace: Duration,
+    /// When it was asked to stop (SIGTERM).
+    stopped: Option<Instant>,
+    killed: bool,
+    status: Option<ExitStatus>,
+}
+
+impl Watchdog {
+    /// Watches `child`, which may run until `deadline`, then has `grace` to stop.
+    pub fn new(child: Child, deadline: Instant, grace: Duration) -> Self {
+        Watchdog {
+            child,
+            deadline,
+            grace,
+            stopped: None,
+            killed: false,
+            status: None,
+        }
+    }
+
+    /// The child's exit status once it has ended (reaping it). Until then, past the deadline it
+    /// is asked to stop (SIGTERM, which torchrun passes on to its ranks), and killed `grace`
+    /// later.
+    pub fn poll(&mut self) -> std::io::Result<Option<ExitStatus>> {
+        if self.status.is_some() {
+            return Ok(self.status);
+        }
+        if let Some(status) = self.child.try_wait()? {
+            self.status = Some(status);
+            return Ok(self.status);
+        }
+        let now = Instant::now();
+        match self.stopped {
+            None if now >= self.deadline => {
+                // Not reaped (try_wait just found it running, and only this handle waits for
+                // it), so this pid is still the child's, even if it has ended since.
+                let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
+                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                self.stopped = Some(now);
+            }
+            Some(at) if !self.killed && now >= at + self.grace => {
+                let _ = self.child.kill();
+                self.killed = true;
+            }
+            _ => {}
+        }
+        Ok(None)
+    }
+
+    /// Whether the time limit was reached (the child was asked to stop).
+    pub fn timed_out(&self) -> bool {
+        self.stopped.is_some()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Polls until the child is reaped.
+    fn watch(mut w: Watchdog) -> (ExitStatus, bool) {
+        let start = Instant::now();
+        loop {
+            match w.poll() {
+                Ok(Some(status)) => return (status, w.timed_out()),
+                Ok(None) => {}
+                Err(e) => panic!("{e}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "never ended");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// `script` in sh, once it has said its first line (so its traps are set).
+    fn sh(script: &str) -> Child {
+        use std::io::BufRead;
+        let mut child = match std::process::Command::new("sh")
+            .args(["-c", script])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("cannot start sh: {e}"),
+        };
+        if let Some(out) = child.stdout.as_mut() {
+            let _ = std::io::BufReader::new(out).read_line(&mut String::new());
+        }
+        child
+    }
+
+    #[test]
+    fn the_watchdog_leaves_a_launcher_that_ends_in_time_alone() {
+        let w = Watchdog::new(
+            sh("echo ready; exit 3"),
+            Instant::now() + Duration::from_secs(10),
+            Duration::from_secs(1),
+        );
+        let (status, timed_out) = watch(w);
+        assert_eq!(status.code(), Some(3));
+        assert!(!timed_out);
+    }
+
+    #[test]
+    fn the_watchdog_asks_a_late_launcher_to_stop_then_kills_one_that_does_not() {
+        use std::os::unix::process::ExitStatusExt;
+        let now = Instant::now();
+        // `read` waits on stdin, which stays open: it runs until signalled.
+        let w = Watchdog::new(sh("echo ready; read x"), now, Duration::from_secs(10));
+        let (status, timed_out) = watch(w);
+        assert_eq!(status.signal(), Some(15));
+        assert!(timed_out);
+        let w = Watchdog::new(
+            sh("trap '' TERM; echo ready; read x"),
+            now,
+            Duration::from_millis(300),
+        );
+        let (status, timed_out) = watch(w);
+        assert_eq!(status.signal(), Some(9));
+        assert!(timed_out);
+    }
 
     #[test]
     fn the_synthetic_set_is_in_the_standard_format_with_balanced_labels() -> std::io::Result<()> {
