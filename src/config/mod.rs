@@ -1376,7 +1376,11 @@ pub fn to_toml(config: &Config) -> String {
     if !config.nodes.is_empty() {
         let nodes = config.nodes.iter().map(|n| {
             let mut t = Table::new();
-            t.insert("name".into(), Value::String(n.name.clone()));
+            // A name taken from the destination is left to be taken again: it need not be
+            // one that may be written as a name (`ssh://pi@board:2222`).
+            if n.name != n.destination {
+                t.insert("name".into(), Value::String(n.name.clone()));
+            }
             t.insert("destination".into(), Value::String(n.destination.clone()));
             if let Some(port) = n.port {
                 t.insert("port".into(), Value::Integer(i64::from(port)));
@@ -1546,7 +1550,8 @@ mod tests {
                 "[[nodes]]\ndestination = \"pi@10.0.0.2\"\n[[nodes]]\nname = \"orin\"\n\
                  destination = \"orin\"\nport = 2222\nidentity = \"/keys/id_ed25519\"\n\
                  edgeprof = \"/opt/edgeprof/edgeprof\"\nworkdir = \"~/runs\"\n\
-                 ssh_options = [\"StrictHostKeyChecking=accept-new\"]\n"
+                 ssh_options = [\"StrictHostKeyChecking=accept-new\"]\n\
+                 [[nodes]]\ndestination = \"ssh://pi@board:2222\"\n"
                     .to_string(),
             ),
         ];
