@@ -337,6 +337,7 @@ pub fn run_node(
     let mut writer: Option<results::Writer> = None;
     let mut done: HashSet<String> = HashSet::new();
     let mut complete = false;
+    let mut local_failure = false;
     // The first attempt, then one resumption (or one fresh start when it never began).
     for attempt in 0..2 {
         let resume = outcome.remote_dir.clone();
@@ -389,6 +390,7 @@ pub fn run_node(
                                 Ok(w) => writer = Some(w),
                                 Err(e) => {
                                     outcome.reason = Some(format!("{e:#}"));
+                                    local_failure = true;
                                     let _ = child.kill();
                                     break;
                                 }
@@ -423,7 +425,9 @@ pub fn run_node(
         }
         let status = child.wait().ok();
         let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
-        if complete {
+        // This machine could not keep the node's results: its reason stands, and trying the
+        // node again would meet the same wall.
+        if complete || local_failure {
             break;
         }
         let reason = last_words(&said, status);
