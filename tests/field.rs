@@ -271,6 +271,19 @@ fn a_second_writer_is_refused_with_the_holders_pid() {
         .all(|l| l["state"] == "complete" && l["done"] == 4));
 }
 
+/// Runs a config that must succeed; its results directory under `out`.
+fn run_ok(config: &Path, out: &Path) -> PathBuf {
+    edgeprof()
+        .args(["run", "--no-charts"])
+        .arg(config)
+        .assert()
+        .success();
+    wait_ended(out, 10)["dir"]
+        .as_str()
+        .map(PathBuf::from)
+        .unwrap_or_default()
+}
+
 /// Rewrites a finished results directory as if it had been interrupted after `keep` records.
 fn interrupt_after(dir: &Path, keep: usize) {
     let runs = read(&dir.join("runs.jsonl"));
@@ -362,15 +375,7 @@ fn a_relative_config_naming_an_onnx_file_resumes_from_anywhere() {
 fn a_resumed_plan_that_changed_says_which_conditions_differ() {
     let tmp = temp_dir();
     let config = slow_config(tmp.path(), 0.0);
-    edgeprof()
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .assert()
-        .success();
-    let dir = wait_ended(&tmp.path().join("results"), 10)["dir"]
-        .as_str()
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let dir = run_ok(&config, &tmp.path().join("results"));
     interrupt_after(&dir, 1);
     // The stored config now plans batch 5 instead of 4.
     let manifest = read(&dir.join("manifest.json")).replace("3, 4]", "3, 5]");
@@ -618,15 +623,7 @@ fn a_full_disk_stops_the_sweep_cleanly_and_it_resumes() {
 fn report_prints_what_it_cannot_write() {
     let tmp = temp_dir();
     let config = slow_config(tmp.path(), 0.0);
-    edgeprof()
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .assert()
-        .success();
-    let dir = wait_ended(&tmp.path().join("results"), 10)["dir"]
-        .as_str()
-        .map(PathBuf::from)
-        .unwrap_or_default();
+    let dir = run_ok(&config, &tmp.path().join("results"));
     // The summaries' temporary file cannot be made (as in a read-only directory, which root's
     // permissions would not stop).
     if let Err(e) = std::fs::create_dir(dir.join("summary.tmp")) {

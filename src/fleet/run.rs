@@ -240,21 +240,33 @@ fn record_unstarted(
         .and_then(|_| results::Writer::open(node_dir))
         .ok();
     let why = format!("node {} never started its share: {reason}", target.name);
-    for condition in &share.conditions {
+    record_failures(target, share.conditions.iter(), &why, writer.as_mut(), send);
+}
+
+/// A failure record for each of `conditions` (a node that never ran them), kept in the node's
+/// directory when it could be opened and told to the front-end.
+fn record_failures<'a>(
+    target: &Target,
+    conditions: impl Iterator<Item = &'a Condition>,
+    why: &str,
+    mut writer: Option<&mut results::Writer>,
+    send: &dyn Fn(FleetEvent),
+) {
+    for condition in conditions {
         let record = RunRecord {
             condition: condition.clone(),
             attempt: 1,
             last: true,
-            started: now.clone(),
+            started: results::now_rfc3339(),
             ok: false,
-            reason: Some(why.clone()),
+            reason: Some(why.to_string()),
             failure: None,
             run: None,
             stats: None,
             resources: Default::default(),
             telemetry: None,
         };
-        if let Some(w) = writer.as_mut() {
+        if let Some(w) = writer.as_deref_mut() {
             let _ = w.run(&record);
         }
         send(FleetEvent::Record {
@@ -457,28 +469,13 @@ pub fn run_node(
                 target.name,
                 outcome.reason.as_deref().unwrap_or("no reason given")
             );
-            for condition in m.conditions.iter().filter(|c| !done.contains(&c.id)) {
-                let record = RunRecord {
-                    condition: condition.clone(),
-                    attempt: 1,
-                    last: true,
-                    started: results::now_rfc3339(),
-                    ok: false,
-                    reason: Some(why.clone()),
-                    failure: None,
-                    run: None,
-                    stats: None,
-                    resources: Default::default(),
-                    telemetry: None,
-                };
-                if let Some(w) = writer.as_mut() {
-                    let _ = w.run(&record);
-                }
-                send(FleetEvent::Record {
-                    node: target.name.clone(),
-                    record: Box::new(record),
-                });
-            }
+            record_failures(
+                target,
+                m.conditions.iter().filter(|c| !done.contains(&c.id)),
+                &why,
+                writer.as_mut(),
+                &send,
+            );
             m.status = SweepStatus::Interrupted;
             m.ended = Some(results::now_rfc3339());
             let _ = results::write_manifest(&node_dir, m);

@@ -104,10 +104,15 @@ fn last_line(path: &Path) -> Option<String> {
 
 /// Where the results directory `dir` stands, if it is one.
 pub fn describe(dir: &Path) -> Option<Listing> {
+    // The lock is asked before and after the manifest is read: a run that ends in between has
+    // closed its manifest by the time it lets go, and one that starts in between holds the lock
+    // by the time it rewrites it, so "not held and still says running" means it really died.
+    let lock = dir.join(results::LOCK);
+    let before = crate::lockfile::holder(&lock);
     let manifest: Manifest = results::read_manifest(dir).ok()?;
+    let holder = before.or_else(|| crate::lockfile::holder(&lock));
     let (done, failed) = count_finished(&dir.join(results::RUNS));
     let total = manifest.conditions.len();
-    let holder = crate::lockfile::holder(&dir.join(results::LOCK));
     let mut note = None;
     let state = match (&holder, manifest.status) {
         (Some(_), _) => State::Running,
