@@ -101,7 +101,7 @@ impl Output {
         }
     }
 
-    /// A line for the log and, while it is there, for stderr (`terminal_only`: not logged).
+    /// A line for the log and, while it is there, for stderr.
     fn line(&mut self, text: &str) {
         self.log_line(text);
         self.say(text);
