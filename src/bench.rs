@@ -2,9 +2,11 @@
 //! with isolated worker processes builds on it). Measures and reports through events and a
 //! plain result struct; printing is the front-end's job.
 
+use crate::engines::tract::check_fits;
 use crate::engines::tract::LayerTime;
+use crate::engines::EngineError;
 use crate::engines::{Loaded, Source};
-use crate::models::cost::{self, CostTotals};
+use crate::models::cost::{self, CostTotals, ModelCost};
 use crate::models::graph::Model;
 use crate::stats::{self, RunStats};
 use serde::Serialize;
@@ -74,14 +76,18 @@ pub fn run(
     mut on_event: impl FnMut(BenchEvent),
 ) -> anyhow::Result<BenchReport> {
     let (source, name, analytic) = match &request.model {
-        BenchModel::Zoo(model) => (
-            Source::Zoo {
-                model,
-                seed: request.seed,
-            },
-            model.name.clone(),
-            Some(cost::analyze(model).total),
-        ),
+        BenchModel::Zoo(model) => {
+            let costs = cost::analyze(model);
+            check_zoo_fits(model, &costs)?;
+            (
+                Source::Zoo {
+                    model,
+                    seed: request.seed,
+                },
+                model.name.clone(),
+                Some(costs.total),
+            )
+        }
         BenchModel::File { path, input_shape } => (
             Source::OnnxFile {
                 path,
@@ -158,6 +164,34 @@ pub fn run(
     )
 }
 
+/// The least a zoo model needs while it runs, by its analytic cost: its parameters, plus the
+/// input and output of its largest layer held at once. tract keeps more (packed weights,
+/// scratch space), so a model over this surely does not fit.
+pub fn least_memory(costs: &ModelCost) -> Option<u64> {
+    let largest = costs
+        .layers
+        .iter()
+        .map(|l| l.input_bytes.checked_add(l.output_bytes))
+        .try_fold(0u64, |m, b| Some(m.max(b?)))?;
+    costs.total.param_bytes.checked_add(largest)
+}
+
+/// Refuses a zoo model whose input, or whose least running memory, exceeds the memory available
+/// now: allocating it would abort the process instead of failing.
+pub fn check_zoo_fits(model: &Model, costs: &ModelCost) -> Result<(), EngineError> {
+    let origin = format!("zoo model {} at input {:?}", model.name, model.input_shape);
+    check_fits(
+        &origin,
+        "the input tensor",
+        crate::engines::tract::f32_bytes(&model.input_shape),
+    )?;
+    check_fits(
+        &origin,
+        "running it (parameters and the largest layer's input and output, by the analytic model)",
+        least_memory(costs),
+    )
+}
+
 /// The raw figures of one benchmark, wherever it ran.
 pub struct Measured {
     pub model: String,
@@ -196,4 +230,57 @@ pub fn assemble(
         profile,
         samples_ms: m.repeats.concat(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::models::zoo::{self, ModelParams};
+
+    #[test]
+    fn least_memory_is_parameters_and_the_largest_layer() {
+        let params = ModelParams {
+            height: 64,
+            width: 64,
+            ..ModelParams::default()
+        };
+        let model = match zoo::build("vgg19", &params) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        let costs = cost::analyze(&model);
+        let largest = costs
+            .layers
+            .iter()
+            .map(|l| l.input_bytes + l.output_bytes)
+            .max()
+            .unwrap_or(0);
+        assert_eq!(
+            least_memory(&costs),
+            Some(costs.total.param_bytes + largest)
+        );
+        // vgg19's first convolutions at 64 × 64: 64 channels in and out, 4 bytes a value.
+        assert!(largest >= 2 * 64 * 64 * 64 * 4);
+        assert!(check_zoo_fits(&model, &costs).is_ok());
+        // At 8192 × 8192, batch 4, no machine edgeprof runs on holds its activations.
+        let huge = match zoo::build(
+            "vgg19",
+            &ModelParams {
+                height: 8192,
+                width: 8192,
+                batch: 4,
+                ..ModelParams::default()
+            },
+        ) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        match check_zoo_fits(&huge, &cost::analyze(&huge)) {
+            Err(e @ EngineError::TooLarge { .. }) => {
+                assert!(e.is_bad_input());
+                assert!(e.to_string().contains("vgg19"), "{e}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
 }

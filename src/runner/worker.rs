@@ -22,7 +22,10 @@ fn emit(out: &mut impl Write, message: &WorkerMessage) -> anyhow::Result<()> {
 /// Reads the request from `input`, runs it, writes protocol records to `out`. A failure is
 /// reported as an `error` record and returned.
 pub fn run(mut input: impl Read, out: &mut impl Write) -> anyhow::Result<()> {
-    let result = measure(&mut input, out);
+    // tract's panics are contained where it is called; this catches any other, so that the
+    // parent always gets an `error` record with the reason rather than a crashed worker.
+    let result = crate::engines::tract::contained(|| measure(&mut input, out))
+        .unwrap_or_else(|why| Err(anyhow::anyhow!("the worker failed unexpectedly: {why}")));
     if let Err(e) = &result {
         // Best effort: the parent also sees the exit status and stderr.
         let _ = emit(
@@ -86,6 +89,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
                 batch: c.batch,
             };
             zoo_model = zoo::build(name, &params)?;
+            crate::bench::check_zoo_fits(&zoo_model, &crate::models::cost::analyze(&zoo_model))?;
             Source::Zoo {
                 model: &zoo_model,
                 seed: request.seed,
