@@ -134,3 +134,193 @@ fn inputs_too_large_to_allocate_are_refused_before_loading() {
         "of memory is available now",
     );
 }
+
+fn fixture_text(relative: &str) -> String {
+    read(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures")
+            .join(relative),
+    )
+}
+
+/// `fixture` with `from` replaced by `to` (which must occur), written to `dir/name`.
+fn edited(dir: &std::path::Path, fixture: &str, from: &str, to: &str, name: &str) -> String {
+    let text = fixture_text(fixture);
+    assert!(text.contains(from), "{fixture} lacks {from:?}");
+    let path = dir.join(name);
+    write(&path, &text.replacen(from, to, 1));
+    path.display().to_string()
+}
+
+fn roofline(cache: &std::path::Path, args: &[&str]) -> assert_cmd::Command {
+    let mut c = edgeprof();
+    c.env("EDGEPROF_CACHE_DIR", cache)
+        .arg("roofline")
+        .args(args);
+    c
+}
+
+/// One error line naming the file, exit 2, no panic.
+fn assert_one_error(assert: assert_cmd::assert::Assert, needles: &[&str]) {
+    let assert = assert.code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "{stderr:?} lacks {needle:?}");
+    }
+    assert_eq!(
+        stderr.lines().filter(|l| l.contains("error")).count(),
+        1,
+        "{stderr}"
+    );
+}
+
+#[test]
+fn absurd_profiler_figures_are_refused_naming_the_file_and_field() {
+    let tmp = temp_dir();
+    let cache = tmp.path().join("cache");
+    let ceilings = format!(
+        "{}/tests/fixtures/ceilings-orin-gpu.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let dram = "\"dram__bytes.sum\",\"byte\",\"200,000,000\"";
+    for (value, why) in [
+        ("1e100", "is more than any GPU reaches"),
+        ("-200", "is negative"),
+        ("1e400", "is not a finite number"),
+        ("inf", "is not a finite number"),
+    ] {
+        let file = edited(
+            tmp.path(),
+            "gpu-profilers/ncu-orin.csv",
+            dram,
+            &format!("\"dram__bytes.sum\",\"byte\",\"{value}\""),
+            "ncu.csv",
+        );
+        // With --ceilings the chart is drawn: 1e100 used to index past its x-axis labels.
+        let assert = roofline(&cache, &["import-ncu", &file, "--ceilings", &ceilings]).assert();
+        assert_one_error(
+            assert,
+            &[&format!("{file}: line 9: dram__bytes.sum = {value} {why}")],
+        );
+    }
+    // nvprof: a negative count per invocation, and an infinite time in the summary, whose
+    // file is the one named.
+    let metrics = fixture_text("gpu-profilers/nvprof-nano-metrics.csv");
+    let line = match metrics.lines().find(|l| l.contains("flop_count_sp")) {
+        Some(l) => l.to_string(),
+        None => panic!("no flop_count_sp line"),
+    };
+    let Some(avg) = line.rsplit(',').next() else {
+        panic!("{line}")
+    };
+    let bad_line = format!("{},\"-5\"", &line[..line.len() - avg.len() - 1]);
+    let metrics_file = tmp.path().join("nvprof-metrics.csv");
+    write(&metrics_file, &metrics.replacen(&line, &bad_line, 1));
+    let metrics_file = metrics_file.display().to_string();
+    let summary = format!(
+        "{}/tests/fixtures/gpu-profilers/nvprof-nano-summary.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert_one_error(
+        roofline(
+            &cache,
+            &["import-nvprof", &metrics_file, "--summary", &summary],
+        )
+        .assert(),
+        &[&metrics_file, "flop_count_sp = -5 is negative"],
+    );
+    let summary_text = fixture_text("gpu-profilers/nvprof-nano-summary.csv");
+    let time_line = match summary_text.lines().find(|l| l.contains("GPU activities")) {
+        Some(l) => l.to_string(),
+        None => panic!("no GPU activities line"),
+    };
+    let fields: Vec<&str> = time_line.split(',').collect();
+    let mut broken = fields.clone();
+    broken[2] = "\"1e999\"";
+    let summary_file = tmp.path().join("nvprof-summary.csv");
+    write(
+        &summary_file,
+        &summary_text.replacen(&time_line, &broken.join(","), 1),
+    );
+    let summary_file = summary_file.display().to_string();
+    let good_metrics = format!(
+        "{}/tests/fixtures/gpu-profilers/nvprof-nano-metrics.csv",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert_one_error(
+        roofline(
+            &cache,
+            &["import-nvprof", &good_metrics, "--summary", &summary_file],
+        )
+        .assert(),
+        &[&summary_file, "Time = 1e999 is not a finite number"],
+    );
+}
+
+#[test]
+fn absurd_ceilings_are_refused_at_import_and_when_read() {
+    let tmp = temp_dir();
+    let cache = tmp.path().join("cache");
+    // ERT: 1e300 GFLOP/s became an infinite ceiling, kept as null, and every later roofline
+    // command failed on the kept file.
+    let ert = edited(
+        tmp.path(),
+        "ert/new-dialect.json",
+        "61.5",
+        "1e300",
+        "roofline.json",
+    );
+    assert_one_error(
+        roofline(&cache, &["import-ert", &ert]).assert(),
+        &[&format!("{ert}: empirical.gflops.data[0] = 1e300 GFLOP/s")],
+    );
+    assert!(!cache.exists() || std::fs::read_dir(&cache).map_or(0, |d| d.count()) == 0);
+    let negative = edited(
+        tmp.path(),
+        "ert/new-dialect.json",
+        "[\"DRAM\", 21.9]",
+        "[\"DRAM\", -21.9]",
+        "negative.json",
+    );
+    assert_one_error(
+        roofline(&cache, &["import-ert", &negative]).assert(),
+        &["empirical.gbytes.data[2] is not a [name, number] pair"],
+    );
+    // A bandwidth sweep with an infinite GB/s.
+    let sweep = tmp.path().join("max");
+    write(&sweep, "fp64\n16384 1000 1 1 1 290 1e999 310 1 1 1\n");
+    assert_one_error(
+        roofline(
+            &cache,
+            &[
+                "import-ert",
+                &format!(
+                    "{}/tests/fixtures/ert/new-dialect.json",
+                    env!("CARGO_MANIFEST_DIR")
+                ),
+                "--sweep",
+                &sweep.display().to_string(),
+            ],
+        )
+        .assert(),
+        &["sweep line 2", "GB/s is not a bandwidth"],
+    );
+    // A ceilings file with a negative peak, given or kept.
+    let text = fixture_text("ceilings-orin-gpu.json");
+    let value: serde_json::Value = match serde_json::from_str(&text) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let mut value = value;
+    value["ceilings"]["compute"][0]["flops_per_s"] = serde_json::json!(-3.0);
+    let file = tmp.path().join("ceilings.json");
+    write(&file, &value.to_string());
+    let file = file.display().to_string();
+    assert_one_error(
+        roofline(&cache, &["show", "--ceilings", &file]).assert(),
+        &[&format!(
+            "{file}: ceilings.compute[0].flops_per_s (fp32 peak) = -3 FLOP/s is not positive"
+        )],
+    );
+}

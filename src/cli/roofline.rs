@@ -341,10 +341,12 @@ pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
 fn load_ceilings(file: Option<&Path>) -> anyhow::Result<(store::Stored, String)> {
     match file {
         Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
-            let stored: store::Stored = serde_json::from_str(&text)
-                .map_err(|e| BadInput(format!("{} is not a ceilings file: {e}", path.display())))?;
+            let stored = store::read_file(path).map_err(|e| match e {
+                store::ReadError::Missing => {
+                    BadInput(format!("cannot read {}: no such file", path.display()))
+                }
+                store::ReadError::Other(why) => BadInput(why),
+            })?;
             Ok((stored, path.display().to_string()))
         }
         None => load_kept(None),
@@ -703,11 +705,21 @@ fn simulate_missing(
 const SIMULATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
 
 /// `edgeprof roofline import-ert`.
+/// Most bytes of an ERT roofline.json or sweep file (real ones are a few KiB).
+const MAX_ERT_BYTES: u64 = 16 << 20;
+
+/// Most bytes of an ncu or nvprof CSV file: a long application with every kernel profiled
+/// makes tens of MiB; parsing holds a few times the file.
+const MAX_PROFILE_BYTES: u64 = 256 << 20;
+
+/// A file read whole up to `limit` bytes, or one sentence naming it, its size and the limit.
+fn read_input(path: &Path, limit: u64) -> Result<String, BadInput> {
+    crate::collect::read_capped(path, limit)
+        .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))
+}
+
 pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyhow::Result<()> {
-    let read = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))
-    };
+    let read = |p: &Path| read_input(p, MAX_ERT_BYTES);
     let json = read(path)?;
     let sweep_text = sweep.map(read).transpose()?;
     let fingerprint = device::fingerprint(Path::new("/"));
@@ -795,18 +807,26 @@ pub fn import_gpu_profile(
     nvprof: bool,
 ) -> anyhow::Result<()> {
     use crate::roofline::{advice, nvidia};
-    let read = |p: &Path| {
-        std::fs::read_to_string(p)
-            .map_err(|e| BadInput(format!("cannot read {}: {e}", p.display())))
-    };
+    let read = |p: &Path| read_input(p, MAX_PROFILE_BYTES);
     let text = read(path)?;
     let summary_text = summary.map(read).transpose()?;
     let import = if nvprof {
         nvidia::parse_nvprof(&text, summary_text.as_deref())
     } else {
         nvidia::parse_ncu(&text)
-    }
-    .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    };
+    // A bad time in the summary is the summary's fault: name that file.
+    let import = import.map_err(|e| {
+        let file = match (&e, summary) {
+            (nvidia::ImportError::BadValue { place, .. }, Some(s))
+                if place.starts_with("GPU summary") =>
+            {
+                s
+            }
+            _ => path,
+        };
+        BadInput(format!("{}: {e}", file.display()))
+    })?;
     let label = o.label.map(str::to_string).unwrap_or_else(|| {
         path.file_stem()
             .map(|s| s.to_string_lossy().into_owned())

@@ -19,3 +19,77 @@ pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
         .map(|dir| dir.join(name))
         .find(|p| p.is_file())
 }
+
+/// A text file read whole, refused when larger than `limit` bytes: the parsers hold several
+/// times a file's size while they work, so a mistaken multi-gigabyte file would exhaust memory
+/// instead of being refused. The error says the size and the limit.
+pub fn read_capped(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path)?;
+    let size = file.metadata()?.len();
+    let too_large = |size: u64| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is {} and edgeprof reads files of this kind up to {}",
+                crate::cli::render::bytes(size),
+                crate::cli::render::bytes(limit)
+            ),
+        )
+    };
+    if size > limit {
+        return Err(too_large(size));
+    }
+    // The metadata of a pipe or a /proc file says nothing: the read itself is bounded too.
+    let mut bytes = Vec::new();
+    file.take(limit + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
+    }
+    String::from_utf8(bytes).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is not UTF-8 text (byte {})",
+                e.utf8_error().valid_up_to()
+            ),
+        )
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn capped_reads_refuse_large_files_and_say_the_sizes() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let file = dir.path().join("f.txt");
+        if let Err(e) = std::fs::write(&file, "x".repeat(3000)) {
+            panic!("{e}");
+        }
+        assert_eq!(
+            super::read_capped(&file, 3000).map(|t| t.len()).ok(),
+            Some(3000)
+        );
+        let why = super::read_capped(&file, 2048)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(
+            why,
+            "it is 2.93 KiB and edgeprof reads files of this kind up to 2.00 KiB"
+        );
+        if let Err(e) = std::fs::write(&file, [b'a', 0xff, b'b']) {
+            panic!("{e}");
+        }
+        let why = super::read_capped(&file, 10)
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default();
+        assert_eq!(why, "it is not UTF-8 text (byte 1)");
+        assert!(super::read_capped(&dir.path().join("none"), 10)
+            .is_err_and(|e| e.kind() == std::io::ErrorKind::NotFound));
+    }
+}

@@ -78,7 +78,14 @@ impl Canvas {
     }
 
     fn line(&mut self, (x0, y0): (f64, f64), (x1, y1): (f64, f64)) {
-        let steps = ((x1 - x0).abs().max((y1 - y0).abs()).ceil() as usize).max(1) * 2;
+        // A roof whose end overflowed (a bandwidth near f64::MAX times an intensity) is left
+        // out rather than drawn from infinity; the steps never exceed the canvas.
+        if ![x0, y0, x1, y1].iter().all(|v| v.is_finite()) {
+            return;
+        }
+        let most = 2 * (self.width() + self.height());
+        let span = (x1 - x0).abs().max((y1 - y0).abs()).ceil();
+        let steps = (span.min(most as f64) as usize).max(1) * 2;
         for i in 0..=steps {
             let t = i as f64 / steps as f64;
             self.set(
@@ -91,6 +98,9 @@ impl Canvas {
     /// Puts a letter in the cell at (x, y); when another letter holds that cell, in the nearest
     /// free cell beside it on the same row (right first), so coinciding points stay visible.
     fn mark(&mut self, x: f64, y: f64, letter: char) {
+        if !(x.is_finite() && y.is_finite()) {
+            return;
+        }
         let (col, row) = ((x / self.dx as f64) as i64, (y / self.dy as f64) as i64);
         if row < 0 || row as usize >= self.rows {
             return;
@@ -140,9 +150,11 @@ impl Canvas {
     }
 }
 
-/// A decade as a short label: 1e9 → "1G", 0.01 → "0.01".
+/// A decade as a short label, at most six characters: 1e9 → "1G", 0.01 → "0.01", and past
+/// the prefixes 1e17 or 1e-7.
 fn decade_label(exp: i32) -> String {
     match exp {
+        e if !(-4..=14).contains(&e) => format!("1e{e}"),
         e if e >= 12 => format!("{}T", 10f64.powi(e - 12)),
         e if e >= 9 => format!("{}G", 10f64.powi(e - 9)),
         e if e >= 6 => format!("{}M", 10f64.powi(e - 6)),
@@ -152,12 +164,10 @@ fn decade_label(exp: i32) -> String {
     }
 }
 
-/// Whole decades enclosing the values (at least one decade wide).
-fn decades(values: impl Iterator<Item = f64>) -> Option<(i32, i32)> {
-    let logs: Vec<f64> = values
-        .filter(|v| *v > 0.0 && v.is_finite())
-        .map(f64::log10)
-        .collect();
+/// Whole decades enclosing values given by their logarithms (at least one decade wide);
+/// infinite and NaN logarithms (values of zero or less, or not finite) are left out.
+fn decades(logs: impl Iterator<Item = f64>) -> Option<(i32, i32)> {
+    let logs: Vec<f64> = logs.filter(|l| l.is_finite()).collect();
     let lo = logs.iter().copied().fold(f64::INFINITY, f64::min);
     let hi = logs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
     if !lo.is_finite() || !hi.is_finite() {
@@ -178,29 +188,45 @@ pub fn render(
 ) -> String {
     let width = width.max(30);
     let height = height.max(8);
-    let peak = ceilings.peak(precision).unwrap_or(0.0);
+    // Only finite, positive figures can be placed on log axes; anything else is left off.
+    let usable = |v: &f64| v.is_finite() && *v > 0.0;
+    let peak = ceilings.peak(precision).filter(usable).unwrap_or(0.0);
     let levels: Vec<(Level, f64)> = [Level::L1, Level::L2, Level::L3, Level::Dram]
         .iter()
-        .filter_map(|&l| ceilings.bandwidth(l).map(|bw| (l, bw)))
+        .filter_map(|&l| ceilings.bandwidth(l).filter(usable).map(|bw| (l, bw)))
         .collect();
-    let ridges: Vec<f64> = levels.iter().map(|(_, bw)| peak / bw).collect();
+    let marks: Vec<&Mark> = marks
+        .iter()
+        .filter(|m| usable(&m.intensity) && usable(&m.flops_per_s))
+        .collect();
+    // Everything is placed by its logarithm, so that no product or quotient of extreme (but
+    // finite) figures overflows: a ridge of 1e300 / 1e-300 is simply 600 decades.
+    let log = |v: f64| {
+        if v > 0.0 {
+            v.log10()
+        } else {
+            f64::NEG_INFINITY
+        }
+    };
+    let log_peak = log(peak);
+    let ridges: Vec<f64> = levels.iter().map(|(_, bw)| log_peak - bw.log10()).collect();
     let Some((x_lo, x_hi)) = decades(
         ridges
             .iter()
             .copied()
-            .chain(marks.iter().map(|m| m.intensity))
-            .chain([0.1, 10.0]),
+            .chain(marks.iter().map(|m| m.intensity.log10()))
+            .chain([-1.0, 1.0]),
     ) else {
         return "(no ceilings to draw)\n".to_string();
     };
     let slowest = levels
         .iter()
-        .map(|(_, bw)| bw * 10f64.powi(x_lo))
+        .map(|(_, bw)| bw.log10() + x_lo as f64)
         .fold(f64::INFINITY, f64::min);
     let Some((y_lo, y_hi)) = decades(
-        [peak, slowest]
+        [log_peak, slowest]
             .into_iter()
-            .chain(marks.iter().map(|m| m.flops_per_s)),
+            .chain(marks.iter().map(|m| m.flops_per_s.log10())),
     ) else {
         return "(no ceilings to draw)\n".to_string();
     };
@@ -210,35 +236,41 @@ pub fn render(
     let rows = height - 2;
     let mut canvas = Canvas::new(cols, rows, ascii);
     let (w, h) = (canvas.width() as f64, canvas.height() as f64);
-    let to_x = |i: f64| (i.log10() - x_lo as f64) / (x_hi - x_lo) as f64 * (w - 1.0);
-    let to_y = |f: f64| (1.0 - (f.log10() - y_lo as f64) / (y_hi - y_lo) as f64) * (h - 1.0);
-    let x_min = 10f64.powi(x_lo);
-    let x_max = 10f64.powi(x_hi);
+    // Positions from logarithms.
+    let to_x = |li: f64| (li - x_lo as f64) / (x_hi - x_lo) as f64 * (w - 1.0);
+    let to_y = |lf: f64| (1.0 - (lf - y_lo as f64) / (y_hi - y_lo) as f64) * (h - 1.0);
+    let (lx_min, lx_max) = (x_lo as f64, x_hi as f64);
     for (_, bw) in &levels {
-        let ridge = (peak / bw).clamp(x_min, x_max);
+        let lbw = bw.log10();
+        let ridge = (log_peak - lbw).clamp(lx_min, lx_max);
         canvas.line(
-            (to_x(x_min), to_y(bw * x_min)),
-            (to_x(ridge), to_y(bw * ridge)),
+            (to_x(lx_min), to_y(lbw + lx_min)),
+            (to_x(ridge), to_y(lbw + ridge)),
         );
     }
     for p in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
-        if let Some(peak) = ceilings.peak(p) {
+        if let Some(peak) = ceilings.peak(p).filter(usable) {
+            let lp = peak.log10();
             let start = levels
                 .iter()
-                .map(|(_, bw)| (peak / bw).clamp(x_min, x_max))
-                .fold(x_max, f64::min);
-            canvas.line((to_x(start), to_y(peak)), (to_x(x_max), to_y(peak)));
+                .map(|(_, bw)| (lp - bw.log10()).clamp(lx_min, lx_max))
+                .fold(lx_max, f64::min);
+            canvas.line((to_x(start), to_y(lp)), (to_x(lx_max), to_y(lp)));
         }
     }
-    for m in marks {
-        canvas.mark(to_x(m.intensity), to_y(m.flops_per_s), m.letter);
+    for m in &marks {
+        canvas.mark(
+            to_x(m.intensity.log10()),
+            to_y(m.flops_per_s.log10()),
+            m.letter,
+        );
     }
     let mut out = String::new();
     for row in 0..rows {
         // A decade label on the row nearest to its height.
         let mut label = String::new();
         for e in y_lo..=y_hi {
-            let y = to_y(10f64.powi(e)) / canvas.dy as f64;
+            let y = to_y(e as f64) / canvas.dy as f64;
             if y.round() as usize == row {
                 label = decade_label(e);
             }
@@ -256,15 +288,20 @@ pub fn render(
         rule.to_string().repeat(cols)
     ));
     let mut labels = vec![' '; cols + label_w + 1];
+    // Where the last label ended: with many decades on few columns, a label that would touch
+    // the one before is skipped.
+    let mut free_from = 0;
     for e in x_lo..=x_hi {
-        let text = decade_label(e);
-        let col = label_w + 1 + (to_x(10f64.powi(e)) / canvas.dx as f64).round() as usize;
+        let text: Vec<char> = decade_label(e).chars().collect();
+        let col = label_w + 1 + (to_x(e as f64) / canvas.dx as f64).round() as usize;
         let start = col
             .saturating_sub(text.len() / 2)
             .min(labels.len().saturating_sub(text.len()));
-        for (i, ch) in text.chars().enumerate() {
-            labels[start + i] = ch;
+        if start < free_from || start + text.len() > labels.len() {
+            continue;
         }
+        labels[start..start + text.len()].copy_from_slice(&text);
+        free_from = start + text.len() + 1;
     }
     out.push_str(labels.iter().collect::<String>().trim_end());
     out.push('\n');
@@ -311,9 +348,10 @@ pub(crate) mod tests {
 
     #[test]
     fn decades_and_labels() {
-        assert_eq!(decades([0.5, 20.0].into_iter()), Some((-1, 2)));
-        assert_eq!(decades([1.0].into_iter()), Some((0, 1)));
-        assert_eq!(decades([0.0, f64::NAN].into_iter()), None);
+        let logs = |v: &[f64]| v.iter().map(|x| x.log10()).collect::<Vec<_>>().into_iter();
+        assert_eq!(decades(logs(&[0.5, 20.0])), Some((-1, 2)));
+        assert_eq!(decades(logs(&[1.0])), Some((0, 1)));
+        assert_eq!(decades(logs(&[0.0, f64::NAN, f64::INFINITY])), None);
         assert_eq!(decade_label(9), "1G");
         assert_eq!(decade_label(11), "100G");
         assert_eq!(decade_label(-2), "0.01");
@@ -355,6 +393,58 @@ pub(crate) mod tests {
         let col = row.find('A').unwrap_or(0);
         assert_eq!(row.get(col..col + 2), Some("AB"), "{text}");
         assert_eq!(row.get(col - 1..col), Some("C"), "{text}");
+    }
+
+    /// Any figures at all, finite or not, draw a chart of the asked size without a panic: the
+    /// import checks keep nonsense out, but the chart must not depend on them.
+    #[test]
+    fn extreme_figures_draw_a_chart_of_the_asked_size() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        let extremes = [
+            0.0,
+            -1.0,
+            f64::NAN,
+            f64::INFINITY,
+            f64::MAX,
+            f64::MIN_POSITIVE,
+            5e-324,
+            1e100,
+            1e-100,
+            1e300,
+            1.0,
+        ];
+        let value = |rng: &mut rand_chacha::ChaCha8Rng| {
+            if rng.random_bool(0.5) {
+                extremes[rng.random_range(0..extremes.len())]
+            } else {
+                10f64.powf(rng.random_range(-300.0..300.0))
+            }
+        };
+        let (base, _) = sample();
+        for _ in 0..400 {
+            let mut c = base.clone();
+            for r in &mut c.compute {
+                r.flops_per_s = value(&mut rng);
+            }
+            for r in &mut c.bandwidth {
+                r.bytes_per_s = value(&mut rng);
+            }
+            let marks: Vec<Mark> = (0..rng.random_range(0..4))
+                .map(|i| Mark {
+                    letter: letter(i),
+                    intensity: value(&mut rng),
+                    flops_per_s: value(&mut rng),
+                })
+                .collect();
+            let (w, h) = (rng.random_range(30..140), rng.random_range(8..50));
+            let text = render(&c, Precision::Fp32, &marks, w, h, rng.random_bool(0.5));
+            if text.starts_with("(no ceilings") {
+                continue;
+            }
+            assert_eq!(text.lines().count(), h, "{text}");
+            assert!(text.lines().all(|l| l.chars().count() <= w), "{text}");
+        }
     }
 
     #[test]

@@ -7,7 +7,10 @@
 
 use crate::collect::ceilings::SweepPoint;
 use crate::collect::device::Cache;
-use crate::roofline::{levels, BandwidthRoof, Ceilings, ComputeRoof, Level, Precision};
+use crate::roofline::{
+    levels, BandwidthRoof, Ceilings, ComputeRoof, Level, Precision, MAX_BYTES_PER_S,
+    MAX_FLOPS_PER_S,
+};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -19,10 +22,20 @@ pub enum ErtError {
     Missing(&'static str),
     #[error("empirical.{section}.data[{index}] is not a [name, number] pair")]
     BadEntry { section: &'static str, index: usize },
+    #[error("empirical.{section}.data[{index}] = {} {unit} is more than any machine reaches (at most {limit:e} {unit})", crate::roofline::figure(*value))]
+    Absurd {
+        section: &'static str,
+        index: usize,
+        value: f64,
+        unit: &'static str,
+        limit: f64,
+    },
     #[error("unknown bandwidth level {0:?} (ERT writes L1, L2, L3, DRAM)")]
     UnknownLevel(String),
     #[error("sweep line {line}: {reason}")]
     BadSweepLine { line: usize, reason: String },
+    #[error("{0}")]
+    BadCeiling(String),
 }
 
 /// Finds OPENMP_THREADS (and MPI processes) anywhere in the metadata, in either dialect.
@@ -47,7 +60,14 @@ fn threads_in(value: &Value) -> Option<usize> {
     }
 }
 
-fn pairs<'a>(root: &'a Value, section: &'static str) -> Result<Vec<(&'a str, f64)>, ErtError> {
+/// The `[name, value]` pairs of a section, values finite, positive and at most `limit` (in the
+/// file's units, 1e9 a second).
+fn pairs<'a>(
+    root: &'a Value,
+    section: &'static str,
+    unit: &'static str,
+    limit: f64,
+) -> Result<Vec<(&'a str, f64)>, ErtError> {
     let data = root
         .pointer(&format!("/empirical/{section}/data"))
         .and_then(Value::as_array)
@@ -60,6 +80,13 @@ fn pairs<'a>(root: &'a Value, section: &'static str) -> Result<Vec<(&'a str, f64
             let name = pair[0].as_str();
             let value = pair[1].as_f64().filter(|v| v.is_finite() && *v > 0.0);
             match (name, value) {
+                (Some(_), Some(v)) if v > limit => Err(ErtError::Absurd {
+                    section,
+                    index,
+                    value: v,
+                    unit,
+                    limit,
+                }),
                 (Some(n), Some(v)) => Ok((n, v)),
                 _ => Err(ErtError::BadEntry { section, index }),
             }
@@ -110,6 +137,26 @@ pub fn parse_sweep(text: &str, threads: usize) -> Result<Vec<SweepPoint>, ErtErr
                 reason: format!("{} columns, expected 11", numbers.len()),
             });
         }
+        let bad = |reason: String| ErtError::BadSweepLine {
+            line: i + 1,
+            reason,
+        };
+        if !(numbers[0].is_finite() && numbers[0] >= 0.0 && numbers[0] < 9.0e18) {
+            return Err(bad(format!(
+                "a working set of {} bytes is not a size",
+                crate::roofline::figure(numbers[0])
+            )));
+        }
+        if let Some(v) = numbers[5..8]
+            .iter()
+            .find(|v| !(v.is_finite() && (0.0..=MAX_BYTES_PER_S / 1e9).contains(*v)))
+        {
+            return Err(bad(format!(
+                "{} GB/s is not a bandwidth (finite, from 0 to {:e} GB/s)",
+                crate::roofline::figure(*v),
+                MAX_BYTES_PER_S / 1e9
+            )));
+        }
         let gbs = numbers[5..8].iter().copied().fold(0.0, f64::max);
         points.push(SweepPoint {
             bytes_per_thread: (numbers[0] / threads.max(1) as f64) as u64,
@@ -155,7 +202,7 @@ fn gpu_run(root: &Value) -> (bool, Option<usize>) {
     let flagged = all
         .iter()
         .any(|s| s.contains("'ERT_GPU': ['True']") || s.contains("'ERT_GPU': [True]"));
-    let total = blocks.zip(threads).map(|(b, t)| b * t);
+    let total = blocks.zip(threads).and_then(|(b, t)| b.checked_mul(t));
     (flagged || blocks.is_some() || threads.is_some(), total)
 }
 
@@ -169,7 +216,7 @@ pub fn import(
     let root: Value = serde_json::from_str(json).map_err(|e| ErtError::NotJson(e.to_string()))?;
     let (is_gpu, gpu_threads) = gpu_run(&root);
     let threads = gpu_threads.or_else(|| threads_in(&root)).unwrap_or(1);
-    let compute = pairs(&root, "gflops")?
+    let compute = pairs(&root, "gflops", "GFLOP/s", MAX_FLOPS_PER_S / 1e9)?
         .into_iter()
         .map(|(name, gflops)| ComputeRoof {
             precision: precision_of(name),
@@ -192,7 +239,7 @@ pub fn import(
             (bandwidth, points, true)
         }
         None => {
-            let bandwidth = pairs(&root, "gbytes")?
+            let bandwidth = pairs(&root, "gbytes", "GB/s", MAX_BYTES_PER_S / 1e9)?
                 .into_iter()
                 .map(|(name, gbs)| {
                     Ok(BandwidthRoof {
@@ -205,20 +252,23 @@ pub fn import(
             (bandwidth, Vec::new(), false)
         }
     };
-    Ok(Imported {
-        ceilings: Ceilings {
-            source,
-            compute,
-            bandwidth,
-            sweep: sweep_points,
-            notes: Vec::new(),
-            processor: if is_gpu {
-                crate::roofline::Processor::Gpu
-            } else {
-                crate::roofline::Processor::Cpu
-            },
-            gpu_sweep: Vec::new(),
+    let ceilings = Ceilings {
+        source,
+        compute,
+        bandwidth,
+        sweep: sweep_points,
+        notes: Vec::new(),
+        processor: if is_gpu {
+            crate::roofline::Processor::Gpu
+        } else {
+            crate::roofline::Processor::Cpu
         },
+        gpu_sweep: Vec::new(),
+    };
+    // Checked piece by piece above; this is the same check every stored ceiling passes.
+    ceilings.check().map_err(ErtError::BadCeiling)?;
+    Ok(Imported {
+        ceilings,
         threads,
         relabelled,
         gpu_run: is_gpu,

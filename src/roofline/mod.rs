@@ -102,7 +102,78 @@ impl std::fmt::Display for Processor {
     }
 }
 
+/// The highest FLOP rate a ceiling may claim: past every chip's (an exaflop on one device), so
+/// only a corrupted or mistyped file reaches it.
+pub const MAX_FLOPS_PER_S: f64 = 1e18;
+/// The highest bandwidth a ceiling may claim (100 PB/s).
+pub const MAX_BYTES_PER_S: f64 = 1e17;
+
+/// A figure for a message: plain when of everyday size, else in scientific notation.
+pub fn figure(v: f64) -> String {
+    if v == 0.0 || (v.is_finite() && (1e-3..1e6).contains(&v.abs())) {
+        format!("{v}")
+    } else {
+        format!("{v:e}")
+    }
+}
+
+/// Why a rate cannot be a ceiling: not finite, not positive, or past `limit`.
+fn rate_problem(value: f64, limit: f64) -> Option<String> {
+    if !value.is_finite() {
+        Some("not a finite number".to_string())
+    } else if value <= 0.0 {
+        Some("not positive".to_string())
+    } else if value > limit {
+        Some(format!("more than any machine reaches (at most {limit:e})"))
+    } else {
+        None
+    }
+}
+
 impl Ceilings {
+    /// Checks every figure: roofs finite, positive and below the limits above, sweep points
+    /// finite and not negative. An infinite roof would be kept as `null` and break every later
+    /// roofline command, and absurd ones put nonsense in the advice. The error names the field.
+    pub fn check(&self) -> Result<(), String> {
+        for (i, r) in self.compute.iter().enumerate() {
+            if let Some(why) = rate_problem(r.flops_per_s, MAX_FLOPS_PER_S) {
+                return Err(format!(
+                    "compute[{i}].flops_per_s ({} peak) = {} FLOP/s is {why}",
+                    r.precision,
+                    figure(r.flops_per_s)
+                ));
+            }
+        }
+        for (i, r) in self.bandwidth.iter().enumerate() {
+            if let Some(why) = rate_problem(r.bytes_per_s, MAX_BYTES_PER_S) {
+                return Err(format!(
+                    "bandwidth[{i}].bytes_per_s ({} bandwidth) = {} B/s is {why}",
+                    r.level,
+                    figure(r.bytes_per_s)
+                ));
+            }
+        }
+        let sweeps = self
+            .sweep
+            .iter()
+            .map(|p| ("sweep", p.bytes_per_s))
+            .chain(self.gpu_sweep.iter().map(|p| ("gpu_sweep", p.bytes_per_s)));
+        for (i, (name, v)) in sweeps.enumerate() {
+            if !(v.is_finite() && (0.0..=MAX_BYTES_PER_S).contains(&v)) {
+                let i = if name == "sweep" {
+                    i
+                } else {
+                    i - self.sweep.len()
+                };
+                return Err(format!(
+                    "{name}[{i}].bytes_per_s = {} B/s is not a bandwidth (finite, from 0 to {MAX_BYTES_PER_S:e})",
+                    figure(v)
+                ));
+            }
+        }
+        Ok(())
+    }
+
     /// The highest compute roof of a precision (over thread counts).
     pub fn peak(&self, precision: Precision) -> Option<f64> {
         self.compute
@@ -359,6 +430,33 @@ pub fn test_ceilings() -> Ceilings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ceilings_are_checked_figure_by_figure() {
+        assert_eq!(test_ceilings().check(), Ok(()));
+        let with = |edit: &dyn Fn(&mut Ceilings)| {
+            let mut c = test_ceilings();
+            edit(&mut c);
+            c.check().err().unwrap_or_default()
+        };
+        assert_eq!(
+            with(&|c| c.compute[1].flops_per_s = f64::INFINITY),
+            "compute[1].flops_per_s (fp32 peak) = inf FLOP/s is not a finite number"
+        );
+        assert!(with(&|c| c.compute[0].flops_per_s = 0.0).ends_with("is not positive"));
+        assert!(with(&|c| c.bandwidth[2].bytes_per_s = 1e20)
+            .starts_with("bandwidth[2].bytes_per_s (DRAM bandwidth) = 1e20 B/s is more than"));
+        assert!(with(&|c| c.bandwidth[0].bytes_per_s = f64::NAN).contains("(L1 bandwidth)"));
+        assert!(with(&|c| c.sweep.push(SweepPoint {
+            bytes_per_thread: 1,
+            threads: 1,
+            bytes_per_s: -1.0
+        }))
+        .starts_with("sweep[0].bytes_per_s = -1 B/s"));
+        assert_eq!(figure(2.5), "2.5");
+        assert_eq!(figure(1e300), "1e300");
+        assert_eq!(figure(f64::NEG_INFINITY), "-inf");
+    }
 
     #[test]
     fn roof_maths_by_hand() {

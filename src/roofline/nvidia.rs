@@ -29,6 +29,91 @@ pub enum ImportError {
     MissingColumn(String),
     #[error("no kernel has the metrics a roofline needs ({0})")]
     NothingUsable(String),
+    #[error("{place}: {field} = {value} is {why}")]
+    BadValue {
+        /// Where: "line 12", "GPU summary line 4", "launch 3".
+        place: String,
+        field: String,
+        value: String,
+        why: String,
+    },
+}
+
+/// The largest count (FLOPs, bytes, instructions, cycles) a profiler can report for one kernel
+/// (or per invocation): orders of magnitude past any GPU, so only a corrupted file reaches it.
+pub const MAX_COUNT: f64 = 1e21;
+/// The longest kernel time, in seconds (over three months).
+pub const MAX_SECONDS: f64 = 1e7;
+/// The fastest clock, in hertz.
+pub const MAX_HZ: f64 = 1e12;
+/// The most invocations of one kernel.
+pub const MAX_INVOCATIONS: f64 = 1e12;
+
+/// A value the profiler wrote for a failed launch (or a metric it could not collect).
+fn is_missing(text: &str) -> bool {
+    let t = text.trim().to_ascii_lowercase();
+    matches!(t.as_str(), "" | "nan" | "-nan" | "n/a" | "(!) n/a" | "na")
+}
+
+/// A metric value in base units, checked: None for a missing value (a failed launch), an
+/// error for one that is infinite, negative or past `limit` (a corrupted file), which would
+/// otherwise put nonsense on the chart and in the advice.
+fn checked_value(
+    place: &'static str,
+    line: usize,
+    field: &str,
+    text: &str,
+    scale: f64,
+    limit: f64,
+) -> Result<Option<f64>, ImportError> {
+    let bad = |why: String| ImportError::BadValue {
+        place: format!("{place}line {line}"),
+        field: field.to_string(),
+        value: text.trim().chars().take(40).collect(),
+        why,
+    };
+    if is_missing(text) {
+        return Ok(None);
+    }
+    let t = text.trim().to_ascii_lowercase();
+    if t.trim_start_matches(['-', '+']).starts_with("inf") {
+        return Err(bad("not a finite number".to_string()));
+    }
+    let Some(raw) = number_unchecked(text) else {
+        // Words where a number belongs: treated like a missing value, and reported.
+        return Ok(None);
+    };
+    let value = raw * scale;
+    if !value.is_finite() {
+        Err(bad("not a finite number".to_string()))
+    } else if value < 0.0 {
+        Err(bad("negative".to_string()))
+    } else if value > limit {
+        Err(bad(format!(
+            "more than any GPU reaches (at most {limit:e})"
+        )))
+    } else {
+        Ok(Some(value))
+    }
+}
+
+/// The bound on an ncu metric in base units (seconds, hertz, counts).
+fn ncu_limit(metric: &str) -> f64 {
+    if metric == NCU_TIME[1] {
+        MAX_HZ
+    } else if metric == "gpu__time_duration.sum" {
+        MAX_SECONDS
+    } else {
+        MAX_COUNT
+    }
+}
+
+/// Whether ncu's metric is one the roofline reads (others are kept as they are, unchecked).
+fn is_ncu_roofline_metric(metric: &str) -> bool {
+    NCU_TIME.contains(&metric)
+        || metric == "gpu__time_duration.sum"
+        || NCU_BYTES.contains(&metric)
+        || NCU_FLOP_OPS.iter().any(|op| ncu_flop_metric(op) == metric)
 }
 
 /// Splits one CSV line: fields separated by commas, optionally double-quoted (a doubled quote
@@ -60,6 +145,11 @@ pub fn split_csv(line: &str) -> Option<Vec<String>> {
 /// A number as the profilers print it: thousands separators, an optional unit suffix
 /// (`%`, `GB/s`, `B`, …). None for `nan`, `n/a` or anything else.
 pub fn number(text: &str) -> Option<f64> {
+    number_unchecked(text).filter(|v| v.is_finite())
+}
+
+/// [`number`] without the finiteness check: `1e400` is infinite here, not missing.
+fn number_unchecked(text: &str) -> Option<f64> {
     let t = text.trim().replace(',', "");
     let end = t
         .char_indices()
@@ -71,8 +161,7 @@ pub fn number(text: &str) -> Option<f64> {
                 || ((c == '-' || c == '+') && (i == 0 || t[..i].ends_with(['e', 'E']))))
         })
         .map_or(t.len(), |(i, _)| i);
-    let value: f64 = t[..end].parse().ok()?;
-    value.is_finite().then_some(value)
+    t[..end].parse().ok()
 }
 
 /// The factor from a unit to the base unit (bytes, seconds, hertz, cycles, instructions); None
@@ -158,30 +247,31 @@ fn ncu_op(op: &str) -> (Precision, f64) {
     (precision, if op.ends_with("fma") { 2.0 } else { 1.0 })
 }
 
-/// The data rows after the header line `start`: (line number, fields). Blank lines and the
-/// profilers' own `==` lines are skipped; a row with the wrong number of fields (a truncated
-/// last line) is reported in `warnings` and left out.
-fn rows(
+/// Calls `f` on each data row after the header line `start`: (line number, fields). Blank
+/// lines and the profilers' own `==` lines are skipped; a row with the wrong number of fields (a
+/// truncated last line) is reported in `warnings` and left out. Rows are split one at a time,
+/// so a large file is not held twice over as fields.
+fn each_row(
     lines: &[&str],
     start: usize,
     width: usize,
     what: &str,
     warnings: &mut Vec<String>,
-) -> Vec<(usize, Vec<String>)> {
-    let mut out = Vec::new();
+    mut f: impl FnMut(usize, Vec<String>, &mut Vec<String>) -> Result<(), ImportError>,
+) -> Result<(), ImportError> {
     for (i, line) in lines.iter().enumerate().skip(start + 1) {
         if line.trim().is_empty() || line.starts_with("==") {
             continue;
         }
         match split_csv(line).filter(|r| r.len() == width) {
-            Some(row) => out.push((i + 1, row)),
+            Some(row) => f(i + 1, row, warnings)?,
             None => warnings.push(format!(
                 "{what}line {}: not a complete row (truncated?); left out",
                 i + 1
             )),
         }
     }
-    out
+    Ok(())
 }
 
 /// `ncu --csv --metrics …` output: one row per (launch, metric).
@@ -206,30 +296,49 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
     };
     // Launch id → (kernel name, metric → base-unit value or None for nan).
     let mut launches: BTreeMap<u64, (String, BTreeMap<String, Option<f64>>)> = BTreeMap::new();
-    for (line, row) in rows(&lines, start, fields.len(), "", &mut import.warnings) {
-        let Ok(launch) = row[id].trim().parse::<u64>() else {
-            import.warnings.push(format!(
-                "line {line}: ID {:?} is not a number; left out",
-                row[id]
-            ));
-            continue;
-        };
-        let scale = unit.map_or(Some(1.0), |u| unit_scale(&row[u]));
-        let Some(scale) = scale else {
-            import.warnings.push(format!(
-                "line {line}: unknown unit {:?} for {}; left out",
-                unit.map(|u| row[u].as_str()).unwrap_or(""),
-                row[metric]
-            ));
-            continue;
-        };
-        let entry = launches
-            .entry(launch)
-            .or_insert_with(|| (row[kernel].clone(), BTreeMap::new()));
-        entry
-            .1
-            .insert(row[metric].clone(), number(&row[value]).map(|v| v * scale));
-    }
+    let warnings = &mut import.warnings;
+    each_row(
+        &lines,
+        start,
+        fields.len(),
+        "",
+        warnings,
+        |line, row, warnings| {
+            let Ok(launch) = row[id].trim().parse::<u64>() else {
+                warnings.push(format!(
+                    "line {line}: ID {:?} is not a number; left out",
+                    row[id]
+                ));
+                return Ok(());
+            };
+            let scale = unit.map_or(Some(1.0), |u| unit_scale(&row[u]));
+            let Some(scale) = scale else {
+                warnings.push(format!(
+                    "line {line}: unknown unit {:?} for {}; left out",
+                    unit.map(|u| row[u].as_str()).unwrap_or(""),
+                    row[metric]
+                ));
+                return Ok(());
+            };
+            let figure = if is_ncu_roofline_metric(&row[metric]) {
+                checked_value(
+                    "",
+                    line,
+                    &row[metric],
+                    &row[value],
+                    scale,
+                    ncu_limit(&row[metric]),
+                )?
+            } else {
+                number(&row[value]).map(|v| v * scale)
+            };
+            let entry = launches
+                .entry(launch)
+                .or_insert_with(|| (row[kernel].clone(), BTreeMap::new()));
+            entry.1.insert(row[metric].clone(), figure);
+            Ok(())
+        },
+    )?;
     for (launch, (name, metrics)) in launches {
         let get = |m: &str| metrics.get(m).copied().flatten();
         let missing: Vec<&String> = metrics
@@ -252,6 +361,14 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
             (Some(c), Some(hz)) if hz > 0.0 => Some(c / hz),
             _ => get("gpu__time_duration.sum"),
         };
+        if seconds.is_some_and(|s| s.is_nan() || s > MAX_SECONDS) {
+            return Err(ImportError::BadValue {
+                place: format!("launch {launch} ({name})"),
+                field: "its time".to_string(),
+                value: format!("{:e} s", seconds.unwrap_or(f64::NAN)),
+                why: format!("more than any kernel takes (at most {MAX_SECONDS:e} s)"),
+            });
+        }
         let mut flops = BTreeMap::new();
         for op in NCU_FLOP_OPS {
             let (precision, weight) = ncu_op(op);
@@ -305,26 +422,38 @@ pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, Impo
         ..Import::default()
     };
     let mut kernels: Vec<(String, u64, BTreeMap<String, Option<f64>>)> = Vec::new();
-    for (line, row) in rows(&lines, start, fields.len(), "", &mut import.warnings) {
-        let Some(n) = number(&row[calls]).filter(|n| *n >= 1.0) else {
-            import.warnings.push(format!(
-                "line {line}: invocations {:?} is not a count; left out",
-                row[calls]
-            ));
-            continue;
-        };
-        let name = row[kernel].clone();
-        let index = match kernels.iter().position(|k| k.0 == name) {
-            Some(k) => k,
-            None => {
-                kernels.push((name, n as u64, BTreeMap::new()));
-                kernels.len() - 1
-            }
-        };
-        kernels[index]
-            .2
-            .insert(row[metric].clone(), number(&row[avg]));
-    }
+    each_row(
+        &lines,
+        start,
+        fields.len(),
+        "",
+        &mut import.warnings,
+        |line, row, warnings| {
+            let count = checked_value("", line, "Invocations", &row[calls], 1.0, MAX_INVOCATIONS)?;
+            let Some(n) = count.filter(|n| *n >= 1.0) else {
+                warnings.push(format!(
+                    "line {line}: invocations {:?} is not a count; left out",
+                    row[calls]
+                ));
+                return Ok(());
+            };
+            let name = row[kernel].clone();
+            let index = match kernels.iter().position(|k| k.0 == name) {
+                Some(k) => k,
+                None => {
+                    kernels.push((name, n as u64, BTreeMap::new()));
+                    kernels.len() - 1
+                }
+            };
+            let value = if is_roofline_metric(&row[metric]) {
+                checked_value("", line, &row[metric], &row[avg], 1.0, MAX_COUNT)?
+            } else {
+                number(&row[avg])
+            };
+            kernels[index].2.insert(row[metric].clone(), value);
+            Ok(())
+        },
+    )?;
     let times = match summary {
         Some(text) => gpu_summary(text, &mut import.warnings)?,
         None => {
@@ -416,28 +545,49 @@ pub fn gpu_summary(
     let kind = column(&fields, "Type").ok();
     let mut scale = 1.0;
     let mut times = BTreeMap::new();
-    for (line, row) in rows(&lines, start, fields.len(), "GPU summary ", warnings) {
-        // The units row, right under the header: the Time column holds a unit, not a number.
-        if number(&row[time]).is_none() {
-            match unit_scale(&row[time]) {
-                Some(s) if line == start + 2 => scale = s,
-                _ => warnings.push(format!(
-                    "GPU summary line {line}: time {:?} is not a number; left out",
-                    row[time]
-                )),
+    each_row(
+        &lines,
+        start,
+        fields.len(),
+        "GPU summary ",
+        warnings,
+        |line, row, warnings| {
+            // The units row, right under the header: the Time column holds a unit, not a number.
+            let numeric = number_unchecked(&row[time]).is_some()
+                || row[time].trim().to_ascii_lowercase().contains("inf");
+            if !numeric {
+                match unit_scale(&row[time]) {
+                    Some(s) if line == start + 2 => scale = s,
+                    _ => warnings.push(format!(
+                        "GPU summary line {line}: time {:?} is not a number; left out",
+                        row[time]
+                    )),
+                }
+                return Ok(());
             }
-            continue;
-        }
-        if kind.is_some_and(|k| row[k] != "GPU activities" && !row[k].is_empty()) {
-            continue;
-        }
-        if row[name].starts_with("[CUDA ") {
-            continue;
-        }
-        if let Some(t) = number(&row[time]) {
-            *times.entry(row[name].clone()).or_insert(0.0) += t * scale;
-        }
-    }
+            if kind.is_some_and(|k| row[k] != "GPU activities" && !row[k].is_empty()) {
+                return Ok(());
+            }
+            if row[name].starts_with("[CUDA ") {
+                return Ok(());
+            }
+            if let Some(t) =
+                checked_value("GPU summary ", line, "Time", &row[time], scale, MAX_SECONDS)?
+            {
+                let total = times.entry(row[name].clone()).or_insert(0.0);
+                *total += t;
+                if *total > MAX_SECONDS {
+                    return Err(ImportError::BadValue {
+                        place: format!("GPU summary line {line}"),
+                        field: format!("the total time of {}", row[name]),
+                        value: format!("{total:e} s"),
+                        why: format!("more than any kernel takes (at most {MAX_SECONDS:e} s)"),
+                    });
+                }
+            }
+            Ok(())
+        },
+    )?;
     Ok(times)
 }
 

@@ -76,6 +76,11 @@ pub fn gpu_path_for(dir: &Path, f: &Fingerprint, ordinal: usize) -> PathBuf {
 }
 
 pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
+    // Never keep ceilings that would make every later command fail or mislead.
+    stored
+        .ceilings
+        .check()
+        .map_err(|why| crate::session::BadInput(format!("the ceilings cannot be kept: {why}")))?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
     let path = match &stored.gpu {
@@ -98,18 +103,52 @@ pub fn load_gpu(dir: &Path, f: &Fingerprint, ordinal: usize) -> anyhow::Result<O
 }
 
 fn load_path(path: &Path) -> anyhow::Result<Option<Stored>> {
-    let text = match std::fs::read_to_string(path) {
+    match read_file(path) {
+        Ok(stored) => Ok(Some(stored)),
+        Err(ReadError::Missing) => Ok(None),
+        Err(ReadError::Other(why)) => Err(crate::session::BadInput(format!(
+            "{why}; delete it and measure (or import) the ceilings again"
+        ))
+        .into()),
+    }
+}
+
+/// Most bytes of a ceilings file (a sweep of a few hundred points is some tens of KiB).
+pub const MAX_FILE_BYTES: u64 = 4 << 20;
+
+/// Why a ceilings file could not be read.
+#[derive(Debug)]
+pub enum ReadError {
+    Missing,
+    /// One sentence naming the file.
+    Other(String),
+}
+
+/// A ceilings file (kept, or given with --ceilings), read and checked: its size, its JSON, and
+/// every figure in it.
+pub fn read_file(path: &Path) -> Result<Stored, ReadError> {
+    let text = match crate::collect::read_capped(path, MAX_FILE_BYTES) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(ReadError::Missing),
+        Err(e) => {
+            return Err(ReadError::Other(format!(
+                "cannot read {}: {e}",
+                path.display()
+            )))
+        }
     };
-    let stored = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{} is not a ceilings file; delete it and measure again",
-            path.display()
-        )
-    })?;
-    Ok(Some(stored))
+    parse_file(&text).map_err(|why| ReadError::Other(format!("{}: {why}", path.display())))
+}
+
+/// A ceilings file's text, parsed and checked.
+pub fn parse_file(text: &str) -> Result<Stored, String> {
+    let stored: Stored =
+        serde_json::from_str(text).map_err(|e| format!("not a ceilings file ({e})"))?;
+    stored
+        .ceilings
+        .check()
+        .map_err(|why| format!("ceilings.{why}"))?;
+    Ok(stored)
 }
 
 /// What a measurement of the ceilings is doing.
