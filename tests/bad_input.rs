@@ -324,3 +324,173 @@ fn absurd_ceilings_are_refused_at_import_and_when_read() {
         )],
     );
 }
+
+#[test]
+fn implausible_tegrastats_readings_are_dropped_with_a_counted_warning() {
+    let log = format!(
+        "{}/tests/fixtures/tegrastats/implausible.log",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let assert = edgeprof()
+        .args(["monitor", "--from-tegrastats", &log])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "warning: {log}: dropped 7 implausible field(s) (first at line 2: CPU0 -4%)"
+        )),
+        "{stderr}"
+    );
+    let samples: Vec<serde_json::Value> = String::from_utf8_lossy(&assert.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(samples.len(), 4);
+    let loads = |s: &serde_json::Value| -> Vec<f64> {
+        let cores = s["cores"].as_array().cloned().unwrap_or_default();
+        let gpus = s["gpus"].as_array().cloned().unwrap_or_default();
+        cores
+            .iter()
+            .chain(gpus.iter())
+            .filter_map(|c| c.get("load_pct").and_then(|v| v.as_f64()))
+            .collect()
+    };
+    for s in &samples {
+        assert!(loads(s).iter().all(|l| (0.0..=100.0).contains(l)), "{s}");
+        // NaN would be written as null; a u64 overflow as a wrapped (tiny) byte count.
+        assert!(!s.to_string().contains("null"), "{s}");
+        if let Some(used) = s["mem_used_bytes"].as_u64() {
+            assert!(used >= 1 << 30, "{s}");
+        }
+    }
+    assert_eq!(samples[1]["cores"][0].get("load_pct"), None);
+    assert_eq!(samples[2].get("mem_used_bytes"), None);
+    assert_eq!(samples[2].get("power_w"), None);
+}
+
+#[test]
+fn a_large_tegrastats_log_is_replayed_in_little_memory() {
+    let tmp = temp_dir();
+    let log = tmp.path().join("big.log");
+    let first = fixture_text("tegrastats/jp4-nano-root.log");
+    let first = first.lines().next().unwrap_or_default();
+    let noise = "this line is not tegrastats output, and there are very many of them\n";
+    let size = 32 << 20;
+    let mut text = format!("{first}\n");
+    text.push_str(&noise.repeat(size / noise.len()));
+    write(&log, &text);
+    drop(text);
+    let report = tmp.path().join("time.txt");
+    let assert = assert_cmd::Command::new("/usr/bin/time")
+        .args(["-f", "%M", "-o"])
+        .arg(&report)
+        .arg(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["monitor", "--from-tegrastats"])
+        .arg(&log)
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("more line(s) with warnings not shown"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.lines().count() < 30,
+        "{} warning lines",
+        stderr.lines().count()
+    );
+    let peak_kib: u64 = read(&report).trim().parse().unwrap_or(u64::MAX);
+    // The log is 32 MiB: holding it whole would take more than that.
+    assert!(
+        peak_kib * 1024 < size as u64,
+        "peak RSS {peak_kib} KiB for a {size}-byte log"
+    );
+}
+
+/// Copies a directory tree (regular files only).
+fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    let entries = match std::fs::read_dir(from) {
+        Ok(e) => e,
+        Err(e) => panic!("{}: {e}", from.display()),
+    };
+    if let Err(e) = std::fs::create_dir_all(to) {
+        panic!("{}: {e}", to.display());
+    }
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else if let Err(e) = std::fs::copy(&path, &target) {
+            panic!("{}: {e}", path.display());
+        }
+    }
+}
+
+#[test]
+fn implausible_sysfs_readings_are_dropped_with_a_counted_warning() {
+    let tmp = temp_dir();
+    let root = tmp.path().join("orin");
+    copy_tree(
+        &std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boards/orin-jp6"),
+        &root,
+    );
+    let sys = root.join("sys");
+    // 3000 °C, a GPU load of 250 %, a clock of 18 EHz.
+    write(&sys.join("class/thermal/thermal_zone0/temp"), "3000000\n");
+    write(
+        &sys.join("class/devfreq/17000000.gpu/device/load"),
+        "2500\n",
+    );
+    write(
+        &sys.join("devices/system/cpu/cpu0/cpufreq/scaling_cur_freq"),
+        "18446744073709551615\n",
+    );
+    let assert = edgeprof()
+        .args(["monitor", "--root"])
+        .arg(&root)
+        .args(["--interval", "50ms", "--duration", "120ms"])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let zone = sys.join("class/thermal/thermal_zone0/temp");
+    // Each reading is counted (the sampler's first, unkept reading too), the first named.
+    let cpufreq = sys.join("devices/system/cpu/cpu0/cpufreq/scaling_cur_freq");
+    for (reader, first) in [
+        ("thermal zones (sysfs)", format!("{}: 3000", zone.display())),
+        (
+            "Jetson GPU (devfreq)",
+            "17000000.gpu/device/load: 2500".to_string(),
+        ),
+        (
+            "cpu (procfs, cpufreq)",
+            format!("{}: 18446744073709551615)", cpufreq.display()),
+        ),
+    ] {
+        let line = stderr
+            .lines()
+            .find(|l| l.starts_with(&format!("warning: {reader}: dropped ")))
+            .unwrap_or_default();
+        assert!(line.contains("implausible reading(s) (first: "), "{stderr}");
+        assert!(line.contains(&first), "{line} lacks {first}");
+    }
+    let samples: Vec<serde_json::Value> = String::from_utf8_lossy(&assert.get_output().stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(samples.len(), 2);
+    for s in &samples {
+        let temps = s["temperatures"].as_array().cloned().unwrap_or_default();
+        assert!(!temps.is_empty());
+        assert!(
+            temps.iter().all(|t| t["value"].as_f64() < Some(200.0)),
+            "{s}"
+        );
+        assert_eq!(s["gpus"][0].get("load_pct"), None, "{s}");
+        assert_eq!(s["cores"][0].get("freq_mhz"), None, "{s}");
+        assert!(s["cores"][1]["freq_mhz"].as_u64().is_some(), "{s}");
+    }
+}

@@ -120,13 +120,37 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
     let mut schedule = telemetry::Sampler::new(active, o.interval);
+    let result = sample_until_done(&o, &mut schedule, &mut process, &stop, &mut output);
+    // Readings left out as implausible, once at the end rather than on every sample.
+    for reader in schedule.readers() {
+        let dropped = reader.dropped();
+        if let Some(first) = dropped.first {
+            errln!(
+                "warning: {}: dropped {} implausible reading(s) (first: {first})",
+                reader.name(),
+                dropped.count
+            );
+        }
+    }
+    result
+}
+
+/// The sampling loop of `monitor`, until its duration is over, a signal comes or the
+/// monitored process ends.
+fn sample_until_done(
+    o: &MonitorOptions,
+    schedule: &mut telemetry::Sampler,
+    process: &mut Option<(u32, crate::collect::proc::ProcessSampler)>,
+    stop: &AtomicBool,
+    output: &mut Output,
+) -> anyhow::Result<()> {
     loop {
-        if o.duration.is_some_and(|d| schedule.next_offset() > d) || !schedule.wait(&stop) {
+        if o.duration.is_some_and(|d| schedule.next_offset() > d) || !schedule.wait(stop) {
             return Ok(());
         }
         let now = Instant::now();
         let mut sample = schedule.take();
-        if let Some((pid, sampler)) = &mut process {
+        if let Some((pid, sampler)) = process {
             let state = std::fs::read_to_string(o.root.join(format!("proc/{pid}/stat")))
                 .ok()
                 .and_then(|t| crate::collect::proc::parse_stat_state(&t));
@@ -143,44 +167,33 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     }
 }
 
-/// Seconds between two `YYYY-MM-DDTHH:MM:SS` stamps.
-fn seconds_between(a: &str, b: &str) -> Option<f64> {
-    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
-    let a = time::PrimitiveDateTime::parse(a, &format).ok()?;
-    let b = time::PrimitiveDateTime::parse(b, &format).ok()?;
-    Some((b - a).as_seconds_f64())
-}
-
-/// `edgeprof monitor --from-tegrastats FILE`: the log's lines as samples; t_s from the lines'
-/// own timestamps where they have them, else `interval` apart (tegrastats' own default is 1 s).
+/// `edgeprof monitor --from-tegrastats FILE`: the log's lines as samples, read and written one
+/// at a time (a log of gigabytes is never held whole).
 fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> anyhow::Result<()> {
-    let text = std::fs::read_to_string(path)
+    let file = std::fs::File::open(path)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
-    let (lines, errors) = crate::collect::tegrastats::parse_log(&text);
-    for (n, e) in &errors {
-        errln!("warning: {}:{n}: {e}", path.display());
+    let name = path.display().to_string();
+    let replay = crate::collect::tegrastats::replay(
+        std::io::BufReader::new(file),
+        interval,
+        |sample| output.write(&sample),
+        |line, warning| match line {
+            Some(n) => errln!("warning: {name}:{n}: {warning}"),
+            None => errln!("warning: {name}: {warning}"),
+        },
+    )
+    .map_err(|e| match e.downcast_ref::<std::io::Error>() {
+        Some(io) => anyhow::Error::new(BadInput(format!("cannot read {name}: {io}"))),
+        None => e,
+    })?;
+    if let Some((line, reading)) = &replay.first_dropped {
+        errln!(
+            "warning: {name}: dropped {} implausible field(s) (first at line {line}: {reading})",
+            replay.dropped
+        );
     }
-    if lines.is_empty() {
-        anyhow::bail!(BadInput(format!(
-            "{} holds no tegrastats line",
-            path.display()
-        )));
-    }
-    let first = lines[0].1.timestamp.clone();
-    for (i, (number, line)) in lines.iter().enumerate() {
-        let t_s = match (&first, &line.timestamp) {
-            (Some(a), Some(b)) => seconds_between(a, b),
-            _ => None,
-        }
-        .unwrap_or(i as f64 * interval.as_secs_f64());
-        if !line.unparsed.is_empty() {
-            errln!(
-                "warning: {}:{number}: not understood: {}",
-                path.display(),
-                line.unparsed.join(" ")
-            );
-        }
-        output.write(&telemetry::from_tegrastats(line, t_s))?;
+    if replay.samples == 0 {
+        anyhow::bail!(BadInput(format!("{name} holds no tegrastats line")));
     }
     Ok(())
 }
@@ -359,14 +372,5 @@ mod tests {
         assert!(parse_duration("0s").is_err());
         assert!(parse_duration("5 parsecs").is_err());
         assert!(parse_duration("fast").is_err());
-    }
-
-    #[test]
-    fn stamps() {
-        assert_eq!(
-            seconds_between("2026-11-29T23:59:59", "2026-11-30T00:00:01"),
-            Some(2.0)
-        );
-        assert_eq!(seconds_between("x", "2026-11-30T00:00:01"), None);
     }
 }

@@ -13,8 +13,10 @@ pub fn parse_stat_ticks(text: &str) -> Option<(u64, u64)> {
     let rest = &text[text.rfind(')')? + 1..];
     let fields: Vec<&str> = rest.split_whitespace().collect();
     // After the name: state is field 3, utime field 14, stime field 15.
-    let utime = fields.get(11)?.parse().ok()?;
-    let stime = fields.get(12)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    // Tick counts whose sum does not fit in 64 bits are garbled, not CPU time.
+    utime.checked_add(stime)?;
     Some((utime, stime))
 }
 
@@ -51,11 +53,9 @@ pub fn parse_status_memory(text: &str) -> (Option<u64>, Option<u64>) {
 pub fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
     let total = kib_field(text, "MemTotal")?;
     let available = kib_field(text, "MemAvailable").or_else(|| {
-        Some(
-            kib_field(text, "MemFree")?
-                + kib_field(text, "Buffers").unwrap_or(0)
-                + kib_field(text, "Cached").unwrap_or(0),
-        )
+        kib_field(text, "MemFree")?
+            .checked_add(kib_field(text, "Buffers").unwrap_or(0))?
+            .checked_add(kib_field(text, "Cached").unwrap_or(0))
     })?;
     Some((total, total.saturating_sub(available)))
 }
@@ -188,6 +188,12 @@ mod tests {
         let old = "MemTotal: 1000 kB\nMemFree: 100 kB\nBuffers: 50 kB\nCached: 250 kB\n";
         assert_eq!(parse_meminfo(old), Some((1_024_000, 614_400)));
         assert_eq!(parse_meminfo("garbage"), None);
+        // Fields whose sum overflows 64 bits are garbled, not memory.
+        let huge =
+            "MemTotal: 1000 kB\nMemFree: 18014398509481983 kB\nCached: 18014398509481983 kB\n";
+        assert_eq!(parse_meminfo(huge), None);
+        let ticks = STAT.replace(" 250 37 ", " 18446744073709551615 37 ");
+        assert_eq!(parse_stat_ticks(&ticks), None);
     }
 
     #[test]

@@ -74,6 +74,9 @@ pub struct Line {
     pub rails: Vec<Rail>,
     /// Tokens that were not understood.
     pub unparsed: Vec<String>,
+    /// Readings dropped as implausible (a load of 250 %, a NaN temperature, more RAM used than
+    /// there is), as written: `GR3D_FREQ 250%`.
+    pub implausible: Vec<String>,
 }
 
 impl Line {
@@ -194,10 +197,11 @@ fn cores(text: &str) -> Option<Vec<Core>> {
         .collect()
 }
 
-/// A number in °C, None for the offline marker -256.
+/// A number in °C, None for the offline marker -256 (anything else, NaN included, is kept for
+/// the plausibility check).
 fn celsius(text: &str) -> Option<Option<f64>> {
     let v: f64 = text.strip_suffix('C')?.parse().ok()?;
-    Some((v > -255.0).then_some(v))
+    Some((v.is_nan() || v > -255.0).then_some(v))
 }
 
 /// `NAME@45.5C` or `name@47.6C/47.5C`.
@@ -226,7 +230,9 @@ fn rail(name: &str, text: &str) -> Option<Rail> {
         .split('/')
         .map(|v| v.strip_suffix("mW").unwrap_or(v).parse::<f64>().ok())
         .collect::<Option<Vec<f64>>>()?;
-    if values.len() > 3 || values.iter().any(|v| !v.is_finite() || *v < 0.0) {
+    // Negative, infinite or NaN powers are read here and dropped as implausible later, so that
+    // they are counted rather than reported as words not understood.
+    if values.len() > 3 {
         return None;
     }
     Some(Rail {
@@ -245,7 +251,102 @@ fn is_name(token: &str) -> bool {
             .all(|c| c.is_ascii_uppercase() || c.is_ascii_digit() || c == '_')
 }
 
-/// Parses one line.
+/// The most memory a board reports, in MB (16 TiB).
+const MAX_MEMORY_MB: u64 = 1 << 24;
+/// The highest clock, in MHz.
+const MAX_MHZ: u32 = 100_000;
+/// Temperatures a working sensor can report, in °C.
+const TEMPERATURES: std::ops::RangeInclusive<f64> = -60.0..=200.0;
+/// The most power one rail carries, in mW (a kilowatt).
+const MAX_RAIL_MW: f64 = 1e6;
+
+fn plausible_pct(v: f64) -> bool {
+    (0.0..=100.0).contains(&v)
+}
+
+fn plausible_mw(v: f64) -> bool {
+    (0.0..=MAX_RAIL_MW).contains(&v)
+}
+
+/// Drops what no board reports (loads outside 0–100 %, NaN, clocks past 100 GHz, temperatures
+/// outside −60–200 °C, negative or kilowatt rails, more memory used than there is, totals past
+/// 16 TiB) and lists each in `implausible`, so that a replay neither prints nonsense nor
+/// overflows turning MB into bytes.
+fn drop_implausible(line: &mut Line) {
+    let dropped = &mut line.implausible;
+    let mut memory = |name: &str, unit: &str, used: &mut Option<u64>, total: &mut Option<u64>| {
+        if let (Some(u), Some(t)) = (*used, *total) {
+            if u > t || t > MAX_MEMORY_MB {
+                dropped.push(format!("{name} {u}/{t}{unit}"));
+                (*used, *total) = (None, None);
+            }
+        }
+    };
+    memory("RAM", "MB", &mut line.ram_used_mb, &mut line.ram_total_mb);
+    memory(
+        "SWAP",
+        "MB",
+        &mut line.swap_used_mb,
+        &mut line.swap_total_mb,
+    );
+    memory(
+        "IRAM",
+        "kB",
+        &mut line.iram_used_kb,
+        &mut line.iram_total_kb,
+    );
+    if let Some(c) = line.swap_cached_mb.filter(|c| *c > MAX_MEMORY_MB) {
+        dropped.push(format!("SWAP cached {c}MB"));
+        line.swap_cached_mb = None;
+    }
+    for core in &mut line.cpus {
+        if let Some(l) = core.load_pct.filter(|l| !plausible_pct(*l)) {
+            dropped.push(format!("CPU{} {l}%", core.id));
+            core.load_pct = None;
+        }
+        if let Some(f) = core.freq_mhz.filter(|f| *f > MAX_MHZ) {
+            dropped.push(format!("CPU{} @{f}MHz", core.id));
+            core.freq_mhz = None;
+        }
+    }
+    for unit in line
+        .emc
+        .iter_mut()
+        .chain(&mut line.gpu)
+        .chain(&mut line.engines)
+    {
+        if let Some(l) = unit.load_pct.filter(|l| !plausible_pct(*l)) {
+            dropped.push(format!("{} {l}%", unit.name));
+            unit.load_pct = None;
+        }
+        if let Some(f) = unit.freq_mhz.iter().find(|f| **f > MAX_MHZ) {
+            dropped.push(format!("{} @{f}MHz", unit.name));
+            unit.freq_mhz.clear();
+        }
+    }
+    line.temperatures.retain(|t| {
+        let bad = [t.celsius, t.average_celsius]
+            .into_iter()
+            .flatten()
+            .find(|c| !TEMPERATURES.contains(c));
+        if let Some(c) = bad {
+            dropped.push(format!("{}@{c}C", t.name));
+        }
+        bad.is_none()
+    });
+    line.rails.retain(|r| {
+        let bad = [Some(r.current_mw), r.average_mw, r.peak_mw]
+            .into_iter()
+            .flatten()
+            .find(|v| !plausible_mw(*v));
+        if let Some(v) = bad {
+            dropped.push(format!("{} {v}mW", r.name));
+        }
+        bad.is_none()
+    });
+}
+
+/// Parses one line; implausible readings are dropped and listed in `implausible`.
 pub fn parse_line(text: &str) -> Result<Line, TegraError> {
     let tokens: Vec<&str> = text.split_whitespace().collect();
     let mut line = Line::default();
@@ -335,13 +436,16 @@ pub fn parse_line(text: &str) -> Result<Line, TegraError> {
     if understood == 0 {
         return Err(TegraError::NotTegrastats(text.chars().take(80).collect()));
     }
+    drop_implausible(&mut line);
     Ok(line)
 }
 
 /// Lines of a log with their line numbers.
+#[cfg(test)]
 pub type Numbered<T> = Vec<(usize, T)>;
 
 /// Parses a log: the lines read and those that could not be, each with its line number.
+#[cfg(test)]
 pub fn parse_log(text: &str) -> (Numbered<Line>, Numbered<TegraError>) {
     let mut lines = Vec::new();
     let mut errors = Vec::new();
@@ -355,6 +459,150 @@ pub fn parse_log(text: &str) -> (Numbered<Line>, Numbered<TegraError>) {
         }
     }
     (lines, errors)
+}
+
+/// The longest line a replay reads: tegrastats lines are a few hundred bytes, and a log with no
+/// line ends (a binary file given by mistake) must not be held whole.
+pub const MAX_LINE_BYTES: usize = 64 << 10;
+
+/// What a replay found besides its samples.
+#[derive(Debug, Default, PartialEq)]
+pub struct Replay {
+    /// Samples written.
+    pub samples: usize,
+    /// Readings dropped as implausible, and the first of them: (line number, reading).
+    pub dropped: usize,
+    pub first_dropped: Option<(usize, String)>,
+}
+
+/// Most warnings about single lines a replay prints; the rest are counted.
+const LINE_WARNINGS: usize = 20;
+
+/// Replays a tegrastats log line by line (never holding it whole): each line becomes a sample
+/// handed to `emit`, its `t_s` from the lines' own timestamps where they have them, else
+/// `interval` apart. Lines that are not tegrastats, words not understood and overlong lines
+/// go to `warn` with their line number (the first few; then a count, with none).
+pub fn replay(
+    mut reader: impl std::io::BufRead,
+    interval: std::time::Duration,
+    mut emit: impl FnMut(crate::collect::telemetry::Sample) -> anyhow::Result<()>,
+    mut warn: impl FnMut(Option<usize>, String),
+) -> anyhow::Result<Replay> {
+    let mut replay = Replay::default();
+    let mut first_stamp: Option<String> = None;
+    let mut buffer = Vec::new();
+    let mut number = 0;
+    let mut warnings = 0;
+    let mut note = |line: usize, text: String, warn: &mut dyn FnMut(Option<usize>, String)| {
+        warnings += 1;
+        if warnings <= LINE_WARNINGS {
+            warn(Some(line), text);
+        }
+    };
+    loop {
+        buffer.clear();
+        let (read, overlong) = read_line(&mut reader, &mut buffer)?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        if overlong {
+            note(
+                number,
+                format!("a line over {MAX_LINE_BYTES} bytes; left out"),
+                &mut warn,
+            );
+            continue;
+        }
+        let text = String::from_utf8_lossy(&buffer);
+        if text.trim().is_empty() {
+            continue;
+        }
+        let line = match parse_line(&text) {
+            Ok(l) => l,
+            Err(e) => {
+                note(number, e.to_string(), &mut warn);
+                continue;
+            }
+        };
+        if !line.unparsed.is_empty() {
+            note(
+                number,
+                format!("not understood: {}", line.unparsed.join(" ")),
+                &mut warn,
+            );
+        }
+        if let Some(first) = line.implausible.first() {
+            replay
+                .first_dropped
+                .get_or_insert_with(|| (number, first.clone()));
+            replay.dropped += line.implausible.len();
+        }
+        if replay.samples == 0 {
+            first_stamp = line.timestamp.clone();
+        }
+        let t_s = match (&first_stamp, &line.timestamp) {
+            (Some(a), Some(b)) => seconds_between(a, b),
+            _ => None,
+        }
+        .unwrap_or(replay.samples as f64 * interval.as_secs_f64());
+        emit(crate::collect::telemetry::from_tegrastats(&line, t_s))?;
+        replay.samples += 1;
+    }
+    if warnings > LINE_WARNINGS {
+        warn(
+            None,
+            format!(
+                "{} more line(s) with warnings not shown",
+                warnings - LINE_WARNINGS
+            ),
+        );
+    }
+    Ok(replay)
+}
+
+/// Reads one line (up to and without its `\n`) into `buffer`: the bytes consumed, and whether
+/// the line was longer than [`MAX_LINE_BYTES`] (its rest is skipped, not kept).
+fn read_line(
+    reader: &mut impl std::io::BufRead,
+    buffer: &mut Vec<u8>,
+) -> std::io::Result<(usize, bool)> {
+    let mut consumed = 0;
+    let mut overlong = false;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(c) => c,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            return Ok((consumed, overlong));
+        }
+        let (part, done) = match chunk.iter().position(|b| *b == b'\n') {
+            Some(i) => (&chunk[..i], Some(i + 1)),
+            None => (chunk, None),
+        };
+        if buffer.len() + part.len() > MAX_LINE_BYTES {
+            overlong = true;
+            buffer.clear();
+        } else if !overlong {
+            buffer.extend_from_slice(part);
+        }
+        let used = done.unwrap_or(chunk.len());
+        reader.consume(used);
+        consumed += used;
+        if done.is_some() {
+            return Ok((consumed, overlong));
+        }
+    }
+}
+
+/// Seconds between two `YYYY-MM-DDTHH:MM:SS` stamps.
+pub fn seconds_between(a: &str, b: &str) -> Option<f64> {
+    let format = time::macros::format_description!("[year]-[month]-[day]T[hour]:[minute]:[second]");
+    let a = time::PrimitiveDateTime::parse(a, &format).ok()?;
+    let b = time::PrimitiveDateTime::parse(b, &format).ok()?;
+    Some((b - a).as_seconds_f64())
 }
 
 #[cfg(test)]
@@ -478,6 +726,90 @@ mod tests {
         );
         assert_eq!(l.rails[0].peak_mw, Some(6100.0));
         assert_eq!(l.board_power_mw(), Some(4020.0 + 6630.0 + 2200.0));
+    }
+
+    #[test]
+    fn stamps() {
+        assert_eq!(
+            seconds_between("2026-11-29T23:59:59", "2026-11-30T00:00:01"),
+            Some(2.0)
+        );
+        assert_eq!(seconds_between("x", "2026-11-30T00:00:01"), None);
+    }
+
+    #[test]
+    fn implausible_readings_are_dropped_and_listed() {
+        let text =
+            "RAM 18446744073709551615/3964MB SWAP 5/10MB CPU [-3%@1479,nan%@1479,50%@999999] \
+                    EMC_FREQ 9%@1600 GR3D_FREQ 250%@921 gpu@NaNC cpu@41.5C pmic@999C \
+                    POM_5V_IN -5/1628 VDD_IN 3000/2900";
+        let l = match parse_line(text) {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            l.implausible,
+            vec![
+                "RAM 18446744073709551615/3964MB",
+                "CPU0 -3%",
+                "CPU1 NaN%",
+                "CPU2 @999999MHz",
+                "GR3D_FREQ 250%",
+                "gpu@NaNC",
+                "pmic@999C",
+                "POM_5V_IN -5mW",
+            ]
+        );
+        assert_eq!((l.ram_used_mb, l.ram_total_mb), (None, None));
+        assert_eq!((l.swap_used_mb, l.swap_total_mb), (Some(5), Some(10)));
+        assert_eq!(l.cpus[2].load_pct, Some(50.0));
+        assert_eq!(l.gpu_load_pct(), None);
+        assert_eq!(l.gpu_freq_mhz(), Some(921));
+        assert_eq!(l.temperatures.len(), 1);
+        assert_eq!(l.rails.len(), 1);
+        assert!(l.unparsed.is_empty(), "{:?}", l.unparsed);
+        // The offline marker is not a drop.
+        assert!(parse_line("cv0@-256C RAM 1/2MB")
+            .is_ok_and(|l| l.implausible.is_empty() && l.temperatures[0].celsius.is_none()));
+    }
+
+    #[test]
+    fn a_replay_streams_counts_drops_and_cuts_overlong_lines() {
+        let log = format!(
+            "RAM 1/2MB GR3D_FREQ 250%@921\n{}\nnot tegrastats\n\n12-01-2026 10:00:00 RAM 1/2MB\n12-01-2026 10:00:03 RAM 1/2MB CPU [101%]\n",
+            "x".repeat(MAX_LINE_BYTES + 10)
+        );
+        let mut samples = Vec::new();
+        let mut warnings = Vec::new();
+        let replay = replay(
+            std::io::BufReader::with_capacity(64, log.as_bytes()),
+            std::time::Duration::from_millis(500),
+            |s| {
+                samples.push(s);
+                Ok(())
+            },
+            |line, w| warnings.push((line, w)),
+        );
+        let replay = match replay {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(
+            replay,
+            Replay {
+                samples: 3,
+                dropped: 2,
+                first_dropped: Some((1, "GR3D_FREQ 250%".to_string())),
+            }
+        );
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert_eq!(warnings[0].0, Some(2));
+        assert!(warnings[0].1.contains("a line over"), "{warnings:?}");
+        assert_eq!(warnings[1].0, Some(3));
+        // The first line has no stamp: t_s by the interval until stamped lines, which count
+        // from the first line's stamp (none here), so by the interval too.
+        let t: Vec<f64> = samples.iter().map(|s| s.t_s).collect();
+        assert_eq!(t, vec![0.0, 0.5, 1.0]);
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //! so ids come from the `cpuN` labels and offline cores stay in place as offline), per-core
 //! frequency from cpufreq, system memory and swap from `/proc/meminfo`.
 
-use super::{read_number, Core, Reader, Sample};
+use super::{read_number, Core, Dropped, Reader, Sample, CLOCKS_MHZ};
 use std::path::{Path, PathBuf};
 
 /// One core's time in clock ticks: busy and total.
@@ -28,8 +28,9 @@ pub fn parse_proc_stat(text: &str) -> Vec<Ticks> {
             if values.len() < 4 {
                 return None;
             }
-            let total: u64 = values.iter().sum();
-            let idle = values[3] + values.get(4).copied().unwrap_or(0);
+            // Counters past 64 bits together are garbled, not time.
+            let total = values.iter().try_fold(0u64, |a, v| a.checked_add(*v))?;
+            let idle = values[3].saturating_add(values.get(4).copied().unwrap_or(0));
             Some(Ticks {
                 id,
                 busy: total.saturating_sub(idle),
@@ -74,6 +75,7 @@ pub fn parse_cpu_ids(text: &str) -> Vec<usize> {
 pub struct CpuReader {
     root: PathBuf,
     previous: Vec<Ticks>,
+    dropped: Dropped,
 }
 
 impl CpuReader {
@@ -81,6 +83,7 @@ impl CpuReader {
         CpuReader {
             root: root.to_path_buf(),
             previous: Vec::new(),
+            dropped: Dropped::default(),
         }
     }
 
@@ -125,26 +128,27 @@ impl Reader for CpuReader {
         ids.extend(now.iter().map(|t| t.id));
         ids.sort_unstable();
         ids.dedup();
+        let dropped = &mut self.dropped;
         sample.cores = ids
             .into_iter()
             .map(|id| {
                 let online = now.iter().any(|t| t.id == id);
+                let file = cpu_dir.join(format!("cpu{id}/cpufreq/scaling_cur_freq"));
+                let khz = online.then(|| read_number::<u64>(&file)).flatten();
+                let khz = dropped.keep(khz, 0..=CLOCKS_MHZ.end() * 1000, &file);
                 Core {
                     id,
                     online,
                     load_pct: loads.iter().find(|l| l.0 == id).map(|l| l.1),
-                    freq_mhz: online
-                        .then(|| {
-                            read_number::<u64>(
-                                &cpu_dir.join(format!("cpu{id}/cpufreq/scaling_cur_freq")),
-                            )
-                        })
-                        .flatten()
-                        .map(|khz| (khz / 1000) as u32),
+                    freq_mhz: khz.map(|k| (k / 1000) as u32),
                 }
             })
             .collect();
         self.previous = now;
+    }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
     }
 }
 
@@ -213,8 +217,9 @@ cpu3 240 0 120 740 0 0 0 0 0 0
         assert_eq!(after.iter().map(|t| t.id).collect::<Vec<_>>(), vec![0, 3]);
         let l = loads(&before, &after);
         assert_eq!(l, vec![(0, 20.0), (3, 60.0)]);
-        // Garbage and truncated lines are skipped.
+        // Garbage and truncated lines are skipped, and so are counters that overflow together.
         assert!(parse_proc_stat("cpu0 1 2\ncpuX 1 2 3 4\ncpu1 a b c d").is_empty());
+        assert!(parse_proc_stat("cpu0 18446744073709551615 1 1 1").is_empty());
     }
 
     #[test]

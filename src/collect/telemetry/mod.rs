@@ -108,7 +108,49 @@ pub trait Reader: Send {
     fn probe(&self) -> Result<String, String>;
     /// Adds what it reads now to `sample`.
     fn read(&mut self, sample: &mut Sample);
+    /// The readings it left out as implausible so far.
+    fn dropped(&self) -> Dropped {
+        Dropped::default()
+    }
 }
+
+/// Readings a reader left out as implausible (a temperature of 3000 °C, a load of 250 %, a
+/// clock of 18 EHz from a garbled file): how many, and the first, with its file.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Dropped {
+    pub count: u64,
+    pub first: Option<String>,
+}
+
+impl Dropped {
+    /// `value` when it lies in `range`; else None, counted (the first with its file).
+    pub fn keep<T: PartialOrd + std::fmt::Display>(
+        &mut self,
+        value: Option<T>,
+        range: std::ops::RangeInclusive<T>,
+        file: &Path,
+    ) -> Option<T> {
+        let v = value?;
+        if range.contains(&v) {
+            return Some(v);
+        }
+        self.note(|| format!("{}: {v}", file.display()));
+        None
+    }
+
+    /// Counts one dropped reading, described by `what` if it is the first.
+    pub fn note(&mut self, what: impl FnOnce() -> String) {
+        self.count += 1;
+        if self.first.is_none() {
+            self.first = Some(what());
+        }
+    }
+}
+
+/// Temperatures a working sensor reports, in °C.
+pub const TEMPERATURES_C: std::ops::RangeInclusive<f64> = -60.0..=200.0;
+/// Clocks a processor runs at, in MHz.
+pub const CLOCKS_MHZ: std::ops::RangeInclusive<u64> = 0..=100_000;
 
 /// Every reader edgeprof has, for this root.
 pub fn readers(root: &Path) -> Vec<Box<dyn Reader>> {
@@ -188,6 +230,11 @@ impl Sampler {
         }
     }
 
+    /// The readers, for what they dropped.
+    pub fn readers(&self) -> &[Box<dyn Reader>] {
+        &self.readers
+    }
+
     /// Reads every source now.
     pub fn take(&mut self) -> Sample {
         let mut sample = Sample {
@@ -262,9 +309,9 @@ pub fn from_tegrastats(line: &crate::collect::tegrastats::Line, t_s: f64) -> Sam
                 freq_mhz: c.freq_mhz,
             })
             .collect(),
-        mem_used_bytes: line.ram_used_mb.map(|v| v * MB),
-        mem_total_bytes: line.ram_total_mb.map(|v| v * MB),
-        swap_used_bytes: line.swap_used_mb.map(|v| v * MB),
+        mem_used_bytes: line.ram_used_mb.and_then(|v| v.checked_mul(MB)),
+        mem_total_bytes: line.ram_total_mb.and_then(|v| v.checked_mul(MB)),
+        swap_used_bytes: line.swap_used_mb.and_then(|v| v.checked_mul(MB)),
         gpus: gpu.into_iter().collect(),
         temperatures: line
             .temperatures

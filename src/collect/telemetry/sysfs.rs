@@ -2,7 +2,7 @@
 //! memory, INA3221 power monitors (Jetson; hwmon on JetPack 5 and later, iio on JetPack 4), AMD
 //! GPUs (amdgpu) and RAPL energy counters (powercap).
 
-use super::{read_number, Gpu, Reader, Reading, Sample};
+use super::{read_number, Dropped, Gpu, Reader, Reading, Sample, CLOCKS_MHZ, TEMPERATURES_C};
 use std::path::{Path, PathBuf};
 
 /// Entries of a directory, sorted; empty when it cannot be read.
@@ -21,16 +21,19 @@ fn read_trimmed(path: &Path) -> Option<String> {
 /// Temperatures of `/sys/class/thermal/thermal_zone*` (m°C; −256 °C marks an offline sensor).
 pub struct ThermalReader {
     root: PathBuf,
+    dropped: Dropped,
 }
 
 impl ThermalReader {
     pub fn new(root: &Path) -> ThermalReader {
         ThermalReader {
             root: root.to_path_buf(),
+            dropped: Dropped::default(),
         }
     }
 
-    fn zones(&self) -> Vec<(String, Option<f64>)> {
+    /// Zones with their temperature file and reading (None: offline or unreadable).
+    fn zones(&self) -> Vec<(String, PathBuf, Option<f64>)> {
         entries(&self.root.join("sys/class/thermal"))
             .into_iter()
             .filter(|p| {
@@ -39,9 +42,11 @@ impl ThermalReader {
             })
             .filter_map(|p| {
                 let name = read_trimmed(&p.join("type"))?;
-                let milli: Option<i64> = read_number(&p.join("temp"));
+                let file = p.join("temp");
+                let milli: Option<i64> = read_number(&file);
                 Some((
                     name,
+                    file,
                     milli.filter(|&m| m > -255_000).map(|m| m as f64 / 1e3),
                 ))
             })
@@ -64,11 +69,15 @@ impl Reader for ThermalReader {
     }
 
     fn read(&mut self, sample: &mut Sample) {
-        for (name, celsius) in self.zones() {
-            if let Some(value) = celsius {
+        for (name, file, celsius) in self.zones() {
+            if let Some(value) = self.dropped.keep(celsius, TEMPERATURES_C, &file) {
                 sample.temperatures.push(Reading { name, value });
             }
         }
+    }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
     }
 }
 
@@ -104,6 +113,7 @@ pub struct JetsonGpuReader {
     node: Option<(PathBuf, String)>,
     /// nvmap's per-client table in debugfs, when this user can read it (root only).
     nvmap: Option<PathBuf>,
+    dropped: Dropped,
 }
 
 /// Where nvmap lists its clients with their process ids and sizes (`clients`), or the same
@@ -132,7 +142,12 @@ pub fn parse_nvmap(text: &str) -> Vec<(u32, u64)> {
         ) else {
             continue;
         };
-        *per_pid.entry(pid).or_default() += kib * 1024;
+        // A size past what 64 bits of bytes hold is garbled, not memory.
+        let Some(bytes) = kib.checked_mul(1024) else {
+            continue;
+        };
+        let total = per_pid.entry(pid).or_default();
+        *total = total.saturating_add(bytes);
     }
     per_pid.into_iter().collect()
 }
@@ -153,6 +168,7 @@ impl JetsonGpuReader {
             root: root.to_path_buf(),
             node,
             nvmap,
+            dropped: Dropped::default(),
         }
     }
 }
@@ -189,16 +205,33 @@ impl Reader for JetsonGpuReader {
         let Some((node, name)) = &self.node else {
             return;
         };
-        let mhz =
-            |file: &str| read_number::<u64>(&node.join(file)).map(|hz| (hz / 1_000_000) as u32);
-        let meminfo = std::fs::read_to_string(self.root.join("proc/meminfo")).unwrap_or_default();
+        let dropped = &mut self.dropped;
+        let mut mhz = |file: &str| {
+            let path = node.join(file);
+            let hz = read_number::<u64>(&path);
+            dropped
+                .keep(hz, 0..=CLOCKS_MHZ.end() * 1_000_000, &path)
+                .map(|hz| (hz / 1_000_000) as u32)
+        };
+        let (freq_mhz, max_freq_mhz) = (mhz("cur_freq"), mhz("max_freq"));
+        // The load file counts in tenths of a percent.
+        let load_file = node.join("device/load");
+        let load = dropped.keep(read_number::<f64>(&load_file), 0.0..=1000.0, &load_file);
+        let meminfo_file = self.root.join("proc/meminfo");
+        let meminfo = std::fs::read_to_string(&meminfo_file).unwrap_or_default();
+        let total = crate::collect::proc::parse_meminfo(&meminfo).map(|m| m.0);
+        let used = crate::collect::proc::kib_field(&meminfo, "NvMapMemUsed");
+        let used = match total {
+            Some(t) => dropped.keep(used, 0..=t, &meminfo_file),
+            None => used,
+        };
         let gpu = Gpu {
             name: format!("jetson {name}"),
-            load_pct: read_number::<f64>(&node.join("device/load")).map(|l| l / 10.0),
-            freq_mhz: mhz("cur_freq"),
-            max_freq_mhz: mhz("max_freq"),
-            mem_used_bytes: crate::collect::proc::kib_field(&meminfo, "NvMapMemUsed"),
-            mem_total_bytes: crate::collect::proc::parse_meminfo(&meminfo).map(|m| m.0),
+            load_pct: load.map(|l| l / 10.0),
+            freq_mhz,
+            max_freq_mhz,
+            mem_used_bytes: used,
+            mem_total_bytes: total,
             processes: self
                 .nvmap
                 .as_ref()
@@ -208,6 +241,10 @@ impl Reader for JetsonGpuReader {
             ..Gpu::default()
         };
         sample.gpus.push(gpu);
+    }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
     }
 }
 
@@ -223,7 +260,11 @@ enum Channel {
 /// The INA3221 power monitors of a Jetson: one reading per rail, and the board total.
 pub struct Ina3221Reader {
     rails: Vec<(String, Channel)>,
+    dropped: Dropped,
 }
+
+/// The most power one rail carries, in W.
+const MAX_RAIL_W: f64 = 1000.0;
 
 impl Ina3221Reader {
     pub fn new(root: &Path) -> Ina3221Reader {
@@ -275,7 +316,10 @@ impl Ina3221Reader {
                 }
             }
         }
-        Ina3221Reader { rails }
+        Ina3221Reader {
+            rails,
+            dropped: Dropped::default(),
+        }
     }
 }
 
@@ -305,14 +349,15 @@ impl Reader for Ina3221Reader {
     fn read(&mut self, sample: &mut Sample) {
         let mut read = Vec::new();
         for (name, channel) in &self.rails {
-            let watts = match channel {
+            let (watts, file) = match channel {
                 Channel::Hwmon { volts, amps } => {
                     let mv: Option<f64> = read_number(volts);
                     let ma: Option<f64> = read_number(amps);
-                    mv.zip(ma).map(|(v, a)| v * a / 1e6)
+                    (mv.zip(ma).map(|(v, a)| v * a / 1e6), amps)
                 }
-                Channel::Iio { power } => read_number::<f64>(power).map(|mw| mw / 1e3),
+                Channel::Iio { power } => (read_number::<f64>(power).map(|mw| mw / 1e3), power),
             };
+            let watts = self.dropped.keep(watts, 0.0..=MAX_RAIL_W, file);
             if let Some(value) = watts {
                 read.push(Reading {
                     name: name.clone(),
@@ -325,11 +370,16 @@ impl Reader for Ina3221Reader {
         }
         sample.rails.extend(read);
     }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
+    }
 }
 
 /// AMD GPUs through amdgpu's sysfs files.
 pub struct AmdGpuReader {
     cards: Vec<PathBuf>,
+    dropped: Dropped,
 }
 
 impl AmdGpuReader {
@@ -344,7 +394,10 @@ impl AmdGpuReader {
             })
             .filter(|p| read_trimmed(&p.join("device/vendor")).as_deref() == Some("0x1002"))
             .collect();
-        AmdGpuReader { cards }
+        AmdGpuReader {
+            cards,
+            dropped: Dropped::default(),
+        }
     }
 }
 
@@ -369,11 +422,24 @@ impl Reader for AmdGpuReader {
         for card in &self.cards {
             let device = card.join("device");
             let hwmon = entries(&device.join("hwmon")).into_iter().next();
-            let from_hwmon = |file: &str| {
-                hwmon
-                    .as_ref()
-                    .and_then(|h| read_number::<f64>(&h.join(file)))
+            let dropped = &mut self.dropped;
+            let mut from_hwmon = |file: &str, scale: f64, range| {
+                let h = hwmon.as_ref()?;
+                let path = h.join(file);
+                dropped.keep(read_number::<f64>(&path).map(|v| v / scale), range, &path)
             };
+            let temp_c = from_hwmon("temp1_input", 1e3, TEMPERATURES_C);
+            let power_w = from_hwmon("power1_average", 1e6, 0.0..=2000.0);
+            let busy_file = device.join("gpu_busy_percent");
+            let load_pct = dropped.keep(read_number(&busy_file), 0.0..=100.0, &busy_file);
+            let total_file = device.join("mem_info_vram_total");
+            let mem_total_bytes: Option<u64> = read_number(&total_file);
+            let used_file = device.join("mem_info_vram_used");
+            let mem_used_bytes = dropped.keep(
+                read_number(&used_file),
+                0..=mem_total_bytes.unwrap_or(u64::MAX),
+                &used_file,
+            );
             sample.gpus.push(Gpu {
                 name: format!(
                     "amdgpu {}",
@@ -381,14 +447,18 @@ impl Reader for AmdGpuReader {
                         .map(|n| n.to_string_lossy().into_owned())
                         .unwrap_or_default()
                 ),
-                load_pct: read_number(&device.join("gpu_busy_percent")),
-                mem_used_bytes: read_number(&device.join("mem_info_vram_used")),
-                mem_total_bytes: read_number(&device.join("mem_info_vram_total")),
-                temp_c: from_hwmon("temp1_input").map(|m| m / 1e3),
-                power_w: from_hwmon("power1_average").map(|uw| uw / 1e6),
+                load_pct,
+                mem_used_bytes,
+                mem_total_bytes,
+                temp_c,
+                power_w,
                 ..Gpu::default()
             });
         }
+    }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
     }
 }
 
@@ -415,7 +485,11 @@ pub fn rapl_delta(before: u64, after: u64, range: u64) -> u64 {
 pub struct RaplReader {
     zones: Vec<RaplZone>,
     found: usize,
+    dropped: Dropped,
 }
+
+/// The most power a RAPL zone draws, in W.
+const MAX_RAPL_W: f64 = 10_000.0;
 
 impl RaplReader {
     pub fn new(root: &Path) -> RaplReader {
@@ -443,7 +517,11 @@ impl RaplReader {
                 })
             })
             .collect();
-        RaplReader { zones, found }
+        RaplReader {
+            zones,
+            found,
+            dropped: Dropped::default(),
+        }
     }
 }
 
@@ -471,15 +549,19 @@ impl Reader for RaplReader {
             };
             if let Some(before) = z.last_uj {
                 let delta = rapl_delta(before, now, z.range_uj);
-                z.total_uj += delta;
                 let dt = sample.t_s - z.last_t;
                 if dt > 0.0 {
+                    // A counter that jumped (a garbled file, a wrong wrap range) is not energy.
                     let watts = delta as f64 / 1e6 / dt;
-                    sample.rails.push(Reading {
-                        name: z.name.clone(),
-                        value: watts,
-                    });
-                    package_w.push(watts);
+                    if let Some(watts) = self.dropped.keep(Some(watts), 0.0..=MAX_RAPL_W, &z.energy)
+                    {
+                        z.total_uj = z.total_uj.saturating_add(delta);
+                        sample.rails.push(Reading {
+                            name: z.name.clone(),
+                            value: watts,
+                        });
+                        package_w.push(watts);
+                    }
                 }
             }
             z.last_uj = Some(now);
@@ -492,6 +574,10 @@ impl Reader for RaplReader {
         if sample.power_w.is_none() && !package_w.is_empty() {
             sample.power_w = Some(package_w.iter().sum());
         }
+    }
+
+    fn dropped(&self) -> Dropped {
+        self.dropped.clone()
     }
 }
 
@@ -535,6 +621,11 @@ mod tests {
         let garbled = include_str!("../../../tests/fixtures/nvmap/garbled");
         assert_eq!(parse_nvmap(garbled), vec![(5, 3 * 1024)]);
         assert!(parse_nvmap("").is_empty());
+        // Sizes past 64 bits of bytes are garbled: left out, and sums saturate.
+        assert_eq!(
+            parse_nvmap("user a 7 18014398509481984K\nuser a 8 18014398509481983K\nuser b 8 18014398509481983K\n"),
+            vec![(8, u64::MAX)]
+        );
     }
 
     #[test]
