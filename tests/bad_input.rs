@@ -494,3 +494,26 @@ fn implausible_sysfs_readings_are_dropped_with_a_counted_warning() {
         assert!(s["cores"][1]["freq_mhz"].as_u64().is_some(), "{s}");
     }
 }
+
+#[test]
+fn files_too_large_to_parse_are_refused_naming_their_size_and_the_limit() {
+    let tmp = temp_dir();
+    // A 5 MiB configuration (a log or a model given by mistake, or a generated one).
+    let config = tmp.path().join("big.toml");
+    let mut text = String::from("name = \"big\"\n");
+    text.push_str(&"# a comment line that pads the file out\n".repeat((5 << 20) / 40));
+    write(&config, &text);
+    let file = config.display().to_string();
+    assert_bad_input(
+        &["config", "check", &file],
+        &format!("cannot read config {file}: it is 5.00 MiB and edgeprof reads files of this kind up to 4.00 MiB"),
+    );
+    // A 17 MiB ERT file.
+    let ert = tmp.path().join("roofline.json");
+    write(&ert, &format!("{{\"pad\": \"{}\"}}", "x".repeat(17 << 20)));
+    let ert = ert.display().to_string();
+    assert_one_error(
+        roofline(&tmp.path().join("cache"), &["import-ert", &ert]).assert(),
+        &[&format!("cannot read {ert}: it is 17.00 MiB and edgeprof reads files of this kind up to 16.00 MiB")],
+    );
+}

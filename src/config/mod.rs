@@ -1464,12 +1464,23 @@ pub struct ConfigReadError {
     pub reason: String,
 }
 
-/// Reads and resolves a configuration file.
-pub fn load(path: &Path) -> anyhow::Result<Config> {
-    let text = std::fs::read_to_string(path).map_err(|e| ConfigReadError {
+/// Most bytes of a configuration file. Real ones are a few KiB; parsing holds many times a
+/// file's size (spans, keys, the resolved matrix), so a file given by mistake (a log, a model)
+/// is refused by its size rather than exhausting memory.
+pub const MAX_CONFIG_BYTES: u64 = 4 << 20;
+
+/// A configuration file's text, refused when larger than [`MAX_CONFIG_BYTES`] (the error names
+/// the file, its size and the limit) or not UTF-8.
+pub fn read_text(path: &Path) -> Result<String, ConfigReadError> {
+    crate::collect::read_capped(path, MAX_CONFIG_BYTES).map_err(|e| ConfigReadError {
         path: path.to_path_buf(),
         reason: e.to_string(),
-    })?;
+    })
+}
+
+/// Reads and resolves a configuration file.
+pub fn load(path: &Path) -> anyhow::Result<Config> {
+    let text = read_text(path)?;
     Ok(parse(&text, path)?)
 }
 
