@@ -276,6 +276,20 @@ fn absurd_ceilings_are_refused_at_import_and_when_read() {
         &[&format!("{ert}: empirical.gflops.data[0] = 1e300 GFLOP/s")],
     );
     assert!(!cache.exists() || std::fs::read_dir(&cache).map_or(0, |d| d.count()) == 0);
+    // A ceiling of 1e-311 FLOP/s was kept, and `roofline show --svg` then never finished.
+    let tiny = edited(
+        tmp.path(),
+        "ert/new-dialect.json",
+        "122.9",
+        "1e-320",
+        "tiny.json",
+    );
+    assert_one_error(
+        roofline(&cache, &["import-ert", &tiny]).assert(),
+        &[&format!(
+            "{tiny}: empirical.gflops.data[1] = 1e-320 GFLOP/s is not a figure any machine reaches"
+        )],
+    );
     let negative = edited(
         tmp.path(),
         "ert/new-dialect.json",

@@ -9,7 +9,7 @@ use crate::collect::ceilings::SweepPoint;
 use crate::collect::device::Cache;
 use crate::roofline::{
     levels, BandwidthRoof, Ceilings, ComputeRoof, Level, Precision, MAX_BYTES_PER_S,
-    MAX_FLOPS_PER_S,
+    MAX_FLOPS_PER_S, MIN_RATE,
 };
 use serde_json::Value;
 use thiserror::Error;
@@ -22,7 +22,7 @@ pub enum ErtError {
     Missing(&'static str),
     #[error("empirical.{section}.data[{index}] is not a [name, number] pair")]
     BadEntry { section: &'static str, index: usize },
-    #[error("empirical.{section}.data[{index}] = {} {unit} is more than any machine reaches (at most {limit:e} {unit})", crate::roofline::figure(*value))]
+    #[error("empirical.{section}.data[{index}] = {} {unit} is not a figure any machine reaches (from {:e} to {limit:e} {unit})", crate::roofline::figure(*value), MIN_RATE / 1e9)]
     Absurd {
         section: &'static str,
         index: usize,
@@ -80,7 +80,7 @@ fn pairs<'a>(
             let name = pair[0].as_str();
             let value = pair[1].as_f64().filter(|v| v.is_finite() && *v > 0.0);
             match (name, value) {
-                (Some(_), Some(v)) if v > limit => Err(ErtError::Absurd {
+                (Some(_), Some(v)) if v > limit || v < MIN_RATE / 1e9 => Err(ErtError::Absurd {
                     section,
                     index,
                     value: v,

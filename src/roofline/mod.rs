@@ -117,12 +117,20 @@ pub fn figure(v: f64) -> String {
     }
 }
 
-/// Why a rate cannot be a ceiling: not finite, not positive, or past `limit`.
+/// The lowest FLOP rate or bandwidth a ceiling may claim: a thousand a second, below any
+/// processor's. A ceiling of 1e-311 FLOP/s stretches a chart over hundreds of decades.
+pub const MIN_RATE: f64 = 1e3;
+
+/// Why a rate cannot be a ceiling: not finite, not positive, below [`MIN_RATE`], or past `limit`.
 fn rate_problem(value: f64, limit: f64) -> Option<String> {
     if !value.is_finite() {
         Some("not a finite number".to_string())
     } else if value <= 0.0 {
         Some("not positive".to_string())
+    } else if value < MIN_RATE {
+        Some(format!(
+            "less than any machine reaches (at least {MIN_RATE:e})"
+        ))
     } else if value > limit {
         Some(format!("more than any machine reaches (at most {limit:e})"))
     } else {
@@ -247,7 +255,44 @@ pub struct Program {
     pub basis: Vec<String>,
 }
 
+/// The shortest time a program point may claim, in seconds: no inference or kernel is
+/// shorter than a nanosecond, and anything shorter makes rates past any chart.
+pub const MIN_SECONDS: f64 = 1e-9;
+/// The most FLOPs or bytes a program point may claim (a zetta).
+pub const MAX_COUNT: f64 = 1e21;
+
 impl Program {
+    /// Whether the point can be placed: FLOPs and bytes finite, not negative and at most
+    /// [`MAX_COUNT`]; time from [`MIN_SECONDS`] to 1e7 s; a FLOP rate at most 100 times
+    /// [`MAX_FLOPS_PER_S`]. Figures past these come from corrupted records, and their points
+    /// would stretch a chart's axes over hundreds of decades.
+    pub fn check(&self) -> Result<(), String> {
+        let count = |v: f64| v.is_finite() && (0.0..=MAX_COUNT).contains(&v);
+        if !count(self.flops) {
+            return Err(format!("{} FLOPs is not a count", figure(self.flops)));
+        }
+        if let Some((level, bytes)) = self.traffic.iter().find(|(_, b)| !count(*b)) {
+            return Err(format!(
+                "{} bytes at {level} is not a count",
+                figure(*bytes)
+            ));
+        }
+        if !(self.seconds.is_finite() && (MIN_SECONDS..=1e7).contains(&self.seconds)) {
+            return Err(format!(
+                "a time of {} s is not one a program takes",
+                figure(self.seconds)
+            ));
+        }
+        let rate = self.flops / self.seconds;
+        if rate > 100.0 * MAX_FLOPS_PER_S {
+            return Err(format!(
+                "{} FLOP/s is more than any machine reaches",
+                figure(rate)
+            ));
+        }
+        Ok(())
+    }
+
     /// Achieved FLOP rate.
     pub fn flops_per_s(&self) -> Option<f64> {
         (self.seconds > 0.0 && self.flops >= 0.0).then(|| self.flops / self.seconds)
@@ -393,7 +438,10 @@ pub fn programs_from_results(
             }
             _ => {}
         }
-        programs.push(program);
+        match program.check() {
+            Ok(()) => programs.push(program),
+            Err(why) => left_out.push((c.id.clone(), why)),
+        }
     }
     (programs, left_out)
 }
@@ -432,6 +480,35 @@ mod tests {
     use super::*;
 
     #[test]
+    fn program_points_are_checked() {
+        let p = Program {
+            label: "p".into(),
+            precision: Precision::Fp32,
+            flops: 1e9,
+            seconds: 0.01,
+            traffic: vec![(Level::Dram, 1e8)],
+            source: PointSource::Analytic,
+            basis: Vec::new(),
+        };
+        assert_eq!(p.check(), Ok(()));
+        let with = |edit: &dyn Fn(&mut Program)| {
+            let mut q = p.clone();
+            edit(&mut q);
+            q.check().err().unwrap_or_default()
+        };
+        assert_eq!(
+            with(&|q| q.seconds = 1e-300),
+            "a time of 1e-300 s is not one a program takes"
+        );
+        assert_eq!(with(&|q| q.flops = f64::NAN), "NaN FLOPs is not a count");
+        assert_eq!(
+            with(&|q| q.traffic[0].1 = -1.0),
+            "-1 bytes at DRAM is not a count"
+        );
+        assert!(with(&|q| q.flops = 1e21).contains("FLOP/s is more than any machine"));
+    }
+
+    #[test]
     fn ceilings_are_checked_figure_by_figure() {
         assert_eq!(test_ceilings().check(), Ok(()));
         let with = |edit: &dyn Fn(&mut Ceilings)| {
@@ -453,6 +530,7 @@ mod tests {
             bytes_per_s: -1.0
         }))
         .starts_with("sweep[0].bytes_per_s = -1 B/s"));
+        assert!(with(&|c| c.compute[0].flops_per_s = 1e-311).contains("less than any machine"));
         assert_eq!(figure(2.5), "2.5");
         assert_eq!(figure(1e300), "1e300");
         assert_eq!(figure(f64::NEG_INFINITY), "-inf");

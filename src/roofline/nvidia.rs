@@ -596,8 +596,40 @@ fn finish(mut import: Import) -> Result<Import, ImportError> {
     if import.kernels.is_empty() {
         return Err(ImportError::NothingUsable(import.warnings.join("; ")));
     }
+    for k in &import.kernels {
+        check_kernel(k)?;
+    }
     check_levels(&mut import);
     Ok(import)
+}
+
+/// A kernel as a point: each figure was checked as read, but together they may still be
+/// impossible (a count past [`MAX_COUNT`] once multiplied by its invocations, a time under a
+/// nanosecond, a rate past any GPU's).
+fn check_kernel(k: &Kernel) -> Result<(), ImportError> {
+    let point = Program {
+        label: k.name.clone(),
+        precision: Precision::Fp32,
+        flops: k.total_flops(),
+        // Untimed kernels are checked for their counts alone.
+        seconds: k.seconds.unwrap_or(1.0),
+        traffic: k.bytes.iter().map(|(l, b)| (*l, *b)).collect(),
+        source: PointSource::GpuCounters,
+        basis: Vec::new(),
+    };
+    if k.seconds == Some(0.0) && point.flops == 0.0 {
+        return Ok(());
+    }
+    point.check().map_err(|why| ImportError::BadValue {
+        place: format!("kernel {}", k.name.chars().take(60).collect::<String>()),
+        field: "its figures".to_string(),
+        value: format!(
+            "{} FLOPs in {} s",
+            crate::roofline::figure(point.flops),
+            crate::roofline::figure(point.seconds)
+        ),
+        why: format!("impossible: {why}"),
+    })
 }
 
 /// Bytes should shrink from L1 to DRAM on consistent data (so AI_L1 ≤ AI_L2 ≤ AI_DRAM); a kernel
