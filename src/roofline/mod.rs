@@ -262,12 +262,14 @@ pub const MIN_SECONDS: f64 = 1e-9;
 pub const MAX_COUNT: f64 = 1e21;
 
 impl Program {
-    /// Whether the point can be placed: FLOPs and bytes finite, not negative and at most
+    /// Whether the point can be placed: FLOPs and bytes zero or from a thousandth to
     /// [`MAX_COUNT`]; time from [`MIN_SECONDS`] to 1e7 s; a FLOP rate at most 100 times
     /// [`MAX_FLOPS_PER_S`]. Figures past these come from corrupted records, and their points
     /// would stretch a chart's axes over hundreds of decades.
     pub fn check(&self) -> Result<(), String> {
-        let count = |v: f64| v.is_finite() && (0.0..=MAX_COUNT).contains(&v);
+        // Zero, or at least a thousandth (nvprof's averages make fractional counts): a count of
+        // 4e-316 bytes makes an intensity past f64's range.
+        let count = |v: f64| v == 0.0 || (1e-3..=MAX_COUNT).contains(&v);
         if !count(self.flops) {
             return Err(format!("{} FLOPs is not a count", figure(self.flops)));
         }
@@ -506,6 +508,10 @@ mod tests {
             "-1 bytes at DRAM is not a count"
         );
         assert!(with(&|q| q.flops = 1e21).contains("FLOP/s is more than any machine"));
+        assert_eq!(
+            with(&|q| q.traffic[0].1 = 4e-316),
+            "4e-316 bytes at DRAM is not a count"
+        );
     }
 
     #[test]
