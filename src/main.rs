@@ -11,6 +11,8 @@ mod collect;
 mod config;
 mod engines;
 mod fleet;
+#[cfg(test)]
+mod fuzz;
 mod lockfile;
 mod models;
 mod report;
