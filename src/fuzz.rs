@@ -446,15 +446,20 @@ pub fn run_target(target: &Target, count: u64, base: u64, threads: usize) -> Rep
                     let mut scratch = Scratch::new();
                     let mut report = Report::default();
                     let mut index = t;
+                    let slot = &running[t as usize];
+                    let set = |now: Option<(u64, Instant)>| match slot.lock() {
+                        Ok(mut s) => *s = now,
+                        Err(p) => *p.into_inner() = now,
+                    };
                     while index < count {
-                        let slot = &running[t as usize];
                         let seed = input_seed(base, target.name, index);
-                        if let Ok(mut s) = slot.lock() {
-                            *s = Some((seed, Instant::now()));
-                        }
+                        set(Some((seed, Instant::now())));
                         run_one(target, seeds, base, index, &mut scratch, &mut report);
                         index += threads;
                     }
+                    // A thread that has finished runs nothing: its last input must not look
+                    // stuck while the others go on.
+                    set(None);
                     report
                 })
             })

@@ -22,6 +22,7 @@ const MALFORMED: &[&str] = &[
     "bad_split_axis.onnx",
     "missing_output.onnx",
     "raw_string_tensor.onnx",
+    "repeated_perm.onnx",
     "rank1_batchnorm.onnx",
 ];
 
@@ -50,7 +51,7 @@ fn malformed_onnx_files_fail_their_condition_in_a_worker_with_the_reason() {
     // bench --isolated: the worker process reports the contained panic as an error record.
     let assert = edgeprof()
         .args(["bench", "--isolated", "--iterations", "1", "--warmup", "0"])
-        .args(["--input", "2x6x6", "--model", &malformed("bad_perm.onnx")])
+        .args(["--input", "2x6x6", "--model", &malformed("bad_pads.onnx")])
         .assert()
         .failure();
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();

@@ -716,8 +716,33 @@ mod ranks {
         }
     }
 
+    /// A Transpose's `perm` must name each axis once: tract panics on an axis past the end
+    /// (`[0, 1, 3, 9]`) and allocates without bound on a repeated one (`[0, 1, 3, 3]`) while it
+    /// optimises the graph. Its length against the input's rank is left to tract, which answers
+    /// that with an error.
+    fn check_permutation(node: &pb::NodeProto) -> Result<(), String> {
+        let Some(perm) = attr(node, "perm").map(|a| &a.ints) else {
+            return Ok(());
+        };
+        let len = perm.len();
+        let mut seen = vec![false; len];
+        for &axis in perm {
+            match usize::try_from(axis).ok().filter(|&a| a < len) {
+                Some(a) if !seen[a] => seen[a] = true,
+                _ => {
+                    return Err(format!(
+                        "node {:?} (Transpose) has perm {perm:?}, which is not a permutation of \
+                         0..{len}",
+                        node.name
+                    ))
+                }
+            }
+        }
+        Ok(())
+    }
+
     /// Why the graph cannot go to tract, if it cannot: an image operator given a tensor of too
-    /// low a rank. `input_rank` is the rank of an input shape given on the command line.
+    /// low a rank, or a transpose whose permutation is not one. `input_rank` is the rank of an input shape given on the command line.
     pub fn check(graph: &pb::GraphProto, input_rank: Option<usize>) -> Result<(), String> {
         let mut ranks: HashMap<&str, BTreeSet<usize>> = HashMap::new();
         let initializers: BTreeSet<&str> =
@@ -762,6 +787,9 @@ mod ranks {
             }
         }
         for node in &graph.node {
+            if node.op_type == "Transpose" {
+                check_permutation(node)?;
+            }
             let Some((least, indexed)) = needs(&node.op_type) else {
                 continue;
             };
@@ -1054,7 +1082,9 @@ pub(crate) mod tests {
     }
 
     /// The malformed models under tests/fixtures/onnx/malformed: the tiny graph with one thing
-    /// broken each, on which tract 0.23 panics (the first six) or would read out of bounds (the last).
+    /// broken each, on which tract 0.23 panics (most), allocates without bound (the repeated
+    /// permutation) or would read out of bounds (the rank-1 batch norm). The last three are
+    /// refused before tract sees them.
     fn malformed_models() -> Vec<(&'static str, tract_onnx::pb::ModelProto)> {
         use tract_onnx::pb;
         let edit = |change: &dyn Fn(&mut pb::GraphProto)| {
@@ -1116,6 +1146,11 @@ pub(crate) mod tests {
                         t.data_type = pb::tensor_proto::DataType::String as i32;
                     }
                 }),
+            ),
+            // A permutation that names one axis twice: tract allocates without bound.
+            (
+                "repeated_perm.onnx",
+                edit(&|g| set_ints(g, "Transpose", "perm", &[0, 1, 3, 3])),
             ),
             // A batch norm fed a rank-1 tensor: tract indexes its channel axis unchecked.
             (
@@ -1181,6 +1216,9 @@ pub(crate) mod tests {
             if name == "rank1_batchnorm.onnx" {
                 assert!(matches!(error, EngineError::InvalidModel { .. }), "{error}");
                 assert!(error.to_string().contains("rank"), "{error}");
+            } else if name.ends_with("perm.onnx") {
+                assert!(matches!(error, EngineError::InvalidModel { .. }), "{error}");
+                assert!(error.to_string().contains("not a permutation"), "{error}");
             } else {
                 assert!(
                     matches!(error, EngineError::Crashed { .. }),
