@@ -13,7 +13,7 @@
 # Every input that panics is saved under target/fuzz-failures (named TARGET-SEED.bin) and
 # named in the report; replay one with
 #   EDGEPROF_FUZZ_REPLAY=target/fuzz-failures/FILE EDGEPROF_FUZZ_TARGET=TARGET \
-#     cargo test --bin edgeprof fuzz::replay -- --ignored --nocapture
+#     cargo test --lib fuzz::replay -- --ignored --nocapture
 # EDGEPROF_FUZZ_TRACE=1 names (and saves) each input before it runs, for a crash that ends the
 # process without a report (an abort). The build lives in target/fuzz, apart from the usual
 # release build; it uses every core.
@@ -30,5 +30,5 @@ fi
 export CARGO_PROFILE_RELEASE_OVERFLOW_CHECKS=true
 export CARGO_PROFILE_RELEASE_DEBUG_ASSERTIONS=true
 
-exec cargo test --release --target-dir target/fuzz --bin edgeprof fuzz::campaign -- \
+exec cargo test --release --target-dir target/fuzz --lib fuzz::campaign -- \
     --ignored --exact --nocapture --test-threads 1

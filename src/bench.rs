@@ -98,7 +98,7 @@ pub fn run(
         ),
     };
     if request.profile_runs > 0 && request.engine != "tract" {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "--profile needs tract's node profile; {} has none",
             request.engine
         )));

@@ -15,6 +15,7 @@ pub fn err(args: fmt::Arguments) -> bool {
 }
 
 /// Writes to standard error without a line end; never panics.
+#[macro_export]
 macro_rules! err {
     ($($arg:tt)*) => {{
         let _ = $crate::console::err(format_args!($($arg)*));
@@ -22,6 +23,7 @@ macro_rules! err {
 }
 
 /// Writes a line to standard error; never panics.
+#[macro_export]
 macro_rules! errln {
     () => {{
         let _ = $crate::console::err(format_args!("\n"));

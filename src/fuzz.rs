@@ -6,7 +6,7 @@
 //! The mutations are a seeded loop on stable Rust (cargo-fuzz needs nightly): input `i` of a
 //! target comes from one 64-bit seed, so any failure is reproduced from the saved input (under
 //! target/fuzz-failures) with `EDGEPROF_FUZZ_REPLAY=FILE EDGEPROF_FUZZ_TARGET=NAME cargo test
-//! --bin edgeprof fuzz::replay -- --ignored --nocapture`.
+//! --lib fuzz::replay -- --ignored --nocapture`.
 //!
 //! A short run of every target is part of `cargo test`; `scripts/fuzz.sh` runs the long campaign
 //! (`EDGEPROF_FUZZ_COUNT` inputs per target, a million by default) in an optimised build with

@@ -1,31 +1,11 @@
-//! edgeprof: evaluate deep-learning frameworks on edge devices and say what to optimise next.
+//! The `edgeprof` binary: parses the command line and dispatches it to a front-end, the headless
+//! CLI or the terminal UI. The domain lives in the library (`src/lib.rs`).
 
 #[macro_use]
-mod console;
-#[macro_use]
-mod serde_text;
+extern crate edgeprof;
 
-mod bench;
 mod cli;
-mod collect;
-mod config;
-mod engines;
-mod fleet;
-#[cfg(test)]
-mod fuzz;
-mod lockfile;
-mod models;
-mod report;
-mod results;
-mod roofline;
-mod runner;
-mod scorecard;
-mod session;
-mod stats;
-mod throttle;
-mod train;
 mod tui;
-mod tune;
 
 use clap::Parser;
 use std::process::ExitCode;

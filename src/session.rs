@@ -10,12 +10,8 @@ use crate::runner::sweep::SweepOutcome;
 use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use thiserror::Error;
 
-/// An error caused by what the user asked for (exit code 2), as opposed to a failed run (1).
-#[derive(Debug, Error)]
-#[error("{0}")]
-pub struct BadInput(pub String);
+pub use crate::error::BadInput;
 
 /// A results directory that did not exist before, under `parent`. Creating the last component
 /// with `mkdir` (not "exists? then create") makes the choice atomic: two runs started in the

@@ -1,9 +1,9 @@
 //! `edgeprof env`: the external frameworks' Python environments (list, set up, remove).
 
 use super::{print_json, print_out, render, BadInput};
-use crate::engines::env::{self, Readiness, SetupOutcome};
-use crate::engines::external;
 use clap::Subcommand;
+use edgeprof::engines::env::{self, Readiness, SetupOutcome};
+use edgeprof::engines::external;
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]
@@ -42,7 +42,7 @@ pub enum EnvCommand {
 fn framework(name: &str) -> anyhow::Result<&'static external::Framework> {
     external::find(name).ok_or_else(|| {
         let known: Vec<&str> = external::FRAMEWORKS.iter().map(|f| f.name).collect();
-        let why = if crate::engines::BUILT_IN.contains(&name) {
+        let why = if edgeprof::engines::BUILT_IN.contains(&name) {
             format!("{name} is built into edgeprof and needs no environment")
         } else {
             format!("unknown framework {name}")
@@ -159,7 +159,7 @@ struct Listed {
 
 fn list(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let configured = match config {
-        Some(file) => crate::config::load(file)?.interpreters(),
+        Some(file) => edgeprof::config::load(file)?.interpreters(),
         None => Default::default(),
     };
     let engines = env::engines_here(&configured);

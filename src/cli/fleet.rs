@@ -2,10 +2,10 @@
 //! its tables on stdout, `fleet.json` and one results directory per node.
 
 use super::{print_out, render, BadInput};
-use crate::config::Config;
-use crate::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
-use crate::results;
 use anyhow::Context;
+use edgeprof::config::Config;
+use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
+use edgeprof::results;
 use std::path::Path;
 use std::sync::Mutex;
 
@@ -18,7 +18,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let share = fleet::share(&text, file)?;
     let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
-    let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;
+    let dir = edgeprof::session::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleet::FleetManifest {
         name: config.name.clone(),
         config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),

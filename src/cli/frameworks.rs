@@ -2,13 +2,13 @@
 //! device) and `edgeprof scorecard` (the three phases joined, as text, Markdown or JSON).
 
 use super::{print_json, print_out, render};
-use crate::report::scorecard as view;
-use crate::scorecard::cards::{self, Card};
-use crate::scorecard::github::{self, Cache, Client, RepoOutcome, Status};
-use crate::scorecard::here::{self, Here};
-use crate::scorecard::{self, ResultsInfo};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
+use edgeprof::report::scorecard as view;
+use edgeprof::scorecard::cards::{self, Card};
+use edgeprof::scorecard::github::{self, Cache, Client, RepoOutcome, Status};
+use edgeprof::scorecard::here::{self, Here};
+use edgeprof::scorecard::{self, ResultsInfo};
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]
@@ -189,7 +189,7 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
     let mut client = Client::new(&api, Client::token_from_env());
     let refs: Vec<&Card> = cards.iter().collect();
     let total = refs.len();
-    let now = crate::results::now_rfc3339();
+    let now = edgeprof::results::now_rfc3339();
     let mut report = github::refresh(&mut client, &refs, &mut cache, &now, |i, name, outcome| {
         let what = match outcome {
             RepoOutcome::Read { unchanged, asked } if *unchanged == *asked => {
@@ -282,8 +282,8 @@ pub fn runtime_of(
     std::collections::BTreeMap<String, scorecard::Runtime>,
     Vec<String>,
 )> {
-    let stored = crate::results::load(dir)?;
-    let rows = crate::results::summary::rows(&stored.manifest, &stored.runs);
+    let stored = edgeprof::results::load(dir)?;
+    let rows = edgeprof::results::summary::rows(&stored.manifest, &stored.runs);
     let device = &stored.manifest.device;
     let info = ResultsInfo {
         dir: dir.display().to_string(),

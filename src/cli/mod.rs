@@ -13,14 +13,14 @@ mod sweep;
 mod train;
 mod tune;
 
-use crate::bench::{self, BenchModel, BenchRequest};
-use crate::engines::tract::{ModelSource, TractSession};
-use crate::models::cost;
-use crate::models::onnx::{self, DEFAULT_SEED};
-use crate::models::zoo::{self, ModelParams};
-use crate::models::InputShape;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use edgeprof::bench::{self, BenchModel, BenchRequest};
+use edgeprof::engines::tract::{ModelSource, TractSession};
+use edgeprof::models::cost;
+use edgeprof::models::onnx::{self, DEFAULT_SEED};
+use edgeprof::models::zoo::{self, ModelParams};
+use edgeprof::models::InputShape;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
@@ -327,8 +327,8 @@ enum EffortArg {
 }
 
 impl EffortArg {
-    fn effort(self) -> crate::collect::ceilings::Effort {
-        use crate::collect::ceilings::Effort;
+    fn effort(self) -> edgeprof::collect::ceilings::Effort {
+        use edgeprof::collect::ceilings::Effort;
         match self {
             EffortArg::Quick => Effort::Quick,
             EffortArg::Default => Effort::Default,
@@ -564,7 +564,7 @@ struct BenchArgs {
     json: bool,
 }
 
-pub use crate::session::BadInput;
+pub use edgeprof::session::BadInput;
 
 impl ImportArgs {
     fn options(&self) -> roofline::ImportOptions<'_> {
@@ -598,13 +598,13 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
         }
         if cause.is::<BadInput>()
             || cause.is::<zoo::ZooError>()
-            || cause.is::<crate::models::ShapeParseError>()
-            || cause.is::<crate::config::ConfigError>()
-            || cause.is::<crate::config::ConfigReadError>()
+            || cause.is::<edgeprof::models::ShapeParseError>()
+            || cause.is::<edgeprof::config::ConfigError>()
+            || cause.is::<edgeprof::config::ConfigReadError>()
         {
             return 2;
         }
-        if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
+        if let Some(e) = cause.downcast_ref::<edgeprof::engines::tract::EngineError>() {
             return if e.is_bad_input() { 2 } else { 1 };
         }
     }
@@ -650,9 +650,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             json,
         }) => {
             let effort = match (quick, thorough) {
-                (true, _) => crate::collect::ceilings::Effort::Quick,
-                (_, true) => crate::collect::ceilings::Effort::Thorough,
-                _ => crate::collect::ceilings::Effort::Default,
+                (true, _) => edgeprof::collect::ceilings::Effort::Quick,
+                (_, true) => edgeprof::collect::ceilings::Effort::Thorough,
+                _ => edgeprof::collect::ceilings::Effort::Default,
             };
             roofline::measure(effort, threads, json)
         }
@@ -670,8 +670,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             ceilings,
             gpu,
             precision: match precision {
-                PrecisionArg::Fp64 => crate::roofline::Precision::Fp64,
-                PrecisionArg::Fp32 => crate::roofline::Precision::Fp32,
+                PrecisionArg::Fp64 => edgeprof::roofline::Precision::Fp64,
+                PrecisionArg::Fp32 => edgeprof::roofline::Precision::Fp32,
             },
             ascii: chart.ascii,
             width: chart.width,
@@ -697,7 +697,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             roofline::layers(
                 &model,
                 roofline::LayersOptions {
-                    threads: crate::runner::resolve_threads(threads.unwrap_or(0)),
+                    threads: edgeprof::runner::resolve_threads(threads.unwrap_or(0)),
                     runs,
                     ceilings: ceilings.as_deref(),
                     json,
@@ -716,7 +716,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             import,
             command,
         }) => {
-            use crate::collect::gpuprof::{self, Tool};
+            use edgeprof::collect::gpuprof::{self, Tool};
             let tool = match (tool, compute_capability) {
                 (Some(ToolArg::Ncu), _) => Tool::Ncu,
                 (Some(ToolArg::Nvprof), _) => Tool::Nvprof,
@@ -738,7 +738,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             let program = gpuprof::find(tool)
                 .map_err(|why| BadInput(format!("GPU profiling unavailable: {why}")))?;
             let dir =
-                output.unwrap_or_else(|| PathBuf::from(crate::results::dir_name("gpu-profile")));
+                output.unwrap_or_else(|| PathBuf::from(edgeprof::results::dir_name("gpu-profile")));
             errln!(
                 "profiling {} with {} (CSV in {}) …",
                 command.join(" "),
@@ -777,25 +777,25 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 return roofline::compile_gpu_kernels(arch.as_deref().unwrap_or("compute_53"));
             }
             let effort = match (quick, thorough) {
-                (true, _) => crate::collect::ceilings::Effort::Quick,
-                (_, true) => crate::collect::ceilings::Effort::Thorough,
-                _ => crate::collect::ceilings::Effort::Default,
+                (true, _) => edgeprof::collect::ceilings::Effort::Quick,
+                (_, true) => edgeprof::collect::ceilings::Effort::Thorough,
+                _ => edgeprof::collect::ceilings::Effort::Default,
             };
             roofline::measure_gpu(device, effort, json)
         }
         Command::Runs(args) => sweep::runs_command(&args.dir, args.json),
         Command::Report(args) => {
-            let fleet = args.dir.join(crate::fleet::run::FLEET);
+            let fleet = args.dir.join(edgeprof::fleet::run::FLEET);
             if !fleet.is_file() {
                 return sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref());
             }
             // A fleet run: each node's results directory in turn.
             let text = std::fs::read_to_string(&fleet)
                 .with_context(|| format!("cannot read {}", fleet.display()))?;
-            let manifest: crate::fleet::run::FleetManifest = serde_json::from_str(&text)
+            let manifest: edgeprof::fleet::run::FleetManifest = serde_json::from_str(&text)
                 .with_context(|| format!("{} is damaged", fleet.display()))?;
             for node in &manifest.nodes {
-                let dir = crate::fleet::run::node_dir(&args.dir, &node.name);
+                let dir = edgeprof::fleet::run::node_dir(&args.dir, &node.name);
                 print_out(&format!(
                     "\n== node {} ({:?}{}) ==\n",
                     node.name,
@@ -805,14 +805,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         .map(|r| format!(": {r}"))
                         .unwrap_or_default()
                 ))?;
-                if !dir.join(crate::results::MANIFEST).is_file() {
+                if !dir.join(edgeprof::results::MANIFEST).is_file() {
                     print_out("no results from this node\n")?;
                     continue;
                 }
                 let svg = args
                     .svg_dir
                     .as_ref()
-                    .map(|d| crate::fleet::run::node_dir(d, &node.name));
+                    .map(|d| edgeprof::fleet::run::node_dir(d, &node.name));
                 // A node with failed conditions is reported like the others.
                 if let Err(e) = sweep::report_command(&dir, !args.no_charts, svg.as_deref()) {
                     errln!("edgeprof: {}: {e:#}", node.name);
@@ -851,23 +851,23 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
         Command::ReapGuard { prefix } => {
-            crate::collect::tree::guard_main(&prefix);
+            edgeprof::collect::tree::guard_main(&prefix);
             Ok(())
         }
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),
         Command::PlaceWorker => {
-            let response = crate::runner::split::serve(std::io::stdin().lock())?;
+            let response = edgeprof::runner::split::serve(std::io::stdin().lock())?;
             print_json(&response)
         }
         Command::GpuBenchWorker { device, effort } => {
             let mut out = std::io::stdout().lock();
-            crate::collect::gpubench::worker(device, effort.effort(), &mut out)
+            edgeprof::collect::gpubench::worker(device, effort.effort(), &mut out)
                 .context("cannot write the GPU benchmark's report")
         }
         Command::Worker => {
             let mut out = std::io::stdout().lock();
-            crate::runner::worker::run(std::io::stdin().lock(), &mut out)
+            edgeprof::runner::worker::run(std::io::stdin().lock(), &mut out)
         }
     }
 }
@@ -987,17 +987,22 @@ fn export(
 
 #[derive(serde::Serialize)]
 struct ConfigCheck<'a> {
-    config: &'a crate::config::Config,
-    plan: &'a crate::runner::matrix::Plan,
+    config: &'a edgeprof::config::Config,
+    plan: &'a edgeprof::runner::matrix::Plan,
     estimated_seconds: f64,
 }
 
 fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
-    let config = crate::config::load(file)?;
-    let plan =
-        crate::runner::matrix::check_frameworks(&config, crate::runner::matrix::expand(&config));
-    let estimated_seconds =
-        crate::runner::matrix::estimate_seconds(&config, &plan, crate::runner::available_cores());
+    let config = edgeprof::config::load(file)?;
+    let plan = edgeprof::runner::matrix::check_frameworks(
+        &config,
+        edgeprof::runner::matrix::expand(&config),
+    );
+    let estimated_seconds = edgeprof::runner::matrix::estimate_seconds(
+        &config,
+        &plan,
+        edgeprof::collect::device::available_cores(),
+    );
     if json {
         return print_json(&ConfigCheck {
             config: &config,
@@ -1019,8 +1024,8 @@ fn bench_isolated(
     model: BenchModel,
     threads: usize,
 ) -> anyhow::Result<bench::BenchReport> {
-    use crate::config::{Device, ModelRef};
-    use crate::runner::{matrix::Condition, protocol::WorkerRequest, spawn};
+    use edgeprof::config::{Device, ModelRef};
+    use edgeprof::runner::{matrix::Condition, protocol::WorkerRequest, spawn};
     let (model_ref, input, batch, analytic, label) = match &model {
         BenchModel::Zoo(m) => (
             ModelRef::Zoo(m.name.clone()),
@@ -1116,7 +1121,7 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     if args.threads == Some(0) {
         bail!(BadInput("--threads must be at least 1".into()));
     }
-    let threads = crate::runner::resolve_threads(args.threads.unwrap_or(0));
+    let threads = edgeprof::runner::resolve_threads(args.threads.unwrap_or(0));
     let model = if is_file_model(&args.model) {
         let input_shape = match (args.input, args.batch) {
             (Some(s), batch) => Some(vec![batch.unwrap_or(1), s.channels, s.height, s.width]),

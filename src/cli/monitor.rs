@@ -2,7 +2,7 @@
 //! here). Sampling happens in the collect layer; this module schedules, formats and prints.
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use crate::collect::telemetry::{self, Reader, Sample};
+use edgeprof::collect::telemetry::{self, Reader, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -93,7 +93,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     let start = Instant::now();
     let mut process = match o.pid {
         Some(pid) => {
-            let mut sampler = crate::collect::proc::ProcessSampler::new(&o.root, pid, start);
+            let mut sampler = edgeprof::collect::proc::ProcessSampler::new(&o.root, pid, start);
             if sampler.sample(start).is_none() {
                 anyhow::bail!(BadInput(format!("no process {pid} to monitor")));
             }
@@ -140,7 +140,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
 fn sample_until_done(
     o: &MonitorOptions,
     schedule: &mut telemetry::Sampler,
-    process: &mut Option<(u32, crate::collect::proc::ProcessSampler)>,
+    process: &mut Option<(u32, edgeprof::collect::proc::ProcessSampler)>,
     stop: &AtomicBool,
     output: &mut Output,
 ) -> anyhow::Result<()> {
@@ -153,7 +153,7 @@ fn sample_until_done(
         if let Some((pid, sampler)) = process {
             let state = std::fs::read_to_string(o.root.join(format!("proc/{pid}/stat")))
                 .ok()
-                .and_then(|t| crate::collect::proc::parse_stat_state(&t));
+                .and_then(|t| edgeprof::collect::proc::parse_stat_state(&t));
             let alive = !matches!(state, Some('Z' | 'X') | None);
             match sampler.sample(now).filter(|_| alive) {
                 Some(p) => sample.process = Some(p),
@@ -173,7 +173,7 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
     let file = std::fs::File::open(path)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))?;
     let name = path.display().to_string();
-    let replay = crate::collect::tegrastats::replay(
+    let replay = edgeprof::collect::tegrastats::replay(
         std::io::BufReader::new(file),
         interval,
         |sample| output.write(&sample),
@@ -223,14 +223,14 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
         .collect();
     entries.extend(other_sources(root));
     entries.extend(
-        crate::engines::env::engines_here(&Default::default())
+        edgeprof::engines::env::engines_here(&Default::default())
             .into_iter()
             .map(|(name, readiness)| ProbeEntry {
                 source: format!("framework {name}"),
                 available: matches!(
                     readiness,
-                    crate::engines::env::Readiness::BuiltIn { .. }
-                        | crate::engines::env::Readiness::Ready(_)
+                    edgeprof::engines::env::Readiness::BuiltIn { .. }
+                        | edgeprof::engines::env::Readiness::Ready(_)
                 ),
                 detail: readiness.describe(),
             }),
@@ -262,7 +262,7 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
 
 /// The CPU's clusters, SIMD extensions and caches, in words.
 fn topology(root: &Path) -> String {
-    let f = crate::collect::device::fingerprint(root);
+    let f = edgeprof::collect::device::fingerprint(root);
     let clusters: Vec<String> = f
         .clusters
         .iter()
@@ -312,7 +312,7 @@ fn topology(root: &Path) -> String {
 
 /// Sources that are not sampled but matter to the user: the CPU topology and tegrastats.
 fn other_sources(root: &Path) -> Vec<ProbeEntry> {
-    let tegrastats = crate::collect::find_on_path("tegrastats");
+    let tegrastats = edgeprof::collect::find_on_path("tegrastats");
     vec![
         ProbeEntry {
             source: "CPU topology (sysfs, cpuinfo)".to_string(),
@@ -328,7 +328,7 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
             ),
         },
         {
-            let cuda = crate::collect::gpubench::availability();
+            let cuda = edgeprof::collect::gpubench::availability();
             ProbeEntry {
                 source: "CUDA driver + NVRTC (GPU ceilings)".to_string(),
                 available: cuda.is_ok(),
@@ -339,7 +339,7 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
             }
         },
         {
-            use crate::collect::gpuprof::{find, Tool};
+            use edgeprof::collect::gpuprof::{find, Tool};
             let found: Vec<String> = [Tool::Ncu, Tool::Nvprof]
                 .into_iter()
                 .filter_map(|t| find(t).ok())

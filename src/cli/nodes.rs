@@ -2,10 +2,10 @@
 //! system's `ssh`; and the hidden `node-info` a node's edgeprof answers them with.
 
 use super::{print_json, print_out, render, BadInput};
-use crate::config::Node;
-use crate::fleet::{self, Check};
 use anyhow::Context;
 use clap::Subcommand;
+use edgeprof::config::Node;
+use edgeprof::fleet::{self, Check};
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]
@@ -37,7 +37,7 @@ fn nodes_of(config: Option<&Path>) -> anyhow::Result<Vec<Node>> {
     let path = config
         .map(Path::to_path_buf)
         .unwrap_or_else(|| PathBuf::from("configs/default.toml"));
-    let config = crate::config::load(&path)?;
+    let config = edgeprof::config::load(&path)?;
     if config.nodes.is_empty() {
         anyhow::bail!(BadInput(format!(
             "{} has no [[nodes]]: add one per board (destination = \"user@host\"; see README, \
@@ -207,7 +207,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
                  install to: give a path (the default is {})",
                 node.name,
                 node.edgeprof,
-                crate::config::DEFAULT_NODE_EDGEPROF
+                edgeprof::config::DEFAULT_NODE_EDGEPROF
             );
             failed += 1;
             continue;

@@ -4,12 +4,12 @@
 //! and then run as a split plan, measured against its prediction.
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use crate::models::zoo::{self, ModelParams};
-use crate::models::InputShape;
-use crate::runner::split::{Request, Response, Task, Unit};
-use crate::tune::placement::{self, Block, Link, Plan, Stage, Units};
 use anyhow::Context;
 use clap::Args;
+use edgeprof::models::zoo::{self, ModelParams};
+use edgeprof::models::InputShape;
+use edgeprof::runner::split::{Request, Response, Task, Unit};
+use edgeprof::tune::placement::{self, Block, Link, Plan, Stage, Units};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::path::Path;
@@ -81,7 +81,7 @@ fn parse_unit(part: &str) -> anyhow::Result<Unit> {
     let (name, cpus) = part
         .split_once('=')
         .ok_or_else(|| BadInput(format!("--units: {part:?} is not NAME=CPUS (e.g. big=4-7)")))?;
-    let ids = crate::collect::telemetry::cpu::parse_cpu_ids(cpus);
+    let ids = edgeprof::collect::telemetry::cpu::parse_cpu_ids(cpus);
     if ids.is_empty() || name.trim().is_empty() {
         anyhow::bail!(BadInput(format!(
             "--units: {part:?} is not NAME=CPUS (e.g. big=4-7)"
@@ -103,9 +103,9 @@ fn units_arg(text: &str) -> anyhow::Result<Vec<Unit>> {
 }
 
 fn default_units() -> anyhow::Result<Vec<Unit>> {
-    let allowed = crate::tune::session::allowed_cpus();
-    let clusters = crate::collect::device::clusters(Path::new("/"));
-    let sets = crate::tune::core_sets(&clusters, &allowed);
+    let allowed = edgeprof::tune::session::allowed_cpus();
+    let clusters = edgeprof::collect::device::clusters(Path::new("/"));
+    let sets = edgeprof::tune::core_sets(&clusters, &allowed);
     let big = sets.iter().find(|s| s.label == "big");
     let little = sets.iter().find(|s| s.label == "little");
     if let (Some(b), Some(l)) = (big, little) {
@@ -144,7 +144,7 @@ fn ask(request: &Request) -> anyhow::Result<Response> {
     command.arg("place-worker");
     let text = serde_json::to_string(request).context("cannot encode the request")?;
     let (status, stdout, stderr) =
-        crate::engines::env::run_collect(command, text.as_bytes(), TIMEOUT)
+        edgeprof::engines::env::run_collect(command, text.as_bytes(), TIMEOUT)
             .map_err(|e| anyhow::anyhow!("the placement worker {e}"))?;
     if !status.success() {
         let last = stderr
@@ -202,7 +202,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         input: args.input,
         batch: args.batch,
         classes: args.classes,
-        seed: crate::models::onnx::DEFAULT_SEED,
+        seed: edgeprof::models::onnx::DEFAULT_SEED,
         blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
         units: units.clone(),
         runs: args.runs,
@@ -210,7 +210,13 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     };
     let names: Vec<String> = units
         .iter()
-        .map(|u| format!("{} (CPUs {})", u.name, crate::tune::cpu_list(&u.cpus)))
+        .map(|u| {
+            format!(
+                "{} (CPUs {})",
+                u.name,
+                edgeprof::collect::device::cpu_list(&u.cpus)
+            )
+        })
         .collect();
     errln!(
         "profiling {} block(s) of {} on {} …",
@@ -256,7 +262,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         })
         .collect();
     let input_bytes = model.input_shape.iter().map(|&d| d as u64).product::<u64>()
-        * crate::models::cost::BYTES_PER_ELEMENT;
+        * edgeprof::models::cost::BYTES_PER_ELEMENT;
     let optimal = placement::optimal(&stages, &units_model, input_bytes);
     let single: Vec<Plan> = (0..k)
         .map(|u| placement::single(&stages, &units_model, input_bytes, u))

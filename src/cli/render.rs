@@ -1,84 +1,13 @@
 //! Plain-text rendering of results for the terminal: tables, unit formatting, progress lines.
 
-use crate::bench::{BenchEvent, BenchReport};
-use crate::config::Config;
-use crate::models::cost::ModelCost;
-use crate::runner::matrix::Plan;
-use crate::stats::RunStats;
+use edgeprof::bench::{BenchEvent, BenchReport};
+use edgeprof::config::Config;
+use edgeprof::models::cost::ModelCost;
+use edgeprof::runner::matrix::Plan;
+use edgeprof::stats::RunStats;
 use std::fmt::Write;
 
-/// 1234567 → "1,234,567".
-pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A count with an SI prefix: 1.23 G, 45.6 M, 789 k, 12.
-pub fn si(value: u64) -> String {
-    let v = value as f64;
-    for (scale, unit) in [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")] {
-        if v >= scale {
-            return format!("{:.2} {unit}", v / scale);
-        }
-    }
-    value.to_string()
-}
-
-/// Bytes with a binary prefix: 1.5 MiB.
-pub fn bytes(value: u64) -> String {
-    let v = value as f64;
-    for (scale, unit) in [
-        (1024f64.powi(3), "GiB"),
-        (1024f64.powi(2), "MiB"),
-        (1024.0, "KiB"),
-    ] {
-        if v >= scale {
-            return format!("{:.2} {unit}", v / scale);
-        }
-    }
-    format!("{value} B")
-}
-
-/// A left/right-aligned text table with a header rule.
-pub fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
-            }
-        }
-    }
-    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-        let parts: Vec<String> = cells
-            .enumerate()
-            .map(|(i, c)| {
-                let w = widths.get(i).copied().unwrap_or(0);
-                if right.get(i).copied().unwrap_or(false) {
-                    format!("{c:>w$}")
-                } else {
-                    format!("{c:<w$}")
-                }
-            })
-            .collect();
-        parts.join("  ").trim_end().to_string() + "\n"
-    };
-    let mut out = line(&mut header.iter().copied());
-    let rule: usize = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
-    out.push_str(&"-".repeat(rule));
-    out.push('\n');
-    for row in rows {
-        out.push_str(&line(&mut row.iter().map(String::as_str)));
-    }
-    out
-}
+pub use edgeprof::text::{bytes, duration, si, table, thousands};
 
 fn shape(s: &[usize]) -> String {
     s.iter()
@@ -215,14 +144,14 @@ pub fn stats_lines(r: &RunStats) -> String {
         "outliers                {:>10} of {} iterations (modified z-score > {}; kept)",
         r.outliers.len(),
         r.latency.samples,
-        crate::stats::OUTLIER_Z
+        edgeprof::stats::OUTLIER_Z
     );
     if r.noisy {
         let _ = writeln!(
             out,
             "warning: noisy run, coefficient of variation {:.1} % exceeds {:.0} %; close other work or raise --iterations",
             100.0 * r.cv,
-            100.0 * crate::stats::HIGH_CV
+            100.0 * edgeprof::stats::HIGH_CV
         );
     }
     out
@@ -289,16 +218,6 @@ pub fn bench_summary(r: &BenchReport) -> String {
         ));
     }
     out
-}
-
-/// A duration in words: 45 s, 12 min 5 s, 3 h 20 min.
-pub fn duration(seconds: f64) -> String {
-    let s = seconds.max(0.0).round() as u64;
-    match s {
-        0..=59 => format!("{s} s"),
-        60..=3599 => format!("{} min {} s", s / 60, s % 60),
-        _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
-    }
 }
 
 fn list<T: std::fmt::Display>(items: &[T]) -> String {
@@ -394,37 +313,5 @@ pub fn progress_line(event: BenchEvent) {
             }
         }
         BenchEvent::Profiling { runs } => errln!("profiling node by node over {runs} runs …"),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn number_formats() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(1_366_792), "1,366,792");
-        assert_eq!(si(999), "999");
-        assert_eq!(si(4_089_000_000), "4.09 G");
-        assert_eq!(bytes(1536), "1.50 KiB");
-        assert_eq!(bytes(12), "12 B");
-    }
-
-    #[test]
-    fn durations_read_as_words() {
-        assert_eq!(duration(44.6), "45 s");
-        assert_eq!(duration(725.0), "12 min 5 s");
-        assert_eq!(duration(12_000.0), "3 h 20 min");
-    }
-
-    #[test]
-    fn table_aligns_columns() {
-        let t = table(
-            &["a", "n"],
-            &[false, true],
-            &[vec!["xx".into(), "1".into()], vec!["y".into(), "22".into()]],
-        );
-        assert_eq!(t, "a    n\n------\nxx   1\ny   22\n");
     }
 }

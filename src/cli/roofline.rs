@@ -1,12 +1,12 @@
 //! `edgeprof roofline`: measure the ceilings of this CPU, and (next) place programs under them.
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use crate::collect::ceilings::Effort;
-use crate::collect::device;
-use crate::collect::kernels;
-use crate::roofline::{levels, store, Ceilings, Level, Precision, Processor};
-use crate::runner::cachesim;
 use anyhow::Context;
+use edgeprof::collect::ceilings::Effort;
+use edgeprof::collect::device;
+use edgeprof::collect::kernels;
+use edgeprof::roofline::{levels, store, Ceilings, Level, Precision, Processor};
+use edgeprof::runner::cachesim;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
@@ -94,7 +94,7 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
             .iter()
             .filter_map(|&l| {
                 c.bandwidth(l)
-                    .map(|bw| format!("{l} {:.2}", crate::roofline::ridge(peak, bw)))
+                    .map(|bw| format!("{l} {:.2}", edgeprof::roofline::ridge(peak, bw)))
             })
             .collect();
         let _ = writeln!(
@@ -108,7 +108,7 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
 
 /// The GPU microbenchmark's sweep: working set, load path, blocks, bandwidth.
 fn gpu_sweep_text(c: &Ceilings) -> String {
-    use crate::collect::gpubench::LoadPath;
+    use edgeprof::collect::gpubench::LoadPath;
     let rows: Vec<Vec<String>> = c
         .gpu_sweep
         .iter()
@@ -211,7 +211,7 @@ pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Re
 }
 
 /// What the GPU benchmark is measuring, in one line.
-fn gpu_info_line(i: &crate::collect::gpubench::GpuInfo) -> String {
+fn gpu_info_line(i: &edgeprof::collect::gpubench::GpuInfo) -> String {
     format!(
         "measuring GPU {}: {} (compute capability {}.{}, {} multiprocessors, {} L2, {} memory{}; \
          CUDA driver {}, NVRTC {}) …",
@@ -238,8 +238,8 @@ fn gpu_info_line(i: &crate::collect::gpubench::GpuInfo) -> String {
 }
 
 /// The GPU benchmark's progress on stderr: redrawn on a terminal, one line per step otherwise.
-fn gpu_progress(m: &crate::collect::gpubench::Message, tty: bool) {
-    use crate::collect::gpubench::Message;
+fn gpu_progress(m: &edgeprof::collect::gpubench::Message, tty: bool) {
+    use edgeprof::collect::gpubench::Message;
     match m {
         Message::Info(i) => errln!("{}", gpu_info_line(i)),
         Message::Step(step) if tty => {
@@ -253,7 +253,7 @@ fn gpu_progress(m: &crate::collect::gpubench::Message, tty: bool) {
 
 /// `edgeprof roofline measure-gpu`.
 pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<()> {
-    use crate::collect::gpubench::GpuBenchError;
+    use edgeprof::collect::gpubench::GpuBenchError;
     let tty = std::io::stderr().is_terminal();
     let result = store::gpu_bench_program().and_then(|program| {
         store::measure_gpu_and_keep(&program, device, effort, |m| gpu_progress(m, tty))
@@ -293,7 +293,7 @@ pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<
 
 /// `edgeprof roofline measure-gpu --compile-only`: NVRTC compiles the kernels for `arch`.
 pub fn compile_gpu_kernels(arch: &str) -> anyhow::Result<()> {
-    use crate::collect::gpubench::cuda;
+    use edgeprof::collect::gpubench::cuda;
     let valid = ["compute_", "sm_"].iter().any(|prefix| {
         arch.strip_prefix(prefix)
             .is_some_and(|n| n.len() >= 2 && n.chars().all(|c| c.is_ascii_alphanumeric()))
@@ -413,11 +413,11 @@ pub struct ShowOptions {
 
 /// The program-data sources of SPEC 5.2: which ones the points use, and why the others are not.
 fn sources_text(
-    programs: &[crate::roofline::Program],
+    programs: &[edgeprof::roofline::Program],
     counters: &Result<(), String>,
     processor: Processor,
 ) -> String {
-    use crate::roofline::PointSource;
+    use edgeprof::roofline::PointSource;
     let used = |source: PointSource| programs.iter().filter(|p| p.source == source).count();
     if processor == Processor::Gpu {
         return format!(
@@ -445,26 +445,26 @@ fn sources_text(
 struct ShowJson<'a> {
     ceilings: &'a Ceilings,
     ceilings_file: &'a str,
-    programs: &'a [crate::roofline::Program],
+    programs: &'a [edgeprof::roofline::Program],
     left_out: &'a [(String, String)],
     /// None when hardware counters can be opened, else why not.
     counters_unavailable: Option<String>,
-    analyses: Vec<crate::roofline::advice::Analysis>,
+    analyses: Vec<edgeprof::roofline::advice::Analysis>,
 }
 
 /// The chart, the roofs in words, and each program's place and advice (`show` and `run`).
 pub fn roofline_text(
     ceilings: &Ceilings,
     from: &str,
-    programs: &[crate::roofline::Program],
+    programs: &[edgeprof::roofline::Program],
     left_out: &[(String, String)],
     precision: Precision,
     ascii: bool,
     (width, height): (usize, usize),
 ) -> String {
-    let marks = crate::report::roofline_chart::marks(programs);
+    let marks = edgeprof::report::roofline_chart::marks(programs);
     let mut out = format!("ceilings: {} ({from})\n\n", ceilings.source);
-    out.push_str(&crate::report::roofline_chart::render(
+    out.push_str(&edgeprof::report::roofline_chart::render(
         ceilings, precision, &marks, width, height, ascii,
     ));
     let peaks: Vec<String> = [Precision::Fp32, Precision::Fp64, Precision::Fp16]
@@ -480,7 +480,7 @@ pub fn roofline_text(
                 format!(
                     "{l} {} (ridge {:.2} FLOP/byte)",
                     gbytes(bw),
-                    crate::roofline::ridge(peak, bw)
+                    edgeprof::roofline::ridge(peak, bw)
                 )
             })
         })
@@ -491,12 +491,12 @@ pub fn roofline_text(
     }
     out.push_str(&sources_text(
         programs,
-        &crate::collect::perf::probe(),
+        &edgeprof::collect::perf::probe(),
         ceilings.processor,
     ));
     for (i, p) in programs.iter().enumerate() {
-        let letter = crate::report::roofline_chart::letter(i);
-        match crate::roofline::advice::analyse(p, ceilings) {
+        let letter = edgeprof::report::roofline_chart::letter(i);
+        match edgeprof::roofline::advice::analyse(p, ceilings) {
             Ok(a) => {
                 let binding = a.levels.iter().find(|l| l.level == a.binding);
                 let _ = writeln!(
@@ -511,8 +511,8 @@ pub fn roofline_text(
                         format_args!("{:.2}", b.intensity),
                         b.level,
                         match b.region {
-                            crate::roofline::advice::Region::BandwidthBound => "bandwidth",
-                            crate::roofline::advice::Region::ComputeBound => "compute",
+                            edgeprof::roofline::advice::Region::BandwidthBound => "bandwidth",
+                            edgeprof::roofline::advice::Region::ComputeBound => "compute",
                         },
                         b.headroom
                     ))
@@ -560,25 +560,25 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
             if !dir.is_dir() {
                 anyhow::bail!(BadInput(format!("{} is not a directory", dir.display())));
             }
-            crate::roofline::nvidia::programs_in(dir)
+            edgeprof::roofline::nvidia::programs_in(dir)
         }
         Some(dir) => {
-            let stored = crate::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+            let stored = edgeprof::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
             let mut simulations = cachesim::load(dir)?;
             if let Some(iterations) = o.cache_sim {
                 simulate_missing(&stored, &mut simulations, iterations)?;
             }
-            crate::roofline::programs_from_results(&stored, &simulations)
+            edgeprof::roofline::programs_from_results(&stored, &simulations)
         }
         None => (Vec::new(), Vec::new()),
     };
     let analyses: Vec<_> = programs
         .iter()
-        .filter_map(|p| crate::roofline::advice::analyse(p, ceilings).ok())
+        .filter_map(|p| edgeprof::roofline::advice::analyse(p, ceilings).ok())
         .collect();
     if let Some(path) = &o.svg {
-        let svg = crate::report::svg::roofline(ceilings, o.precision, &programs)?;
-        crate::results::write_atomic(path, svg.as_bytes())?;
+        let svg = edgeprof::report::svg::roofline(ceilings, o.precision, &programs)?;
+        edgeprof::results::write_atomic(path, svg.as_bytes())?;
         errln!("wrote {}", path.display());
     }
     if o.json {
@@ -587,7 +587,7 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
             ceilings_file: &from,
             programs: &programs,
             left_out: &left_out,
-            counters_unavailable: crate::collect::perf::probe().err(),
+            counters_unavailable: edgeprof::collect::perf::probe().err(),
             analyses,
         });
     }
@@ -619,11 +619,11 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
 /// Simulates, under valgrind, the built-in-engine conditions of a results directory that have
 /// neither counted cache traffic nor a kept simulation, and keeps the new ones there.
 fn simulate_missing(
-    stored: &crate::results::Stored,
+    stored: &edgeprof::results::Stored,
     simulations: &mut Vec<cachesim::Simulation>,
     iterations: usize,
 ) -> anyhow::Result<()> {
-    use crate::config::ModelRef;
+    use edgeprof::config::ModelRef;
     let valgrind = cachesim::valgrind()
         .map_err(|why| BadInput(format!("--cache-sim needs valgrind: {why}")))?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
@@ -638,7 +638,7 @@ fn simulate_missing(
                 .run
                 .as_ref()
                 .and_then(|run| run.counters.as_ref())
-                .map(crate::collect::perf::CounterReport::derive)
+                .map(edgeprof::collect::perf::CounterReport::derive)
                 .is_some_and(|d| d.has_traffic());
             !counted && !simulations.iter().any(|s| s.condition == r.condition.id)
         })
@@ -658,7 +658,7 @@ fn simulate_missing(
             todo.len(),
             record.condition.id
         );
-        let request = crate::runner::protocol::WorkerRequest {
+        let request = edgeprof::runner::protocol::WorkerRequest {
             condition: record.condition.clone(),
             warmup: 1,
             warmup_seconds: 0.0,
@@ -714,7 +714,7 @@ const MAX_PROFILE_BYTES: u64 = 256 << 20;
 
 /// A file read whole up to `limit` bytes, or one sentence naming it, its size and the limit.
 fn read_input(path: &Path, limit: u64) -> Result<String, BadInput> {
-    crate::collect::read_capped(path, limit)
+    edgeprof::collect::read_capped(path, limit)
         .map_err(|e| BadInput(format!("cannot read {}: {e}", path.display())))
 }
 
@@ -728,7 +728,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
         None => format!("imported from ERT {}", path.display()),
     };
     let mut imported =
-        crate::roofline::ert::import(&json, sweep_text.as_deref(), &fingerprint.caches, source)
+        edgeprof::roofline::ert::import(&json, sweep_text.as_deref(), &fingerprint.caches, source)
             .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
     // A GPU run (by its metadata) is a GPU's ceilings even without --gpu: GPU 0's.
     let gpu = match (gpu, imported.gpu_run) {
@@ -759,7 +759,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
     }
     let stored = store::Stored {
         device: fingerprint.clone(),
-        written: crate::results::now_rfc3339(),
+        written: edgeprof::results::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings: imported.ceilings,
         gpu: gpu.map(|ordinal| store::GpuTarget {
@@ -806,7 +806,7 @@ pub fn import_gpu_profile(
     o: ImportOptions,
     nvprof: bool,
 ) -> anyhow::Result<()> {
-    use crate::roofline::{advice, nvidia};
+    use edgeprof::roofline::{advice, nvidia};
     let read = |p: &Path| read_input(p, MAX_PROFILE_BYTES);
     let text = read(path)?;
     let summary_text = summary.map(read).transpose()?;
@@ -929,12 +929,12 @@ pub fn import_gpu_profile(
         }
         (Some(p), Some((c, from))) => {
             if let Some(path) = o.svg {
-                let svg = crate::report::svg::roofline(
+                let svg = edgeprof::report::svg::roofline(
                     &c.ceilings,
                     p.precision,
                     std::slice::from_ref(p),
                 )?;
-                crate::results::write_atomic(path, svg.as_bytes())?;
+                edgeprof::results::write_atomic(path, svg.as_bytes())?;
                 errln!("wrote {}", path.display());
             }
             out.push('\n');
@@ -966,7 +966,7 @@ pub struct LayersOptions<'a> {
     pub svg: Option<&'a Path>,
 }
 
-pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::Result<()> {
+pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyhow::Result<()> {
     let LayersOptions {
         threads,
         runs,
@@ -974,13 +974,13 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
         json,
         ..
     } = o;
-    use crate::roofline::{advice, Program};
+    use edgeprof::roofline::{advice, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
     errln!(
         "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
         model.name
     );
-    let programs = crate::roofline::layer_programs(model, threads, runs)?;
+    let programs = edgeprof::roofline::layer_programs(model, threads, runs)?;
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
     // The highest-ranked layers, in rank order, are the chart's points A, B, C, …
     let drawn: Vec<Program> = ranks
@@ -989,8 +989,8 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
         .filter_map(|r| programs.iter().find(|p| p.label == r.label).cloned())
         .collect();
     if let Some(path) = o.svg {
-        let svg = crate::report::svg::roofline(&stored.ceilings, Precision::Fp32, &drawn)?;
-        crate::results::write_atomic(path, svg.as_bytes())?;
+        let svg = edgeprof::report::svg::roofline(&stored.ceilings, Precision::Fp32, &drawn)?;
+        edgeprof::results::write_atomic(path, svg.as_bytes())?;
         errln!("wrote {}", path.display());
     }
     if json {
@@ -1010,7 +1010,7 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
                 .iter()
                 .position(|d| d.label == r.label)
                 .map_or(String::new(), |i| {
-                    crate::report::roofline_chart::letter(i).to_string()
+                    edgeprof::report::roofline_chart::letter(i).to_string()
                 });
             vec![
                 mark,
@@ -1031,8 +1031,8 @@ pub fn layers(model: &crate::models::graph::Model, o: LayersOptions) -> anyhow::
          tract kept)\n\n",
         model.name, stored.ceilings.source
     );
-    let marks = crate::report::roofline_chart::marks(&drawn);
-    out.push_str(&crate::report::roofline_chart::render(
+    let marks = edgeprof::report::roofline_chart::marks(&drawn);
+    out.push_str(&edgeprof::report::roofline_chart::render(
         &stored.ceilings,
         Precision::Fp32,
         &marks,

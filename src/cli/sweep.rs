@@ -2,13 +2,13 @@
 //! the tables and charts of a results directory on stdout.
 
 use crate::cli::{print_out, render, BadInput};
-use crate::report;
-use crate::results::{self, summary, Stored, SweepStatus};
-use crate::runner::matrix::{self};
-use crate::runner::spawn::WorkerEvent;
-use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
-use crate::session::{self, start_new};
 use anyhow::Context;
+use edgeprof::report;
+use edgeprof::results::{self, summary, Stored, SweepStatus};
+use edgeprof::runner::matrix::{self};
+use edgeprof::runner::spawn::WorkerEvent;
+use edgeprof::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
+use edgeprof::session::{self, start_new};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::io::{IsTerminal, Read, Write};
@@ -41,12 +41,12 @@ pub struct RunOptions {
     pub resume: Option<PathBuf>,
     pub output: Option<PathBuf>,
     pub charts: bool,
-    /// JSON lines on stdout for a fleet controller (see [`crate::fleet::Line`]).
+    /// JSON lines on stdout for a fleet controller (see [`edgeprof::fleet::Line`]).
     pub stream: bool,
 }
 
 /// Writes one stream line; a controller that went away ends the run like a hang-up.
-fn stream_line(line: &crate::fleet::Line) {
+fn stream_line(line: &edgeprof::fleet::Line) {
     if let Ok(text) = serde_json::to_string(line) {
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{text}");
@@ -109,20 +109,20 @@ impl Output {
 
     /// A line for stderr only.
     fn say(&mut self, text: &str) {
-        if self.terminal() && !crate::console::err(format_args!("{text}\n")) {
+        if self.terminal() && !edgeprof::console::err(format_args!("{text}\n")) {
             self.stderr = false;
         }
     }
 
     /// Replaces the terminal's status line (nothing without a terminal).
     fn status(&mut self, text: &str) {
-        if self.tty && self.terminal() && !crate::console::err(format_args!("\r\x1b[2K{text}")) {
+        if self.tty && self.terminal() && !edgeprof::console::err(format_args!("\r\x1b[2K{text}")) {
             self.stderr = false;
         }
     }
 
     fn clear_status(&mut self) {
-        if self.tty && self.terminal() && !crate::console::err(format_args!("\r\x1b[2K")) {
+        if self.tty && self.terminal() && !edgeprof::console::err(format_args!("\r\x1b[2K")) {
             self.stderr = false;
         }
     }
@@ -356,8 +356,8 @@ pub(super) fn install_stop_handlers(cancel: &Arc<AtomicBool>) -> anyhow::Result<
 pub fn run(options: RunOptions) -> anyhow::Result<()> {
     if let (None, Some(file)) = (&options.resume, &options.config) {
         if file.as_os_str() != "-" {
-            let config = crate::config::load(file)?;
-            if config.matrix.nodes != [crate::config::LOCAL_NODE] {
+            let config = edgeprof::config::load(file)?;
+            if config.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
                 if options.stream {
                     anyhow::bail!(BadInput(
                         "--stream is what a node of a fleet run does; this config names nodes"
@@ -419,7 +419,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 )
             }
         };
-    if config.matrix.nodes != [crate::config::LOCAL_NODE] {
+    if config.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
         // Only a config read from stdin (a node's share) or a resumed one gets here.
         if options.resume.is_none() {
             let _ = std::fs::remove_dir_all(&dir);
@@ -431,7 +431,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         ));
     }
     if options.stream {
-        stream_line(&crate::fleet::Line::Started {
+        stream_line(&edgeprof::fleet::Line::Started {
             dir: std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()),
             manifest: Box::new(manifest.clone()),
         });
@@ -446,7 +446,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             todo.len()
         ));
     }
-    let cores = crate::runner::available_cores();
+    let cores = edgeprof::collect::device::available_cores();
     let estimates: Vec<f64> = todo
         .iter()
         .map(|c| matrix::estimate_condition(&config, c, cores))
@@ -503,7 +503,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let stream = options.stream;
     let swept = sweep.run(&mut writer, |event| {
         if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
-            stream_line(&crate::fleet::Line::Record(Box::new((*record).clone())));
+            stream_line(&edgeprof::fleet::Line::Record(Box::new((*record).clone())));
         }
         progress.event(event, per_condition)
     });
@@ -533,7 +533,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     // The report goes to stdout; a reader that went away (`| head`, a closed terminal) is no
     // reason to fail a sweep whose results are all on disk.
     if stream {
-        stream_line(&crate::fleet::Line::Finished {
+        stream_line(&edgeprof::fleet::Line::Finished {
             manifest: Box::new(manifest.clone()),
         });
     } else if out.terminal() {
@@ -576,11 +576,11 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
 /// its conditions as points with their advice on stdout, and `roofline.json` and
 /// `charts/roofline.svg` in the results directory.
 fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
-    use crate::roofline::{advice, Precision};
+    use edgeprof::roofline::{advice, Precision};
     let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
     let c = &ceilings.ceilings;
-    let simulations = crate::runner::cachesim::load(&stored.dir)?;
-    let (programs, left_out) = crate::roofline::programs_from_results(stored, &simulations);
+    let simulations = edgeprof::runner::cachesim::load(&stored.dir)?;
+    let (programs, left_out) = edgeprof::roofline::programs_from_results(stored, &simulations);
     let analyses: Vec<_> = programs
         .iter()
         .filter_map(|p| advice::analyse(p, c).ok())
@@ -875,7 +875,7 @@ pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyho
         errln!("warning: {warning}");
     }
     let rows = summary::rows(&stored.manifest, &stored.runs);
-    let writer = crate::lockfile::holder(&dir.join(results::LOCK));
+    let writer = edgeprof::lockfile::holder(&dir.join(results::LOCK));
     if let Some(holder) = &writer {
         errln!(
             "{} is still being written by edgeprof ({holder}): showing what it holds so far, \

@@ -3,10 +3,10 @@
 //! CIFAR-10 in its standard binary format or a synthetic set written in it.
 
 use super::{print_json, print_out, render, BadInput};
-use crate::engines::env::{self, Readiness};
-use crate::train::{self, Report, Trained};
 use anyhow::Context;
 use clap::Args;
+use edgeprof::engines::env::{self, Readiness};
+use edgeprof::train::{self, Report, Trained};
 use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -57,7 +57,7 @@ fn python_for_pytorch(asked: Option<&Path>) -> anyhow::Result<PathBuf> {
     if let Some(p) = asked {
         return Ok(p.to_path_buf());
     }
-    let Some(framework) = crate::engines::external::find("pytorch") else {
+    let Some(framework) = edgeprof::engines::external::find("pytorch") else {
         anyhow::bail!("this build has no PyTorch harness");
     };
     match env::readiness(framework, None) {
@@ -80,7 +80,7 @@ fn train_on(
     args: &TrainArgs,
     nodes: usize,
 ) -> Result<Trained, String> {
-    let cpus = crate::runner::available_cores().max(1);
+    let cpus = edgeprof::collect::device::available_cores().max(1);
     let threads = (cpus / nodes).max(1);
     let mut command = Command::new(python);
     command
@@ -208,7 +208,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         .output
         .clone()
         .unwrap_or_else(|| PathBuf::from("results"));
-    let dir = crate::session::new_dir(&parent, &format!("train-{}", args.model))?;
+    let dir = edgeprof::session::new_dir(&parent, &format!("train-{}", args.model))?;
     let data = match &args.data {
         Some(d) => {
             let (n_train, n_test) = train::count_records(d).map_err(BadInput)?;
@@ -267,7 +267,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
         "failures": failures,
     });
     let text = serde_json::to_string_pretty(&value).context("cannot encode the scaling")?;
-    crate::results::write_atomic(&dir.join("scaling.json"), (text + "\n").as_bytes())?;
+    edgeprof::results::write_atomic(&dir.join("scaling.json"), (text + "\n").as_bytes())?;
     let points = |f: &dyn Fn(&train::Scaling) -> f64| -> Vec<(f64, f64)> {
         table.iter().map(|s| (s.nodes as f64, f(s))).collect()
     };
@@ -278,20 +278,20 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let charts = dir.join("charts");
     std::fs::create_dir_all(&charts)
         .with_context(|| format!("cannot create {}", charts.display()))?;
-    let svg = crate::report::svg::lines_xy(
+    let svg = edgeprof::report::svg::lines_xy(
         &format!("{}: speedup over one node", args.model),
         "nodes",
         "speedup",
         &[("measured", &speedup), ("ideal", &ideal)],
     )?;
-    crate::results::write_atomic(&charts.join("speedup.svg"), svg.as_bytes())?;
-    let svg = crate::report::svg::lines_xy(
+    edgeprof::results::write_atomic(&charts.join("speedup.svg"), svg.as_bytes())?;
+    let svg = edgeprof::report::svg::lines_xy(
         &format!("{}: accuracy after {} epoch(s)", args.model, args.epochs),
         "nodes",
         "accuracy",
         &[("training", &acc), ("validation", &val)],
     )?;
-    crate::results::write_atomic(&charts.join("accuracy.svg"), svg.as_bytes())?;
+    edgeprof::results::write_atomic(&charts.join("accuracy.svg"), svg.as_bytes())?;
     if args.json {
         print_json(&value)?;
     } else {
@@ -325,12 +325,12 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
             &rows,
         );
         out.push('\n');
-        out.push_str(&crate::report::terminal_line_xy(
+        out.push_str(&edgeprof::report::terminal_line_xy(
             "speedup over one node",
             "nodes →",
             &speedup,
         ));
-        out.push_str(&crate::report::terminal_line_xy(
+        out.push_str(&edgeprof::report::terminal_line_xy(
             "validation accuracy",
             "nodes →",
             &val,

@@ -3,15 +3,15 @@
 //! table, or replay of such a table comparing the guided search with random and grid search.
 
 use crate::cli::{print_json, print_out, render};
-use crate::models::InputShape;
-use crate::results;
-use crate::runner::sweep::SweepEvent;
-use crate::tune::live::{self, TuneEvent, TuneReport};
-use crate::tune::replay::{self, Comparison, Table};
-use crate::tune::session::{self, Overrides};
-use crate::tune::Objective;
 use anyhow::Context;
 use clap::Args;
+use edgeprof::models::InputShape;
+use edgeprof::results;
+use edgeprof::runner::sweep::SweepEvent;
+use edgeprof::tune::live::{self, TuneEvent, TuneReport};
+use edgeprof::tune::replay::{self, Comparison, Table};
+use edgeprof::tune::session::{self, Overrides};
+use edgeprof::tune::Objective;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicBool;
@@ -129,8 +129,8 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         return replay_command(&args, table);
     }
     let config = match &args.config {
-        Some(file) => crate::config::load(file)?,
-        None => crate::config::parse("", Path::new("edgeprof-tune.toml"))?,
+        Some(file) => edgeprof::config::load(file)?,
+        None => edgeprof::config::parse("", Path::new("edgeprof-tune.toml"))?,
     };
     let mut prepared = session::prepare(config, args.config.as_deref(), &args.overrides())?;
     for line in &prepared.skipped {
@@ -171,9 +171,10 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             prepared.input,
             &prepared.space.candidates[best],
         );
-        results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).with_context(
-            || format!("cannot write the best configuration to {}", file.display()),
-        )?;
+        results::write_atomic(file, edgeprof::config::to_toml(&best_config).as_bytes())
+            .with_context(|| {
+                format!("cannot write the best configuration to {}", file.display())
+            })?;
         written = Some(file.clone());
     }
     if args.json {
@@ -187,7 +188,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             args.exhaustive,
         ))?;
     }
-    if report.trace.stop == crate::tune::search::Stop::Cancelled {
+    if report.trace.stop == edgeprof::tune::search::Stop::Cancelled {
         anyhow::bail!(crate::cli::sweep::Interrupted {
             done: report.trace.trials.len(),
             total: prepared.settings.budget,
@@ -465,7 +466,7 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
         budget,
         args.seeds.max(1),
         args.tolerance,
-        crate::config::Tune::default().initial,
+        edgeprof::config::Tune::default().initial,
     )?;
     if args.json {
         return print_json(&comparison);
@@ -505,7 +506,7 @@ fn comparison_text(table: &Table, c: &Comparison) -> String {
                 s.strategy.to_string(),
                 format!("{}/{}", s.hits, s.seeds.len()),
                 format!("{:.3}", s.median_ratio),
-                crate::stats::median(&hits)
+                edgeprof::stats::median(&hits)
                     .map(|m| format!("{m:.1}"))
                     .unwrap_or_else(|| "-".into()),
                 s.median_prediction_error

@@ -148,6 +148,32 @@ pub fn parse_cache_size(text: &str) -> Option<u64> {
     digits.trim().parse::<u64>().ok()?.checked_mul(factor)
 }
 
+/// Cores this process may use (1 when the system cannot say).
+pub fn available_cores() -> usize {
+    std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(1)
+}
+
+/// The kernel's CPU-list notation: `0-3,6`.
+pub fn cpu_list(cpus: &[usize]) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        parts.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    parts.join(",")
+}
+
 /// Counts the CPUs of a kernel list such as `0-3,6,8-9`.
 pub fn count_cpu_list(text: &str) -> Option<usize> {
     let mut n = 0;
@@ -234,7 +260,7 @@ pub fn fingerprint(root: &Path) -> Fingerprint {
             .map(|s| s.trim_end_matches('\0').trim().to_string())
             .filter(|s| !s.is_empty()),
         cpus_online: read(root, "sys/devices/system/cpu/online").and_then(|t| count_cpu_list(&t)),
-        cpus_available: crate::runner::available_cores(),
+        cpus_available: available_cores(),
         caches: caches(root),
         kernel: match (&uname, real_root) {
             (Some(u), true) => Some(format!(
@@ -349,6 +375,13 @@ mod tests {
             vec!["asimd", "asimdhp", "asimddp"]
         );
         assert!(parse_simd("garbage").is_empty());
+    }
+
+    #[test]
+    fn cpu_lists_are_written_in_ranges() {
+        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
+        assert_eq!(cpu_list(&[1]), "1");
+        assert_eq!(cpu_list(&[]), "");
     }
 
     #[test]

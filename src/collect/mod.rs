@@ -32,8 +32,8 @@ pub fn read_capped(path: &std::path::Path, limit: u64) -> std::io::Result<String
             std::io::ErrorKind::InvalidData,
             format!(
                 "it is {} and edgeprof reads files of this kind up to {}",
-                crate::cli::render::bytes(size),
-                crate::cli::render::bytes(limit)
+                crate::text::bytes(size),
+                crate::text::bytes(limit)
             ),
         )
     };

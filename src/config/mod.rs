@@ -2,6 +2,9 @@
 //! [`Config`]. Unknown keys and bad values are errors that name the file, the line, the key path
 //! and the offending value, and say what is accepted.
 
+pub mod node_name;
+pub mod tuning;
+
 use crate::models::zoo;
 use crate::models::InputShape;
 use serde::Deserialize;
@@ -23,6 +26,9 @@ pub const KNOWN_ENGINES: &[&str] = &[
     "tflite",
     "command",
 ];
+/// The engines run through a Python harness (`engines::external`, whose unit tests keep the two
+/// lists the same): only these take `[frameworks.NAME]` settings and `[tune.options.NAME]`.
+pub const EXTERNAL_FRAMEWORKS: &[&str] = &["onnxruntime", "pytorch", "tensorflow", "tflite"];
 /// The engine a config without `matrix.engines` runs: the reference that reads any ONNX file.
 pub const DEFAULT_ENGINE: &str = "tract";
 pub const OUTPUT_FORMATS: &[&str] = &["csv", "json", "md", "svg"];
@@ -190,7 +196,7 @@ pub struct Config {
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Node {
     /// A short name for tables and results (default: the destination); its results directory
-    /// in a fleet run is `fleet::dir_name` of it.
+    /// in a fleet run is `node_name::dir_name` of it.
     pub name: String,
     /// `user@host`, `host`, or a `Host` alias of `~/.ssh/config`.
     pub destination: String,
@@ -220,7 +226,7 @@ pub struct Tune {
     pub engines: Option<Vec<String>>,
     /// Most trials.
     pub budget: usize,
-    pub objective: crate::tune::Objective,
+    pub objective: tuning::Objective,
     /// Candidates whose peak resident memory exceeds this many bytes are rejected.
     pub max_memory: Option<u64>,
     /// Thread counts (empty: 1, 2, 4, … up to the cores of this machine).
@@ -237,7 +243,7 @@ pub struct Tune {
     pub confirm: usize,
     pub seed: u64,
     /// Framework options to search, by engine (unnamed engines get edgeprof's defaults).
-    pub options: std::collections::BTreeMap<String, crate::tune::OptionSpace>,
+    pub options: std::collections::BTreeMap<String, tuning::OptionSpace>,
 }
 
 impl Default for Tune {
@@ -247,7 +253,7 @@ impl Default for Tune {
             input: None,
             engines: None,
             budget: 20,
-            objective: crate::tune::Objective::Latency,
+            objective: tuning::Objective::Latency,
             max_memory: None,
             threads: Vec::new(),
             batch: vec![1],
@@ -684,11 +690,11 @@ impl Resolver<'_> {
                 ));
             }
             // A name given is used as a directory as it is; one taken from the destination
-            // (an ssh URI, an IPv6 address) gets a safe directory of its own (fleet::dir_name).
+            // (an ssh URI, an IPv6 address) gets a safe directory of its own (node_name::dir_name).
             let name = match &node.name {
                 Some(v) => {
                     let name = printable(&at("name"), v)?;
-                    if let Some(why) = crate::fleet::name_problem(&name) {
+                    if let Some(why) = node_name::name_problem(&name) {
                         return Err(self.at(&at("name"), v, why));
                     }
                     name
@@ -714,8 +720,8 @@ impl Resolver<'_> {
                     ),
                 ));
             }
-            let dir = crate::fleet::dir_name(&name);
-            if let Some(other) = out.iter().find(|n| crate::fleet::dir_name(&n.name) == dir) {
+            let dir = node_name::dir_name(&name);
+            if let Some(other) = out.iter().find(|n| node_name::dir_name(&n.name) == dir) {
                 let v = node.name.as_ref().unwrap_or(dest);
                 return Err(self.at(
                     &at("name"),
@@ -794,7 +800,7 @@ impl Resolver<'_> {
         };
         let mut options = std::collections::BTreeMap::new();
         for (engine, table) in raw.options.unwrap_or_default() {
-            if crate::engines::external::find(&engine).is_none() {
+            if !EXTERNAL_FRAMEWORKS.contains(&engine.as_str()) {
                 return Err(self.error(
                     &format!("tune.options.{engine}"),
                     None,
@@ -802,7 +808,7 @@ impl Resolver<'_> {
                         .to_string(),
                 ));
             }
-            let mut space = crate::tune::OptionSpace::new();
+            let mut space = tuning::OptionSpace::new();
             for (key, values) in table {
                 let path = format!("tune.options.{engine}.{key}");
                 if values.get_ref().is_empty() {
@@ -1019,17 +1025,13 @@ impl Resolver<'_> {
         for (name, table) in raw.unwrap_or_default() {
             let key = format!("frameworks.{name}");
             let span = table.span();
-            if crate::engines::external::find(&name).is_none() {
-                let known: Vec<&str> = crate::engines::external::FRAMEWORKS
-                    .iter()
-                    .map(|f| f.name)
-                    .collect();
+            if !EXTERNAL_FRAMEWORKS.contains(&name.as_str()) {
                 return Err(self.error(
                     &key,
                     Some(span.start..span.start),
                     format!(
                         "not an external framework; the ones set up here are {}",
-                        known.join(", ")
+                        EXTERNAL_FRAMEWORKS.join(", ")
                     ),
                 ));
             }
@@ -1278,7 +1280,7 @@ pub fn to_toml(config: &Config) -> String {
         matrix.insert(
             "cores".into(),
             strings(&mut m.cores.iter().map(|c| match c {
-                Some(cpus) => crate::tune::cpu_list(cpus),
+                Some(cpus) => crate::collect::device::cpu_list(cpus),
                 None => "all".to_string(),
             })),
         );
@@ -1657,23 +1659,12 @@ mod tests {
             panic!("refused")
         };
         assert_eq!(c.matrix.cores, vec![None, Some(vec![2, 3])]);
-        assert_eq!(c.tune.objective, crate::tune::Objective::Throughput);
+        assert_eq!(c.tune.objective, tuning::Objective::Throughput);
         assert_eq!(c.tune.budget, Tune::default().budget);
         assert_eq!(
             c.tune.options["pytorch"]["mode"],
             vec![serde_json::json!("eager")]
         );
-        let plan = crate::runner::matrix::expand(&c);
-        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
-        assert!(
-            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu"),
-            "{ids:?}"
-        );
-        assert!(
-            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu/c2-3"),
-            "{ids:?}"
-        );
-        assert_eq!(plan.to_run.len(), 8);
         for (text, key, message) in [
             (
                 "[matrix]\ncores = [\"some\"]\n",

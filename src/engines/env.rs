@@ -29,7 +29,7 @@ pub fn data_dir() -> anyhow::Result<PathBuf> {
     }
     match var("HOME") {
         Some(home) => Ok(PathBuf::from(home).join(".local/share/edgeprof")),
-        None => anyhow::bail!(crate::cli::BadInput(
+        None => anyhow::bail!(crate::error::BadInput(
             "cannot find a data directory: set EDGEPROF_DATA_DIR, XDG_DATA_HOME or HOME".into()
         )),
     }
@@ -427,7 +427,7 @@ fn run_step(what: &str, mut command: Command, on_line: &mut dyn FnMut(&str)) -> 
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| crate::cli::BadInput(format!("cannot start {what}: {e}")))?;
+        .map_err(|e| crate::error::BadInput(format!("cannot start {what}: {e}")))?;
     let (tx, rx) = std::sync::mpsc::channel::<String>();
     let forward = |stream: Option<Box<dyn Read + Send>>, tx: std::sync::mpsc::Sender<String>| {
         std::thread::spawn(move || {
@@ -487,7 +487,7 @@ pub fn setup(
     on_line: &mut dyn FnMut(&str),
 ) -> anyhow::Result<SetupOutcome> {
     if !framework.runnable() {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "the {} harness is not in this build yet, so there is nothing to set up for it",
             framework.name
         )));
@@ -563,7 +563,7 @@ pub fn setup(
 fn remove_dir(framework: &Framework, dir: &Path) -> anyhow::Result<()> {
     // venv writes pyvenv.cfg first, so a setup cut short leaves that without the marker.
     if !dir.join(MARKER).exists() && !dir.join("pyvenv.cfg").exists() {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "{} is not an environment edgeprof made for {} (it has no {MARKER}); remove it \
              yourself if you mean to",
             dir.display(),

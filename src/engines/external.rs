@@ -144,6 +144,8 @@ mod tests {
                 assert!(program.find("def load(").unwrap_or(usize::MAX) < program.len());
             }
         }
+        let names: Vec<&str> = FRAMEWORKS.iter().map(|f| f.name).collect();
+        assert_eq!(names, crate::config::EXTERNAL_FRAMEWORKS);
         assert!(find("onnxruntime").is_some_and(Framework::runnable));
         assert!(find("tract").is_none());
     }

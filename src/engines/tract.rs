@@ -42,7 +42,7 @@ pub enum EngineError {
         reason: String,
     },
     /// What the run would need exceeds the memory available now.
-    #[error("{origin}: {what} needs {} but only {} of memory is available now; use a smaller --input or --batch", crate::cli::render::bytes(*needed), crate::cli::render::bytes(*available))]
+    #[error("{origin}: {what} needs {} but only {} of memory is available now; use a smaller --input or --batch", crate::text::bytes(*needed), crate::text::bytes(*available))]
     TooLarge {
         origin: String,
         what: String,

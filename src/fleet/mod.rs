@@ -15,59 +15,7 @@ pub const CHECK_TIMEOUT: Duration = Duration::from_secs(120);
 /// How long one binary copy may take (tens of MiB over a slow link).
 pub const INSTALL_TIMEOUT: Duration = Duration::from_secs(600);
 
-/// The longest node name, and so the longest directory a node's results get.
-pub const MAX_NAME: usize = 100;
-
-/// What a node's name may hold: it names the node's results directory in a fleet run.
-fn plain(c: char) -> bool {
-    c.is_ascii_alphanumeric() || "-_.@".contains(c)
-}
-
-/// Why `name` cannot name a node's results directory as it is, if it cannot: it must be one
-/// plain path component, neither hidden (`.`, `..`, the local share's `.local`) nor the fleet
-/// run's own file.
-pub fn name_problem(name: &str) -> Option<String> {
-    if name.is_empty() || !name.chars().all(plain) {
-        return Some("must be letters, digits, '-', '_', '.' or '@'".to_string());
-    }
-    if name.starts_with('.') {
-        return Some(
-            "must not start with '.': it names the node's results directory in a fleet run"
-                .to_string(),
-        );
-    }
-    if name == run::FLEET {
-        return Some(format!(
-            "{:?} is the fleet run's own file: give the node another name",
-            run::FLEET
-        ));
-    }
-    if name.len() > MAX_NAME {
-        return Some(format!("must be at most {MAX_NAME} characters"));
-    }
-    None
-}
-
-/// The directory (one path component) that holds node `name`'s results in a fleet directory:
-/// the name itself when [`name_problem`] finds none (every name a user gave), else the name
-/// with each other character as `_`, after a `_` where it would be hidden or the fleet's file.
-/// Names taken from a destination (`ssh://pi@board:2222`) or read back from a `fleet.json`
-/// come here too, so no name can reach outside the fleet directory.
-pub fn dir_name(name: &str) -> String {
-    if name_problem(name).is_none() {
-        return name.to_string();
-    }
-    let mut dir: String = name
-        .chars()
-        .map(|c| if plain(c) { c } else { '_' })
-        .collect();
-    if dir.is_empty() || dir.starts_with('.') || dir == run::FLEET {
-        dir.insert(0, '_');
-    }
-    // Only ASCII is left, so any byte is a character boundary.
-    dir.truncate(MAX_NAME);
-    dir
-}
+pub use crate::config::node_name::{dir_name, name_problem, MAX_NAME};
 
 /// One word of a remote command line.
 #[derive(Debug, Clone, PartialEq, Eq)]

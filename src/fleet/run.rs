@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 /// The file that makes a directory a fleet run's.
-pub const FLEET: &str = "fleet.json";
+pub const FLEET: &str = crate::config::node_name::FLEET_FILE;
 
 /// Where one share of the matrix runs.
 #[derive(Debug, Clone)]

@@ -2,9 +2,9 @@
 //! across the three phases (development, deployment — curated and probed here — and runtime),
 //! each value followed by the sources it cites. JSON is the `Scorecard` struct itself.
 
-use crate::cli::render::{bytes, table, thousands};
 use crate::scorecard::cards::{Card, Cites, Fact, API_CRITERIA};
 use crate::scorecard::{Entry, Runtime, Scorecard};
+use crate::text::{bytes, table, thousands};
 use std::fmt::Write;
 
 /// One row of a framework's table: phase, metric, value, sources.

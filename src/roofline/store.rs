@@ -166,7 +166,7 @@ pub fn measure_and_keep(
     mut progress: impl FnMut(Progress),
 ) -> anyhow::Result<(Stored, Option<PathBuf>)> {
     let fingerprint = device::fingerprint(Path::new("/"));
-    let threads = threads.unwrap_or_else(crate::runner::available_cores);
+    let threads = threads.unwrap_or_else(crate::collect::device::available_cores);
     let ranges = levels::level_ranges(&fingerprint.caches, threads);
     let dram = levels::dram_working_set(&ranges, threads, fingerprint.memory_total_bytes);
     let single = levels::single_thread_sizes(

@@ -57,7 +57,7 @@ impl Condition {
     ) -> Condition {
         if let Some(cpus) = &cores {
             self.id
-                .push_str(&format!("/c{}", crate::tune::cpu_list(cpus)));
+                .push_str(&format!("/c{}", crate::collect::device::cpu_list(cpus)));
         }
         if !options.is_empty() {
             let text: Vec<String> = options
@@ -297,6 +297,21 @@ mod tests {
         };
         let plan = expand(&config);
         (config, plan)
+    }
+
+    #[test]
+    fn a_core_set_is_an_axis_of_the_plan() {
+        let (_, plan) = plan_of("[matrix]\ncores = [\"all\", \"2-3\"]\n");
+        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+        assert!(
+            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu"),
+            "{ids:?}"
+        );
+        assert!(
+            ids.contains(&"tract/resnet34/3x224x224/b1/t0/cpu/c2-3"),
+            "{ids:?}"
+        );
+        assert_eq!(plan.to_run.len(), 8);
     }
 
     #[test]

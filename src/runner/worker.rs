@@ -48,26 +48,26 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         .read_to_string(&mut text)
         .context("cannot read the request from stdin")?;
     let request: WorkerRequest = serde_json::from_str(&text).map_err(|e| {
-        crate::cli::BadInput(format!(
+        crate::error::BadInput(format!(
             "the worker request is not valid JSON for a condition: {e}"
         ))
     })?;
     let c = &request.condition;
     if !crate::engines::BUILT_IN.contains(&c.engine.as_str()) {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "this worker runs the built-in engines ({}), not {}",
             crate::engines::BUILT_IN.join(", "),
             c.engine
         )));
     }
     if c.device != Device::Cpu {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "{} runs on the CPU only here, not {}",
             c.engine, c.device
         )));
     }
     if let Some(key) = c.options.keys().next() {
-        anyhow::bail!(crate::cli::BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "{} takes no options (the condition sets {key})",
             c.engine
         )));

@@ -4,14 +4,14 @@
 
 use super::conditions::{Axis, Conditions, AXES, PARAMS};
 use super::theme::Theme;
-use crate::collect::proc::ProcSample;
-use crate::collect::telemetry::Sample;
-use crate::results::summary::Row;
-use crate::results::RunRecord;
-use crate::roofline::advice::Analysis;
-use crate::roofline::{Ceilings, Precision, Program};
-use crate::runner::sweep::SweepOutcome;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use edgeprof::collect::proc::ProcSample;
+use edgeprof::collect::telemetry::Sample;
+use edgeprof::results::summary::Row;
+use edgeprof::results::RunRecord;
+use edgeprof::roofline::advice::Analysis;
+use edgeprof::roofline::{Ceilings, Precision, Program};
+use edgeprof::runner::sweep::SweepOutcome;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
@@ -70,12 +70,12 @@ pub enum Command {
     OpenResults(PathBuf),
     /// Read the kept ceilings of the CPU or of GPU 0 (the Roofline tab's `g` shows a side first
     /// seen).
-    LoadCeilings(crate::roofline::Processor),
+    LoadCeilings(edgeprof::roofline::Processor),
     /// Measure the ceilings (quick effort) of the CPU or of GPU 0 for the roofline.
-    MeasureCeilings(crate::roofline::Processor),
+    MeasureCeilings(edgeprof::roofline::Processor),
     /// Profile the layers of a stored condition's model for the per-layer drill-down.
     Layers {
-        condition: crate::runner::matrix::Condition,
+        condition: edgeprof::runner::matrix::Condition,
         classes: usize,
     },
     /// Probe which frameworks are installed here and what they see (child interpreters).
@@ -114,7 +114,7 @@ pub enum RunEvent {
         nodes: Vec<String>,
     },
     /// How one node of a fleet run is going.
-    Node(crate::fleet::run::FleetEvent),
+    Node(edgeprof::fleet::run::FleetEvent),
     Finished {
         dir: Option<PathBuf>,
         outcome: Option<SweepOutcome>,
@@ -202,12 +202,12 @@ pub struct TuneView {
 /// open results directory, joined.
 #[derive(Debug, Clone, Default)]
 pub struct ScorecardView {
-    pub cards: Vec<crate::scorecard::cards::Card>,
+    pub cards: Vec<edgeprof::scorecard::cards::Card>,
     /// Why the cards could not be read, or a warning about refreshed figures.
     pub warning: Option<String>,
-    pub here: Option<Vec<crate::scorecard::here::Here>>,
+    pub here: Option<Vec<edgeprof::scorecard::here::Here>>,
     pub probing: bool,
-    pub entries: Vec<crate::scorecard::Entry>,
+    pub entries: Vec<edgeprof::scorecard::Entry>,
     pub selected: usize,
     /// Lines scrolled in the selected framework's table.
     pub scroll: u16,
@@ -216,7 +216,7 @@ pub struct ScorecardView {
 impl ScorecardView {
     /// Loads the shipped cards with any refreshed GitHub figures.
     pub fn load() -> ScorecardView {
-        let (cards, warning) = match crate::scorecard::github::cards_with_refreshed() {
+        let (cards, warning) = match edgeprof::scorecard::github::cards_with_refreshed() {
             Ok((cards, warning)) => (cards, warning),
             Err(e) => (Vec::new(), Some(format!("{e:#}"))),
         };
@@ -229,8 +229,8 @@ impl ScorecardView {
 
     /// Joins the cards, the probe and the results rows again.
     pub fn rejoin(&mut self, rows: &[Row]) {
-        let runtimes = crate::scorecard::runtimes(rows);
-        self.entries = crate::scorecard::join(
+        let runtimes = edgeprof::scorecard::runtimes(rows);
+        self.entries = edgeprof::scorecard::join(
             self.cards.clone(),
             self.here.clone(),
             &runtimes,
@@ -402,7 +402,7 @@ impl RunView {
         let in_current = self
             .current_started_s
             .map_or(0.0, |t| (self.elapsed_s - t).max(0.0));
-        crate::runner::matrix::eta_seconds(
+        edgeprof::runner::matrix::eta_seconds(
             &self.estimates,
             self.finished,
             self.estimated_done,
@@ -470,7 +470,7 @@ pub struct LayersView {
     pub condition: String,
     /// In rank order (the chart's A, B, C … are the first).
     pub programs: Vec<Program>,
-    pub ranks: Vec<crate::roofline::advice::LayerRank>,
+    pub ranks: Vec<edgeprof::roofline::advice::LayerRank>,
     pub selected: usize,
 }
 
@@ -481,7 +481,7 @@ pub const LAYER_MARKS: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct RooflineView {
     /// The stored conditions (for the drill-down) and the sweep's class count.
-    pub conditions: Vec<crate::runner::matrix::Condition>,
+    pub conditions: Vec<edgeprof::runner::matrix::Condition>,
     pub classes: usize,
     /// The drill-down: None shows the sweep's programs; Some(Err) says why or that it is being
     /// profiled.
@@ -495,7 +495,7 @@ pub struct RooflineView {
     pub precision: Option<Precision>,
     /// Whose roofline is shown: the CPU's (the sweep's conditions) or GPU 0's (the GPU profiles
     /// kept in the results directory); `g` swaps in the other side.
-    pub processor: crate::roofline::Processor,
+    pub processor: edgeprof::roofline::Processor,
     pub other: RooflineSide,
 }
 
@@ -514,8 +514,8 @@ impl RooflineView {
         std::mem::swap(&mut self.programs, &mut self.other.programs);
         std::mem::swap(&mut self.left_out, &mut self.other.left_out);
         self.processor = match self.processor {
-            crate::roofline::Processor::Cpu => crate::roofline::Processor::Gpu,
-            crate::roofline::Processor::Gpu => crate::roofline::Processor::Cpu,
+            edgeprof::roofline::Processor::Cpu => edgeprof::roofline::Processor::Gpu,
+            edgeprof::roofline::Processor::Gpu => edgeprof::roofline::Processor::Cpu,
         };
         self.selected = 0;
         self.layers = None;
@@ -524,7 +524,7 @@ impl RooflineView {
     /// A side's ceilings, shown or not.
     pub fn ceilings_of(
         &mut self,
-        processor: crate::roofline::Processor,
+        processor: edgeprof::roofline::Processor,
     ) -> &mut Option<Result<(Ceilings, String), String>> {
         if processor == self.processor {
             &mut self.ceilings
@@ -536,7 +536,7 @@ impl RooflineView {
     /// A side's points, shown or not.
     pub fn points_of(
         &mut self,
-        processor: crate::roofline::Processor,
+        processor: edgeprof::roofline::Processor,
     ) -> (&mut Vec<Program>, &mut Vec<(String, String)>) {
         if processor == self.processor {
             (&mut self.programs, &mut self.left_out)
@@ -770,7 +770,7 @@ impl App {
                         }
                     }
                     KeyCode::Char('p') => {
-                        use crate::roofline::Precision;
+                        use edgeprof::roofline::Precision;
                         self.roofline.precision = Some(match self.roofline.precision {
                             None | Some(Precision::Fp32) => Precision::Fp64,
                             Some(Precision::Fp64) => Precision::Fp16,
@@ -917,7 +917,7 @@ impl App {
                     if let Some(precision) = rv.precision {
                         p.precision = precision;
                     }
-                    crate::roofline::advice::analyse(&p, c).map_err(|e| e.to_string())
+                    edgeprof::roofline::advice::analyse(&p, c).map_err(|e| e.to_string())
                 })
                 .collect(),
             _ => Vec::new(),
@@ -931,7 +931,7 @@ impl App {
             let Some(Ok((ceilings, _))) = &rv.ceilings else {
                 return Err("no ceilings to rank the layers against: press m first".to_string());
             };
-            let ranks = crate::roofline::advice::rank_layers(&programs, ceilings);
+            let ranks = edgeprof::roofline::advice::rank_layers(&programs, ceilings);
             if ranks.is_empty() {
                 return Err(format!("{condition}: no layer could be placed"));
             }
@@ -1014,14 +1014,14 @@ impl App {
     }
 
     /// The probe of this device finished.
-    pub fn frameworks_probed(&mut self, found: Vec<crate::scorecard::here::Here>) {
+    pub fn frameworks_probed(&mut self, found: Vec<edgeprof::scorecard::here::Here>) {
         let installed = found
             .iter()
             .filter(|h| {
                 matches!(
                     h.state,
-                    crate::scorecard::here::State::BuiltIn
-                        | crate::scorecard::here::State::Installed
+                    edgeprof::scorecard::here::State::BuiltIn
+                        | edgeprof::scorecard::here::State::Installed
                 )
             })
             .count();
@@ -1246,7 +1246,7 @@ impl App {
                 };
             }
             RunEvent::Node(event) => {
-                use crate::fleet::run::{FleetEvent, NodeStatus};
+                use edgeprof::fleet::run::{FleetEvent, NodeStatus};
                 let name = match &event {
                     FleetEvent::Started { node, .. }
                     | FleetEvent::Record { node, .. }
@@ -1397,24 +1397,24 @@ mod tests {
     /// their own.
     #[test]
     fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
-        use crate::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+        use edgeprof::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
         let mut a = app();
         a.run_event(RunEvent::FleetStarted {
             dir: PathBuf::from("results/f-fleet"),
             nodes: vec!["gone".into()],
         });
         for model in ["resnet34", "resnet50"] {
-            let condition = crate::runner::matrix::Condition::new(
+            let condition = edgeprof::runner::matrix::Condition::new(
                 "tract",
-                crate::config::ModelRef::Zoo(model.into()),
-                crate::models::InputShape::default(),
+                edgeprof::config::ModelRef::Zoo(model.into()),
+                edgeprof::models::InputShape::default(),
                 1,
                 0,
-                crate::config::Device::Cpu,
+                edgeprof::config::Device::Cpu,
             );
             a.run_event(RunEvent::Node(FleetEvent::Record {
                 node: "gone".into(),
-                record: Box::new(crate::results::RunRecord {
+                record: Box::new(edgeprof::results::RunRecord {
                     condition,
                     attempt: 1,
                     last: true,

@@ -2,9 +2,9 @@
 //! run matrix, the measurement parameters, the metrics and the outputs, turned into a [`Config`]
 //! that `edgeprof run` runs unchanged. Pure: what the machine offers comes in as [`Offer`].
 
-use crate::config::{self, Config, Device, ModelRef};
-use crate::models::InputShape;
-use crate::runner::matrix;
+use edgeprof::config::{self, Config, Device, ModelRef};
+use edgeprof::models::InputShape;
+use edgeprof::runner::matrix;
 use std::path::{Path, PathBuf};
 
 /// What this machine offers the selection: facts gathered once when the UI starts.
@@ -27,7 +27,7 @@ pub struct Offer {
 impl Offer {
     /// What this machine offers, found by probing it (telemetry under `root`).
     pub fn probe(root: &Path, configured: &std::collections::BTreeMap<String, PathBuf>) -> Offer {
-        use crate::collect::telemetry;
+        use edgeprof::collect::telemetry;
         let readers = telemetry::readers(root);
         let probes: Vec<(&str, Result<String, String>)> =
             readers.iter().map(|r| (r.name(), r.probe())).collect();
@@ -52,11 +52,11 @@ impl Offer {
             .find_map(|(n, p)| p.as_ref().ok().map(|what| format!("{n}: {what}")))
             .ok_or_else(|| "no power source here (INA3221 rails, RAPL or NVML)".to_string());
         Offer {
-            cores: crate::runner::available_cores(),
+            cores: edgeprof::collect::device::available_cores(),
             engines: {
-                use crate::engines::env::Readiness;
+                use edgeprof::engines::env::Readiness;
                 let mut engines: Vec<(String, Result<String, String>)> =
-                    crate::engines::env::engines_here(configured)
+                    edgeprof::engines::env::engines_here(configured)
                         .into_iter()
                         .map(|(name, r)| {
                             let state = match r {
@@ -75,7 +75,7 @@ impl Offer {
             gpus,
             gpu_telemetry,
             power,
-            counters: crate::collect::perf::probe().map(|()| "hardware counters".to_string()),
+            counters: edgeprof::collect::perf::probe().map(|()| "hardware counters".to_string()),
         }
     }
 }
@@ -203,7 +203,7 @@ fn toggle<T: PartialEq + Clone>(list: &mut Vec<T>, value: &T, all: &[T]) -> bool
 
 impl Conditions {
     pub fn new(file: PathBuf, config: Config, offer: Offer) -> Conditions {
-        let zoo: Vec<ModelRef> = crate::models::zoo::zoo_names()
+        let zoo: Vec<ModelRef> = edgeprof::models::zoo::zoo_names()
             .into_iter()
             .map(|n| ModelRef::Zoo(n.to_string()))
             .collect();
@@ -650,7 +650,7 @@ pub mod tests {
             .map(|m| m.to_string())
             .collect();
         // Zoo order, not the order of ticking.
-        let zoo_order: Vec<String> = crate::models::zoo::zoo_names()
+        let zoo_order: Vec<String> = edgeprof::models::zoo::zoo_names()
             .into_iter()
             .filter(|n| names.contains(&n.to_string()))
             .map(|n| n.to_string())
@@ -700,7 +700,7 @@ pub mod tests {
             }
         }
         let saved = c.to_toml();
-        assert!(crate::config::parse(&saved, std::path::Path::new("saved.toml")).is_ok());
+        assert!(edgeprof::config::parse(&saved, std::path::Path::new("saved.toml")).is_ok());
         let missing = c.add(Axis::Models, "/nonexistent/model.onnx");
         assert!(missing.is_err_and(|e| e.contains("no such file")));
         let onnx = concat!(

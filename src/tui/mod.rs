@@ -13,13 +13,13 @@ pub mod conditions;
 pub mod theme;
 pub mod view;
 
-use crate::collect::telemetry::{self, Sample};
-use crate::results::{self, summary};
-use crate::roofline::Processor;
-use crate::runner::spawn::WorkerEvent;
-use crate::runner::sweep::{Sweep, SweepEvent};
 use anyhow::Context;
 use app::{App, Command, RunEvent, Severity, Tab, TuneMsg};
+use edgeprof::collect::telemetry::{self, Sample};
+use edgeprof::results::{self, summary};
+use edgeprof::roofline::Processor;
+use edgeprof::runner::spawn::WorkerEvent;
+use edgeprof::runner::sweep::{Sweep, SweepEvent};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -47,11 +47,11 @@ pub enum Message {
     Run(RunEvent),
     Tune(TuneMsg),
     Ceilings(
-        crate::roofline::Processor,
-        Result<(crate::roofline::Ceilings, String), String>,
+        edgeprof::roofline::Processor,
+        Result<(edgeprof::roofline::Ceilings, String), String>,
     ),
-    Layers(String, Result<Vec<crate::roofline::Program>, String>),
-    Probed(Vec<crate::scorecard::here::Here>),
+    Layers(String, Result<Vec<edgeprof::roofline::Program>, String>),
+    Probed(Vec<edgeprof::scorecard::here::Here>),
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
     Followed(PathBuf),
@@ -59,16 +59,16 @@ pub enum Message {
 
 /// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
 /// the built-in defaults (the same as an empty config file).
-fn initial_config(given: Option<&Path>) -> anyhow::Result<(PathBuf, crate::config::Config)> {
+fn initial_config(given: Option<&Path>) -> anyhow::Result<(PathBuf, edgeprof::config::Config)> {
     if let Some(path) = given {
-        return Ok((path.to_path_buf(), crate::config::load(path)?));
+        return Ok((path.to_path_buf(), edgeprof::config::load(path)?));
     }
     let default = PathBuf::from("configs/default.toml");
     if default.is_file() {
-        return Ok((default.clone(), crate::config::load(&default)?));
+        return Ok((default.clone(), edgeprof::config::load(&default)?));
     }
     let file = PathBuf::from("edgeprof.toml");
-    let config = crate::config::parse("", &file)?;
+    let config = edgeprof::config::parse("", &file)?;
     Ok((file, config))
 }
 
@@ -158,7 +158,7 @@ impl Session {
                     Err(e) => app.say(Severity::Error, format!("{e:#}")),
                 }
             }
-            Command::LoadConfig(path) => match crate::config::load(&path) {
+            Command::LoadConfig(path) => match edgeprof::config::load(&path) {
                 Ok(config) => {
                     let offer = app.conditions.offer.clone();
                     app.conditions = conditions::Conditions::new(path.clone(), config, offer);
@@ -171,12 +171,13 @@ impl Session {
             Command::Layers { condition, classes } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
-                    let result =
-                        crate::roofline::condition_model(&condition, classes).and_then(|model| {
-                            let threads = crate::runner::resolve_threads(condition.threads);
-                            crate::roofline::layer_programs(&model, threads, 3)
+                    let result = edgeprof::roofline::condition_model(&condition, classes).and_then(
+                        |model| {
+                            let threads = edgeprof::runner::resolve_threads(condition.threads);
+                            edgeprof::roofline::layer_programs(&model, threads, 3)
                                 .map_err(|e| format!("{e:#}"))
-                        });
+                        },
+                    );
                     let _ = tx.send(Message::Layers(condition.id, result));
                 });
             }
@@ -184,7 +185,7 @@ impl Session {
                 let tx = self.tx.clone();
                 let cards = app.scorecard.cards.clone();
                 std::thread::spawn(move || {
-                    let found = crate::scorecard::here::probe_all(&cards, |_| {});
+                    let found = edgeprof::scorecard::here::probe_all(&cards, |_| {});
                     let _ = tx.send(Message::Probed(found));
                 });
             }
@@ -198,8 +199,8 @@ impl Session {
                     "measuring this device's ceilings (quick effort, about 5 s) …".to_string(),
                 ));
                 std::thread::spawn(move || {
-                    let result = crate::roofline::store::measure_and_keep(
-                        crate::collect::ceilings::Effort::Quick,
+                    let result = edgeprof::roofline::store::measure_and_keep(
+                        edgeprof::collect::ceilings::Effort::Quick,
                         None,
                         |_| {},
                     )
@@ -221,14 +222,14 @@ impl Session {
                         .to_string(),
                 ));
                 std::thread::spawn(move || {
-                    use crate::collect::gpubench::GpuBenchError;
-                    use crate::roofline::store;
+                    use edgeprof::collect::gpubench::GpuBenchError;
+                    use edgeprof::roofline::store;
                     let result = store::gpu_bench_program()
                         .and_then(|program| {
                             store::measure_gpu_and_keep(
                                 &program,
                                 0,
-                                crate::collect::ceilings::Effort::Quick,
+                                edgeprof::collect::ceilings::Effort::Quick,
                                 |_| {},
                             )
                         })
@@ -325,24 +326,24 @@ fn start_run(
             let _ = tx.send(Message::Run(e));
         };
         let mut dir = None;
-        let result = (|| -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
-            let parsed = crate::config::parse(&text, &file)?;
-            if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
+        let result = (|| -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
+            let parsed = edgeprof::config::parse(&text, &file)?;
+            if parsed.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
                 return fleet_run(&parsed, &text, &file, &tx);
             }
-            let crate::session::Started {
+            let edgeprof::session::Started {
                 config,
                 plan,
                 dir: d,
                 mut manifest,
                 lock: _lock,
-            } = crate::session::start_from_text(text, &file, None)?;
+            } = edgeprof::session::start_from_text(text, &file, None)?;
             dir = Some(d.clone());
-            let cores = crate::runner::available_cores();
+            let cores = edgeprof::collect::device::available_cores();
             let estimates: Vec<f64> = plan
                 .to_run
                 .iter()
-                .map(|c| crate::runner::matrix::estimate_condition(&config, c, cores))
+                .map(|c| edgeprof::runner::matrix::estimate_condition(&config, c, cores))
                 .collect();
             send(RunEvent::Started {
                 dir: d.clone(),
@@ -391,7 +392,7 @@ fn start_run(
                 };
                 send(e);
             })?;
-            crate::session::finish(&d, &mut manifest, &outcome, &config.output.formats)?;
+            edgeprof::session::finish(&d, &mut manifest, &outcome, &config.output.formats)?;
             Ok(outcome)
         })();
         match result {
@@ -413,21 +414,21 @@ fn start_run(
 /// the fleet's directory holds one results directory per node (the Results tab opens one with
 /// `o`).
 fn fleet_run(
-    config: &crate::config::Config,
+    config: &edgeprof::config::Config,
     text: &str,
     file: &Path,
     tx: &Sender<Message>,
-) -> anyhow::Result<crate::runner::sweep::SweepOutcome> {
-    use crate::fleet::run as fleet;
+) -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
+    use edgeprof::fleet::run as fleet;
     let send = |e: RunEvent| {
         let _ = tx.send(Message::Run(e));
     };
     if let Some(why) = fleet::unshareable(config) {
-        anyhow::bail!(crate::session::BadInput(why));
+        anyhow::bail!(edgeprof::session::BadInput(why));
     }
     let share = fleet::share(text, file)?;
     let targets = fleet::targets(config);
-    let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
+    let dir = edgeprof::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
     send(RunEvent::FleetStarted {
         dir: dir.clone(),
         nodes: config.matrix.nodes.clone(),
@@ -442,7 +443,7 @@ fn fleet_run(
         nodes: outcomes.clone(),
     };
     fleet::write_manifest(&dir, &manifest)?;
-    Ok(crate::runner::sweep::SweepOutcome {
+    Ok(edgeprof::runner::sweep::SweepOutcome {
         ok: outcomes.iter().map(|o| o.ok).sum(),
         failed: outcomes.iter().map(|o| o.failed).sum(),
         ..Default::default()
@@ -458,17 +459,17 @@ fn start_tune(
     cancel: Arc<AtomicBool>,
     telemetry_root: PathBuf,
 ) -> std::thread::JoinHandle<()> {
-    use crate::tune::live::TuneEvent;
+    use edgeprof::tune::live::TuneEvent;
     std::thread::spawn(move || {
         let send = |m: TuneMsg| {
             let _ = tx.send(Message::Tune(m));
         };
         let result = (|| -> anyhow::Result<app::TuneResult> {
-            let config = crate::config::parse(&text, &file)?;
-            let mut prepared = crate::tune::session::prepare(
+            let config = edgeprof::config::parse(&text, &file)?;
+            let mut prepared = edgeprof::tune::session::prepare(
                 config,
                 Some(&file),
-                &crate::tune::session::Overrides::default(),
+                &edgeprof::tune::session::Overrides::default(),
             )?;
             send(TuneMsg::Started {
                 dir: prepared.dir.clone(),
@@ -559,15 +560,15 @@ pub fn open_results(app: &mut App, dir: &Path) {
     let utilisation = vec![
         (
             "worker CPU (% of a core)".to_string(),
-            crate::report::cpu_timeline(&stored.runs, &stored.samples),
+            edgeprof::report::cpu_timeline(&stored.runs, &stored.samples),
         ),
         (
             "machine CPU (%)".to_string(),
-            crate::report::system_cpu_timeline(&stored.runs, &stored.telemetry),
+            edgeprof::report::system_cpu_timeline(&stored.runs, &stored.telemetry),
         ),
         (
             "GPU (%)".to_string(),
-            crate::report::gpu_timeline(&stored.runs, &stored.telemetry),
+            edgeprof::report::gpu_timeline(&stored.runs, &stored.telemetry),
         ),
     ];
     app.results = app::ResultsView {
@@ -585,9 +586,9 @@ pub fn open_results(app: &mut App, dir: &Path) {
         ),
         None => app.say(Severity::Info, format!("opened {}", dir.display())),
     }
-    let simulations = crate::runner::cachesim::load(dir).unwrap_or_default();
-    let cpu = crate::roofline::programs_from_results(&stored, &simulations);
-    let gpu = crate::roofline::nvidia::programs_in(dir);
+    let simulations = edgeprof::runner::cachesim::load(dir).unwrap_or_default();
+    let cpu = edgeprof::roofline::programs_from_results(&stored, &simulations);
+    let gpu = edgeprof::roofline::nvidia::programs_in(dir);
     for (processor, (programs, left_out)) in [(Processor::Cpu, cpu), (Processor::Gpu, gpu)] {
         let (p, l) = app.roofline.points_of(processor);
         *p = programs;
@@ -605,9 +606,9 @@ pub fn open_results(app: &mut App, dir: &Path) {
 }
 
 /// The kept ceilings of this device's CPU or GPU 0, or what to do to get them.
-fn stored_ceilings(processor: Processor) -> Result<(crate::roofline::Ceilings, String), String> {
-    use crate::roofline::store;
-    let fingerprint = crate::collect::device::fingerprint(Path::new("/"));
+fn stored_ceilings(processor: Processor) -> Result<(edgeprof::roofline::Ceilings, String), String> {
+    use edgeprof::roofline::store;
+    let fingerprint = edgeprof::collect::device::fingerprint(Path::new("/"));
     let Some(dir) = store::cache_dir() else {
         return Err(
             "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
@@ -657,7 +658,7 @@ fn watched(dir: &Path) -> Watched {
         manifest: std::fs::metadata(dir.join(results::MANIFEST))
             .and_then(|m| m.modified())
             .ok(),
-        running: crate::lockfile::holder(&dir.join(results::LOCK)).is_some(),
+        running: edgeprof::lockfile::holder(&dir.join(results::LOCK)).is_some(),
     }
 }
 
@@ -763,7 +764,7 @@ enum Exit {
 pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!(crate::session::BadInput(
+        anyhow::bail!(edgeprof::session::BadInput(
             "the terminal UI needs a terminal; for scripts and logs use a subcommand \
              (edgeprof run CONFIG, edgeprof monitor --headless; see edgeprof --help)"
                 .into()
@@ -782,7 +783,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     if let Some(dir) = &options.open {
         open_results(&mut app, dir);
         app.tab = Tab::Results;
-        if crate::lockfile::holder(&dir.join(results::LOCK)).is_some() {
+        if edgeprof::lockfile::holder(&dir.join(results::LOCK)).is_some() {
             follow_update(&mut app, dir);
             spawn_follower(session.tx.clone(), dir.clone());
         }

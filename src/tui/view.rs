@@ -139,7 +139,7 @@ pub fn footer_keys(app: &App) -> &'static str {
         Tab::Roofline if app.roofline.layers.is_some() => {
             "↑↓ layer  l/Esc back to programs  p precision  ? help  q quit"
         }
-        Tab::Roofline if app.roofline.processor == crate::roofline::Processor::Gpu => {
+        Tab::Roofline if app.roofline.processor == edgeprof::roofline::Processor::Gpu => {
             "↑↓ profile  g CPU  p precision  m measure  o open  ? help  q quit"
         }
         Tab::Roofline => {
@@ -350,9 +350,9 @@ fn draw_scorecard(frame: &mut Frame, app: &App, area: Rect) {
         };
         let here = match &e.here {
             Some(h) => match h.state {
-                crate::scorecard::here::State::BuiltIn
-                | crate::scorecard::here::State::Installed => "✓",
-                crate::scorecard::here::State::Broken => "!",
+                edgeprof::scorecard::here::State::BuiltIn
+                | edgeprof::scorecard::here::State::Installed => "✓",
+                edgeprof::scorecard::here::State::Broken => "!",
                 _ => " ",
             },
             None => " ",
@@ -405,17 +405,18 @@ fn draw_scorecard(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, &title, false);
     let inner = b.inner(right);
     frame.render_widget(b, right);
-    let detail: Vec<Line> = crate::report::scorecard::framework_lines(entry, inner.width as usize)
-        .into_iter()
-        .map(|(text, heading)| {
-            let style = if heading {
-                app.theme.accent()
-            } else {
-                app.theme.text()
-            };
-            Line::from(Span::styled(text, style))
-        })
-        .collect();
+    let detail: Vec<Line> =
+        edgeprof::report::scorecard::framework_lines(entry, inner.width as usize)
+            .into_iter()
+            .map(|(text, heading)| {
+                let style = if heading {
+                    app.theme.accent()
+                } else {
+                    app.theme.text()
+                };
+                Line::from(Span::styled(text, style))
+            })
+            .collect();
     frame.render_widget(Paragraph::new(detail).scroll((v.scroll, 0)), inner);
 }
 
@@ -1002,16 +1003,16 @@ fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let inner = b.inner(bars);
     frame.render_widget(b, bars);
     let width = (inner.width as usize).saturating_sub(30).clamp(6, 40);
-    let mut text = crate::report::terminal_bars(
+    let mut text = edgeprof::report::terminal_bars(
         "mean latency",
         "ms",
-        &crate::report::latency_groups(&res.rows),
+        &edgeprof::report::latency_groups(&res.rows),
         width,
     );
-    text.push_str(&crate::report::terminal_bars(
+    text.push_str(&edgeprof::report::terminal_bars(
         "peak RSS",
         "MiB",
-        &crate::report::memory_groups(&res.rows),
+        &edgeprof::report::memory_groups(&res.rows),
         width,
     ));
     if app.ascii {
@@ -1076,8 +1077,8 @@ fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
 fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     let rv = &app.roofline;
     let other = match rv.processor {
-        crate::roofline::Processor::Cpu => "GPU",
-        crate::roofline::Processor::Gpu => "CPU",
+        edgeprof::roofline::Processor::Cpu => "GPU",
+        edgeprof::roofline::Processor::Gpu => "CPU",
     };
     let bare_title = format!("{} roofline (g: {other})", rv.processor);
     let ceilings = match &rv.ceilings {
@@ -1120,7 +1121,7 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             .areas(below);
         (a, l, r)
     };
-    let precision = rv.precision.unwrap_or(crate::roofline::Precision::Fp32);
+    let precision = rv.precision.unwrap_or(edgeprof::roofline::Precision::Fp32);
     let title = format!(
         "{} roofline ({precision}; g: {other}; ceilings: {})",
         rv.processor,
@@ -1134,12 +1135,12 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
         Some(Ok(l)) => Some(l),
         _ => None,
     };
-    let drawn: &[crate::roofline::Program] = match layers {
+    let drawn: &[edgeprof::roofline::Program] = match layers {
         Some(l) => &l.programs[..l.programs.len().min(super::app::LAYER_MARKS)],
         None => &rv.programs,
     };
-    let marks = crate::report::roofline_chart::marks(drawn);
-    let chart = crate::report::roofline_chart::render(
+    let marks = edgeprof::report::roofline_chart::marks(drawn);
+    let chart = edgeprof::report::roofline_chart::render(
         &ceilings.0,
         precision,
         &marks,
@@ -1150,8 +1151,8 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(chart).style(app.theme.text()), inner);
     let list_title = match (layers, rv.processor) {
         (Some(l), _) => format!("Layers of {} (time % × headroom)", l.condition),
-        (None, crate::roofline::Processor::Cpu) => "Programs (l: layers)".to_string(),
-        (None, crate::roofline::Processor::Gpu) => "GPU profiles".to_string(),
+        (None, edgeprof::roofline::Processor::Cpu) => "Programs (l: layers)".to_string(),
+        (None, edgeprof::roofline::Processor::Gpu) => "GPU profiles".to_string(),
     };
     let b = block(app, &list_title, true);
     let inner = b.inner(legend);
@@ -1171,7 +1172,7 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
                 .take(rows)
             {
                 let mark = if k < super::app::LAYER_MARKS {
-                    crate::report::roofline_chart::letter(k)
+                    edgeprof::report::roofline_chart::letter(k)
                 } else {
                     ' '
                 };
@@ -1200,7 +1201,11 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
                     Style::default().fg(app.theme.series(k))
                 };
                 lines.push(Line::from(Span::styled(
-                    format!("{} {}", crate::report::roofline_chart::letter(k), p.label),
+                    format!(
+                        "{} {}",
+                        edgeprof::report::roofline_chart::letter(k),
+                        p.label
+                    ),
                     style,
                 )));
             }
@@ -1213,8 +1218,10 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             if lines.is_empty() {
                 lines.push(Line::from(Span::styled(
                     match rv.processor {
-                        crate::roofline::Processor::Cpu => "no conditions to place (none finished)",
-                        crate::roofline::Processor::Gpu => {
+                        edgeprof::roofline::Processor::Cpu => {
+                            "no conditions to place (none finished)"
+                        }
+                        edgeprof::roofline::Processor::Gpu => {
                             "no GPU profiles in the results directory (roofline profile-gpu \
                              --output DIR/NAME -- COMMAND keeps one there)"
                         }
@@ -1242,7 +1249,7 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             if let Some(precision) = rv.precision {
                 p.precision = precision;
             }
-            crate::roofline::advice::analyse(&p, &ceilings.0).map_err(|e| e.to_string())
+            edgeprof::roofline::advice::analyse(&p, &ceilings.0).map_err(|e| e.to_string())
         }),
         None => rv.analyses.get(rv.selected).cloned(),
     };
@@ -1277,7 +1284,7 @@ fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
 }
 
-fn c_source(c: &crate::roofline::Ceilings) -> String {
+fn c_source(c: &edgeprof::roofline::Ceilings) -> String {
     c.source.to_string()
 }
 
@@ -1441,7 +1448,7 @@ mod tests {
     use super::super::conditions::tests::conditions;
     use super::super::theme::Theme;
     use super::*;
-    use crate::collect::telemetry::{Core, Gpu, Sample};
+    use edgeprof::collect::telemetry::{Core, Gpu, Sample};
     use ratatui::backend::TestBackend;
     use ratatui::Terminal;
     use std::path::{Path, PathBuf};
@@ -1481,9 +1488,9 @@ mod tests {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/small")
     }
 
-    fn fixture_ceilings() -> crate::roofline::Ceilings {
+    fn fixture_ceilings() -> edgeprof::roofline::Ceilings {
         let text = include_str!("../../tests/fixtures/ceilings-pi4.json");
-        match serde_json::from_str::<crate::roofline::store::Stored>(text) {
+        match serde_json::from_str::<edgeprof::roofline::store::Stored>(text) {
             Ok(s) => s.ceilings,
             Err(e) => panic!("{e}"),
         }
@@ -1511,7 +1518,7 @@ mod tests {
                 mem_used_bytes: Some((900 + (t_s * 5.0) as u64) << 20),
                 ..Gpu::default()
             }],
-            temperatures: vec![crate::collect::telemetry::Reading {
+            temperatures: vec![edgeprof::collect::telemetry::Reading {
                 name: "GPU-therm".into(),
                 value: 48.5,
             }],
@@ -1566,7 +1573,7 @@ mod tests {
 
     #[test]
     fn run_tab_of_a_fleet_shows_each_node() {
-        use crate::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+        use edgeprof::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
         let mut a = default_app();
         a.tab = Tab::Run;
         a.run_event(RunEvent::FleetStarted {
@@ -1584,15 +1591,15 @@ mod tests {
             }));
         }
         let record = |id: &str, ok: bool| {
-            let condition = crate::runner::matrix::Condition::new(
+            let condition = edgeprof::runner::matrix::Condition::new(
                 "tract",
-                crate::config::ModelRef::Zoo(id.into()),
-                crate::models::InputShape::default(),
+                edgeprof::config::ModelRef::Zoo(id.into()),
+                edgeprof::models::InputShape::default(),
                 1,
                 0,
-                crate::config::Device::Cpu,
+                edgeprof::config::Device::Cpu,
             );
-            Box::new(crate::results::RunRecord {
+            Box::new(edgeprof::results::RunRecord {
                 condition,
                 attempt: 1,
                 last: true,
@@ -1670,7 +1677,7 @@ mod tests {
                 (k * 7 % 100) as f64,
                 [90.0, 85.0, 12.0, 0.0],
             ))));
-            a.run_event(RunEvent::Worker(crate::collect::proc::ProcSample {
+            a.run_event(RunEvent::Worker(edgeprof::collect::proc::ProcSample {
                 t_s: t,
                 cpu_pct: Some(180.0),
                 rss_bytes: Some((40 + k) << 20),
@@ -1734,13 +1741,13 @@ mod tests {
         };
         assert_eq!(classes, 1000);
         snap("roofline_layers_pending", &a);
-        let layer = |label: &str, mflops: f64, ms: f64, kib: f64| crate::roofline::Program {
+        let layer = |label: &str, mflops: f64, ms: f64, kib: f64| edgeprof::roofline::Program {
             label: label.into(),
-            precision: crate::roofline::Precision::Fp32,
+            precision: edgeprof::roofline::Precision::Fp32,
             flops: mflops * 1e6,
             seconds: ms / 1e3,
-            traffic: vec![(crate::roofline::Level::Dram, kib * 1024.0)],
-            source: crate::roofline::PointSource::Analytic,
+            traffic: vec![(edgeprof::roofline::Level::Dram, kib * 1024.0)],
+            source: edgeprof::roofline::PointSource::Analytic,
             basis: Vec::new(),
         };
         a.layers_profiled(
@@ -1771,13 +1778,13 @@ mod tests {
                 crossterm::event::KeyCode::Char('m'),
                 crossterm::event::KeyModifiers::NONE,
             )),
-            Some(Command::MeasureCeilings(crate::roofline::Processor::Cpu))
+            Some(Command::MeasureCeilings(edgeprof::roofline::Processor::Cpu))
         );
     }
 
     #[test]
     fn the_gpu_side_of_the_roofline() {
-        use crate::roofline::Processor;
+        use edgeprof::roofline::Processor;
         let key = |a: &mut App, c: char| {
             a.key(crossterm::event::KeyEvent::new(
                 crossterm::event::KeyCode::Char(c),
@@ -1803,20 +1810,20 @@ mod tests {
             key(&mut a, 'm'),
             Some(Command::MeasureCeilings(Processor::Gpu))
         );
-        let stored: crate::roofline::store::Stored =
+        let stored: edgeprof::roofline::store::Stored =
             match serde_json::from_str(include_str!("../../tests/fixtures/ceilings-orin-gpu.json"))
             {
                 Ok(s) => s,
                 Err(e) => panic!("{e}"),
             };
         a.roofline.ceilings = Some(Ok((stored.ceilings, "ceilings-orin-gpu.json".into())));
-        let import = match crate::roofline::nvidia::parse_ncu(include_str!(
+        let import = match edgeprof::roofline::nvidia::parse_ncu(include_str!(
             "../../tests/fixtures/gpu-profilers/ncu-orin.csv"
         )) {
             Ok(i) => i,
             Err(e) => panic!("{e}"),
         };
-        a.roofline.programs = crate::roofline::nvidia::program(&import, "resnet-orin")
+        a.roofline.programs = edgeprof::roofline::nvidia::program(&import, "resnet-orin")
             .into_iter()
             .collect();
         a.roofline.left_out = vec![("broken".into(), "not Nsight Compute CSV output".into())];
@@ -1837,10 +1844,10 @@ mod tests {
 
     #[test]
     fn scorecard_tab() -> anyhow::Result<()> {
-        use crate::scorecard::here::{Here, State};
+        use edgeprof::scorecard::here::{Here, State};
         let mut a = default_app();
         a.tab = Tab::Scorecard;
-        a.scorecard.cards = crate::scorecard::cards::shipped()?;
+        a.scorecard.cards = edgeprof::scorecard::cards::shipped()?;
         a.scorecard.rejoin(&[]);
         snap("scorecard_unprobed", &a);
         super::super::open_results(&mut a, &fixture_results());

@@ -12,46 +12,11 @@ pub mod replay;
 pub mod search;
 pub mod session;
 
-use crate::collect::device::Cluster;
+use crate::collect::device::{cpu_list, Cluster};
+pub use crate::config::tuning::{Objective, OptionSpace};
 use crate::config::Device;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// What the tuner minimises.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
-#[serde(rename_all = "snake_case")]
-pub enum Objective {
-    /// Mean latency of one call (a batch).
-    Latency,
-    /// 99th-percentile latency of one call.
-    P99,
-    /// Samples per second (minimised as milliseconds per sample).
-    Throughput,
-}
-
-impl std::fmt::Display for Objective {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
-            Objective::Latency => "latency",
-            Objective::P99 => "p99",
-            Objective::Throughput => "throughput",
-        })
-    }
-}
-
-impl std::str::FromStr for Objective {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "latency" => Ok(Objective::Latency),
-            "p99" => Ok(Objective::P99),
-            "throughput" => Ok(Objective::Throughput),
-            _ => Err(format!(
-                "unknown objective {s:?}; use latency, p99 or throughput"
-            )),
-        }
-    }
-}
 
 /// What a measured candidate achieved.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
@@ -74,14 +39,6 @@ impl Objective {
             Objective::Throughput => 1e3 / m.throughput.max(1e-12),
         }
     }
-
-    /// The unit of [`Objective::cost`].
-    pub fn unit(self) -> &'static str {
-        match self {
-            Objective::Throughput => "ms/sample",
-            _ => "ms",
-        }
-    }
 }
 
 /// A set of CPUs a worker is confined to.
@@ -95,25 +52,6 @@ pub struct CoreSet {
     pub count: usize,
     /// The set's mean capacity relative to the fastest core (1 where the kernel cannot say).
     pub capacity: f64,
-}
-
-/// The kernel's CPU-list notation: `0-3,6`.
-pub fn cpu_list(cpus: &[usize]) -> String {
-    let mut parts: Vec<String> = Vec::new();
-    let mut i = 0;
-    while i < cpus.len() {
-        let mut j = i;
-        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
-            j += 1;
-        }
-        parts.push(if i == j {
-            cpus[i].to_string()
-        } else {
-            format!("{}-{}", cpus[i], cpus[j])
-        });
-        i = j + 1;
-    }
-    parts.join(",")
 }
 
 fn relative(cluster: &Cluster, fastest: &Cluster) -> f64 {
@@ -258,9 +196,6 @@ impl Candidate {
         s
     }
 }
-
-/// The options one engine's candidates take, each with the values to try.
-pub type OptionSpace = BTreeMap<String, Vec<serde_json::Value>>;
 
 /// The options searched for an engine when `[tune.options.ENGINE]` does not name them: the
 /// ones that change how the framework schedules and optimises, each with its default first.
@@ -617,12 +552,5 @@ mod tests {
             space.candidates[space.default].label(),
             "onnxruntime t2 all b1"
         );
-    }
-
-    #[test]
-    fn cpu_lists_are_written_in_ranges() {
-        assert_eq!(cpu_list(&[0, 1, 2, 3, 6]), "0-3,6");
-        assert_eq!(cpu_list(&[1]), "1");
-        assert_eq!(cpu_list(&[]), "");
     }
 }

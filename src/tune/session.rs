@@ -244,7 +244,7 @@ pub fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
 pub fn allowed_cpus() -> Vec<usize> {
     let cpus = crate::collect::ceilings::allowed_cpus();
     if cpus.is_empty() {
-        (0..crate::runner::available_cores()).collect()
+        (0..crate::collect::device::available_cores()).collect()
     } else {
         cpus
     }
