@@ -23,6 +23,7 @@ const MALFORMED: &[&str] = &[
     "missing_output.onnx",
     "raw_string_tensor.onnx",
     "repeated_perm.onnx",
+    "huge_conv_output.onnx",
     "rank1_batchnorm.onnx",
 ];
 

@@ -205,6 +205,37 @@ pub fn f32_bytes(shape: &[usize]) -> Option<u64> {
         .try_fold(4u64, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
 }
 
+/// Refuses a model one of whose tensors would not fit in memory, before tract's optimiser lays
+/// out work for it: a convolution's patch tables grow with its output, and a file whose pads or
+/// strides make that output enormous from a tiny input would abort the process there.
+fn check_tensors(origin: &str, typed: &TypedModel) -> Result<(), EngineError> {
+    let mut largest: Option<(u64, &str)> = None;
+    for node in typed.nodes() {
+        for output in &node.outputs {
+            let Some(shape) = output.fact.shape.as_concrete() else {
+                continue;
+            };
+            let what = || format!("the output of node {:?}", node.name);
+            let item = output.fact.datum_type.size_of() as u64;
+            let Some(bytes) = shape
+                .iter()
+                .try_fold(item, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
+            else {
+                return check_fits(origin, &what(), None);
+            };
+            if largest.is_none_or(|(most, _)| bytes > most) {
+                largest = Some((bytes, &node.name));
+            }
+        }
+    }
+    match largest {
+        Some((bytes, name)) => {
+            check_fits(origin, &format!("the output of node {name:?}"), Some(bytes))
+        }
+        None => Ok(()),
+    }
+}
+
 /// Memory available now, in bytes (MemAvailable of /proc/meminfo); None where it cannot be read.
 pub fn available_memory() -> Option<u64> {
     let text = std::fs::read_to_string("/proc/meminfo").ok()?;
@@ -378,10 +409,13 @@ impl TractSession {
                 .map_err(invalid)?;
         }
         stage.set("optimising");
-        let typed = model.into_optimized().map_err(|e| EngineError::Prepare {
+        let prepare = |e: anyhow::Error| EngineError::Prepare {
             origin: origin.to_string(),
             reason: one_line(&e),
-        })?;
+        };
+        let typed = model.into_typed().map_err(prepare)?;
+        check_tensors(origin, &typed)?;
+        let typed = typed.into_optimized().map_err(prepare)?;
         let fact = typed.input_fact(0).map_err(invalid)?.clone();
         if fact.datum_type != f32::datum_type() {
             return Err(unsupported(format!(
@@ -1083,8 +1117,9 @@ pub(crate) mod tests {
 
     /// The malformed models under tests/fixtures/onnx/malformed: the tiny graph with one thing
     /// broken each, on which tract 0.23 panics (most), allocates without bound (the repeated
-    /// permutation) or would read out of bounds (the rank-1 batch norm). The last three are
-    /// refused before tract sees them.
+    /// permutation, the huge convolution output) or would read out of bounds (the rank-1 batch
+    /// norm). The permutations and the batch norm are refused before tract sees them, the
+    /// convolution before tract's optimiser.
     fn malformed_models() -> Vec<(&'static str, tract_onnx::pb::ModelProto)> {
         use tract_onnx::pb;
         let edit = |change: &dyn Fn(&mut pb::GraphProto)| {
@@ -1151,6 +1186,20 @@ pub(crate) mod tests {
             (
                 "repeated_perm.onnx",
                 edit(&|g| set_ints(g, "Transpose", "perm", &[0, 1, 3, 3])),
+            ),
+            // Pads that make a convolution's output enormous from a tiny input: tract's
+            // optimiser sizes a table by that output and aborts the process allocating it.
+            (
+                "huge_conv_output.onnx",
+                edit(&|g| {
+                    set_ints(g, "Conv", "pads", &[100_000, 100_000, 100_000, 100_000]);
+                    // The convolution's output is the graph's: nothing after it refuses it.
+                    g.node.truncate(2);
+                    g.output = vec![pb::ValueInfoProto {
+                        name: "conv".into(),
+                        ..Default::default()
+                    }];
+                }),
             ),
             // A batch norm fed a rank-1 tensor: tract indexes its channel axis unchecked.
             (
@@ -1219,6 +1268,9 @@ pub(crate) mod tests {
             } else if name.ends_with("perm.onnx") {
                 assert!(matches!(error, EngineError::InvalidModel { .. }), "{error}");
                 assert!(error.to_string().contains("not a permutation"), "{error}");
+            } else if name == "huge_conv_output.onnx" {
+                assert!(matches!(error, EngineError::TooLarge { .. }), "{error}");
+                assert!(error.to_string().contains("the output of node"), "{error}");
             } else {
                 assert!(
                     matches!(error, EngineError::Crashed { .. }),
