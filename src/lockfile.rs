@@ -171,7 +171,7 @@ impl LockFile {
         let text = format!(
             "pid {}\nsince {}\nwhat {what}\n",
             std::process::id(),
-            crate::results::now_rfc3339()
+            crate::text::now_rfc3339()
         );
         file.set_len(0)
             .and_then(|_| file.rewind())

@@ -11,7 +11,7 @@ use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
-pub use crate::error::BadInput;
+use crate::error::BadInput;
 
 /// A results directory that did not exist before, under `parent`. Creating the last component
 /// with `mkdir` (not "exists? then create") makes the choice atomic: two runs started in the
@@ -156,7 +156,7 @@ pub fn start_from_text(
         conditions: plan.to_run.clone(),
         skipped: plan.skipped.clone(),
         excluded: plan.excluded,
-        started: results::now_rfc3339(),
+        started: crate::text::now_rfc3339(),
         ended: None,
         resumed: Vec::new(),
         status: SweepStatus::Running,
@@ -237,7 +237,7 @@ pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
         .cloned()
         .collect();
     let done_before = manifest.conditions.len() - todo.len();
-    manifest.resumed.push(results::now_rfc3339());
+    manifest.resumed.push(crate::text::now_rfc3339());
     manifest.status = SweepStatus::Running;
     manifest.ended = None;
     results::write_manifest(dir, &manifest)?;
@@ -394,7 +394,7 @@ pub fn finish(
     outcome: &SweepOutcome,
     formats: &[String],
 ) -> anyhow::Result<(Stored, Vec<summary::Row>)> {
-    manifest.ended = Some(results::now_rfc3339());
+    manifest.ended = Some(crate::text::now_rfc3339());
     manifest.status = if outcome.interrupted {
         SweepStatus::Interrupted
     } else {

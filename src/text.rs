@@ -1,4 +1,4 @@
-//! Numbers, durations and tables as plain text: shared by the reports, the error messages and
+//! Numbers, durations, timestamps and tables as plain text: shared by the reports, the error messages and
 //! both front-ends.
 
 /// 1234567 → "1,234,567".
@@ -82,6 +82,18 @@ pub fn duration(seconds: f64) -> String {
         60..=3599 => format!("{} min {} s", s / 60, s % 60),
         _ => format!("{} h {} min", s / 3600, (s % 3600) / 60),
     }
+}
+
+/// Now, as RFC 3339 UTC.
+pub fn now_rfc3339() -> String {
+    time::OffsetDateTime::now_utc()
+        .replace_nanosecond(0)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "unknown".to_string())
 }
 
 #[cfg(test)]

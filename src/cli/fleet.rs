@@ -22,7 +22,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let mut manifest = fleet::FleetManifest {
         name: config.name.clone(),
         config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
-        started: results::now_rfc3339(),
+        started: edgeprof::text::now_rfc3339(),
         ended: None,
         nodes: Vec::new(),
     };
@@ -82,7 +82,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
             o.failed
         ),
     });
-    manifest.ended = Some(results::now_rfc3339());
+    manifest.ended = Some(edgeprof::text::now_rfc3339());
     manifest.nodes = outcomes.clone();
     fleet::write_manifest(&dir, &manifest)?;
 

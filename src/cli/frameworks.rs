@@ -189,7 +189,7 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
     let mut client = Client::new(&api, Client::token_from_env());
     let refs: Vec<&Card> = cards.iter().collect();
     let total = refs.len();
-    let now = edgeprof::results::now_rfc3339();
+    let now = edgeprof::text::now_rfc3339();
     let mut report = github::refresh(&mut client, &refs, &mut cache, &now, |i, name, outcome| {
         let what = match outcome {
             RepoOutcome::Read { unchanged, asked } if *unchanged == *asked => {

@@ -564,7 +564,7 @@ struct BenchArgs {
     json: bool,
 }
 
-pub use edgeprof::session::BadInput;
+pub use edgeprof::error::BadInput;
 
 impl ImportArgs {
     fn options(&self) -> roofline::ImportOptions<'_> {

@@ -759,7 +759,7 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
     }
     let stored = store::Stored {
         device: fingerprint.clone(),
-        written: edgeprof::results::now_rfc3339(),
+        written: edgeprof::text::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings: imported.ceilings,
         gpu: gpu.map(|ordinal| store::GpuTarget {

@@ -93,7 +93,7 @@ impl Output {
 
     fn log_line(&mut self, text: &str) {
         if let Some(log) = &mut self.log {
-            let stamp = results::now_rfc3339();
+            let stamp = edgeprof::text::now_rfc3339();
             // A full disk must not stop the sweep over its progress log: it goes quiet instead.
             if writeln!(log, "{stamp} {text}").is_err() {
                 self.log = None;
@@ -515,7 +515,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             // in the manifest if it can still be written, and say how to finish.
             out.clear_status();
             manifest.status = SweepStatus::Interrupted;
-            manifest.ended = Some(results::now_rfc3339());
+            manifest.ended = Some(edgeprof::text::now_rfc3339());
             let _ = results::write_manifest(&dir, &manifest);
             let e = e.context(format!(
                 "the sweep in {} stopped and can be finished with `edgeprof run --resume {}`",

@@ -543,7 +543,7 @@ pub fn setup(
             packages: framework.packages.iter().map(|s| s.to_string()).collect(),
             pip_args: pip_args.to_vec(),
             base_python: base.to_path_buf(),
-            created: crate::results::now_rfc3339(),
+            created: crate::text::now_rfc3339(),
         };
         let text = serde_json::to_string_pretty(&marker)?;
         std::fs::write(dir.join(MARKER), text)

@@ -17,7 +17,7 @@ pub const BUILT_IN: &[&str] = &["tract", "candle"];
 /// A built-in engine's version.
 pub fn version(engine: &str) -> Option<&'static str> {
     match engine {
-        "tract" => Some(crate::runner::worker::TRACT_VERSION),
+        "tract" => Some(tract::TRACT_VERSION),
         "candle" => Some(candle::CANDLE_VERSION),
         _ => None,
     }

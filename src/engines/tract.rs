@@ -13,6 +13,9 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::SimpleState;
 use tract_onnx::tract_core::runtime::RunOptions;
 
+/// tract-onnx's version: the `=0.23.9` pin on tract-linalg in Cargo.toml fixes the whole family.
+pub const TRACT_VERSION: &str = "0.23.9";
+
 /// Where the model comes from.
 pub enum ModelSource<'a> {
     /// A zoo model, exported to ONNX in memory with weights from `seed`.

@@ -216,7 +216,7 @@ fn record_unstarted(
     reason: &str,
     send: &dyn Fn(FleetEvent),
 ) {
-    let now = results::now_rfc3339();
+    let now = crate::text::now_rfc3339();
     let manifest = Manifest {
         format: results::FORMAT,
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -257,7 +257,7 @@ fn record_failures<'a>(
             condition: condition.clone(),
             attempt: 1,
             last: true,
-            started: results::now_rfc3339(),
+            started: crate::text::now_rfc3339(),
             ok: false,
             reason: Some(why.to_string()),
             failure: None,
@@ -477,7 +477,7 @@ pub fn run_node(
                 &send,
             );
             m.status = SweepStatus::Interrupted;
-            m.ended = Some(results::now_rfc3339());
+            m.ended = Some(crate::text::now_rfc3339());
             let _ = results::write_manifest(&node_dir, m);
         }
         if let Ok(stored) = results::load(&node_dir) {

@@ -120,18 +120,6 @@ pub struct TelemetryRecord {
     pub sample: crate::collect::telemetry::Sample,
 }
 
-/// Now, as RFC 3339 UTC.
-pub fn now_rfc3339() -> String {
-    time::OffsetDateTime::now_utc()
-        .replace_nanosecond(0)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "unknown".to_string())
-}
-
 /// The directory name of a new sweep: `20261129T190512Z-<name>`.
 pub fn dir_name(name: &str) -> String {
     let format = time::macros::format_description!("[year][month][day]T[hour][minute][second]Z");
@@ -483,6 +471,6 @@ mod tests {
         let name = dir_name("default");
         assert!(name.ends_with("Z-default"), "{name}");
         assert_eq!(name.len(), "20261129T190512Z-default".len());
-        assert!(now_rfc3339().ends_with('Z'));
+        assert!(crate::text::now_rfc3339().ends_with('Z'));
     }
 }

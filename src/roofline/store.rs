@@ -80,7 +80,7 @@ pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
     stored
         .ceilings
         .check()
-        .map_err(|why| crate::session::BadInput(format!("the ceilings cannot be kept: {why}")))?;
+        .map_err(|why| crate::error::BadInput(format!("the ceilings cannot be kept: {why}")))?;
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the cache directory {}", dir.display()))?;
     let path = match &stored.gpu {
@@ -106,7 +106,7 @@ fn load_path(path: &Path) -> anyhow::Result<Option<Stored>> {
     match read_file(path) {
         Ok(stored) => Ok(Some(stored)),
         Err(ReadError::Missing) => Ok(None),
-        Err(ReadError::Other(why)) => Err(crate::session::BadInput(format!(
+        Err(ReadError::Other(why)) => Err(crate::error::BadInput(format!(
             "{why}; delete it and measure (or import) the ceilings again"
         ))
         .into()),
@@ -196,7 +196,7 @@ pub fn measure_and_keep(
     let ceilings = levels::ceilings(&m, &fingerprint.caches, source);
     let stored = Stored {
         device: fingerprint.clone(),
-        written: crate::results::now_rfc3339(),
+        written: crate::text::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings,
         gpu: None,
@@ -233,7 +233,7 @@ pub fn measure_gpu_and_keep(
     );
     let stored = Stored {
         device: device::fingerprint(Path::new("/")),
-        written: crate::results::now_rfc3339(),
+        written: crate::text::now_rfc3339(),
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
         ceilings: crate::roofline::gpu::ceilings(&m, source),
         gpu: Some(GpuTarget {

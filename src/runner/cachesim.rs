@@ -257,7 +257,7 @@ pub fn simulate(
         l2_bytes,
         dram_bytes,
         seconds: started.elapsed().as_secs_f64(),
-        written: crate::results::now_rfc3339(),
+        written: crate::text::now_rfc3339(),
     })
 }
 

@@ -409,11 +409,10 @@ pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
     input
         .read_to_string(&mut text)
         .context("cannot read the request from stdin")?;
-    let r: Request = serde_json::from_str(&text).map_err(|e| {
-        crate::session::BadInput(format!("the placement request is not valid: {e}"))
-    })?;
+    let r: Request = serde_json::from_str(&text)
+        .map_err(|e| crate::error::BadInput(format!("the placement request is not valid: {e}")))?;
     if r.units.is_empty() {
-        anyhow::bail!(crate::session::BadInput("name at least one unit".into()));
+        anyhow::bail!(crate::error::BadInput("name at least one unit".into()));
     }
     let model = whole_model(&r)?;
     match &r.task {

@@ -3,12 +3,13 @@
 //! directory before the next begins. Progress goes out as [`SweepEvent`]s; nothing here prints.
 
 use crate::config::Config;
-use crate::results::{now_rfc3339, RunRecord, Writer};
+use crate::results::{RunRecord, Writer};
 use crate::runner::matrix::Condition;
 use crate::runner::prepare::{self, Prepared};
 use crate::runner::protocol::{WorkerRequest, WorkerRun};
 use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerEvent};
 use crate::stats;
+use crate::text::now_rfc3339;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 

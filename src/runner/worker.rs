@@ -10,9 +10,6 @@ use anyhow::Context;
 use std::io::{Read, Write};
 use std::path::Path;
 
-/// tract-onnx's version: the `=0.23.9` pin on tract-linalg in Cargo.toml fixes the whole family.
-pub const TRACT_VERSION: &str = "0.23.9";
-
 fn emit(out: &mut impl Write, message: &WorkerMessage) -> anyhow::Result<()> {
     writeln!(out, "{}", message.to_line())
         .and_then(|_| out.flush())

@@ -496,7 +496,7 @@ pub fn find<'a>(cards: &'a [Card], name: &str) -> anyhow::Result<&'a Card> {
         .find(|c| c.name.eq_ignore_ascii_case(name))
         .ok_or_else(|| {
             let names: Vec<&str> = cards.iter().map(|c| c.name.as_str()).collect();
-            anyhow::Error::new(crate::session::BadInput(format!(
+            anyhow::Error::new(crate::error::BadInput(format!(
                 "no framework called {name:?}; known: {}",
                 names.join(", ")
             )))

@@ -424,7 +424,7 @@ fn fleet_run(
         let _ = tx.send(Message::Run(e));
     };
     if let Some(why) = fleet::unshareable(config) {
-        anyhow::bail!(edgeprof::session::BadInput(why));
+        anyhow::bail!(edgeprof::error::BadInput(why));
     }
     let share = fleet::share(text, file)?;
     let targets = fleet::targets(config);
@@ -433,13 +433,13 @@ fn fleet_run(
         dir: dir.clone(),
         nodes: config.matrix.nodes.clone(),
     });
-    let started = results::now_rfc3339();
+    let started = edgeprof::text::now_rfc3339();
     let outcomes = fleet::run_all(&targets, &share, &dir, |e| send(RunEvent::Node(e)));
     let manifest = fleet::FleetManifest {
         name: config.name.clone(),
         config_file: PathBuf::from("(terminal UI selection)"),
         started,
-        ended: Some(results::now_rfc3339()),
+        ended: Some(edgeprof::text::now_rfc3339()),
         nodes: outcomes.clone(),
     };
     fleet::write_manifest(&dir, &manifest)?;
@@ -764,7 +764,7 @@ enum Exit {
 pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     use std::io::IsTerminal;
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        anyhow::bail!(edgeprof::session::BadInput(
+        anyhow::bail!(edgeprof::error::BadInput(
             "the terminal UI needs a terminal; for scripts and logs use a subcommand \
              (edgeprof run CONFIG, edgeprof monitor --headless; see edgeprof --help)"
                 .into()

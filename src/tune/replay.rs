@@ -36,7 +36,7 @@ impl Table {
         let text = std::fs::read_to_string(path)
             .map_err(|e| anyhow::anyhow!("cannot read the tuning table {}: {e}", path.display()))?;
         serde_json::from_str(&text).map_err(|e| {
-            crate::session::BadInput(format!(
+            crate::error::BadInput(format!(
                 "{} is not a tuning table (written by edgeprof tune --exhaustive): {e}",
                 path.display()
             ))
@@ -132,9 +132,7 @@ pub fn compare(
         .enumerate()
         .filter_map(|(i, c)| Some((i, (*c)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .ok_or_else(|| {
-            crate::session::BadInput("the table has no successful measurement".into())
-        })?;
+        .ok_or_else(|| crate::error::BadInput("the table has no successful measurement".into()))?;
     let strategies = [Strategy::Guided, Strategy::Random, Strategy::Grid]
         .into_iter()
         .map(|strategy| {

@@ -4,11 +4,11 @@
 //! (`tune.json`, the summaries, `table.json` for an exhaustive run).
 
 use crate::config::{Config, ModelRef};
+use crate::error::BadInput;
 use crate::models::InputShape;
 use crate::results::{self, Manifest, SweepStatus};
 use crate::runner::matrix::{self, Plan};
 use crate::runner::sweep::SweepOutcome;
-use crate::session::BadInput;
 use crate::tune::live::{self, LiveTune, TuneReport};
 use crate::tune::replay::{Row, Table};
 use crate::tune::search::{Settings, Stop, Strategy};
@@ -126,7 +126,7 @@ pub fn prepare(
         conditions: Vec::new(),
         skipped: Vec::new(),
         excluded: 0,
-        started: results::now_rfc3339(),
+        started: crate::text::now_rfc3339(),
         ended: None,
         resumed: Vec::new(),
         status: SweepStatus::Running,
