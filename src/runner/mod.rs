@@ -1,4 +1,6 @@
-//! Running evaluations: the run matrix (and, next, isolated worker runs and the results store).
+//! Running evaluations: the run matrix, preparing and spawning worker processes, the worker
+//! itself and its protocol, the sweep with retries and cool-downs, the placement worker and the
+//! cache simulation.
 
 pub mod cachesim;
 pub mod matrix;

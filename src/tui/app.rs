@@ -15,7 +15,7 @@ use edgeprof::runner::sweep::SweepOutcome;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 
-/// The tabs, in order (keys 1–5).
+/// The tabs, in order (keys 1–7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
     Conditions,

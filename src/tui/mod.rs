@@ -254,7 +254,7 @@ impl Session {
         }
     }
 
-    /// Applies a message to the UI; true when it changed what is on screen.
+    /// Applies a message to the UI; what the event loop must then do, if anything.
     pub fn apply(&mut self, app: &mut App, message: Message) -> Option<Command> {
         match message {
             Message::Key(key) => return app.key(key),
