@@ -2,11 +2,10 @@
 //! here). Sampling happens in the collect layer; this module schedules, formats and prints.
 
 use crate::cli::{print_json, print_out, render, BadInput};
+use edgeprof::collect::stop::Stop;
 use edgeprof::collect::telemetry::{self, Reader, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// A duration such as `100ms`, `1s`, `1.5s`, `2m`, `1h` (a bare number is seconds).
@@ -108,11 +107,9 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             Err(why) => errln!("{}: unavailable: {why}", reader.name()),
         }
     }
-    let stop = Arc::new(AtomicBool::new(false));
-    for signal in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register(signal, Arc::clone(&stop))
-            .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?;
-    }
+    let stop = Stop::new();
+    stop.raise_on(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
+        .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?;
     errln!(
         "sampling every {} ms{}; Ctrl-C stops",
         o.interval.as_millis(),
@@ -141,7 +138,7 @@ fn sample_until_done(
     o: &MonitorOptions,
     schedule: &mut telemetry::Sampler,
     process: &mut Option<(u32, edgeprof::collect::proc::ProcessSampler)>,
-    stop: &AtomicBool,
+    stop: &Stop,
     output: &mut Output,
 ) -> anyhow::Result<()> {
     loop {

@@ -15,6 +15,7 @@ pub mod view;
 
 use anyhow::Context;
 use app::{App, Command, RunEvent, Severity, Tab, TuneMsg};
+use edgeprof::collect::stop::Stop;
 use edgeprof::collect::telemetry::{self, Sample};
 use edgeprof::results::{self, summary};
 use edgeprof::roofline::Processor;
@@ -55,6 +56,8 @@ pub enum Message {
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
     Followed(PathBuf),
+    /// A signal came (SIGTERM, SIGHUP): the loop looks at the flags its handlers set.
+    Wake,
 }
 
 /// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
@@ -258,7 +261,7 @@ impl Session {
     pub fn apply(&mut self, app: &mut App, message: Message) -> Option<Command> {
         match message {
             Message::Key(key) => return app.key(key),
-            Message::Resize => {}
+            Message::Resize | Message::Wake => {}
             Message::Monitor(sample) => app.monitor_sample(sample),
             Message::Run(event) => {
                 let finished = match &event {
@@ -743,7 +746,7 @@ fn spawn_input(tx: Sender<Message>) {
 }
 
 /// Samples telemetry for the Monitor tab every `interval` until `stop`.
-fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: Arc<AtomicBool>) {
+fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: Stop) {
     std::thread::spawn(move || {
         let mut sampler = telemetry::Sampler::new(telemetry::working_readers(&root), interval);
         while sampler.wait(&stop) {
@@ -752,6 +755,27 @@ fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: A
             }
         }
     });
+}
+
+/// Wakes the event loop when SIGTERM or SIGHUP arrives (their flags, set by the handlers
+/// themselves, say what came), so that it can block while nothing happens.
+fn spawn_signal_waker(tx: Sender<Message>) -> anyhow::Result<()> {
+    let mut incoming = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])
+    .context("cannot install the signal handlers")?;
+    std::thread::Builder::new()
+        .name("tui-signals".into())
+        .spawn(move || {
+            for _ in incoming.forever() {
+                if tx.send(Message::Wake).is_err() {
+                    return;
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
 }
 
 /// How the event loop ended.
@@ -801,12 +825,13 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         .context("cannot install the signal handlers")?;
     signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
         .context("cannot install the signal handlers")?;
-    let stop_monitor = Arc::new(AtomicBool::new(false));
+    spawn_signal_waker(session.tx.clone())?;
+    let stop_monitor = Stop::new();
     spawn_monitor(
         session.tx.clone(),
         session.telemetry_root.clone(),
         interval,
-        Arc::clone(&stop_monitor),
+        stop_monitor.clone(),
     );
     // ratatui installs a panic hook that restores the terminal before the message prints.
     let mut terminal = match ratatui::try_init() {
@@ -819,7 +844,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     };
     spawn_input(session.tx.clone());
     let exit = event_loop(&mut terminal, &mut app, &mut session, &term, &hangup);
-    stop_monitor.store(true, Ordering::Relaxed);
+    stop_monitor.raise();
     let headless = hangup.load(Ordering::Relaxed);
     if !headless {
         let _ = terminal.show_cursor();
@@ -878,7 +903,8 @@ fn event_loop(
         }
         let since = last_draw.elapsed();
         if !headless
-            && (dirty && since >= Duration::from_millis(50) || since >= Duration::from_millis(500))
+            && (dirty && since >= Duration::from_millis(50)
+                || app.run.active && since >= Duration::from_millis(500))
         {
             if terminal.draw(|f| view::draw(f, app)).is_err() {
                 // The terminal went away without a SIGHUP reaching us: carry on without it.
@@ -891,7 +917,23 @@ fn event_loop(
                 panic!("EDGEPROF_TUI_TEST_PANIC is set: panicking after the first frame");
             }
         }
-        match session.rx.recv_timeout(Duration::from_millis(100)) {
+        // Block until something happens: a message (keys, samples, the run's events, a signal's
+        // wake-up) or, while a run is on, the next tick of its clock, or a deferred redraw.
+        let wait = if app.run.active {
+            Some(Duration::from_millis(100))
+        } else if dirty && !headless {
+            Some(Duration::from_millis(50).saturating_sub(last_draw.elapsed()))
+        } else {
+            None
+        };
+        let received = match wait {
+            Some(timeout) => session.rx.recv_timeout(timeout),
+            None => session
+                .rx
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match received {
             Ok(message) => {
                 if let Some(command) = session.apply(app, message) {
                     session.execute(app, command);

@@ -181,7 +181,7 @@ type Recording = (Vec<Sample>, Vec<Box<dyn Reader>>);
 /// Samples telemetry on its own thread while something else runs (a benchmark's worker), so
 /// neither waits for the other.
 pub struct Recorder {
-    stop: std::sync::Arc<std::sync::atomic::AtomicBool>,
+    stop: crate::collect::stop::Stop,
     handle: std::thread::JoinHandle<Recording>,
     /// Each sample as it is taken, for a live view.
     live: std::sync::mpsc::Receiver<Sample>,
@@ -215,19 +215,10 @@ impl Sampler {
         self.interval * self.tick
     }
 
-    /// Sleeps until the next sample is due; false when `stop` was raised meanwhile.
-    pub fn wait(&self, stop: &std::sync::atomic::AtomicBool) -> bool {
-        let due = self.start + self.next_offset();
-        loop {
-            if stop.load(std::sync::atomic::Ordering::Relaxed) {
-                return false;
-            }
-            let now = std::time::Instant::now();
-            if now >= due {
-                return true;
-            }
-            std::thread::sleep((due - now).min(std::time::Duration::from_millis(20)));
-        }
+    /// Sleeps until the next sample is due; false when `stop` was raised meanwhile (it wakes
+    /// the sleep at once).
+    pub fn wait(&self, stop: &crate::collect::stop::Stop) -> bool {
+        stop.wait_until(self.start + self.next_offset())
     }
 
     /// The readers, for what they dropped.
@@ -253,8 +244,8 @@ impl Sampler {
 impl Recorder {
     /// Starts sampling `readers` every `interval` on its own thread.
     pub fn start(readers: Vec<Box<dyn Reader>>, interval: std::time::Duration) -> Recorder {
-        let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-        let flag = std::sync::Arc::clone(&stop);
+        let stop = crate::collect::stop::Stop::new();
+        let flag = stop.clone();
         let (feed, live) = std::sync::mpsc::channel();
         let handle = std::thread::spawn(move || {
             let mut sampler = Sampler::new(readers, interval);
@@ -277,7 +268,7 @@ impl Recorder {
 
     /// Stops sampling: the samples, and the readers for the next recording.
     pub fn finish(self) -> Recording {
-        self.stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        self.stop.raise();
         self.handle.join().unwrap_or_default()
     }
 }
