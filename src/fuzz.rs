@@ -1653,13 +1653,19 @@ fn mutate_onnx(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 
 /// Inputs larger than this are not run (the load and the optimisation are what is fuzzed).
 const ONNX_RUN_ELEMENTS: usize = 1 << 16;
+/// Nor one that makes a tensor larger than this.
+const ONNX_RUN_BYTES: u64 = 16 << 20;
 
 fn run_onnx(_: &mut Scratch, bytes: &[u8]) {
     use crate::engines::tract::TractSession;
     let Ok(session) = TractSession::load_bytes(bytes, "fuzz.onnx", None, 1) else {
         return;
     };
-    if session.input_shape.iter().product::<usize>() > ONNX_RUN_ELEMENTS {
+    // Running is for the small models: a mutated one can be valid and merely enormous (seconds
+    // per inference, gigabytes of tensors), which is no bug and would stall the campaign.
+    if session.input_shape.iter().product::<usize>() > ONNX_RUN_ELEMENTS
+        || session.largest_tensor > ONNX_RUN_BYTES
+    {
         return;
     }
     if let Ok(input) = session.make_input(1) {

@@ -174,6 +174,9 @@ pub struct TractSession {
     pub init_time: Duration,
     /// The file or zoo model, for errors.
     origin: String,
+    /// The largest tensor the model makes, in bytes, among those whose shape is known before
+    /// it runs (0 when none is).
+    pub largest_tensor: u64,
 }
 
 /// Time spent in one source layer per inference, from a node-by-node profile.
@@ -211,7 +214,8 @@ pub fn f32_bytes(shape: &[usize]) -> Option<u64> {
 /// Refuses a model one of whose tensors would not fit in memory, before tract's optimiser lays
 /// out work for it: a convolution's patch tables grow with its output, and a file whose pads or
 /// strides make that output enormous from a tiny input would abort the process there.
-fn check_tensors(origin: &str, typed: &TypedModel) -> Result<(), EngineError> {
+/// The largest tensor's size in bytes, when all fit.
+fn check_tensors(origin: &str, typed: &TypedModel) -> Result<u64, EngineError> {
     let mut largest: Option<(u64, &str)> = None;
     for node in typed.nodes() {
         for output in &node.outputs {
@@ -224,7 +228,7 @@ fn check_tensors(origin: &str, typed: &TypedModel) -> Result<(), EngineError> {
                 .iter()
                 .try_fold(item, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
             else {
-                return check_fits(origin, &what(), None);
+                return check_fits(origin, &what(), None).map(|()| 0);
             };
             if largest.is_none_or(|(most, _)| bytes > most) {
                 largest = Some((bytes, &node.name));
@@ -233,9 +237,10 @@ fn check_tensors(origin: &str, typed: &TypedModel) -> Result<(), EngineError> {
     }
     match largest {
         Some((bytes, name)) => {
-            check_fits(origin, &format!("the output of node {name:?}"), Some(bytes))
+            check_fits(origin, &format!("the output of node {name:?}"), Some(bytes))?;
+            Ok(bytes)
         }
-        None => Ok(()),
+        None => Ok(0),
     }
 }
 
@@ -352,7 +357,7 @@ impl TractSession {
                 &stage,
             )
         });
-        let (plan, input_shape, layer_names, threads) =
+        let (plan, input_shape, layer_names, threads, largest_tensor) =
             outcome.map_err(|reason| EngineError::Crashed {
                 origin: origin.clone(),
                 stage: stage.get(),
@@ -365,6 +370,7 @@ impl TractSession {
             threads,
             init_time: start.elapsed(),
             origin,
+            largest_tensor,
         })
     }
 
@@ -376,7 +382,7 @@ impl TractSession {
         input_shape: Option<&[usize]>,
         threads: usize,
         stage: &Cell<&'static str>,
-    ) -> Result<(Arc<TypedSimplePlan>, Vec<usize>, Vec<String>, usize), EngineError> {
+    ) -> Result<(Arc<TypedSimplePlan>, Vec<usize>, Vec<String>, usize, u64), EngineError> {
         let invalid = |e: anyhow::Error| EngineError::InvalidModel {
             origin: origin.to_string(),
             reason: one_line(&e),
@@ -417,7 +423,7 @@ impl TractSession {
             reason: one_line(&e),
         };
         let typed = model.into_typed().map_err(prepare)?;
-        check_tensors(origin, &typed)?;
+        let largest_tensor = check_tensors(origin, &typed)?;
         let typed = typed.into_optimized().map_err(prepare)?;
         let fact = typed.input_fact(0).map_err(invalid)?.clone();
         if fact.datum_type != f32::datum_type() {
@@ -447,7 +453,7 @@ impl TractSession {
                 origin: origin.to_string(),
                 reason: one_line(&e),
             })?;
-        Ok((plan, input_shape, layer_names, threads))
+        Ok((plan, input_shape, layer_names, threads, largest_tensor))
     }
 
     /// A contained panic while running as an error naming the model.
