@@ -62,7 +62,8 @@ measure() { # NAME PID SECONDS
 }
 
 tmux -S "$SOCKET" -f /dev/null start-server \; set -g exit-empty off
-declare -A TUI MON
+TUI=()
+MON=()
 i=0
 for bin in "$@"; do
     i=$((i + 1))
@@ -71,29 +72,28 @@ for bin in "$@"; do
     mkdir -p "$home"
     tmux -S "$SOCKET" new-session -d -s "tui$i" -x 100 -y 30 \
         "cd '$home' && HOME='$home' TERM=xterm-256color exec '$abs' tui"
-    TUI[$i]="$(pane_pid "tui$i")"
+    TUI+=("$(pane_pid "tui$i")")
     (cd "$home" && HOME="$home" exec "$abs" monitor --headless --interval 100ms >/dev/null 2>&1) &
-    MON[$i]=$!
-    PIDS+=("${MON[$i]}")
+    MON+=($!)
+    PIDS+=($!)
 done
 sleep "$SETTLE"
 
-echo "idle terminal UI (Conditions tab, 100x30, ${TUI_SECONDS} s):"
-i=0
-M=()
-for bin in "$@"; do
-    i=$((i + 1))
-    measure "$bin" "${TUI[$i]}" "$TUI_SECONDS" &
-    M+=($!)
-done
-wait "${M[@]}"
+# Measures every binary's process of one kind at once: SECONDS, then the pids in binary order.
+measure_all() {
+    local seconds="$1" pid bin waiting=()
+    shift
+    for bin in "${BINARIES[@]}"; do
+        pid="$1"
+        shift
+        measure "$bin" "$pid" "$seconds" &
+        waiting+=($!)
+    done
+    wait "${waiting[@]}"
+}
 
+BINARIES=("$@")
+echo "idle terminal UI (Conditions tab, 100x30, ${TUI_SECONDS} s):"
+measure_all "$TUI_SECONDS" "${TUI[@]}"
 echo "monitor --headless --interval 100ms (${MONITOR_SECONDS} s):"
-i=0
-M=()
-for bin in "$@"; do
-    i=$((i + 1))
-    measure "$bin" "${MON[$i]}" "$MONITOR_SECONDS" &
-    M+=($!)
-done
-wait "${M[@]}"
+measure_all "$MONITOR_SECONDS" "${MON[@]}"
