@@ -1,0 +1,558 @@
+//! The command line: every subcommand and its arguments (clap derive). What each does is in
+//! the handlers (`cli/mod.rs` and the modules beside it).
+
+use super::*;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "edgeprof",
+    version,
+    about = "Evaluate deep-learning frameworks on edge devices and learn what to optimise next",
+    long_about = "edgeprof benchmarks deep-learning models on the board it runs on: a built-in zoo of \
+                  the classic edge CNNs (or your own ONNX file), exact analytic costs per layer, and an \
+                  embedded tract engine that needs nothing installed. Without a subcommand it \
+                  opens the terminal UI."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub(super) command: Option<Command>,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum Command {
+    /// The terminal UI (also what `edgeprof` alone opens): pick conditions, watch runs live,
+    /// read results and rooflines with their advice, monitor the board
+    Tui(TuiArgs),
+    /// The built-in model zoo: list, per-layer costs, ONNX export
+    #[command(subcommand)]
+    Models(ModelsCommand),
+    /// Benchmark one model on one engine in this process
+    Bench(BenchArgs),
+    /// Measure one condition and report over the worker protocol (JSON request on stdin,
+    /// JSON lines on stdout); started by edgeprof itself, or by hand to debug a condition
+    Worker,
+    /// Run configurations (TOML): validate and show the run matrix
+    #[command(subcommand)]
+    Config(ConfigCommand),
+    /// Run every condition of a config, each in its own worker process, into a results directory
+    Run(RunArgs),
+    /// Re-render the tables and charts of a results directory, and write its SVG charts
+    Report(ReportArgs),
+    /// The results directories under an output directory and where each stands: running (with
+    /// its pid and progress), complete, failed, interrupted; find a sweep after a reconnect
+    Runs(RunsArgs),
+    /// The hierarchical roofline: this CPU's ceilings
+    #[command(subcommand)]
+    Roofline(RooflineCommand),
+    /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
+    /// lines or CSV, or turn a tegrastats log into the same samples
+    Monitor(MonitorArgs),
+    /// Measure one GPU's ceilings and report JSON lines on stdout; started by
+    /// `roofline measure-gpu` in a child process
+    #[command(hide = true)]
+    GpuBenchWorker {
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        #[arg(long, value_enum, default_value = "default")]
+        effort: EffortArg,
+    },
+    /// Search the fastest execution configuration of one model on this device (threads, core
+    /// set, engine, engine options, batch, device) with a learned cost model; or measure a
+    /// space exhaustively, or replay a measured table against random and grid search
+    Tune(Box<tune::TuneArgs>),
+    /// Place a model's blocks on processing units (CPU clusters) for the least end-to-end
+    /// latency, from per-block profiles and a measured copy cost; run the plan as a split
+    Place(place::PlaceArgs),
+    /// Measure blocks, copies or a split plan for `place` (JSON request on stdin, JSON on stdout)
+    #[command(hide = true)]
+    PlaceWorker,
+    /// The external frameworks' Python environments: list, set up, remove
+    #[command(subcommand)]
+    Env(env::EnvCommand),
+    /// The frameworks' development- and deployment-time facts: list, show, refresh the GitHub
+    /// figures, probe which are installed here and what they see
+    #[command(subcommand)]
+    Frameworks(frameworks::FrameworksCommand),
+    /// One table per framework across development time, deployment time (curated and probed
+    /// here) and runtime (from a results directory), as text, Markdown or JSON
+    Scorecard(frameworks::ScorecardArgs),
+    /// Distributed-training scaling: train a torchvision model with PyTorch's own launcher
+    /// (torchrun, DDP over gloo) on 1..N nodes of this machine, on CIFAR-10 or a synthetic set in
+    /// its format; speedup and accuracy ratios against one node, as tables and charts
+    Train(Box<train::TrainArgs>),
+    /// The boards of a config's [[nodes]], over SSH: check them, install edgeprof on them
+    #[command(subcommand)]
+    Nodes(nodes::NodesCommand),
+    /// Describe this machine as a node (JSON: version, device, frameworks); `nodes check` runs
+    /// it over SSH
+    #[command(hide = true)]
+    NodeInfo,
+    /// Wait for standard input to end, then kill the processes a sweep's workers left behind
+    /// (started by edgeprof itself, so they die with it however it dies)
+    #[command(hide = true)]
+    ReapGuard {
+        #[arg(long)]
+        prefix: String,
+    },
+    /// List every telemetry source and engine, and whether it works here (and why not)
+    Probe {
+        /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
+        #[arg(long, default_value = "/")]
+        root: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Args, Debug, Default)]
+pub(super) struct TuiArgs {
+    /// Config to start from (default: configs/default.toml when it is here, else the defaults)
+    pub(super) config: Option<PathBuf>,
+    /// Colour theme: dark, light, high-contrast, monochrome, a theme under
+    /// ~/.config/edgeprof/themes/, or a TOML file (NO_COLOR selects monochrome)
+    #[arg(long)]
+    pub(super) theme: Option<String>,
+    /// Draw with ASCII characters only (for terminals without Unicode fonts)
+    #[arg(long)]
+    pub(super) ascii: bool,
+    /// Open this results directory at start
+    #[arg(long, value_name = "DIR")]
+    pub(super) open: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct MonitorArgs {
+    /// Log to stdout even on a terminal (without it, a terminal gets the terminal UI's Monitor
+    /// tab; pipes, files, --duration, --pid and --from-tegrastats always log)
+    #[arg(long)]
+    pub(super) headless: bool,
+    /// Time between samples (e.g. 100ms, 1s)
+    #[arg(long, default_value = "1s", value_parser = monitor::parse_duration)]
+    pub(super) interval: std::time::Duration,
+    /// Stop after this long (default: until Ctrl-C)
+    #[arg(long, value_parser = monitor::parse_duration)]
+    pub(super) duration: Option<std::time::Duration>,
+    #[arg(long, value_enum, default_value = "jsonl")]
+    pub(super) format: monitor::Format,
+    /// Also sample this process (CPU %, RSS, peak RSS); the monitor stops when it ends
+    #[arg(long)]
+    pub(super) pid: Option<u32>,
+    /// Turn a tegrastats log into samples instead of sampling this machine (lines without
+    /// timestamps are --interval apart)
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["pid", "duration"])]
+    pub(super) from_tegrastats: Option<PathBuf>,
+    /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
+    #[arg(long, default_value = "/")]
+    pub(super) root: PathBuf,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum RooflineCommand {
+    /// Measure this CPU's ceilings (peak FLOP/s per precision, one thread and all threads; load
+    /// bandwidth per memory level) and keep them for this device
+    Measure {
+        /// Shorter trials (about a third of the default time)
+        #[arg(long, conflicts_with = "thorough")]
+        quick: bool,
+        /// Longer trials, more of them (steadier figures)
+        #[arg(long)]
+        thorough: bool,
+        /// Threads for the all-thread figures (default: every core this process may use)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Print the ceilings and the sweep as JSON
+        #[arg(long)]
+        json: bool,
+    },
+    /// Measure an NVIDIA GPU's ceilings with a CUDA microbenchmark (fp64/fp32/fp16 FMA peaks;
+    /// L1/shared, L2 and device-memory bandwidth by a working-set sweep) and keep them for this
+    /// device; needs the CUDA driver and NVRTC, loaded at run time
+    MeasureGpu {
+        /// The CUDA device number
+        #[arg(long, default_value_t = 0)]
+        device: usize,
+        /// Shorter trials
+        #[arg(long, conflicts_with = "thorough")]
+        quick: bool,
+        /// Longer trials, more of them (steadier figures)
+        #[arg(long)]
+        thorough: bool,
+        /// Print the ceilings and the sweep as JSON
+        #[arg(long)]
+        json: bool,
+        /// Only compile the kernels with NVRTC (no GPU needed) and print the PTX's entry points:
+        /// checks the CUDA toolkit on a machine before its GPU is used
+        #[arg(long)]
+        compile_only: bool,
+        /// NVRTC's target for --compile-only, e.g. compute_87 (default: compute_53, the oldest
+        /// edge GPU, Jetson Nano)
+        #[arg(long, requires = "compile_only", value_name = "compute_XY")]
+        arch: Option<String>,
+    },
+    /// Draw the roofline with this device's ceilings and, given a results directory, its
+    /// conditions as points, followed by the advice for each
+    Show {
+        /// A results directory written by `edgeprof run`
+        results: Option<PathBuf>,
+        /// Ceilings from this file (as saved by `measure`) instead of this device's
+        #[arg(long, value_name = "FILE")]
+        ceilings: Option<PathBuf>,
+        /// The compute roof the points are judged against
+        #[arg(long, value_enum, default_value = "fp32")]
+        precision: PrecisionArg,
+        #[command(flatten)]
+        chart: ChartArgs,
+        /// Print ceilings, points and advice as JSON
+        #[arg(long)]
+        json: bool,
+        /// Where counters are out of reach, simulate each condition's caches with valgrind to get
+        /// L2 and DRAM traffic (slow: one thread, 50–100× native time; kept in the directory)
+        #[arg(long, requires = "results")]
+        cache_sim: bool,
+        /// Counted inferences per simulated condition
+        #[arg(long, default_value_t = 2, value_name = "N", value_parser = clap::value_parser!(u64).range(1..=1000))]
+        cache_sim_iterations: u64,
+        /// GPU N's ceilings (default 0) instead of the CPU's, and the GPU profiles (ncu.csv,
+        /// nvprof-metrics.csv from `roofline profile-gpu --output DIR/NAME`) in the results
+        /// directory as points
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0", conflicts_with = "cache_sim")]
+        gpu: Option<usize>,
+    },
+    /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
+    /// ranked by time share × headroom
+    Layers {
+        /// A zoo model
+        model: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// tract's threads (default: all cores)
+        #[arg(long)]
+        threads: Option<usize>,
+        /// Profiled inferences to average
+        #[arg(long, default_value_t = 10)]
+        runs: usize,
+        /// Ceilings from this file instead of this device's
+        #[arg(long, value_name = "FILE")]
+        ceilings: Option<PathBuf>,
+        #[arg(long)]
+        json: bool,
+        /// Layers drawn on the chart: the highest-ranked
+        #[arg(long, default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..=26))]
+        top: u64,
+        #[command(flatten)]
+        chart: ChartArgs,
+    },
+    /// List the SIMD kernels this CPU can run and check that each does exactly the FLOPs and
+    /// bytes it claims (counts, not speed: meaningful under emulation too)
+    Kernels,
+    /// Place a GPU workload from Nsight Compute output (`ncu --csv` with the hierarchical
+    /// roofline metrics): per-kernel and whole-program points per level, with advice when
+    /// --ceilings gives the GPU's ceilings
+    ImportNcu {
+        /// The CSV ncu printed (application output before the header is fine)
+        path: PathBuf,
+        #[command(flatten)]
+        import: ImportArgs,
+    },
+    /// Run a command under the GPU profiler its GPU needs (ncu from Volta on, nvprof on
+    /// Maxwell/Pascal: Jetson Nano, TX2), keep the CSV, and place it like import-ncu/import-nvprof
+    ProfileGpu {
+        /// The profiler (default: chosen by the GPU's compute capability)
+        #[arg(long, value_enum)]
+        tool: Option<ToolArg>,
+        /// The GPU's compute capability, e.g. 8.7 (default: from NVML, else the Jetson SoC)
+        #[arg(long, value_name = "X.Y")]
+        compute_capability: Option<String>,
+        /// Where the profiler's CSV files go (default: gpu-profile-<UTC time>/)
+        #[arg(long, value_name = "DIR")]
+        output: Option<PathBuf>,
+        #[command(flatten)]
+        import: ImportArgs,
+        /// The workload: a program and its arguments, after --
+        #[arg(last = true, required = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
+    /// Place a GPU workload from nvprof output (Maxwell/Pascal: Jetson Nano, TX2): the CSV of
+    /// `nvprof --csv --metrics flop_count_sp,…`, with kernel times from --summary
+    ImportNvprof {
+        /// The CSV of nvprof's metrics run
+        path: PathBuf,
+        /// The CSV of `nvprof --csv --print-gpu-summary` for the same workload (kernel times)
+        #[arg(long, value_name = "FILE")]
+        summary: Option<PathBuf>,
+        #[command(flatten)]
+        import: ImportArgs,
+    },
+    /// Use the ceilings of an LBNL Empirical Roofline Toolkit run (its roofline.json) for this device
+    ImportErt {
+        /// ERT's roofline.json (either dialect)
+        path: PathBuf,
+        /// ERT's bandwidth sweep (`max` or `max.trimmed` of the FLOPS=1 run), to name the levels
+        /// from this device's cache sizes rather than ERT's positions
+        #[arg(long, value_name = "FILE")]
+        sweep: Option<PathBuf>,
+        /// An ERT GPU run: keep them as GPU N's ceilings (default 0), apart from the CPU's;
+        /// ERT's own level names are kept
+        #[arg(long, value_name = "N", num_args = 0..=1, default_missing_value = "0", conflicts_with = "sweep")]
+        gpu: Option<usize>,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum EffortArg {
+    Quick,
+    Default,
+    Thorough,
+}
+
+impl EffortArg {
+    pub(super) fn effort(self) -> edgeprof::collect::ceilings::Effort {
+        use edgeprof::collect::ceilings::Effort;
+        match self {
+            EffortArg::Quick => Effort::Quick,
+            EffortArg::Default => Effort::Default,
+            EffortArg::Thorough => Effort::Thorough,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum ToolArg {
+    Ncu,
+    Nvprof,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum PrecisionArg {
+    Fp64,
+    Fp32,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct RunArgs {
+    /// The TOML config (`-`: read it from stdin; leave it out with --resume)
+    pub(super) config: Option<PathBuf>,
+    /// Finish an interrupted run in this results directory, skipping conditions already done
+    #[arg(long, value_name = "DIR")]
+    pub(super) resume: Option<PathBuf>,
+    /// Create the results directory under DIR instead of the config's output.dir
+    #[arg(long, value_name = "DIR")]
+    pub(super) output: Option<PathBuf>,
+    /// Print tables only, no terminal charts
+    #[arg(long)]
+    pub(super) no_charts: bool,
+    /// Report on stdout as JSON lines (the results directory and manifest, each run's record,
+    /// the end) instead of tables: what a fleet run reads from each node
+    #[arg(long)]
+    pub(super) stream: bool,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct ReportArgs {
+    /// A results directory written by `edgeprof run`
+    pub(super) dir: PathBuf,
+    /// Write the SVG charts here instead of DIR/charts
+    #[arg(long, value_name = "DIR")]
+    pub(super) svg_dir: Option<PathBuf>,
+    /// Print tables only, no terminal charts
+    #[arg(long)]
+    pub(super) no_charts: bool,
+}
+
+#[derive(Args, Debug)]
+pub(super) struct RunsArgs {
+    /// The output directory to look in (a config's `output.dir`)
+    #[arg(default_value = "results")]
+    pub(super) dir: PathBuf,
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ConfigCommand {
+    /// Validate a config and show its run matrix, skipped conditions and estimated duration
+    Check {
+        /// The TOML config file
+        file: PathBuf,
+        /// Print the resolved config and the plan as JSON
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+pub(super) enum ModelsCommand {
+    /// List the zoo's models with their parameter counts
+    List {
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Per-layer analytic cost (FLOPs, parameters, activation bytes, DRAM traffic) and totals
+    Info {
+        /// Zoo model name (see `edgeprof models list`)
+        name: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Print JSON instead of a table
+        #[arg(long)]
+        json: bool,
+    },
+    /// Export a zoo model with seeded random weights as ONNX (opset 13)
+    Export {
+        /// Zoo model name (see `edgeprof models list`)
+        name: String,
+        #[command(flatten)]
+        shape: ShapeArgs,
+        /// Seed of the random weights
+        #[arg(long, default_value_t = DEFAULT_SEED)]
+        seed: u64,
+        /// Output file
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+        /// Also write an input and tract's output for it in ONNX's test-data layout
+        /// (DIR/test_data_set_0/input_0.pb, output_0.pb), to check other runtimes against
+        #[arg(long, value_name = "DIR")]
+        test_data: Option<PathBuf>,
+    },
+}
+
+/// Chart options shared by the roofline commands.
+#[derive(Args, Debug, Clone)]
+pub(super) struct ChartArgs {
+    /// Plain characters instead of braille
+    #[arg(long)]
+    pub(super) ascii: bool,
+    /// Chart size in terminal cells
+    #[arg(long, default_value_t = 80)]
+    pub(super) width: usize,
+    #[arg(long, default_value_t = 24)]
+    pub(super) height: usize,
+    /// Also write the chart as SVG
+    #[arg(long, value_name = "FILE")]
+    pub(super) svg: Option<PathBuf>,
+}
+
+/// Options of the GPU profiler imports.
+#[derive(Args, Debug)]
+pub(super) struct ImportArgs {
+    /// The GPU's ceilings from this file (as saved by `roofline measure-gpu` or
+    /// `import-ert --gpu`) instead of the stored ceilings of GPU --gpu
+    #[arg(long, value_name = "FILE")]
+    pub(super) ceilings: Option<PathBuf>,
+    /// Whose stored ceilings to use when there is no --ceilings: this CUDA device's
+    #[arg(long, value_name = "N", default_value_t = 0)]
+    pub(super) gpu: usize,
+    /// The program's name on the chart (default: the file's name)
+    #[arg(long)]
+    pub(super) label: Option<String>,
+    /// Print kernels, program, warnings and advice as JSON
+    #[arg(long)]
+    pub(super) json: bool,
+    #[command(flatten)]
+    pub(super) chart: ChartArgs,
+}
+
+/// Shape options shared by the zoo commands.
+#[derive(Args, Debug, Clone)]
+pub(super) struct ShapeArgs {
+    /// Input as CxHxW; height and width at least 32
+    #[arg(long, value_name = "CxHxW", default_value = "3x224x224")]
+    pub(super) input: InputShape,
+    /// Batch size
+    #[arg(long, default_value_t = 1)]
+    pub(super) batch: usize,
+    /// Number of output classes
+    #[arg(long, default_value_t = 1000)]
+    pub(super) classes: usize,
+}
+
+impl ShapeArgs {
+    pub(super) fn params(&self) -> ModelParams {
+        ModelParams {
+            num_classes: self.classes,
+            channels: self.input.channels,
+            height: self.input.height,
+            width: self.input.width,
+            batch: self.batch,
+        }
+    }
+}
+
+#[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Engine {
+    /// Embedded pure-Rust ONNX engine (always available)
+    Tract,
+    /// Embedded candle (Hugging Face's Rust ML framework): zoo models built layer by layer
+    Candle,
+}
+
+impl Engine {
+    pub(super) fn name(self) -> &'static str {
+        match self {
+            Engine::Tract => "tract",
+            Engine::Candle => "candle",
+        }
+    }
+}
+
+#[derive(Args, Debug)]
+pub(super) struct BenchArgs {
+    /// Engine to run the model with
+    #[arg(long, value_enum, default_value = "tract")]
+    pub(super) engine: Engine,
+    /// Zoo model name, or the path of an ONNX file
+    #[arg(long, value_name = "NAME|FILE.onnx")]
+    pub(super) model: String,
+    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape]
+    #[arg(long, value_name = "CxHxW")]
+    pub(super) input: Option<InputShape>,
+    /// Batch size [zoo default: 1]
+    #[arg(long)]
+    pub(super) batch: Option<usize>,
+    /// Number of output classes of a zoo model
+    #[arg(long, default_value_t = 1000)]
+    pub(super) classes: usize,
+    /// Threads for the engine's executor [default: all available cores]
+    #[arg(long)]
+    pub(super) threads: Option<usize>,
+    /// Untimed iterations before timing
+    #[arg(long, default_value_t = 10)]
+    pub(super) warmup: usize,
+    /// Timed iterations
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
+    pub(super) iterations: u64,
+    /// Timed loops of --iterations each, averaged (mean of means, with spread)
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u64).range(1..=1000))]
+    pub(super) repeats: u64,
+    /// Seed of the random weights and input data
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub(super) seed: u64,
+    /// Also profile node by node and show the time per layer
+    #[arg(long)]
+    pub(super) profile: bool,
+    /// Inferences the profile averages over
+    #[arg(long, default_value_t = 10)]
+    pub(super) profile_runs: usize,
+    /// Measure in a separate `edgeprof worker` process (its own process group), as the
+    /// evaluation pipeline does, instead of inside this process
+    #[arg(long)]
+    pub(super) isolated: bool,
+    /// Print JSON (with every sample) instead of a summary
+    #[arg(long)]
+    pub(super) json: bool,
+}
+
+impl ImportArgs {
+    pub(super) fn options(&self) -> roofline::ImportOptions<'_> {
+        roofline::ImportOptions {
+            ceilings: self.ceilings.as_deref(),
+            gpu: self.gpu,
+            label: self.label.as_deref(),
+            json: self.json,
+            ascii: self.chart.ascii,
+            size: (self.chart.width, self.chart.height),
+            svg: self.chart.svg.as_deref(),
+        }
+    }
+}
