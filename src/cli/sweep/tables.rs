@@ -1,0 +1,410 @@
+//! What a stored sweep reads as: its tables and terminal charts, the engine comparison, the
+//! overhead line and its roofline (`run` and `report` print them), and `edgeprof runs`.
+
+use super::*;
+
+/// The roofline of a finished sweep: ceilings of this device (measured first if it has none),
+/// its conditions as points with their advice on stdout, and `roofline.json` and
+/// `charts/roofline.svg` in the results directory.
+pub(super) fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
+    use edgeprof::roofline::{advice, Precision};
+    let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
+    let c = &ceilings.ceilings;
+    let simulations = edgeprof::runner::cachesim::load(&stored.dir)?;
+    let (programs, left_out) = edgeprof::roofline::programs_from_results(stored, &simulations);
+    let analyses: Vec<_> = programs
+        .iter()
+        .filter_map(|p| advice::analyse(p, c).ok())
+        .collect();
+    let value = serde_json::json!({
+        "ceilings": c,
+        "ceilings_file": from,
+        "programs": programs,
+        "left_out": left_out,
+        "analyses": analyses,
+    });
+    let text = serde_json::to_string_pretty(&value).context("cannot encode the roofline")?;
+    results::write_atomic(&stored.dir.join("roofline.json"), (text + "\n").as_bytes())?;
+    let charts = stored.dir.join("charts");
+    std::fs::create_dir_all(&charts)
+        .with_context(|| format!("cannot create {}", charts.display()))?;
+    let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
+    results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
+    Ok(format!(
+        "\nroofline\n{}",
+        crate::cli::roofline::roofline_text(
+            c,
+            &from,
+            &programs,
+            &left_out,
+            Precision::Fp32,
+            false,
+            (80, 24),
+        )
+    ))
+}
+
+/// Where the sweep's time went: the workers' measured work, their process life, and the rest.
+pub fn overhead_line(o: &SweepOutcome) -> String {
+    let outside = (o.wall_s - o.measured_s).max(0.0);
+    let pct = if o.wall_s > 0.0 {
+        100.0 * outside / o.wall_s
+    } else {
+        0.0
+    };
+    format!(
+        "swept in {:.1} s: {:.1} s measured by the workers (load, first inference, warm-up, timed), \
+         {:.1} s outside it ({pct:.1} %: {:.1} s worker start-up and exit, {:.1} s in edgeprof itself)",
+        o.wall_s,
+        o.measured_s,
+        outside,
+        (o.worker_s - o.measured_s).max(0.0),
+        (o.wall_s - o.worker_s).max(0.0),
+    )
+}
+
+pub(super) fn opt(v: Option<f64>, places: usize) -> String {
+    v.map(|x| format!("{x:.places$}"))
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// The framework comparison: mean latency per engine, side by side, for every condition the
+/// engines share (model, input, batch, threads, device); the fastest is starred. Empty when
+/// fewer than two engines ran.
+pub fn engine_comparison(rows: &[summary::Row]) -> String {
+    let mut engines: Vec<&str> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+        let key = format!(
+            "{}/{}/b{}/t{}/{}",
+            r.model, r.input, r.batch, r.threads, r.device
+        );
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if engines.len() < 2 {
+        return String::new();
+    }
+    let table: Vec<Vec<String>> = keys
+        .iter()
+        .map(|key| {
+            let means: Vec<Option<f64>> = engines
+                .iter()
+                .map(|e| {
+                    rows.iter()
+                        .find(|r| {
+                            r.status == "ok"
+                                && r.engine == *e
+                                && format!(
+                                    "{}/{}/b{}/t{}/{}",
+                                    r.model, r.input, r.batch, r.threads, r.device
+                                ) == *key
+                        })
+                        .and_then(|r| r.mean_ms)
+                })
+                .collect();
+            let best = means
+                .iter()
+                .flatten()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let mut row = vec![key.clone()];
+            row.extend(means.iter().map(|m| match m {
+                Some(v) if *v == best => format!("*{v:.3}"),
+                Some(v) => format!("{v:.3}"),
+                None => "-".to_string(),
+            }));
+            row
+        })
+        .collect();
+    let mut header = vec!["mean ms (* fastest)"];
+    header.extend(engines.iter().copied());
+    let mut right = vec![false];
+    right.extend(engines.iter().map(|_| true));
+    format!(
+        "\nframeworks side by side:\n{}",
+        render::table(&header, &right, &table)
+    )
+}
+
+/// Tables and terminal charts of a stored sweep (what `run` and `report` print).
+pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> String {
+    let m = &stored.manifest;
+    let (ok, failed, not_run, skipped) = summary::counts(rows);
+    let mut out = format!(
+        "{} ({}): {ok} ok, {failed} failed, {not_run} not run, {skipped} skipped; started {}, ended {}\n\n",
+        m.name,
+        stored.dir.display(),
+        m.started,
+        m.ended.as_deref().unwrap_or("(not finished)")
+    );
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut flags = Vec::new();
+            if r.noisy == Some(true) {
+                flags.push("noisy".to_string());
+            }
+            if let Some(n) = r.outliers.filter(|&n| n > 0) {
+                flags.push(format!("{n} outliers"));
+            }
+            if r.attempts > 1 {
+                flags.push(format!("{} attempts", r.attempts));
+            }
+            vec![
+                r.id.clone(),
+                r.status.clone(),
+                opt(r.mean_ms, 3),
+                opt(r.mean_spread_ms, 3),
+                opt(r.p99_ms, 3),
+                opt(r.inferences_per_s, 1),
+                r.peak_rss_bytes
+                    .map(render::bytes)
+                    .unwrap_or_else(|| "-".into()),
+                opt(r.cpu_mean_pct, 0),
+                flags.join(", "),
+            ]
+        })
+        .collect();
+    out.push_str(&render::table(
+        &[
+            "condition",
+            "status",
+            "mean ms",
+            "±",
+            "p99 ms",
+            "inf/s",
+            "peak RSS",
+            "CPU %",
+            "notes",
+        ],
+        &[false, false, true, true, true, true, true, true, false],
+        &table_rows,
+    ));
+    let failures: Vec<&summary::Row> = rows
+        .iter()
+        .filter(|r| r.status != "ok" && r.reason.is_some())
+        .collect();
+    if !failures.is_empty() {
+        out.push_str("\nwhy:\n");
+        for r in failures {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                r.id,
+                r.status,
+                r.reason.as_deref().unwrap_or("")
+            );
+            let tail = stored
+                .runs
+                .iter()
+                .rev()
+                .find(|x| x.condition.id == r.id)
+                .and_then(|x| x.failure.as_ref())
+                .map(|f| f.stderr_tail().to_string())
+                .unwrap_or_default();
+            for line in tail
+                .lines()
+                .rev()
+                .take(5)
+                .collect::<Vec<_>>()
+                .into_iter()
+                .rev()
+            {
+                let _ = writeln!(out, "      | {line}");
+            }
+        }
+    }
+    out.push_str(&engine_comparison(rows));
+    // How each engine ran, once per engine, version and note.
+    let mut engines: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        let mut said = r.engine_version.clone().unwrap_or_default();
+        if let Some(note) = &r.engine_note {
+            said = format!("{said}: {note}");
+        }
+        if !said.is_empty() && !engines.contains(&(r.engine.clone(), said.clone())) {
+            engines.push((r.engine.clone(), said));
+        }
+    }
+    if !engines.is_empty() {
+        out.push_str("\nengines:\n");
+        for (engine, said) in &engines {
+            let _ = writeln!(out, "  {engine} {said}");
+        }
+    }
+    let agreement = results::agreement::compare(&stored.dir, rows);
+    if !agreement.is_empty() {
+        let _ = writeln!(
+            out,
+            "\noutputs: each engine's first output against the reference's (same weights and \
+             input; agree = within {:e} of the reference's largest value)",
+            results::agreement::TOLERANCE
+        );
+        let table: Vec<Vec<String>> = agreement
+            .iter()
+            .map(|a| {
+                vec![
+                    a.condition.clone(),
+                    a.reference.clone(),
+                    format!("{:.2e}", a.max_abs_diff),
+                    format!("{:.2e}", a.max_rel_diff),
+                    if a.agree {
+                        "yes".to_string()
+                    } else {
+                        format!(
+                            "NO{}",
+                            a.note
+                                .as_deref()
+                                .map(|n| format!(": {n}"))
+                                .unwrap_or_default()
+                        )
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&render::table(
+            &["condition", "reference", "max |diff|", "relative", "agree"],
+            &[false, false, true, true, false],
+            &table,
+        ));
+    }
+    if charts {
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "mean latency (ms, mean of repeat means)",
+            "ms",
+            &report::latency_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "peak resident memory of the worker (MiB)",
+            "MiB",
+            &report::memory_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_line(
+            "worker CPU utilisation over the sweep (% of one core)",
+            &report::cpu_timeline(&stored.runs, &stored.samples),
+        ));
+    }
+    out
+}
+
+/// `edgeprof report DIR`. The tables go to stdout whatever happens to the files: a directory
+/// that another edgeprof is still writing is read, not written; one that cannot be written
+/// (read-only, a full disk) gets a warning.
+pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyhow::Result<()> {
+    let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    for warning in &stored.warnings {
+        errln!("warning: {warning}");
+    }
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    let writer = edgeprof::lockfile::holder(&dir.join(results::LOCK));
+    if let Some(holder) = &writer {
+        errln!(
+            "{} is still being written by edgeprof ({holder}): showing what it holds so far, \
+             writing nothing",
+            dir.display()
+        );
+    } else {
+        let svg_dir = svg_dir
+            .map(Path::to_path_buf)
+            .unwrap_or_else(|| dir.join("charts"));
+        let written =
+            session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))
+                .and_then(|()| session::write_svgs(&stored, &rows, &svg_dir));
+        match written {
+            Ok(paths) => errln!(
+                "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",
+                dir.display(),
+                paths.len(),
+                svg_dir.display()
+            ),
+            Err(e) => errln!("warning: the summaries and charts were not written: {e:#}"),
+        }
+    }
+    print_out(&report_text(&stored, &rows, charts))
+}
+
+/// `edgeprof runs [DIR]`.
+pub fn runs_command(parent: &Path, json: bool) -> anyhow::Result<()> {
+    use results::listing::{self, State};
+    let found = listing::list(parent).map_err(|e| {
+        BadInput(format!(
+            "cannot list {}: {e} (name the output directory of your runs, e.g. edgeprof runs \
+             results)",
+            parent.display()
+        ))
+    })?;
+    if json {
+        return crate::cli::print_json(&found);
+    }
+    if found.is_empty() {
+        return print_out(&format!(
+            "no results directories under {}\n",
+            parent.display()
+        ));
+    }
+    let rows: Vec<Vec<String>> = found
+        .iter()
+        .map(|l| {
+            let mut notes = Vec::new();
+            if l.failed > 0 {
+                notes.push(format!("{} failed", l.failed));
+            }
+            if let Some(pid) = l.pid {
+                notes.push(format!("pid {pid}"));
+            }
+            if let Some(note) = &l.note {
+                notes.push(note.clone());
+            }
+            vec![
+                l.dir.display().to_string(),
+                l.state.to_string(),
+                format!("{}/{}", l.done, l.total),
+                l.started.clone(),
+                notes.join(", "),
+            ]
+        })
+        .collect();
+    let mut text = render::table(
+        &["directory", "state", "done", "started", "notes"],
+        &[false, false, true, false, false],
+        &rows,
+    );
+    for l in &found {
+        match l.state {
+            State::Running => {
+                let _ = writeln!(
+                    text,
+                    "\n{} is running: follow it with `edgeprof tui --open {}` or `tail -f {}`",
+                    l.dir.display(),
+                    l.dir.display(),
+                    l.dir.join(results::PROGRESS).display()
+                );
+                if let Some(line) = &l.last_progress {
+                    let _ = writeln!(text, "  last: {line}");
+                }
+            }
+            State::Interrupted => {
+                let _ = writeln!(
+                    text,
+                    "\n{} stopped at {} of {}: finish it with `edgeprof run --resume {}`",
+                    l.dir.display(),
+                    l.done,
+                    l.total,
+                    l.dir.display()
+                );
+            }
+            State::Complete | State::Failed => {}
+        }
+    }
+    print_out(&text)
+}
