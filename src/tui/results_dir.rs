@@ -1,0 +1,179 @@
+//! Opening a results directory in the Results tab, the kept ceilings for the Roofline tab, and
+//! following a directory that another edgeprof is still writing.
+
+use super::*;
+
+/// Loads a results directory into the Results and Roofline tabs.
+pub fn open_results(app: &mut App, dir: &Path) {
+    let stored = match results::load(dir) {
+        Ok(s) => s,
+        Err(e) => {
+            app.results.error = Some(format!("{e:#}"));
+            app.say(Severity::Error, format!("{e:#}"));
+            return;
+        }
+    };
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    let utilisation = vec![
+        (
+            "worker CPU (% of a core)".to_string(),
+            edgeprof::report::cpu_timeline(&stored.runs, &stored.samples),
+        ),
+        (
+            "machine CPU (%)".to_string(),
+            edgeprof::report::system_cpu_timeline(&stored.runs, &stored.telemetry),
+        ),
+        (
+            "GPU (%)".to_string(),
+            edgeprof::report::gpu_timeline(&stored.runs, &stored.telemetry),
+        ),
+    ];
+    app.results = app::ResultsView {
+        dir: Some(dir.to_path_buf()),
+        rows,
+        utilisation,
+        ..app::ResultsView::default()
+    };
+    app.results.sort_rows();
+    app.scorecard.rejoin(&app.results.rows);
+    match stored.warnings.first() {
+        Some(w) => app.say(
+            Severity::Warn,
+            format!("{} ({} warning(s) reading it)", w, stored.warnings.len()),
+        ),
+        None => app.say(Severity::Info, format!("opened {}", dir.display())),
+    }
+    let simulations = edgeprof::runner::cachesim::load(dir).unwrap_or_default();
+    let cpu = edgeprof::roofline::programs_from_results(&stored, &simulations);
+    let gpu = edgeprof::roofline::nvidia::programs_in(dir);
+    for (processor, (programs, left_out)) in [(Processor::Cpu, cpu), (Processor::Gpu, gpu)] {
+        let (p, l) = app.roofline.points_of(processor);
+        *p = programs;
+        *l = left_out;
+        let ceilings = app.roofline.ceilings_of(processor);
+        if ceilings.is_none() || matches!(ceilings, Some(Err(_))) {
+            *ceilings = Some(stored_ceilings(processor));
+        }
+    }
+    app.roofline.selected = 0;
+    app.roofline.layers = None;
+    app.roofline.classes = stored.classes();
+    app.roofline.conditions = stored.manifest.conditions.clone();
+    app.refresh_roofline();
+}
+
+/// The kept ceilings of this device's CPU or GPU 0, or what to do to get them.
+pub(super) fn stored_ceilings(
+    processor: Processor,
+) -> Result<(edgeprof::roofline::Ceilings, String), String> {
+    use edgeprof::roofline::store;
+    let fingerprint = edgeprof::collect::device::fingerprint(Path::new("/"));
+    let Some(dir) = store::cache_dir() else {
+        return Err(
+            "no cache directory (set EDGEPROF_CACHE_DIR or HOME), so no stored ceilings".into(),
+        );
+    };
+    let (loaded, path) = match processor {
+        Processor::Cpu => (
+            store::load(&dir, &fingerprint),
+            store::path_for(&dir, &fingerprint),
+        ),
+        Processor::Gpu => (
+            store::load_gpu(&dir, &fingerprint, 0),
+            store::gpu_path_for(&dir, &fingerprint, 0),
+        ),
+    };
+    match (loaded, processor) {
+        (Ok(Some(stored)), _) => Ok((stored.ceilings, path.display().to_string())),
+        (Ok(None), Processor::Cpu) => Err(
+            "no ceilings for this device yet: press m to measure them (about 5 s), or run \
+             `edgeprof roofline measure`"
+                .into(),
+        ),
+        (Ok(None), Processor::Gpu) => Err(
+            "no ceilings for GPU 0 yet: press m to measure them with the CUDA microbenchmark, or \
+             run `edgeprof roofline measure-gpu` (or `roofline import-ert FILE --gpu`); GPU points \
+             come from the profiles kept in the results directory (`roofline profile-gpu --output \
+             DIR/NAME`)"
+                .into(),
+        ),
+        (Err(e), _) => Err(format!("{e:#}")),
+    }
+}
+
+/// What changes on disk while another edgeprof writes a results directory.
+#[derive(PartialEq)]
+pub(super) struct Watched {
+    runs_bytes: Option<u64>,
+    manifest: Option<std::time::SystemTime>,
+    running: bool,
+}
+
+pub(super) fn watched(dir: &Path) -> Watched {
+    Watched {
+        runs_bytes: std::fs::metadata(dir.join(results::RUNS))
+            .ok()
+            .map(|m| m.len()),
+        manifest: std::fs::metadata(dir.join(results::MANIFEST))
+            .and_then(|m| m.modified())
+            .ok(),
+        running: edgeprof::lockfile::holder(&dir.join(results::LOCK)).is_some(),
+    }
+}
+
+/// Follows a results directory that another edgeprof is writing (a sweep started headless,
+/// before the user's SSH session dropped): a message whenever it changes, and a last one when its
+/// writer has let go.
+pub(super) fn spawn_follower(tx: Sender<Message>, dir: PathBuf) {
+    std::thread::spawn(move || {
+        let mut last = watched(&dir);
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+            let now = watched(&dir);
+            if now == last {
+                continue;
+            }
+            let ended = !now.running;
+            last = now;
+            if tx.send(Message::Followed(dir.clone())).is_err() || ended {
+                return;
+            }
+        }
+    });
+}
+
+/// Reloads a followed directory, keeping the table's order and selection, and says where the
+/// sweep stands.
+pub(super) fn follow_update(app: &mut App, dir: &Path) {
+    let (sort, descending, selected) = (
+        app.results.sort,
+        app.results.descending,
+        app.results.selected,
+    );
+    open_results(app, dir);
+    app.results.sort = sort;
+    app.results.descending = descending;
+    app.results.sort_rows();
+    app.results.selected = selected.min(app.results.rows.len().saturating_sub(1));
+    let Some(listing) = results::listing::describe(dir) else {
+        return;
+    };
+    let text = match (listing.state, listing.pid) {
+        (results::listing::State::Running, pid) => format!(
+            "following a running sweep (edgeprof pid {}): {} of {} condition(s) done{}",
+            pid.map_or_else(|| "?".to_string(), |p| p.to_string()),
+            listing.done,
+            listing.total,
+            listing
+                .last_progress
+                .as_deref()
+                .and_then(|l| l.split_once(' ').map(|(_, rest)| format!(" · {rest}")))
+                .unwrap_or_default()
+        ),
+        (state, _) => format!(
+            "the sweep ended: {state}, {} of {} condition(s) done",
+            listing.done, listing.total
+        ),
+    };
+    app.say(Severity::Info, text);
+}
