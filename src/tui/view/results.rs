@@ -1,0 +1,173 @@
+//! The Results tab: the stored sweep's summary rows, sortable.
+
+use super::*;
+
+pub(super) fn opt(v: Option<f64>, places: usize) -> String {
+    v.map_or_else(|| "-".to_string(), |x| format!("{x:.places$}"))
+}
+
+pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
+    let res = &app.results;
+    let Some(dir) = &res.dir else {
+        let text = match &res.error {
+            Some(e) => vec![Line::from(Span::styled(e.clone(), app.theme.error()))],
+            None => vec![Line::from(Span::styled(
+                "no results open: finish a run, or press o and give a results directory",
+                app.theme.muted(),
+            ))],
+        };
+        frame.render_widget(
+            Paragraph::new(text)
+                .wrap(Wrap { trim: true })
+                .block(block(app, "Results", true)),
+            area,
+        );
+        return;
+    };
+    let [table_area, charts] =
+        Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
+    let title = format!("Results: {}", dir.display());
+    let b = block(app, &title, true);
+    let inner = b.inner(table_area);
+    frame.render_widget(b, table_area);
+    let widths = [0usize, 8, 9, 9, 8, 10, 6];
+    let id_width = (inner.width as usize)
+        .saturating_sub(widths.iter().sum::<usize>() + widths.len())
+        .max(12);
+    let cell = |k: usize, text: String| -> String {
+        let w = if k == 0 { id_width } else { widths[k] };
+        let t: String = text.chars().take(w).collect();
+        if k <= 1 {
+            format!("{t:<w$}")
+        } else {
+            format!("{t:>w$}")
+        }
+    };
+    let arrow = if res.descending { "v" } else { "^" };
+    let header: Vec<Span> = RESULT_COLUMNS
+        .iter()
+        .enumerate()
+        .map(|(k, name)| {
+            let name = if k == res.sort {
+                format!("{name}{arrow}")
+            } else {
+                name.to_string()
+            };
+            let style = if k == res.sort {
+                app.theme.accent().add_modifier(Modifier::BOLD)
+            } else {
+                app.theme.accent()
+            };
+            Span::styled(format!("{} ", cell(k, name)), style)
+        })
+        .collect();
+    let mut lines = vec![Line::from(header)];
+    let rows = (inner.height as usize).saturating_sub(1);
+    let first = res.selected.saturating_sub(rows.saturating_sub(1));
+    for (k, r) in res.rows.iter().enumerate().skip(first).take(rows) {
+        let values = [
+            r.id.clone(),
+            r.status.clone(),
+            opt(r.mean_ms, 3),
+            opt(r.p99_ms, 3),
+            opt(r.inferences_per_s, 1),
+            r.peak_rss_bytes.map_or("-".into(), render::bytes),
+            opt(r.cpu_mean_pct, 0),
+        ];
+        let text: Vec<String> = values
+            .into_iter()
+            .enumerate()
+            .map(|(c, v)| cell(c, v))
+            .collect();
+        let style = if k == res.selected {
+            app.theme.selected()
+        } else if r.status == "ok" {
+            app.theme.text()
+        } else {
+            app.theme.error()
+        };
+        lines.push(Line::from(Span::styled(text.join(" "), style)));
+    }
+    if res.rows.is_empty() {
+        lines.push(Line::from(Span::styled(
+            "this directory has no conditions",
+            app.theme.muted(),
+        )));
+    }
+    frame.render_widget(Paragraph::new(lines), inner);
+    let [bars, lines_area] =
+        Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(charts);
+    let b = block(app, "Mean latency (ms) and peak RSS (MiB)", false);
+    let inner = b.inner(bars);
+    frame.render_widget(b, bars);
+    let width = (inner.width as usize).saturating_sub(30).clamp(6, 40);
+    let mut text = edgeprof::report::terminal_bars(
+        "mean latency",
+        "ms",
+        &edgeprof::report::latency_groups(&res.rows),
+        width,
+    );
+    text.push_str(&edgeprof::report::terminal_bars(
+        "peak RSS",
+        "MiB",
+        &edgeprof::report::memory_groups(&res.rows),
+        width,
+    ));
+    if app.ascii {
+        text = text.replace(['█', '▉', '▊', '▋', '▌', '▍', '▎', '▏'], "#");
+    }
+    frame.render_widget(Paragraph::new(text).style(app.theme.text()), inner);
+    let b = block(app, "Utilisation over the sweep (%)", false);
+    let inner = b.inner(lines_area);
+    frame.render_widget(b, lines_area);
+    let present: Vec<&(String, Vec<(f64, f64)>)> = res
+        .utilisation
+        .iter()
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if present.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled("no samples stored", app.theme.muted())),
+            inner,
+        );
+        return;
+    }
+    let each = (inner.height / present.len() as u16).max(2);
+    for (k, (name, points)) in present.iter().enumerate() {
+        let y = inner.y + each * k as u16;
+        if y + 1 >= inner.y + inner.height {
+            break;
+        }
+        let label = Rect::new(inner.x, y, inner.width, 1);
+        let chart = Rect::new(inner.x, y + 1, inner.width, each.saturating_sub(1));
+        let last = points.last().map_or(0.0, |p| p.1);
+        frame.render_widget(
+            Paragraph::new(Span::styled(
+                format!("{name} (last {last:.0})"),
+                Style::default().fg(app.theme.series(k)),
+            )),
+            label,
+        );
+        // Resampled to the width: the mean of the points falling in each column.
+        let width = chart.width.max(1) as usize;
+        let t_max = points.iter().map(|p| p.0).fold(0.0f64, f64::max).max(1e-9);
+        let mut sums = vec![(0.0, 0usize); width];
+        for (t, v) in points.iter() {
+            let col = ((t / t_max) * (width - 1) as f64).round() as usize;
+            sums[col.min(width - 1)].0 += v;
+            sums[col.min(width - 1)].1 += 1;
+        }
+        let data: Vec<u64> = sums
+            .iter()
+            .map(|(s, n)| {
+                if *n > 0 {
+                    (s / *n as f64).round() as u64
+                } else {
+                    0
+                }
+            })
+            .collect();
+        let max = data.iter().copied().max().unwrap_or(1).max(100);
+        frame.render_widget(sparkline(app, &data, Some(max), k), chart);
+    }
+}

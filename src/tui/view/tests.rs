@@ -1,0 +1,543 @@
+//! Snapshots of every tab at 80×24 and 120×40 (insta; in `view/snapshots/`).
+
+use super::super::app::{App, Command, Prompt, PromptFor, RunEvent, Tab};
+use super::super::conditions::tests::conditions;
+use super::super::theme::Theme;
+use super::*;
+use edgeprof::collect::telemetry::{Core, Gpu, Sample};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+use std::path::{Path, PathBuf};
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
+
+fn app(text: &str, ascii: bool) -> App {
+    let Some(theme) = Theme::built_in("dark") else {
+        panic!("no dark theme")
+    };
+    App::new(conditions(text), theme, ascii)
+}
+
+fn default_app() -> App {
+    app(include_str!("../../../configs/default.toml"), false)
+}
+
+fn screen(app: &App, (w, h): (u16, u16)) -> String {
+    let mut terminal = match Terminal::new(TestBackend::new(w, h)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    if let Err(e) = terminal.draw(|f| draw(f, app)) {
+        panic!("{e}");
+    }
+    format!("{}", terminal.backend())
+}
+
+/// Snapshots of `app` at both sizes, named `name_WxH`.
+fn snap(name: &str, app: &App) {
+    for size in SIZES {
+        insta::assert_snapshot!(format!("{name}_{}x{}", size.0, size.1), screen(app, size));
+    }
+}
+
+fn fixture_results() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/small")
+}
+
+fn fixture_ceilings() -> edgeprof::roofline::Ceilings {
+    let text = include_str!("../../../tests/fixtures/ceilings-pi4.json");
+    match serde_json::from_str::<edgeprof::roofline::store::Stored>(text) {
+        Ok(s) => s.ceilings,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+fn sample(t_s: f64, gpu: f64, cpu: [f64; 4]) -> Sample {
+    Sample {
+        t_s,
+        cores: cpu
+            .iter()
+            .enumerate()
+            .map(|(id, &l)| Core {
+                id,
+                online: id != 3,
+                load_pct: (id != 3).then_some(l),
+                freq_mhz: Some(1500),
+            })
+            .collect(),
+        mem_used_bytes: Some((1200 + (t_s * 10.0) as u64) << 20),
+        mem_total_bytes: Some(3956 << 20),
+        gpus: vec![Gpu {
+            name: "jetson gv11b".into(),
+            load_pct: Some(gpu),
+            freq_mhz: Some(1377),
+            mem_used_bytes: Some((900 + (t_s * 5.0) as u64) << 20),
+            ..Gpu::default()
+        }],
+        temperatures: vec![edgeprof::collect::telemetry::Reading {
+            name: "GPU-therm".into(),
+            value: 48.5,
+        }],
+        power_w: Some(9.8),
+        ..Sample::default()
+    }
+}
+
+#[test]
+fn conditions_tab() {
+    let mut a = default_app();
+    snap("conditions", &a);
+    // Into the Models axis, the cursor on the third model.
+    a.axis = 3;
+    a.in_items = true;
+    a.cursors[3] = 2;
+    snap("conditions_models", &a);
+    // Parameters, and an error in the status line.
+    a.axis = 7;
+    a.say(Severity::Error, "nothing to run: 0 skipped, 8 excluded");
+    snap("conditions_parameters_error", &a);
+    a.axis = 8;
+    a.in_items = false;
+    a.status = None;
+    a.prompt = Some(Prompt {
+        purpose: PromptFor::SaveConfig,
+        text: "default.toml".into(),
+    });
+    snap("conditions_metrics_prompt", &a);
+}
+
+#[test]
+fn every_axis_pane() {
+    let mut a = default_app();
+    a.in_items = true;
+    for (k, axis) in AXES.iter().enumerate() {
+        a.axis = k;
+        let name = axis.title().to_lowercase().replace(' ', "_");
+        snap(&format!("axis_{name}"), &a);
+    }
+}
+
+#[test]
+fn help_overlay_and_ascii() {
+    let mut a = app(include_str!("../../../configs/default.toml"), true);
+    a.help = true;
+    snap("help_ascii", &a);
+    a.help = false;
+    a.in_items = true;
+    snap("conditions_ascii", &a);
+}
+
+#[test]
+fn run_tab_of_a_fleet_shows_each_node() {
+    use edgeprof::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+    let mut a = default_app();
+    a.tab = Tab::Run;
+    a.run_event(RunEvent::FleetStarted {
+        dir: PathBuf::from("results/20261130T150000Z-fleet-fleet"),
+        nodes: vec!["pi4".into(), "orin".into(), "nano".into()],
+    });
+    for (node, device) in [
+        ("pi4", "aarch64 Raspberry Pi 4 Model B Rev 1.5, 4 CPU(s)"),
+        ("orin", "aarch64 NVIDIA Jetson AGX Orin, 12 CPU(s)"),
+    ] {
+        a.run_event(RunEvent::Node(FleetEvent::Started {
+            node: node.into(),
+            conditions: 4,
+            device: device.into(),
+        }));
+    }
+    let record = |id: &str, ok: bool| {
+        let condition = edgeprof::runner::matrix::Condition::new(
+            "tract",
+            edgeprof::config::ModelRef::Zoo(id.into()),
+            edgeprof::models::InputShape::default(),
+            1,
+            0,
+            edgeprof::config::Device::Cpu,
+        );
+        Box::new(edgeprof::results::RunRecord {
+            condition,
+            attempt: 1,
+            last: true,
+            started: "2026-11-30T15:00:00Z".into(),
+            ok,
+            reason: (!ok).then(|| {
+                "node pi4 dropped before this condition finished: Connection reset".into()
+            }),
+            failure: None,
+            run: None,
+            stats: None,
+            resources: Default::default(),
+            telemetry: None,
+        })
+    };
+    a.run_event(RunEvent::Node(FleetEvent::Record {
+        node: "orin".into(),
+        record: record("mobilenet_v2", true),
+    }));
+    a.run_event(RunEvent::Node(FleetEvent::Record {
+        node: "pi4".into(),
+        record: record("resnet34", true),
+    }));
+    a.run_event(RunEvent::Node(FleetEvent::Dropped {
+        node: "pi4".into(),
+        reason: "Connection reset by 10.0.0.21 port 22".into(),
+        resuming: true,
+    }));
+    a.run_event(RunEvent::Node(FleetEvent::Record {
+        node: "pi4".into(),
+        record: record("resnet50", false),
+    }));
+    a.run_event(RunEvent::Node(FleetEvent::Finished(NodeOutcome {
+        name: "nano".into(),
+        destination: Some("nano@10.0.0.31".into()),
+        status: NodeStatus::Unreachable,
+        reason: Some("ssh: connect to host 10.0.0.31 port 22: No route to host".into()),
+        resumed: 0,
+        remote_dir: None,
+        conditions: 0,
+        ok: 0,
+        failed: 0,
+    })));
+    assert_eq!((a.run.total, a.run.ok, a.run.failed), (8, 2, 1));
+    assert_eq!(
+        a.run.nodes[0].state,
+        "dropped: Connection reset by 10.0.0.21 port 22"
+    );
+    snap("run_fleet", &a);
+}
+
+#[test]
+fn run_tab() {
+    let mut a = default_app();
+    a.tab = Tab::Run;
+    snap("run_empty", &a);
+    a.run_event(RunEvent::Started {
+        dir: PathBuf::from("results/20261130T020000Z-default"),
+        total: 8,
+        done_before: 0,
+        estimates: vec![10.0; 8],
+        iterations: 500,
+    });
+    a.run_event(RunEvent::Attempt {
+        index: 1,
+        total: 8,
+        condition: "tract/resnet34/3x32x32/b1/t0/cpu".into(),
+        attempt: 1,
+        attempts: 2,
+    });
+    for k in 0..60 {
+        let t = k as f64 * 0.5;
+        a.run_event(RunEvent::Telemetry(Box::new(sample(
+            t,
+            (k * 7 % 100) as f64,
+            [90.0, 85.0, 12.0, 0.0],
+        ))));
+        a.run_event(RunEvent::Worker(edgeprof::collect::proc::ProcSample {
+            t_s: t,
+            cpu_pct: Some(180.0),
+            rss_bytes: Some((40 + k) << 20),
+            hwm_bytes: None,
+            mem_used_bytes: None,
+            mem_total_bytes: None,
+        }));
+    }
+    a.run_event(RunEvent::Timed(250));
+    a.run.elapsed_s = 4.0;
+    snap("run_live", &a);
+    a.run_event(RunEvent::Finished {
+        dir: Some(PathBuf::from("results/20261130T020000Z-default")),
+        outcome: None,
+        error: Some("cannot append to runs.jsonl: No space left on device (os error 28)".into()),
+    });
+    snap("run_error", &a);
+}
+
+#[test]
+fn results_and_roofline_tabs() {
+    let mut a = default_app();
+    a.tab = Tab::Results;
+    snap("results_empty", &a);
+    super::super::open_results(&mut a, Path::new("/nonexistent/results"));
+    // The directory in the message is this test's own; the screen shows it as is.
+    snap("results_missing", &a);
+    a.results.error = None;
+    a.roofline.ceilings = Some(Ok((fixture_ceilings(), "ceilings-pi4.json".into())));
+    super::super::open_results(&mut a, &fixture_results());
+    a.results.dir = Some(PathBuf::from("results/small"));
+    a.status = None;
+    snap("results", &a);
+    a.key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Right,
+        crossterm::event::KeyModifiers::NONE,
+    ));
+    a.key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Right,
+        crossterm::event::KeyModifiers::NONE,
+    ));
+    assert_eq!(a.results.sort, 2);
+    // Sorted by mean latency: shufflenet first.
+    assert!(
+        a.results.rows[0].id.contains("shufflenet"),
+        "{:?}",
+        a.results.rows[0].id
+    );
+    a.tab = Tab::Roofline;
+    snap("roofline", &a);
+    a.roofline.selected = 1;
+    snap("roofline_second", &a);
+    // The drill-down into the second condition's layers (profiled by hand here).
+    let Some(Command::Layers { condition, classes }) = a.key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Char('l'),
+        crossterm::event::KeyModifiers::NONE,
+    )) else {
+        panic!("no drill-down")
+    };
+    assert_eq!(classes, 1000);
+    snap("roofline_layers_pending", &a);
+    let layer = |label: &str, mflops: f64, ms: f64, kib: f64| edgeprof::roofline::Program {
+        label: label.into(),
+        precision: edgeprof::roofline::Precision::Fp32,
+        flops: mflops * 1e6,
+        seconds: ms / 1e3,
+        traffic: vec![(edgeprof::roofline::Level::Dram, kib * 1024.0)],
+        source: edgeprof::roofline::PointSource::Analytic,
+        basis: Vec::new(),
+    };
+    a.layers_profiled(
+        condition.id.clone(),
+        Ok(vec![
+            layer("features.0.conv", 1.8, 0.30, 120.0),
+            layer("features.1.dw", 0.4, 0.45, 400.0),
+            layer("features.2.pw", 3.2, 0.20, 60.0),
+            layer("classifier", 1.3, 0.10, 5000.0),
+        ]),
+    );
+    snap("roofline_layers", &a);
+    a.key(crossterm::event::KeyEvent::new(
+        crossterm::event::KeyCode::Esc,
+        crossterm::event::KeyModifiers::NONE,
+    ));
+    assert!(a.roofline.layers.is_none());
+    a.roofline = Default::default();
+    snap("roofline_empty", &a);
+    a.roofline.ceilings = Some(Err(
+        "no ceilings for this device yet: press m to measure them (about 5 s), or run \
+         `edgeprof roofline measure`"
+            .into(),
+    ));
+    snap("roofline_no_ceilings", &a);
+    assert_eq!(
+        a.key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('m'),
+            crossterm::event::KeyModifiers::NONE,
+        )),
+        Some(Command::MeasureCeilings(edgeprof::roofline::Processor::Cpu))
+    );
+}
+
+#[test]
+fn the_gpu_side_of_the_roofline() {
+    use edgeprof::roofline::Processor;
+    let key = |a: &mut App, c: char| {
+        a.key(crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char(c),
+            crossterm::event::KeyModifiers::NONE,
+        ))
+    };
+    let mut a = default_app();
+    a.tab = Tab::Roofline;
+    a.roofline.ceilings = Some(Ok((fixture_ceilings(), "ceilings-pi4.json".into())));
+    // g: the GPU side, whose ceilings are read first.
+    assert_eq!(
+        key(&mut a, 'g'),
+        Some(Command::LoadCeilings(Processor::Gpu))
+    );
+    assert_eq!(a.roofline.processor, Processor::Gpu);
+    a.roofline.ceilings = Some(Err(
+        "no ceilings for GPU 0 yet: press m to measure them with \
+         the CUDA microbenchmark, or run `edgeprof roofline measure-gpu`"
+            .into(),
+    ));
+    snap("roofline_gpu_no_ceilings", &a);
+    assert_eq!(
+        key(&mut a, 'm'),
+        Some(Command::MeasureCeilings(Processor::Gpu))
+    );
+    let stored: edgeprof::roofline::store::Stored = match serde_json::from_str(include_str!(
+        "../../../tests/fixtures/ceilings-orin-gpu.json"
+    )) {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    a.roofline.ceilings = Some(Ok((stored.ceilings, "ceilings-orin-gpu.json".into())));
+    let import = match edgeprof::roofline::nvidia::parse_ncu(include_str!(
+        "../../../tests/fixtures/gpu-profilers/ncu-orin.csv"
+    )) {
+        Ok(i) => i,
+        Err(e) => panic!("{e}"),
+    };
+    a.roofline.programs = edgeprof::roofline::nvidia::program(&import, "resnet-orin")
+        .into_iter()
+        .collect();
+    a.roofline.left_out = vec![("broken".into(), "not Nsight Compute CSV output".into())];
+    a.refresh_roofline();
+    assert!(
+        matches!(a.roofline.analyses.first(), Some(Ok(_))),
+        "{:?}",
+        a.roofline.analyses
+    );
+    snap("roofline_gpu", &a);
+    // g again: the CPU side as it was; a side already seen is not read again.
+    assert_eq!(key(&mut a, 'g'), None);
+    assert_eq!(a.roofline.processor, Processor::Cpu);
+    assert!(matches!(&a.roofline.ceilings, Some(Ok((_, from))) if from == "ceilings-pi4.json"));
+    assert_eq!(key(&mut a, 'g'), None);
+    assert_eq!(a.roofline.programs.len(), 1);
+}
+
+#[test]
+fn scorecard_tab() -> anyhow::Result<()> {
+    use edgeprof::scorecard::here::{Here, State};
+    let mut a = default_app();
+    a.tab = Tab::Scorecard;
+    a.scorecard.cards = edgeprof::scorecard::cards::shipped()?;
+    a.scorecard.rejoin(&[]);
+    snap("scorecard_unprobed", &a);
+    super::super::open_results(&mut a, &fixture_results());
+    let here = |name: &str, state, version: Option<&str>, devices: &[&str]| Here {
+        framework: name.into(),
+        state,
+        version: version.map(str::to_string),
+        python: None,
+        devices: devices.iter().map(|d| d.to_string()).collect(),
+        tools: Vec::new(),
+        note: None,
+    };
+    a.frameworks_probed(vec![
+        here("tract", State::BuiltIn, Some("0.23.9"), &["CPU (asimd)"]),
+        here("candle", State::BuiltIn, Some("0.11.1"), &["CPU (asimd)"]),
+        here(
+            "onnxruntime",
+            State::Installed,
+            Some("1.32.0"),
+            &["CPUExecutionProvider"],
+        ),
+        here("tensorrt", State::Absent, None, &[]),
+    ]);
+    a.tab = Tab::Scorecard;
+    snap("scorecard_tract", &a);
+    // The runtime table of the selected framework comes from the open results.
+    let text = screen(&a, (120, 40));
+    assert!(text.contains("mobilenet_v2"), "{text}");
+    a.key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Down,
+    ));
+    a.key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::PageDown,
+    ));
+    assert_eq!((a.scorecard.selected, a.scorecard.scroll), (1, 10));
+    let probe = a.key(crossterm::event::KeyEvent::from(
+        crossterm::event::KeyCode::Char('p'),
+    ));
+    assert_eq!(probe, Some(Command::ProbeFrameworks));
+    assert!(a.scorecard.probing);
+    Ok(())
+}
+
+#[test]
+fn tune_tab() {
+    use super::super::app::{TuneMsg, TuneResult};
+    let mut a = default_app();
+    a.tab = Tab::Tune;
+    snap("tune_empty", &a);
+    a.tune_event(TuneMsg::Started {
+        dir: PathBuf::from("results/20261130T120000Z-tune-mobilenet_v2"),
+        title: "mobilenet_v2 3x64x64 for latency".into(),
+        unit: "ms".into(),
+        budget: 12,
+        candidates: 48,
+        skipped: vec!["pytorch: pytorch is not set up (run: edgeprof env setup pytorch)".into()],
+    });
+    let trials = [
+        ("tract t2 all b1", None, Some(5.433)),
+        (
+            "onnxruntime t2 one b4 graph_optimization_level=all spinning=false",
+            None,
+            Some(3.902),
+        ),
+        (
+            "onnxruntime t1 one b4 graph_optimization_level=all spinning=false",
+            Some((5.514, 0.32)),
+            Some(3.738),
+        ),
+        ("candle t1 one b4", Some((4.34, 0.95)), None),
+        (
+            "onnxruntime t1 one b1 graph_optimization_level=all spinning=false",
+            Some((4.925, 0.31)),
+            Some(1.017),
+        ),
+    ];
+    let mut best: Option<f64> = None;
+    for (k, (label, predicted, cost)) in trials.iter().enumerate() {
+        a.tune_event(TuneMsg::Trial {
+            n: k + 1,
+            label: label.to_string(),
+            predicted: *predicted,
+        });
+        if let Some(c) = cost {
+            best = Some(best.map_or(*c, |b: f64| b.min(*c)));
+        }
+        a.tune_event(TuneMsg::Measured {
+            n: k + 1,
+            cost: *cost,
+            failure: cost
+                .is_none()
+                .then(|| "peak memory 900.0 MiB exceeds the limit".into()),
+            best_cost: best,
+        });
+    }
+    a.tune_event(TuneMsg::Trial {
+        n: 6,
+        label: "onnxruntime t2 all b1 graph_optimization_level=all spinning=false".into(),
+        predicted: Some((1.068, 0.16)),
+    });
+    snap("tune_running", &a);
+    a.tune_event(TuneMsg::Measured {
+        n: 6,
+        cost: Some(1.265),
+        failure: None,
+        best_cost: Some(1.017),
+    });
+    a.tune_event(TuneMsg::Finished {
+        result: Some(TuneResult {
+            stop: "the trial budget was spent".into(),
+            best: Some((
+                "onnxruntime t1 one b1 graph_optimization_level=all spinning=false".into(),
+                1.017,
+            )),
+            default: ("tract t2 all b1".into(), Some(5.433)),
+            confirmed: Some((6.054, 1.263, 4.79)),
+            model_error: Some((0.371, 0.733, 4)),
+            keep_default: false,
+        }),
+        error: None,
+    });
+    assert!(!a.tune.active);
+    snap("tune_done", &a);
+}
+
+#[test]
+fn monitor_tab() {
+    let mut a = default_app();
+    a.tab = Tab::Monitor;
+    snap("monitor_empty", &a);
+    for k in 0..40 {
+        let mut s = sample(k as f64, (k * 13 % 100) as f64, [55.0, 20.0, 100.0, 0.0]);
+        if k == 39 {
+            s.throttling = vec!["under-voltage".into()];
+        }
+        a.monitor_sample(s);
+    }
+    snap("monitor", &a);
+}
