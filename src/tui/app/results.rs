@@ -1,0 +1,55 @@
+//! The Results tab's state: a stored sweep's summary rows and their order.
+
+use super::*;
+
+/// The Results tab's state: a stored sweep's rows, sorted.
+#[derive(Debug, Clone, Default)]
+pub struct ResultsView {
+    pub dir: Option<PathBuf>,
+    pub rows: Vec<Row>,
+    pub error: Option<String>,
+    pub sort: usize,
+    pub descending: bool,
+    pub selected: usize,
+    /// Over the sweep's time: worker CPU %, machine CPU %, GPU %.
+    pub utilisation: Vec<(String, Vec<(f64, f64)>)>,
+}
+
+/// The sortable columns of the results table.
+pub const RESULT_COLUMNS: [&str; 7] = [
+    "condition",
+    "status",
+    "mean ms",
+    "p99 ms",
+    "inf/s",
+    "peak RSS",
+    "CPU %",
+];
+
+impl ResultsView {
+    pub fn sort_rows(&mut self) {
+        let key = |r: &Row| -> f64 {
+            match self.sort {
+                2 => r.mean_ms.unwrap_or(f64::INFINITY),
+                3 => r.p99_ms.unwrap_or(f64::INFINITY),
+                4 => r.inferences_per_s.unwrap_or(-1.0),
+                5 => r.peak_rss_bytes.map_or(-1.0, |b| b as f64),
+                6 => r.cpu_mean_pct.unwrap_or(-1.0),
+                _ => 0.0,
+            }
+        };
+        let sort = self.sort;
+        self.rows.sort_by(|a, b| {
+            let order = match sort {
+                0 => a.id.cmp(&b.id),
+                1 => a.status.cmp(&b.status).then(a.id.cmp(&b.id)),
+                _ => key(a).total_cmp(&key(b)),
+            };
+            if self.descending {
+                order.reverse()
+            } else {
+                order
+            }
+        });
+    }
+}

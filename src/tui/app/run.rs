@@ -1,0 +1,447 @@
+//! The Run and Monitor tabs' state: a sweep's events as the UI receives them, its progress, and the
+//! live telemetry figures.
+
+use super::*;
+
+/// How a sweep is going, as the run thread reports it.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    Started {
+        dir: PathBuf,
+        total: usize,
+        done_before: usize,
+        estimates: Vec<f64>,
+        iterations: usize,
+    },
+    Attempt {
+        index: usize,
+        total: usize,
+        condition: String,
+        attempt: usize,
+        attempts: usize,
+    },
+    Timed(usize),
+    Worker(ProcSample),
+    Telemetry(Box<Sample>),
+    Done {
+        record: Box<RunRecord>,
+        retry: bool,
+    },
+    Cooldown(f64),
+    /// A fleet run began: its directory and nodes.
+    FleetStarted {
+        dir: PathBuf,
+        nodes: Vec<String>,
+    },
+    /// How one node of a fleet run is going.
+    Node(edgeprof::fleet::run::FleetEvent),
+    Finished {
+        dir: Option<PathBuf>,
+        outcome: Option<SweepOutcome>,
+        error: Option<String>,
+    },
+}
+
+/// Points kept for the live charts.
+pub const HISTORY: usize = 240;
+
+pub(super) fn push(series: &mut VecDeque<f64>, v: f64) {
+    if series.len() == HISTORY {
+        series.pop_front();
+    }
+    series.push_back(v);
+}
+
+/// Live figures of telemetry samples, for the Run and Monitor tabs.
+#[derive(Debug, Clone, Default)]
+pub struct Live {
+    pub gpu_load: VecDeque<f64>,
+    pub gpu_mem_mib: VecDeque<f64>,
+    pub mem_used_mib: VecDeque<f64>,
+    pub cpu_mean: VecDeque<f64>,
+    pub power_w: VecDeque<f64>,
+    /// The latest sample, whole.
+    pub last: Option<Sample>,
+    pub samples: usize,
+}
+
+impl Live {
+    /// The machine's memory in MiB, the scale of the memory chart.
+    pub fn mem_total_mib(&self) -> Option<u64> {
+        let total = self.last.as_ref()?.mem_total_bytes?;
+        Some(total >> 20)
+    }
+
+    pub fn add(&mut self, sample: Sample) {
+        const MIB: f64 = (1u64 << 20) as f64;
+        if let Some(g) = sample.gpus.first() {
+            if let Some(l) = g.load_pct {
+                push(&mut self.gpu_load, l);
+            }
+            if let Some(m) = g.mem_used_bytes {
+                push(&mut self.gpu_mem_mib, m as f64 / MIB);
+            }
+        }
+        if let Some(m) = sample.mem_used_bytes {
+            push(&mut self.mem_used_mib, m as f64 / MIB);
+        }
+        if let Some(c) = sample.cpu_load_pct() {
+            push(&mut self.cpu_mean, c);
+        }
+        if let Some(w) = sample.power_w {
+            push(&mut self.power_w, w);
+        }
+        self.samples += 1;
+        self.last = Some(sample);
+    }
+}
+
+/// One node of a fleet run, as the Run tab shows it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NodeProgress {
+    pub name: String,
+    /// Its conditions (known once it started), and their results so far.
+    pub total: usize,
+    pub ok: usize,
+    pub failed: usize,
+    /// `starting`, `running on DEVICE`, `dropped: …`, `complete` …
+    pub state: String,
+}
+
+/// The Run tab's state.
+#[derive(Debug, Clone, Default)]
+pub struct RunView {
+    /// A fleet run's nodes (empty for a run on this machine).
+    pub nodes: Vec<NodeProgress>,
+    pub active: bool,
+    pub dir: Option<PathBuf>,
+    pub total: usize,
+    pub index: usize,
+    pub current: String,
+    pub attempt: usize,
+    pub attempts: usize,
+    pub iterations: usize,
+    pub timed: usize,
+    /// Seconds since the run started (the loop advances it; tests set it).
+    pub elapsed_s: f64,
+    pub estimates: Vec<f64>,
+    pub finished: usize,
+    pub estimated_done: f64,
+    pub elapsed_done: f64,
+    pub current_started_s: Option<f64>,
+    pub ok: usize,
+    pub failed: usize,
+    pub rss_mib: VecDeque<f64>,
+    pub worker_cpu: VecDeque<f64>,
+    pub live: Live,
+    pub log: Vec<(Severity, String)>,
+    pub outcome: Option<SweepOutcome>,
+    pub error: Option<String>,
+}
+
+impl RunView {
+    /// Share of the plan done, counting the current condition's timed iterations.
+    pub fn fraction(&self) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        if !self.nodes.is_empty() {
+            return ((self.ok + self.failed) as f64 / self.total as f64).min(1.0);
+        }
+        let within = if self.iterations > 0 && self.active {
+            (self.timed as f64 / self.iterations as f64).min(1.0)
+        } else {
+            0.0
+        };
+        let done = if self.active {
+            self.index.saturating_sub(1) as f64 + within
+        } else {
+            (self.ok + self.failed) as f64
+        };
+        (done / self.total as f64).min(1.0)
+    }
+
+    /// Seconds left: the estimates not finished, scaled by how the finished ones compared with
+    /// their estimates here, less what the current one has run.
+    pub fn eta_s(&self) -> f64 {
+        let in_current = self
+            .current_started_s
+            .map_or(0.0, |t| (self.elapsed_s - t).max(0.0));
+        edgeprof::runner::matrix::eta_seconds(
+            &self.estimates,
+            self.finished,
+            self.estimated_done,
+            self.elapsed_done,
+            in_current,
+        )
+    }
+}
+
+impl App {
+    /// A sweep's progress.
+    pub fn run_event(&mut self, event: RunEvent) {
+        let r = &mut self.run;
+        match event {
+            RunEvent::Started {
+                dir,
+                total,
+                done_before,
+                estimates,
+                iterations,
+            } => {
+                *r = RunView {
+                    active: true,
+                    log: vec![(
+                        Severity::Info,
+                        format!(
+                            "{} condition(s), estimated {}; results in {}",
+                            estimates.len(),
+                            crate::cli::render::duration(estimates.iter().sum()),
+                            dir.display()
+                        ),
+                    )],
+                    dir: Some(dir),
+                    total,
+                    index: done_before,
+                    estimates,
+                    iterations,
+                    ..RunView::default()
+                };
+            }
+            RunEvent::Attempt {
+                index,
+                total,
+                condition,
+                attempt,
+                attempts,
+            } => {
+                r.index = index;
+                r.total = total;
+                r.attempt = attempt;
+                r.attempts = attempts;
+                r.timed = 0;
+                if r.current_started_s.is_none() {
+                    r.current_started_s = Some(r.elapsed_s);
+                }
+                if attempt > 1 {
+                    r.log.push((
+                        Severity::Warn,
+                        format!("{condition}: attempt {attempt} of {attempts}"),
+                    ));
+                }
+                r.current = condition;
+            }
+            RunEvent::Timed(n) => r.timed = n,
+            RunEvent::Worker(s) => {
+                if let Some(b) = s.rss_bytes {
+                    push(&mut r.rss_mib, b as f64 / (1u64 << 20) as f64);
+                }
+                if let Some(c) = s.cpu_pct {
+                    push(&mut r.worker_cpu, c);
+                }
+            }
+            RunEvent::Telemetry(s) => r.live.add(*s),
+            RunEvent::Done { record, retry } => {
+                if !retry {
+                    r.estimated_done += r.estimates.get(r.finished).copied().unwrap_or(0.0);
+                    r.elapsed_done = r.elapsed_s;
+                    r.finished += 1;
+                    r.current_started_s = None;
+                    if record.ok {
+                        r.ok += 1;
+                    } else {
+                        r.failed += 1;
+                    }
+                }
+                let id = &record.condition.id;
+                let line = match (&record.stats, &record.reason) {
+                    (Some(s), None) => {
+                        let rs = &s.repeat_summary;
+                        let mut line = format!(
+                            "{id}: ok, {:.3} ms ± {:.3}, {:.1}/s",
+                            rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
+                        );
+                        if s.noisy {
+                            line.push_str(&format!(", noisy (CV {:.1} %)", 100.0 * s.cv));
+                        }
+                        (Severity::Info, line)
+                    }
+                    (_, reason) => (
+                        if retry {
+                            Severity::Warn
+                        } else {
+                            Severity::Error
+                        },
+                        format!(
+                            "{id}: failed{}: {}",
+                            if retry { ", retrying" } else { "" },
+                            reason.as_deref().unwrap_or("unknown reason")
+                        ),
+                    ),
+                };
+                r.log.push(line);
+                if let Some(t) = &record.telemetry {
+                    if t.throttled {
+                        r.log.push((
+                            Severity::Warn,
+                            format!("{id}: THROTTLED ({})", t.reasons.join("; ")),
+                        ));
+                    }
+                }
+            }
+            RunEvent::Cooldown(s) => r.log.push((Severity::Info, format!("cooling down {s} s"))),
+            RunEvent::FleetStarted { dir, nodes } => {
+                *r = RunView {
+                    active: true,
+                    log: vec![(
+                        Severity::Info,
+                        format!(
+                            "fleet run on {}; results in {}",
+                            nodes.join(", "),
+                            dir.display()
+                        ),
+                    )],
+                    nodes: nodes
+                        .into_iter()
+                        .map(|name| NodeProgress {
+                            name,
+                            state: "starting".into(),
+                            ..NodeProgress::default()
+                        })
+                        .collect(),
+                    dir: Some(dir),
+                    ..RunView::default()
+                };
+            }
+            RunEvent::Node(event) => {
+                use edgeprof::fleet::run::{FleetEvent, NodeStatus};
+                let name = match &event {
+                    FleetEvent::Started { node, .. }
+                    | FleetEvent::Record { node, .. }
+                    | FleetEvent::Dropped { node, .. } => node.clone(),
+                    FleetEvent::Finished(o) => o.name.clone(),
+                };
+                let Some(i) = r.nodes.iter().position(|n| n.name == name) else {
+                    return;
+                };
+                match event {
+                    FleetEvent::Started {
+                        conditions, device, ..
+                    } => {
+                        r.nodes[i].total = conditions;
+                        r.nodes[i].state = format!("running on {device}");
+                        r.total += conditions;
+                        r.log.push((
+                            Severity::Info,
+                            format!("[{name}] started: {conditions} condition(s) on {device}"),
+                        ));
+                    }
+                    FleetEvent::Record { record, .. } => {
+                        if record.ok || record.last {
+                            if record.ok {
+                                r.nodes[i].ok += 1;
+                                r.ok += 1;
+                            } else {
+                                r.nodes[i].failed += 1;
+                                r.failed += 1;
+                            }
+                            r.index = r.ok + r.failed;
+                        }
+                        let line = if record.ok {
+                            let median = record
+                                .stats
+                                .as_ref()
+                                .map(|s| format!(", median {:.3} ms", s.latency.median_ms))
+                                .unwrap_or_default();
+                            (
+                                Severity::Info,
+                                format!("[{name}] {}: ok{median}", record.condition.id),
+                            )
+                        } else {
+                            (
+                                Severity::Error,
+                                format!(
+                                    "[{name}] {}: failed: {}",
+                                    record.condition.id,
+                                    record.reason.as_deref().unwrap_or("unknown reason")
+                                ),
+                            )
+                        };
+                        r.log.push(line);
+                    }
+                    FleetEvent::Dropped {
+                        reason, resuming, ..
+                    } => {
+                        r.nodes[i].state = format!("dropped: {reason}");
+                        r.log.push((
+                            Severity::Warn,
+                            format!(
+                                "[{name}] dropped: {reason}{}",
+                                if resuming { "; trying again" } else { "" }
+                            ),
+                        ));
+                    }
+                    FleetEvent::Finished(o) => {
+                        // A node that never started has no count until now.
+                        if o.conditions > r.nodes[i].total {
+                            r.total += o.conditions - r.nodes[i].total;
+                            r.nodes[i].total = o.conditions;
+                        }
+                        r.nodes[i].state = match o.status {
+                            NodeStatus::Complete => "complete".to_string(),
+                            NodeStatus::Dropped => format!(
+                                "dropped: {}",
+                                o.reason.as_deref().unwrap_or("no reason given")
+                            ),
+                            NodeStatus::Unreachable => format!(
+                                "unreachable: {}",
+                                o.reason.as_deref().unwrap_or("no reason given")
+                            ),
+                        };
+                    }
+                }
+            }
+            RunEvent::Finished {
+                dir,
+                outcome,
+                error,
+            } => {
+                r.active = false;
+                r.current_started_s = None;
+                let line = match (&outcome, &error) {
+                    (_, Some(e)) => (Severity::Error, format!("the run stopped: {e}")),
+                    (Some(o), None) if o.interrupted => (
+                        Severity::Warn,
+                        format!(
+                            "cancelled after {} ok, {} failed; finish with: edgeprof run --resume {}",
+                            o.ok,
+                            o.failed,
+                            dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()
+                        ),
+                    ),
+                    (Some(o), None) => (
+                        if o.failed > 0 {
+                            Severity::Warn
+                        } else {
+                            Severity::Info
+                        },
+                        format!("done: {} ok, {} failed", o.ok, o.failed),
+                    ),
+                    (None, None) => (Severity::Warn, "the run ended".to_string()),
+                };
+                self.status = Some(line.clone());
+                r.log.push(line);
+                r.outcome = outcome;
+                r.error = error;
+                if dir.is_some() {
+                    r.dir = dir;
+                }
+            }
+        }
+    }
+
+    /// A telemetry sample from the monitor thread.
+    pub fn monitor_sample(&mut self, sample: Sample) {
+        self.monitor.add(sample);
+    }
+}

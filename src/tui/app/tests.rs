@@ -1,0 +1,175 @@
+//! Keys and events driven through the UI's state.
+
+use super::super::conditions::tests::conditions;
+use super::*;
+
+fn app() -> App {
+    let Some(theme) = Theme::built_in("dark") else {
+        panic!("no dark theme")
+    };
+    App::new(
+        conditions("[matrix]\nmodels = [\"resnet34\"]\n"),
+        theme,
+        false,
+    )
+}
+
+fn press(app: &mut App, code: KeyCode) -> Option<Command> {
+    app.key(KeyEvent::new(code, KeyModifiers::NONE))
+}
+
+/// A node that never started sends no count first: its failure records and outcome bring
+/// their own.
+#[test]
+fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
+    use edgeprof::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
+    let mut a = app();
+    a.run_event(RunEvent::FleetStarted {
+        dir: PathBuf::from("results/f-fleet"),
+        nodes: vec!["gone".into()],
+    });
+    for model in ["resnet34", "resnet50"] {
+        let condition = edgeprof::runner::matrix::Condition::new(
+            "tract",
+            edgeprof::config::ModelRef::Zoo(model.into()),
+            edgeprof::models::InputShape::default(),
+            1,
+            0,
+            edgeprof::config::Device::Cpu,
+        );
+        a.run_event(RunEvent::Node(FleetEvent::Record {
+            node: "gone".into(),
+            record: Box::new(edgeprof::results::RunRecord {
+                condition,
+                attempt: 1,
+                last: true,
+                started: "2026-11-30T15:00:00Z".into(),
+                ok: false,
+                reason: Some("node gone never started its share: refused".into()),
+                failure: None,
+                run: None,
+                stats: None,
+                resources: Default::default(),
+                telemetry: None,
+            }),
+        }));
+    }
+    a.run_event(RunEvent::Node(FleetEvent::Finished(NodeOutcome {
+        name: "gone".into(),
+        destination: Some("pi@10.0.0.9".into()),
+        status: NodeStatus::Unreachable,
+        reason: Some("refused".into()),
+        resumed: 0,
+        remote_dir: None,
+        conditions: 2,
+        ok: 0,
+        failed: 2,
+    })));
+    assert_eq!((a.run.nodes[0].total, a.run.nodes[0].failed), (2, 2));
+    assert_eq!((a.run.total, a.run.failed), (2, 2));
+    assert_eq!(a.run.fraction(), 1.0);
+}
+
+#[test]
+fn tabs_help_and_quit() {
+    let mut a = app();
+    press(&mut a, KeyCode::Char('3'));
+    assert_eq!(a.tab, Tab::Results);
+    press(&mut a, KeyCode::Tab);
+    assert_eq!(a.tab, Tab::Roofline);
+    press(&mut a, KeyCode::BackTab);
+    press(&mut a, KeyCode::BackTab);
+    assert_eq!(a.tab, Tab::Run);
+    press(&mut a, KeyCode::Char('?'));
+    assert!(a.help);
+    // Keys go to the help overlay while it is open.
+    assert_eq!(press(&mut a, KeyCode::Char('q')), None);
+    assert!(!a.help && !a.quit);
+    a.run.active = true;
+    assert_eq!(press(&mut a, KeyCode::Char('q')), None);
+    assert!(a
+        .status
+        .as_ref()
+        .is_some_and(|s| s.1.contains("in progress")));
+    assert_eq!(press(&mut a, KeyCode::Char('Q')), Some(Command::Quit));
+}
+
+#[test]
+fn tuning_starts_from_the_tune_tab_and_cancels() {
+    let mut a = app();
+    assert_eq!(press(&mut a, KeyCode::Char('6')), None);
+    assert_eq!(a.tab, Tab::Tune);
+    let Some(Command::StartTune { text, .. }) = press(&mut a, KeyCode::Char('t')) else {
+        panic!("t started no tuning")
+    };
+    assert!(text.contains("[matrix]"), "{text}");
+    assert!(a.tune.active);
+    // One at a time.
+    assert_eq!(press(&mut a, KeyCode::Char('t')), None);
+    assert_eq!(press(&mut a, KeyCode::Char('c')), Some(Command::CancelRun));
+    a.tune_event(TuneMsg::Finished {
+        result: None,
+        error: Some("no candidate can run here".into()),
+    });
+    assert!(!a.tune.active);
+    assert_eq!(a.tune.error.as_deref(), Some("no candidate can run here"));
+    assert!(matches!(a.status, Some((Severity::Error, _))));
+    assert_eq!(press(&mut a, KeyCode::Char('c')), None);
+}
+
+#[test]
+fn selecting_and_running_from_keys() {
+    let mut a = app();
+    // Down to "Batch sizes", into its items, tick 2.
+    for _ in 0..5 {
+        press(&mut a, KeyCode::Down);
+    }
+    assert_eq!(a.current_axis(), Axis::Batch);
+    press(&mut a, KeyCode::Right);
+    press(&mut a, KeyCode::Down);
+    press(&mut a, KeyCode::Char(' '));
+    assert_eq!(a.conditions.config.matrix.batch, vec![1, 2]);
+    let Some(Command::StartRun { text, .. }) = press(&mut a, KeyCode::Char('r')) else {
+        panic!("no run")
+    };
+    assert!(text.contains("batch = [1, 2]"), "{text}");
+    assert_eq!(a.tab, Tab::Run);
+}
+
+#[test]
+fn prompts_produce_commands() {
+    let mut a = app();
+    press(&mut a, KeyCode::Char('w'));
+    let Some(p) = &a.prompt else {
+        panic!("no prompt")
+    };
+    assert_eq!(p.purpose, PromptFor::SaveConfig);
+    for _ in 0..p.text.len() {
+        press(&mut a, KeyCode::Backspace);
+    }
+    for c in "/tmp/x.toml".chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    assert_eq!(
+        press(&mut a, KeyCode::Enter),
+        Some(Command::SaveConfig(PathBuf::from("/tmp/x.toml")))
+    );
+    press(&mut a, KeyCode::Char('o'));
+    press(&mut a, KeyCode::Esc);
+    assert!(a.prompt.is_none());
+}
+
+#[test]
+fn eta_scales_with_how_finished_conditions_compared() {
+    let r = RunView {
+        estimates: vec![10.0, 10.0, 10.0],
+        finished: 1,
+        estimated_done: 10.0,
+        elapsed_done: 20.0,
+        elapsed_s: 25.0,
+        current_started_s: Some(20.0),
+        ..RunView::default()
+    };
+    // Two left at twice the estimate, less the 5 s the current one has run.
+    assert!((r.eta_s() - 35.0).abs() < 1e-9);
+}

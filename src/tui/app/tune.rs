@@ -1,0 +1,184 @@
+//! The Tune tab's state: the tuner's messages, its trials and result, and the tab's keys.
+
+use super::*;
+
+/// How a tuning run is going, as the tune thread reports it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TuneMsg {
+    Started {
+        dir: PathBuf,
+        title: String,
+        unit: String,
+        budget: usize,
+        candidates: usize,
+        skipped: Vec<String>,
+    },
+    Trial {
+        n: usize,
+        label: String,
+        predicted: Option<(f64, f64)>,
+    },
+    Measured {
+        n: usize,
+        cost: Option<f64>,
+        failure: Option<String>,
+        best_cost: Option<f64>,
+    },
+    Confirm {
+        round: usize,
+        rounds: usize,
+        which: &'static str,
+    },
+    Finished {
+        result: Option<TuneResult>,
+        error: Option<String>,
+    },
+}
+
+/// What a finished tuning run found, for the Tune tab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneResult {
+    pub stop: String,
+    pub best: Option<(String, f64)>,
+    pub default: (String, Option<f64>),
+    /// The re-measured medians (default, best) and their ratio.
+    pub confirmed: Option<(f64, f64, f64)>,
+    /// Median and mean relative error of the cost model, over that many trials.
+    pub model_error: Option<(f64, f64, usize)>,
+    /// The re-measurement found the default faster than the search's best: keep the default.
+    pub keep_default: bool,
+}
+
+/// One trial row of the Tune tab.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TuneRow {
+    pub n: usize,
+    pub label: String,
+    pub predicted: Option<(f64, f64)>,
+    pub cost: Option<f64>,
+    pub failure: Option<String>,
+    pub best_cost: Option<f64>,
+}
+
+/// The Tune tab's state.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TuneView {
+    pub active: bool,
+    pub dir: Option<PathBuf>,
+    /// `mobilenet_v2 3x64x64 for latency`.
+    pub title: String,
+    pub unit: String,
+    pub budget: usize,
+    pub candidates: usize,
+    pub skipped: Vec<String>,
+    pub rows: Vec<TuneRow>,
+    /// What is being measured now.
+    pub current: Option<String>,
+    pub result: Option<TuneResult>,
+    pub error: Option<String>,
+}
+
+impl App {
+    pub(super) fn tune_key(&mut self, key: KeyEvent) -> Option<Command> {
+        match key.code {
+            KeyCode::Char('t') => {
+                if self.tune.active || self.run.active {
+                    self.say(Severity::Warn, "a run or a tuning is already in progress");
+                    return None;
+                }
+                self.tune = TuneView {
+                    active: true,
+                    title: "starting …".into(),
+                    ..TuneView::default()
+                };
+                Some(Command::StartTune {
+                    text: self.conditions.to_toml(),
+                    file: self.conditions.file.clone(),
+                })
+            }
+            KeyCode::Char('c') if self.tune.active => {
+                self.say(
+                    Severity::Warn,
+                    "cancelling the tuning: the current trial stops",
+                );
+                Some(Command::CancelRun)
+            }
+            _ => None,
+        }
+    }
+
+    /// A tuning run's progress.
+    pub fn tune_event(&mut self, msg: TuneMsg) {
+        let t = &mut self.tune;
+        match msg {
+            TuneMsg::Started {
+                dir,
+                title,
+                unit,
+                budget,
+                candidates,
+                skipped,
+            } => {
+                *t = TuneView {
+                    active: true,
+                    dir: Some(dir),
+                    title,
+                    unit,
+                    budget,
+                    candidates,
+                    skipped,
+                    ..TuneView::default()
+                };
+            }
+            TuneMsg::Trial {
+                n,
+                label,
+                predicted,
+            } => {
+                t.current = Some(format!("trial {n}/{}: {label}", t.budget));
+                t.rows.push(TuneRow {
+                    n,
+                    label,
+                    predicted,
+                    cost: None,
+                    failure: None,
+                    best_cost: None,
+                });
+            }
+            TuneMsg::Measured {
+                n,
+                cost,
+                failure,
+                best_cost,
+            } => {
+                if let Some(row) = t.rows.iter_mut().find(|r| r.n == n) {
+                    row.cost = cost;
+                    row.failure = failure;
+                    row.best_cost = best_cost;
+                }
+                t.current = None;
+            }
+            TuneMsg::Confirm {
+                round,
+                rounds,
+                which,
+            } => {
+                t.current = Some(format!("re-measuring the {which} (round {round}/{rounds})"));
+            }
+            TuneMsg::Finished { result, error } => {
+                t.active = false;
+                t.current = None;
+                t.result = result;
+                if let Some(e) = &error {
+                    self.status = Some((Severity::Error, format!("tuning failed: {e}")));
+                } else if let Some(d) = &t.dir {
+                    self.status = Some((
+                        Severity::Info,
+                        format!("tuning done; results in {}", d.display()),
+                    ));
+                }
+                t.error = error;
+            }
+        }
+    }
+}
