@@ -168,7 +168,7 @@ pub fn summarize_repeats(runs: &[LatencyStats], batch: usize) -> Option<RepeatSu
     })
 }
 
-/// Every statistic of one run (SPEC 3.1, 3.2), in milliseconds unless named otherwise.
+/// Every statistic of one run, in milliseconds unless named otherwise.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunStats {
     pub init_ms: f64,

@@ -1,4 +1,4 @@
-//! What the telemetry recorded during a run says about it (SPEC 3.5, 4): whether it was
+//! What the telemetry recorded during a run says about it: whether it was
 //! throttled (a throttle flag raised, or a clock that dropped while its unit was busy), the
 //! average power and the energy per inference when a power source exists. Pure functions of the
 //! samples, so every rule is tested by hand.

@@ -1,4 +1,4 @@
-//! `edgeprof place`: layer placement across processing units (SPEC 6.3). The measurements run
+//! `edgeprof place`: layer placement across processing units. The measurements run
 //! in `edgeprof place-worker` child processes: each block's latency on each unit, the copy
 //! cost between units; the assignment is solved here (exact dynamic programme over the chain)
 //! and then run as a split plan, measured against its prediction.

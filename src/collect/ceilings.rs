@@ -2,8 +2,8 @@
 //! and the sustained load bandwidth over a sweep of working-set sizes, in the spirit of the LBNL
 //! Empirical Roofline Toolkit but in seconds. Threads are pinned one per CPU, allocate and touch
 //! their own buffers (so memory lands near them), start together at a barrier, and the rate is
-//! the total work over the slowest thread's time. Each figure is the best of a few trials (the
-//! peak is the maximum measured, SPEC 5.3).
+//! the total work over the slowest thread's time. Each figure is the best of a few trials: a
+//! ceiling is what the machine can reach, so the peak is the maximum measured.
 
 use crate::collect::kernels::{self, Isa, Precision};
 use serde::{Deserialize, Serialize};

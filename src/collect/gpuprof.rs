@@ -1,4 +1,4 @@
-//! Running a workload under NVIDIA's profilers for the GPU roofline (SPEC 5.2): Nsight Compute
+//! Running a workload under NVIDIA's profilers for the GPU roofline: Nsight Compute
 //! (`ncu`) on Volta and newer, nvprof on Maxwell and Pascal (Jetson Nano, TX2), chosen by the
 //! GPU's compute capability (from NVML, else from the Jetson SoC in the device tree). The
 //! profiler's CSV is written to files that `roofline::nvidia` parses. Nothing here draws.

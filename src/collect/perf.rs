@@ -1,4 +1,4 @@
-//! Hardware event counters through `perf_event_open(2)` (SPEC 5.2): which events measure FLOPs
+//! Hardware event counters through `perf_event_open(2)`: which events measure FLOPs
 //! and cache traffic on this CPU, opening them on this process and the threads it creates later,
 //! and turning the counts into FLOPs and bytes per inference.
 //!

@@ -113,7 +113,7 @@ pub struct Exclude {
     pub device: Option<Device>,
 }
 
-/// The axes of the run matrix (SPEC 1.1).
+/// The axes of the run matrix.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Matrix {
     pub engines: Vec<String>,
@@ -135,7 +135,7 @@ pub struct Matrix {
 /// The node name of this machine in `matrix.nodes`.
 pub const LOCAL_NODE: &str = "local";
 
-/// How each condition is measured (SPEC 1.3).
+/// How each condition is measured.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Measure {
     pub warmup: usize,
@@ -162,7 +162,7 @@ pub struct Output {
     pub roofline: bool,
 }
 
-/// The user's own program run as the `command` engine (SPEC 2.3): it reads the worker request
+/// The user's own program run as the `command` engine: it reads the worker request
 /// as JSON on stdin and speaks the worker protocol on stdout.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct CommandEngine {
@@ -221,7 +221,7 @@ pub struct Node {
 pub const DEFAULT_NODE_EDGEPROF: &str = "~/.local/bin/edgeprof";
 pub const DEFAULT_NODE_WORKDIR: &str = "~/edgeprof";
 
-/// The tuner's settings (`[tune]`, SPEC 6); command-line options override them.
+/// The tuner's settings (`[tune]`); command-line options override them.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Tune {
     /// The model to tune (default: the matrix's first).

@@ -1,4 +1,4 @@
-//! Python environments for the external frameworks (SPEC 2.4): one virtual environment per
+//! Python environments for the external frameworks: one virtual environment per
 //! framework under edgeprof's data directory, made and removed by `edgeprof env`, and the
 //! search for an interpreter that has the framework: the one the config names, then
 //! edgeprof's own environment, then the system's `python3` (JetPack installs PyTorch there).

@@ -1,4 +1,4 @@
-//! Frameworks edgeprof drives from outside (SPEC 2.4): each runs in its own Python interpreter
+//! Frameworks edgeprof drives from outside: each runs in its own Python interpreter
 //! (a virtual environment `edgeprof env setup` made, one found system-wide, or one the config
 //! names) through a harness program embedded in this binary. The harness reads the worker
 //! request as JSON on stdin and speaks the worker protocol on stdout, like every worker.

@@ -13,7 +13,7 @@
 //!
 //! Minimal DRAM traffic of a layer is the compulsory traffic of running it on its own: its
 //! parameters and buffers read once, its inputs read once, its output written once. Views move
-//! nothing. The model total is the sum over layers (SPEC 2.2): a lower bound for layer-by-layer
+//! nothing. The model total is the sum over layers: a lower bound for layer-by-layer
 //! execution, and the "analytic" DRAM bytes that roofline points use when no counters exist.
 
 use super::graph::{Model, Op};

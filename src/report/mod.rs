@@ -1,4 +1,4 @@
-//! Charts of a sweep (SPEC 9.2): the data behind them (pure), drawn in the terminal (bars by
+//! Charts of a sweep: the data behind them (pure), drawn in the terminal (bars by
 //! hand, lines with textplots' braille canvas) and as SVG files (plotters' SVG backend, which
 //! writes text elements and needs no font library).
 

@@ -1,4 +1,4 @@
-//! The results directory (SPEC 9.1):
+//! The results directory:
 //!
 //! ```text
 //! results/<UTC timestamp>-<config name>/

@@ -1,4 +1,4 @@
-//! What to optimise next (SPEC 5.5), from one program's point against the ceilings.
+//! What to optimise next, from one program's point against the ceilings.
 //!
 //! For each memory level with a known bandwidth and intensity I: the roof there is
 //! min(peak, bw × I); the point is bandwidth-bound when I is left of the ridge (I < peak / bw),

@@ -1,4 +1,4 @@
-//! The hierarchical roofline (SPEC 5): ceilings of a machine, points of programs, and the pure
+//! The hierarchical roofline: ceilings of a machine, points of programs, and the pure
 //! maths between them. A compute roof is flat at the peak FLOP rate; the roof of a memory level
 //! is the line bandwidth × arithmetic intensity, where intensity = FLOPs / bytes moved at that
 //! level (Williams, Waterman & Patterson, "Roofline", CACM 2009). Attainable performance at
@@ -201,7 +201,7 @@ impl Ceilings {
     }
 }
 
-/// Where a program's FLOPs and bytes come from (SPEC 5.2), best first.
+/// Where a program's FLOPs and bytes come from, best first.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PointSource {
@@ -318,7 +318,7 @@ pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
 }
 
 /// Program points for the successful zoo-model conditions of a stored sweep. FLOPs and bytes
-/// come from the best source at hand (SPEC 5.2): the worker's hardware counters when it could
+/// come from the best source at hand: the worker's hardware counters when it could
 /// count cache misses, else a cache simulation kept for the condition, else the analytic model
 /// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
 /// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.

@@ -1,4 +1,4 @@
-//! NVIDIA GPU profiler output as roofline points (SPEC 5.2, 5.3): `ncu --csv` (Nsight Compute,
+//! NVIDIA GPU profiler output as roofline points: `ncu --csv` (Nsight Compute,
 //! Volta and newer) with the hierarchical-roofline metric set, and `nvprof --csv` (Maxwell and
 //! Pascal: Jetson Nano, TX2) with its flop_count and transaction metrics plus, for time, its GPU
 //! summary. Pure parsers: the text in, kernels and warnings out.
@@ -9,7 +9,7 @@
 //! after a failed launch (reported, the kernel is left out); nvprof's per-invocation averages,
 //! multiplied by the invocation count; a truncated last line.
 //!
-//! Cleaning (SPEC 5.3): only the metrics the roofline needs are kept; FLOPs are the sum of the
+//! Cleaning: only the metrics the roofline needs are kept; FLOPs are the sum of the
 //! double, single and half precision counts (an FMA counts two); time is the sum over kernels
 //! after unit normalisation; bytes are per-level sums (transactions × 32 bytes for nvprof).
 

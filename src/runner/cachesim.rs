@@ -1,4 +1,4 @@
-//! Per-level traffic by cache simulation (SPEC 5.2), for CPUs whose counters are out of reach:
+//! Per-level traffic by cache simulation, for CPUs whose counters are out of reach:
 //! one condition runs in `edgeprof worker` under valgrind's cache simulator, counting only the
 //! timed inferences, and the misses become bytes:
 //! - first-level data misses (D1mr + D1mw) × line size → traffic between L1 and L2;

@@ -1,4 +1,4 @@
-//! The run matrix (SPEC 1.1): the product of the configured axes, less `exclude` rules, with the
+//! The run matrix: the product of the configured axes, less `exclude` rules, with the
 //! conditions an engine cannot run listed as skipped and why.
 
 use crate::config::{Config, Device, Exclude, ModelRef};

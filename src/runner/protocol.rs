@@ -1,4 +1,4 @@
-//! The worker protocol (SPEC 2.5): what a worker process reads and writes.
+//! The worker protocol: what a worker process reads and writes.
 //!
 //! A worker reads one [`WorkerRequest`] as JSON on stdin and writes JSON lines on stdout, each an
 //! object with a `type`:

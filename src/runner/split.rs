@@ -1,4 +1,4 @@
-//! `edgeprof place-worker`: the child process behind `edgeprof place` (SPEC 6.3). It measures
+//! `edgeprof place-worker`: the child process behind `edgeprof place`. It measures
 //! what the placement needs, on processing units given as CPU sets, and runs split plans:
 //!
 //! - `profile`: each block of the chain as a sub-model of its own (exported from the model

@@ -1,4 +1,4 @@
-//! The curated development- and deployment-time facts about each framework (SPEC 7): one TOML
+//! The curated development- and deployment-time facts about each framework: one TOML
 //! file per framework under `configs/frameworks/`, compiled into the binary, every value citing
 //! one of the file's sources with the date it was recorded. GitHub figures refreshed later
 //! (`edgeprof frameworks refresh`) are laid over the shipped values from the data directory.

@@ -1,4 +1,4 @@
-//! Deploy-time facts probed on this device (SPEC 7): whether each framework is built in or
+//! Deploy-time facts probed on this device: whether each framework is built in or
 //! installed here, its version, the accelerators, execution providers or delegates it sees,
 //! and which of its tools and libraries are present. Each Python framework is asked in a child
 //! interpreter with a time limit; nothing is imported into edgeprof itself.

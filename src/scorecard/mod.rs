@@ -1,4 +1,4 @@
-//! The full-lifecycle scorecard (SPEC 7): each framework's development-time facts, its
+//! The full-lifecycle scorecard: each framework's development-time facts, its
 //! deployment-time facts (curated, and probed on this device), and its runtime results from a
 //! results directory, joined into one table per framework. Pure: the caller reads the files,
 //! probes the device and renders (`report::scorecard`).

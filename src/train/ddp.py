@@ -1,4 +1,4 @@
-# edgeprof's distributed-training harness (SPEC 3.7, 8.2): one process per rank, started by
+# edgeprof's distributed-training harness: one process per rank, started by
 # PyTorch's own launcher (torchrun), DistributedDataParallel over the gloo backend on CPUs.
 # It trains a torchvision model on CIFAR-10 files in their standard binary format and prints,
 # from rank 0, one JSON line per epoch and one at the end. Python 3.6+.

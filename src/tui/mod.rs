@@ -1,4 +1,4 @@
-//! The terminal UI (SPEC 10.1): condition selection, the live run view, results, the roofline
+//! The terminal UI: condition selection, the live run view, results, the roofline
 //! with its advice, and a live monitor, over the same sweep, telemetry and roofline code as the
 //! headless commands.
 //!

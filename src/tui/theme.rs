@@ -1,4 +1,4 @@
-//! Colour themes (SPEC 10.1): the four shipped in `themes/` are built in; a user theme starts
+//! Colour themes: the four shipped in `themes/` are built in; a user theme starts
 //! from one of them (`base`) and overrides only the colours it names. `NO_COLOR` selects the
 //! monochrome theme, which marks the selection in reverse video instead of colour.
 

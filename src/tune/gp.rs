@@ -1,4 +1,4 @@
-//! The tuner's cost model (SPEC 6.2): Gaussian-process regression on the configurations'
+//! The tuner's cost model: Gaussian-process regression on the configurations'
 //! features, fitted to the logarithm of the measured cost, predicting a mean and an
 //! uncertainty for every configuration not measured yet; and the expected-improvement rule
 //! that turns those predictions into the next candidate.

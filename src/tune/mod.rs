@@ -1,4 +1,4 @@
-//! The adaptive tuner (SPEC 6): the search space of execution configurations of one model on
+//! The adaptive tuner: the search space of execution configurations of one model on
 //! this device, the features the cost model learns from, the guided search and its baselines,
 //! replay over a measured table, and layer placement across processing units.
 //!

@@ -1,4 +1,4 @@
-//! Placement (SPEC 6.3): which processing unit runs each block of a network so that the whole
+//! Placement: which processing unit runs each block of a network so that the whole
 //! inference is fastest, given each block's latency on each unit and what moving a tensor
 //! between two units costs (t = α + bytes / β, fitted from a copy microbenchmark).
 //!

@@ -1,4 +1,4 @@
-//! Replay (SPEC 6.2, evaluated): a table of configurations measured once, exhaustively, and
+//! Replay: a table of configurations measured once, exhaustively, and
 //! searches run against it instead of the device, so a strategy's sample efficiency can be
 //! judged without noise and over many seeds, beside random and grid search at the same budget.
 

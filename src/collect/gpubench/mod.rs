@@ -1,4 +1,4 @@
-//! GPU ceilings (SPEC 5.1, GPU side): a CUDA microbenchmark measuring the fp64, fp32 and fp16
+//! GPU ceilings: a CUDA microbenchmark measuring the fp64, fp32 and fp16
 //! FMA peaks, shared-memory bandwidth, and load bandwidth over a working-set sweep through L1
 //! and around it (L2, device memory). The CUDA driver and NVRTC are loaded at run time (cudarc's
 //! dynamic loading), so edgeprof builds and runs on machines without CUDA; the kernels

@@ -1,4 +1,4 @@
-//! Live telemetry (SPEC 3.3–3.6): a sample type shared by every source, and readers that each
+//! Live telemetry: a sample type shared by every source, and readers that each
 //! take a root path (the real `/`, or a fixture tree in tests) and fill in the fields they know.
 //! A reader that cannot work here says why in [`Reader::probe`] and adds nothing; no reader
 //! panics on missing, garbled or truncated files: a value it cannot read stays empty.
