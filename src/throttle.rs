@@ -45,9 +45,15 @@ fn dropped(readings: &[(Option<f64>, Option<u32>)]) -> Option<(u32, u32)> {
         .map(|low| (top, low))
 }
 
+/// The running mean: a series of equal readings averages to exactly that reading (a sum divided
+/// by the count does not: three samples of 45.3 % would report 45.29999999999999 %).
 fn mean(values: impl Iterator<Item = f64>) -> Option<f64> {
-    let v: Vec<f64> = values.collect();
-    (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
+    let mut m = None;
+    for (i, x) in values.enumerate() {
+        let prev = m.unwrap_or(0.0);
+        m = Some(prev + (x - prev) / (i + 1) as f64);
+    }
+    m
 }
 
 /// Summarises a run's samples; `mean_latency_ms` gives the energy per inference.
@@ -129,6 +135,24 @@ pub fn summarize(samples: &[Sample], mean_latency_ms: Option<f64>) -> RunTelemet
 mod tests {
     use super::*;
     use crate::collect::telemetry::{Core, Gpu, Reading};
+
+    #[test]
+    fn equal_readings_average_to_that_reading_exactly() {
+        for n in 1..=50 {
+            assert_eq!(
+                mean(std::iter::repeat_n(45.3, n)),
+                Some(45.3),
+                "{n} samples"
+            );
+            assert_eq!(
+                mean(std::iter::repeat_n(3.52, n)),
+                Some(3.52),
+                "{n} samples"
+            );
+        }
+        assert_eq!(mean(std::iter::empty()), None);
+        assert_eq!(mean([1.0, 2.0, 6.0].into_iter()), Some(3.0));
+    }
 
     fn sample(
         t: f64,
