@@ -8,6 +8,7 @@ pub mod gpuprof;
 pub mod kernels;
 pub mod perf;
 pub mod proc;
+pub mod room;
 pub mod stop;
 pub mod tegrastats;
 pub mod telemetry;

@@ -1,6 +1,7 @@
 //! The embedded tract engine: load a zoo model or an ONNX file, optimise it, run it with a chosen
 //! thread count, and profile it node by node with times mapped back to the model's layer names.
 
+use crate::collect::room::{memory_room, Bound, Room};
 use crate::models::graph::Model;
 use crate::models::onnx;
 use std::cell::{Cell, RefCell};
@@ -45,12 +46,14 @@ pub enum EngineError {
         reason: String,
     },
     /// What the run would need exceeds the memory available now.
-    #[error("{origin}: {what} needs {} but only {} of memory is available now; use a smaller --input or --batch", crate::text::bytes(*needed), crate::text::bytes(*available))]
+    #[error("{origin}: {what} needs {} but only {} {}; use a smaller --input or --batch", crate::text::bytes(*needed), crate::text::bytes(*available), bound.phrase())]
     TooLarge {
         origin: String,
         what: String,
         needed: u64,
         available: u64,
+        /// What bounds the memory left (the system, a cgroup limit, `ulimit -v`).
+        bound: Bound,
     },
 }
 
@@ -177,6 +180,8 @@ pub struct TractSession {
     /// The largest tensor the model makes, in bytes, among those whose shape is known before
     /// it runs (0 when none is).
     pub largest_tensor: u64,
+    /// The most memory its tensors hold at once while it runs, in bytes (constants left out).
+    pub peak_bytes: u64,
 }
 
 /// Time spent in one source layer per inference, from a node-by-node profile.
@@ -219,17 +224,11 @@ fn check_tensors(origin: &str, typed: &TypedModel) -> Result<u64, EngineError> {
     let mut largest: Option<(u64, &str)> = None;
     for node in typed.nodes() {
         for output in &node.outputs {
-            let Some(shape) = output.fact.shape.as_concrete() else {
-                continue;
+            let Some(bytes) = concrete_bytes(&output.fact) else {
+                let what = format!("the output of node {:?}", node.name);
+                return check_fits(origin, &what, None).map(|()| 0);
             };
-            let what = || format!("the output of node {:?}", node.name);
-            let item = output.fact.datum_type.size_of() as u64;
-            let Some(bytes) = shape
-                .iter()
-                .try_fold(item, |acc, &d| acc.checked_mul(u64::try_from(d).ok()?))
-            else {
-                return check_fits(origin, &what(), None).map(|()| 0);
-            };
+            let Some(bytes) = bytes else { continue };
             if largest.is_none_or(|(most, _)| bytes > most) {
                 largest = Some((bytes, &node.name));
             }
@@ -244,27 +243,81 @@ fn check_tensors(origin: &str, typed: &TypedModel) -> Result<u64, EngineError> {
     }
 }
 
-/// Memory available now, in bytes (MemAvailable of /proc/meminfo); None where it cannot be read.
-pub fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    crate::collect::proc::kib_field(&text, "MemAvailable")
+/// Bytes of a node output whose shape is known before the model runs: Some(None) when its
+/// shape is symbolic, None when its size does not fit in 64 bits.
+fn concrete_bytes(fact: &TypedFact) -> Option<Option<u64>> {
+    let Some(shape) = fact.shape.as_concrete() else {
+        return Some(None);
+    };
+    shape
+        .iter()
+        .try_fold(fact.datum_type.size_of() as u64, |acc, &d| {
+            acc.checked_mul(u64::try_from(d).ok()?)
+        })
+        .map(Some)
 }
 
-/// Refuses `needed` bytes for `what` when more than the memory available now: allocating them
-/// would abort the process rather than fail.
+/// The most memory the plan's tensors hold at once while it runs, in bytes, walking its
+/// evaluation order as tract frees values: a node's outputs live from its step to the last step
+/// that reads one of them (to the end when nothing reads them, or when they are model outputs).
+/// Constants are left out: they are in memory already. None when a size overflows.
+fn peak_bytes(plan: &TypedSimplePlan) -> Option<u64> {
+    let model = plan.model();
+    let order = plan.order_without_consts();
+    let nodes = model.nodes();
+    let mut last_read: Vec<usize> = vec![usize::MAX; nodes.len()];
+    let mut read: Vec<bool> = vec![false; nodes.len()];
+    for (step, &id) in order.iter().enumerate() {
+        for input in &nodes[id].inputs {
+            last_read[input.node] = step;
+            read[input.node] = true;
+        }
+    }
+    if let Ok(outputs) = model.output_outlets() {
+        for o in outputs {
+            last_read[o.node] = usize::MAX;
+            read[o.node] = true;
+        }
+    }
+    let mut frees_after: Vec<Vec<usize>> = vec![Vec::new(); order.len()];
+    for &id in order {
+        if read[id] && last_read[id] < order.len() {
+            frees_after[last_read[id]].push(id);
+        }
+    }
+    let mut held: Vec<u64> = vec![0; nodes.len()];
+    let (mut live, mut peak) = (0u64, 0u64);
+    for (step, &id) in order.iter().enumerate() {
+        for output in &nodes[id].outputs {
+            let bytes = concrete_bytes(&output.fact)?.unwrap_or(0);
+            held[id] = held[id].checked_add(bytes)?;
+            live = live.checked_add(bytes)?;
+        }
+        peak = peak.max(live);
+        for &freed in &frees_after[step] {
+            live -= std::mem::take(&mut held[freed]);
+        }
+    }
+    Some(peak)
+}
+
+/// Refuses `needed` bytes for `what` when more than this process may allocate now (the least of
+/// the system's available memory, its cgroup's limit and `ulimit -v`): allocating them would
+/// abort the process rather than fail.
 pub fn check_fits(origin: &str, what: &str, needed: Option<u64>) -> Result<(), EngineError> {
-    let available = available_memory();
-    let too_large = |needed: u64, available: u64| EngineError::TooLarge {
+    let room = memory_room();
+    let too_large = |needed: u64, room: Option<Room>| EngineError::TooLarge {
         origin: origin.to_string(),
         what: what.to_string(),
         needed,
-        available,
+        available: room.map_or(0, |r| r.bytes),
+        bound: room.map_or(Bound::System, |r| r.bound),
     };
-    match (needed, available) {
-        (None, a) => Err(too_large(u64::MAX, a.unwrap_or(0))),
-        (Some(n), Some(a)) if n > a => Err(too_large(n, a)),
-        // Without /proc/meminfo, at least what no address space can hold.
-        (Some(n), None) if n > isize::MAX as u64 => Err(too_large(n, 0)),
+    match (needed, room) {
+        (None, r) => Err(too_large(u64::MAX, r)),
+        (Some(n), Some(r)) if n > r.bytes => Err(too_large(n, Some(r))),
+        // Without /proc, at least what no address space can hold.
+        (Some(n), None) if n > isize::MAX as u64 => Err(too_large(n, None)),
         _ => Ok(()),
     }
 }
@@ -357,8 +410,8 @@ impl TractSession {
                 &stage,
             )
         });
-        let (plan, input_shape, layer_names, threads, largest_tensor) =
-            outcome.map_err(|reason| EngineError::Crashed {
+        let (plan, input_shape, layer_names, threads, (largest_tensor, peak_bytes)) = outcome
+            .map_err(|reason| EngineError::Crashed {
                 origin: origin.clone(),
                 stage: stage.get(),
                 reason,
@@ -371,6 +424,7 @@ impl TractSession {
             init_time: start.elapsed(),
             origin,
             largest_tensor,
+            peak_bytes,
         })
     }
 
@@ -382,7 +436,16 @@ impl TractSession {
         input_shape: Option<&[usize]>,
         threads: usize,
         stage: &Cell<&'static str>,
-    ) -> Result<(Arc<TypedSimplePlan>, Vec<usize>, Vec<String>, usize, u64), EngineError> {
+    ) -> Result<
+        (
+            Arc<TypedSimplePlan>,
+            Vec<usize>,
+            Vec<String>,
+            usize,
+            (u64, u64),
+        ),
+        EngineError,
+    > {
         let invalid = |e: anyhow::Error| EngineError::InvalidModel {
             origin: origin.to_string(),
             reason: one_line(&e),
@@ -453,7 +516,12 @@ impl TractSession {
                 origin: origin.to_string(),
                 reason: one_line(&e),
             })?;
-        Ok((plan, input_shape, layer_names, threads, largest_tensor))
+        // Each tensor may fit while those alive together do not: running would abort the
+        // process in an allocation, so the plan's peak is checked against the memory left.
+        let peak = peak_bytes(&plan);
+        check_fits(origin, "running it (its tensors at their peak)", peak)?;
+        let sizes = (largest_tensor, peak.unwrap_or(u64::MAX));
+        Ok((plan, input_shape, layer_names, threads, sizes))
     }
 
     /// A contained panic while running as an error naming the model.

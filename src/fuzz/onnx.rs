@@ -313,7 +313,7 @@ pub(super) fn mutate_onnx(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
 
 /// Inputs larger than this are not run (the load and the optimisation are what is fuzzed).
 pub(super) const ONNX_RUN_ELEMENTS: usize = 1 << 16;
-/// Nor one that makes a tensor larger than this.
+/// Nor one that makes a tensor larger than this, or whose tensors together take more at once.
 pub(super) const ONNX_RUN_BYTES: u64 = 16 << 20;
 
 pub(super) fn run_onnx(_: &mut Scratch, bytes: &[u8]) {
@@ -324,7 +324,7 @@ pub(super) fn run_onnx(_: &mut Scratch, bytes: &[u8]) {
     // Running is for the small models: a mutated one can be valid and merely enormous (seconds
     // per inference, gigabytes of tensors), which is no bug and would stall the campaign.
     if session.input_shape.iter().product::<usize>() > ONNX_RUN_ELEMENTS
-        || session.largest_tensor > ONNX_RUN_BYTES
+        || session.largest_tensor.max(session.peak_bytes) > ONNX_RUN_BYTES
     {
         return;
     }

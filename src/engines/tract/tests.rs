@@ -430,3 +430,40 @@ fn malformed_onnx_fixtures_are_errors_not_crashes() {
         }
     }
 }
+
+/// A plan of `wire`'s graph over a 1024-float input, unoptimised, as tract would run it.
+fn plan_of(
+    wire: impl Fn(&mut TypedModel, OutletId) -> TractResult<OutletId>,
+) -> Arc<TypedSimplePlan> {
+    let built = (|| -> TractResult<Arc<TypedSimplePlan>> {
+        let mut model = TypedModel::default();
+        let x = model.add_source("x", f32::fact([1024]))?;
+        let out = wire(&mut model, x)?;
+        model.select_output_outlets(&[out])?;
+        tract_onnx::tract_core::plan::SimplePlan::new(model)
+    })();
+    match built {
+        Ok(plan) => plan,
+        Err(e) => panic!("{e:#}"),
+    }
+}
+
+#[test]
+fn the_peak_counts_the_tensors_alive_together() {
+    use tract_onnx::tract_core::ops::math;
+    const T: u64 = 4096;
+    // x → a → b → c: each step holds its input and its output.
+    let chain = plan_of(|m, x| {
+        let a = m.wire_node("a", math::abs(), &[x])?[0];
+        let b = m.wire_node("b", math::abs(), &[a])?[0];
+        Ok(m.wire_node("c", math::abs(), &[b])?[0])
+    });
+    assert_eq!(peak_bytes(&chain), Some(2 * T));
+    // x feeds a and b, which the sum reads: x is held until b is made, a and b until the sum.
+    let branches = plan_of(|m, x| {
+        let a = m.wire_node("a", math::abs(), &[x])?[0];
+        let b = m.wire_node("b", math::neg(), &[x])?[0];
+        Ok(m.wire_node("sum", math::add(), &[a, b])?[0])
+    });
+    assert_eq!(peak_bytes(&branches), Some(3 * T));
+}
