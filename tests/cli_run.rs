@@ -543,3 +543,45 @@ fn tract_and_candle_run_side_by_side_from_one_config() {
     let manifest = read(&dir.join("manifest.json"));
     assert!(manifest.contains("\"candle\": \"0.11.1\""), "{manifest}");
 }
+
+#[test]
+fn a_fleet_node_reads_its_share_to_the_end_line_and_stops_when_its_stdin_closes() {
+    let tmp = temp_dir();
+    let share = "name = \"node\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\n\
+                 inputs = [\"3x32x32\", \"3x64x64\"]\nthreads = [1]\n\
+                 [measure]\nwarmup = 1\niterations = 100000\nrepeats = 1\n";
+    let out = tmp.path().join("results");
+    let run = |stdin: String| {
+        edgeprof()
+            .args(["run", "-", "--stream", "--control", "--output"])
+            .arg(&out)
+            .write_stdin(stdin)
+            .timeout(std::time::Duration::from_secs(60))
+            .output()
+    };
+    // The share and its end line, then stdin closes at once: the node stops as interrupted
+    // instead of running 100,000 iterations.
+    let output = match run(format!("{share}# edgeprof: end of the share\n")) {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.starts_with("{\"started\""), "{stdout}");
+    assert!(stdout.contains("\"status\":\"interrupted\""), "{stdout}");
+    // Without the end line the controller went away before the share was whole.
+    let output = match run(share.to_string()) {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("before the share's end line"), "{stderr}");
+    // --control is for a streaming node only.
+    edgeprof()
+        .args(["run", "-", "--control"])
+        .write_stdin(share)
+        .assert()
+        .code(2);
+}

@@ -760,3 +760,134 @@ fn a_node_that_never_connects_has_every_condition_recorded_as_failed_with_the_re
         "{out}"
     );
 }
+
+/// A fleet config over three loopback nodes whose first condition (shufflenet at 32×32) ends in
+/// about a second and whose second (at 224×224) runs for minutes: a cancel lands mid-run.
+fn long_fleet(dir: &Path) -> (Vec<Sshd>, PathBuf) {
+    let (servers, nodes) = three_nodes(dir);
+    let config = fleet_config(dir, nodes, &["shufflenet_v2_x0_5"], 32, 1000);
+    let mut table: toml::Table = toml::from_str(&common::read(&config)).unwrap_or_default();
+    if let Some(toml::Value::Table(matrix)) = table.get_mut("matrix") {
+        matrix.insert(
+            "inputs".into(),
+            toml::Value::Array(vec!["3x32x32".into(), "3x224x224".into()]),
+        );
+    }
+    common::write(&config, &toml::to_string(&table).unwrap_or_default());
+    (servers, config)
+}
+
+/// Waits until every node of the fleet run under `dir` has streamed its first record.
+fn wait_first_records(dir: &Path, seconds: u64) -> PathBuf {
+    let until = Instant::now() + Duration::from_secs(seconds);
+    while Instant::now() < until {
+        if let Some(fleet) = fleet_dir(dir) {
+            if ["a", "b", "c"]
+                .iter()
+                .all(|n| !lines(&fleet.join(n).join("runs.jsonl")).is_empty())
+            {
+                return fleet;
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("not every node finished its first condition in {seconds} s");
+}
+
+/// After a cancel: every node is `cancelled` with its first condition recorded and its second
+/// without a record, on the controller and on the node, and nothing runs below the sshds.
+fn assert_cancelled(fleet: &Path, servers: &[Sshd]) {
+    let manifest = json(&common::read(&fleet.join("fleet.json")));
+    let nodes = manifest["nodes"].as_array().cloned().unwrap_or_default();
+    assert_eq!(nodes.len(), 3, "{manifest}");
+    for n in &nodes {
+        assert_eq!(n["status"], "cancelled", "{manifest}");
+        assert_eq!((n["ok"].as_u64(), n["failed"].as_u64()), (Some(1), Some(0)));
+        let name = n["name"].as_str().unwrap_or("");
+        let runs = lines(&fleet.join(name).join("runs.jsonl"));
+        assert_eq!(runs.len(), 1, "{runs:?}");
+        assert_eq!(runs[0]["ok"], true);
+        assert_eq!(
+            runs[0]["condition"]["id"],
+            "tract/shufflenet_v2_x0_5/3x32x32/b1/t1/cpu"
+        );
+        let kept = json(&common::read(&fleet.join(name).join("manifest.json")));
+        assert_eq!(kept["status"], "interrupted");
+        // The node stopped its own sweep too: its directory there says so.
+        let remote = PathBuf::from(n["remote_dir"].as_str().unwrap_or(""));
+        let there = json(&common::read(&remote.join("manifest.json")));
+        assert_eq!(there["status"], "interrupted", "{}", remote.display());
+    }
+    let until = Instant::now() + Duration::from_secs(10);
+    for server in servers {
+        while descendants(server.child.id()).len() > 1 && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let left = descendants(server.child.id());
+        assert_eq!(
+            left.len(),
+            1,
+            "still running under sshd {}: {left:?}",
+            server.port
+        );
+    }
+}
+
+#[test]
+fn ctrl_c_cancels_a_fleet_run_on_every_node_within_two_seconds_keeping_what_finished() {
+    let dir = temp_dir();
+    let (servers, config) = long_fleet(dir.path());
+    let child = std::process::Command::new(this_edgeprof())
+        .args(["run", &config.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let fleet = wait_first_records(dir.path(), 180);
+    let _ = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status();
+    let sent = Instant::now();
+    let out = match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let took = sent.elapsed();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(130), "{err}");
+    assert!(took < Duration::from_secs(2), "took {took:?}: {err}");
+    assert!(
+        err.contains("cancelled with 3 of 6 condition(s) done"),
+        "{err}"
+    );
+    assert!(err.contains("[b] cancelled: 1 ok, 0 failed"), "{err}");
+    assert_cancelled(&fleet, &servers);
+}
+
+#[test]
+fn capital_q_in_the_ui_cancels_a_fleet_run_of_three_nodes_within_two_seconds() {
+    let dir = temp_dir();
+    let (servers, config) = long_fleet(dir.path());
+    let bin = this_edgeprof();
+    let t = common::tmux::Tmux::start(
+        dir.path(),
+        &format!(
+            "'{bin}' tui '{}'; echo EXIT=$? > exit.txt; echo done > finished.txt",
+            config.display()
+        ),
+    );
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    let fleet = wait_first_records(dir.path(), 180);
+    // q alone only warns while a run is in progress; Q cancels it and quits.
+    t.keys(&["Q"]);
+    let sent = Instant::now();
+    let exit = t.wait_file("exit.txt", 30);
+    let took = sent.elapsed();
+    assert_eq!(exit.trim(), "EXIT=0");
+    assert!(took < Duration::from_secs(2), "took {took:?}");
+    assert_cancelled(&fleet, &servers);
+}

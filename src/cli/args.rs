@@ -345,6 +345,11 @@ pub(super) struct RunArgs {
     /// the end) instead of tables: what a fleet run reads from each node
     #[arg(long)]
     pub(super) stream: bool,
+    /// With --stream, for a fleet controller: the config on stdin ends at the share's end line,
+    /// and stdin then stays open as a control channel; when it closes, the sweep stops as an
+    /// interrupted one (a cancelled fleet run)
+    #[arg(long, requires = "stream")]
+    pub(super) control: bool,
 }
 
 #[derive(Args, Debug)]

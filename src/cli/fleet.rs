@@ -6,8 +6,19 @@ use anyhow::Context;
 use edgeprof::config::Config;
 use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
 use edgeprof::results;
-use std::path::Path;
-use std::sync::Mutex;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use thiserror::Error;
+
+/// The fleet run was cancelled (exit code 130): each node kept what it finished.
+#[derive(Debug, Error)]
+#[error("cancelled with {done} of {total} condition(s) done across the nodes; what they finished is in {}", dir.display())]
+pub struct FleetCancelled {
+    pub done: usize,
+    pub total: usize,
+    pub dir: PathBuf,
+}
 
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
     if let Some(why) = fleet::unshareable(config) {
@@ -18,6 +29,10 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let share = fleet::share(&text, file)?;
     let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
+    // Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once); a hang-up
+    // does not stop the run.
+    let cancel = Arc::new(AtomicBool::new(false));
+    crate::cli::sweep::install_stop_handlers(&cancel)?;
     let dir = edgeprof::session::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleet::FleetManifest {
         name: config.name.clone(),
@@ -35,7 +50,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         dir.display()
     );
     let done = Mutex::new(0usize);
-    let outcomes = fleet::run_all(&targets, &share, &dir, |event| match event {
+    let outcomes = fleet::run_all(&targets, &share, &dir, &cancel, |event| match event {
         FleetEvent::Started {
             node,
             conditions,
@@ -73,11 +88,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         FleetEvent::Finished(o) => errln!(
             "[{}] {}: {} ok, {} failed",
             o.name,
-            match o.status {
-                NodeStatus::Complete => "complete",
-                NodeStatus::Dropped => "dropped",
-                NodeStatus::Unreachable => "unreachable",
-            },
+            o.status.word(),
             o.ok,
             o.failed
         ),
@@ -94,7 +105,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
                 .unwrap_or_default();
             vec![
                 o.name.clone(),
-                format!("{:?}", o.status).to_lowercase(),
+                o.status.word().to_string(),
                 device,
                 o.ok.to_string(),
                 o.failed.to_string(),
@@ -146,6 +157,13 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         dir.display()
     ));
     print_out(&out)?;
+    if cancel.load(Ordering::Relaxed) {
+        anyhow::bail!(FleetCancelled {
+            done: outcomes.iter().map(|o| o.ok + o.failed).sum(),
+            total: outcomes.iter().map(|o| o.conditions).sum(),
+            dir,
+        });
+    }
     let short: Vec<String> = outcomes
         .iter()
         .filter(|o| o.status != NodeStatus::Complete || o.failed > 0)

@@ -42,7 +42,7 @@ fn tui(args: TuiArgs) -> anyhow::Result<()> {
 /// Exit code for an error: 2 for bad input, 1 for anything else.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
-        if cause.is::<sweep::Interrupted>() {
+        if cause.is::<sweep::Interrupted>() || cause.is::<fleet::FleetCancelled>() {
             return 130;
         }
         if cause.is::<BadInput>()
@@ -91,6 +91,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             output: args.output,
             charts: !args.no_charts,
             stream: args.stream,
+            control: args.control,
         }),
         Command::Roofline(RooflineCommand::Measure {
             quick,

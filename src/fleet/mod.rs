@@ -94,6 +94,12 @@ pub fn ssh(node: &Node, remote: &str) -> Command {
     command
 }
 
+/// The line that ends a share's config on the stdin of `edgeprof run - --stream --control` (a
+/// TOML comment, so the text stays a valid config). What follows on stdin is the controller's
+/// control channel: when it ends (the controller closed it, or went away), the node stops its
+/// sweep as an interrupted one, keeping what it finished.
+pub const SHARE_END: &str = "# edgeprof: end of the share";
+
 /// A line of `edgeprof run --stream`: what a node sends its controller.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

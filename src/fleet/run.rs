@@ -5,9 +5,11 @@
 //! is resumed once (`run --resume` of its own directory); if it still cannot finish, each of its
 //! conditions without a result gets a failure record naming the drop; a node that never starts
 //! its share (unreachable, no edgeprof) gets one for every condition, naming why, in a results
-//! directory of its own: never silently missing.
+//! directory of its own: never silently missing. A run cancelled from the controller closes
+//! each node's stdin, its control channel: every node stops its sweep, keeping (and streaming)
+//! what it finished, and is not resumed.
 
-use super::{command_line, ssh, Line, Word};
+use super::{command_line, ssh, Line, Word, SHARE_END};
 use crate::collect::device::Fingerprint;
 use crate::config::{Config, ModelRef, Node};
 use crate::results::{self, Manifest, RunRecord, SweepStatus};
@@ -17,7 +19,10 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError};
+use std::time::{Duration, Instant};
 
 /// The file that makes a directory a fleet run's.
 pub const FLEET: &str = crate::config::node_name::FLEET_FILE;
@@ -40,6 +45,21 @@ pub enum NodeStatus {
     Dropped,
     /// The node never started its share.
     Unreachable,
+    /// The run was cancelled from the controller: the node stopped, keeping what it finished;
+    /// the conditions it did not reach have no record.
+    Cancelled,
+}
+
+impl NodeStatus {
+    /// The status in one word, as `fleet.json` writes it.
+    pub fn word(self) -> &'static str {
+        match self {
+            NodeStatus::Complete => "complete",
+            NodeStatus::Dropped => "dropped",
+            NodeStatus::Unreachable => "unreachable",
+            NodeStatus::Cancelled => "cancelled",
+        }
+    }
 }
 
 /// A node's line of `fleet.json`.
@@ -280,7 +300,7 @@ fn record_failures<'a>(
 /// child's own results.
 fn launch(target: &Target, fleet_dir: &Path, resume: Option<&Path>) -> anyhow::Result<Command> {
     let run_args: Vec<String> = match resume {
-        None => ["run", "-", "--stream", "--output", "results"]
+        None => ["run", "-", "--stream", "--control", "--output", "results"]
             .map(String::from)
             .to_vec(),
         Some(dir) => vec![
@@ -288,6 +308,7 @@ fn launch(target: &Target, fleet_dir: &Path, resume: Option<&Path>) -> anyhow::R
             "--resume".into(),
             dir.display().to_string(),
             "--stream".into(),
+            "--control".into(),
         ],
     };
     Ok(match &target.node {
@@ -326,11 +347,31 @@ fn last_words(stderr: &str, status: Option<std::process::ExitStatus>) -> String 
     }
 }
 
+/// A node's running child, as the cancel watcher of [`run_all`] reaches it.
+#[derive(Default)]
+struct Live {
+    /// The child's stdin, its control channel: dropped to cancel.
+    stdin: Mutex<Option<ChildStdin>>,
+    /// The child's pid while it may still be killed (cleared before it is reaped).
+    pid: Mutex<Option<u32>>,
+}
+
+impl Live {
+    fn stdin(&self) -> std::sync::MutexGuard<'_, Option<ChildStdin>> {
+        self.stdin.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+    fn pid(&self) -> std::sync::MutexGuard<'_, Option<u32>> {
+        self.pid.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
 /// Runs one target's share to its end, keeping its stream in `fleet_dir/NAME/`.
-pub fn run_node(
+fn run_node(
     target: &Target,
     share: &Share,
     fleet_dir: &Path,
+    cancel: &AtomicBool,
+    live: &Live,
     send: &dyn Fn(FleetEvent),
 ) -> NodeOutcome {
     let node_dir = node_dir(fleet_dir, &target.name);
@@ -350,8 +391,12 @@ pub fn run_node(
     let mut done: HashSet<String> = HashSet::new();
     let mut complete = false;
     let mut local_failure = false;
+    let cancelled = || cancel.load(Ordering::Relaxed);
     // The first attempt, then one resumption (or one fresh start when it never began).
     for attempt in 0..2 {
+        if cancelled() {
+            break;
+        }
         let resume = outcome.remote_dir.clone();
         let mut command = match launch(target, fleet_dir, resume.as_deref()) {
             Ok(c) => c,
@@ -374,9 +419,13 @@ pub fn run_node(
         };
         if let Some(mut stdin) = child.stdin.take() {
             if resume.is_none() {
-                let _ = stdin.write_all(share.text.as_bytes());
+                let _ = write!(stdin, "{}\n{SHARE_END}\n", share.text);
+                let _ = stdin.flush();
             }
+            // Kept open: closing it is how a cancel reaches the node.
+            *live.stdin() = Some(stdin);
         }
+        *live.pid() = Some(child.id());
         let stderr = child.stderr.take().map(|mut s| {
             std::thread::spawn(move || {
                 let mut text = String::new();
@@ -429,17 +478,20 @@ pub fn run_node(
                     }
                     Line::Finished { manifest: m } => {
                         let _ = results::write_manifest(&node_dir, &m);
+                        complete = m.status == SweepStatus::Complete;
                         manifest = Some(*m);
-                        complete = true;
                     }
                 }
             }
         }
+        // Not killed once it may be reaped (its pid could then be another process's).
+        *live.pid() = None;
         let status = child.wait().ok();
+        drop(live.stdin().take());
         let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
         // This machine could not keep the node's results: its reason stands, and trying the
         // node again would meet the same wall.
-        if complete || local_failure {
+        if complete || local_failure || cancelled() {
             break;
         }
         let reason = last_words(&said, status);
@@ -462,6 +514,15 @@ pub fn run_node(
         if complete {
             outcome.status = NodeStatus::Complete;
             outcome.reason = None;
+        } else if cancelled() {
+            // What it finished is recorded; what it did not reach stays without a record.
+            outcome.status = NodeStatus::Cancelled;
+            outcome.reason = Some("the run was cancelled".to_string());
+            if m.status != SweepStatus::Interrupted || m.ended.is_none() {
+                m.status = SweepStatus::Interrupted;
+                m.ended = Some(crate::text::now_rfc3339());
+                let _ = results::write_manifest(&node_dir, m);
+            }
         } else {
             outcome.status = NodeStatus::Dropped;
             let why = format!(
@@ -484,8 +545,13 @@ pub fn run_node(
             let rows = results::summary::rows(&stored.manifest, &stored.runs);
             let (ok, failed, not_run, _) = results::summary::counts(&rows);
             outcome.ok = ok;
-            outcome.failed = failed + not_run;
+            // A cancelled node's conditions not run were never owed a result.
+            outcome.failed = failed + if cancelled() { 0 } else { not_run };
         }
+    } else if cancelled() {
+        outcome.status = NodeStatus::Cancelled;
+        outcome.reason = Some("the run was cancelled before it started".to_string());
+        outcome.conditions = share.conditions.len();
     } else {
         // It never started: every condition it owed fails for the reason it could not start.
         let reason = outcome
@@ -517,18 +583,68 @@ pub fn device_line(m: &Manifest) -> String {
     )
 }
 
-/// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`.
+/// How long a cancelled node has to stop by itself before its child (the ssh client, or the
+/// local edgeprof) is killed.
+const CANCEL_GRACE: Duration = Duration::from_millis(1200);
+
+/// Until every node has ended: once `cancel` is raised, closes each node's control channel
+/// (and any opened later), and kills those still running after [`CANCEL_GRACE`]. It looks at
+/// the flag every 50 ms while the run lasts; the flag is the front-ends' own cancel.
+fn watch(cancel: &AtomicBool, lives: &[Live], ended: &AtomicUsize) {
+    let mut since: Option<Instant> = None;
+    while ended.load(Ordering::Acquire) < lives.len() {
+        if cancel.load(Ordering::Relaxed) {
+            let since = *since.get_or_insert_with(Instant::now);
+            for live in lives {
+                drop(live.stdin().take());
+                if since.elapsed() >= CANCEL_GRACE {
+                    if let Some(pid) = *live.pid() {
+                        if let Ok(pid) = i32::try_from(pid) {
+                            let _ = nix::sys::signal::kill(
+                                nix::unistd::Pid::from_raw(pid),
+                                nix::sys::signal::Signal::SIGKILL,
+                            );
+                        }
+                    }
+                }
+            }
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`. Raising
+/// `cancel` stops every node within about [`CANCEL_GRACE`]: each keeps what it finished and
+/// ends [`NodeStatus::Cancelled`].
 pub fn run_all(
     targets: &[Target],
     share: &Share,
     fleet_dir: &Path,
+    cancel: &AtomicBool,
     send: impl Fn(FleetEvent) + Sync,
 ) -> Vec<NodeOutcome> {
+    let lives: Vec<Live> = targets.iter().map(|_| Live::default()).collect();
+    let ended = AtomicUsize::new(0);
     std::thread::scope(|scope| {
         let send = &send;
+        let (lives, ended) = (&lives, &ended);
+        scope.spawn(move || watch(cancel, lives, ended));
         let handles: Vec<_> = targets
             .iter()
-            .map(|t| scope.spawn(move || run_node(t, share, fleet_dir, send)))
+            .zip(lives)
+            .map(|(t, live)| {
+                scope.spawn(move || {
+                    // Counted as ended even when the node's thread panics.
+                    struct Ended<'a>(&'a AtomicUsize);
+                    impl Drop for Ended<'_> {
+                        fn drop(&mut self) {
+                            self.0.fetch_add(1, Ordering::Release);
+                        }
+                    }
+                    let _ended = Ended(ended);
+                    run_node(t, share, fleet_dir, cancel, live, send)
+                })
+            })
             .collect();
         handles
             .into_iter()

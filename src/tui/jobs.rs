@@ -20,7 +20,7 @@ pub(super) fn start_run(
         let result = (|| -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
             let parsed = edgeprof::config::parse(&text, &file)?;
             if parsed.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
-                return fleet_run(&parsed, &text, &file, &tx);
+                return fleet_run(&parsed, &text, &file, &tx, &cancel);
             }
             let edgeprof::session::Started {
                 config,
@@ -109,6 +109,7 @@ pub(super) fn fleet_run(
     text: &str,
     file: &Path,
     tx: &Sender<Message>,
+    cancel: &AtomicBool,
 ) -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
     use edgeprof::fleet::run as fleet;
     let send = |e: RunEvent| {
@@ -125,7 +126,7 @@ pub(super) fn fleet_run(
         nodes: config.matrix.nodes.clone(),
     });
     let started = edgeprof::text::now_rfc3339();
-    let outcomes = fleet::run_all(&targets, &share, &dir, |e| send(RunEvent::Node(e)));
+    let outcomes = fleet::run_all(&targets, &share, &dir, cancel, |e| send(RunEvent::Node(e)));
     let manifest = fleet::FleetManifest {
         name: config.name.clone(),
         config_file: PathBuf::from("(terminal UI selection)"),
@@ -137,6 +138,7 @@ pub(super) fn fleet_run(
     Ok(edgeprof::runner::sweep::SweepOutcome {
         ok: outcomes.iter().map(|o| o.ok).sum(),
         failed: outcomes.iter().map(|o| o.failed).sum(),
+        interrupted: cancel.load(Ordering::Relaxed),
         ..Default::default()
     })
 }

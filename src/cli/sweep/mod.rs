@@ -16,7 +16,7 @@ use edgeprof::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
 use edgeprof::session::{self, start_new};
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::io::{IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
@@ -48,6 +48,45 @@ pub struct RunOptions {
     pub charts: bool,
     /// JSON lines on stdout for a fleet controller (see [`edgeprof::fleet::Line`]).
     pub stream: bool,
+    /// The controller's control channel on stdin (see [`edgeprof::fleet::SHARE_END`]).
+    pub control: bool,
+}
+
+/// A share's config from stdin: to the end line of a controller's share, or to the end.
+fn read_share(control: bool) -> anyhow::Result<String> {
+    let mut text = String::new();
+    let stdin = std::io::stdin();
+    if !control {
+        stdin
+            .lock()
+            .read_to_string(&mut text)
+            .context("cannot read the config from stdin")?;
+        return Ok(text);
+    }
+    for line in stdin.lock().lines() {
+        let line = line.context("cannot read the config from stdin")?;
+        if line == edgeprof::fleet::SHARE_END {
+            return Ok(text);
+        }
+        text.push_str(&line);
+        text.push('\n');
+    }
+    anyhow::bail!(BadInput(
+        "stdin ended before the share's end line: the fleet controller went away".into()
+    ))
+}
+
+/// Stops the sweep when the controller's control channel (the rest of stdin) closes.
+fn cancel_when_stdin_closes(cancel: &Arc<AtomicBool>) -> anyhow::Result<()> {
+    let cancel = Arc::clone(cancel);
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || {
+            let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
+            cancel.store(true, Ordering::Relaxed);
+        })
+        .context("cannot start the control channel's thread")?;
+    Ok(())
 }
 
 /// Writes one stream line; a controller that went away ends the run like a hang-up.
@@ -401,10 +440,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
             }
             (None, Some(file)) => {
                 let started = if file.as_os_str() == "-" {
-                    let mut text = String::new();
-                    std::io::stdin()
-                        .read_to_string(&mut text)
-                        .context("cannot read the config from stdin")?;
+                    let text = read_share(options.control)?;
                     session::start_from_text(
                         text,
                         Path::new("stdin.toml"),
@@ -434,6 +470,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
              resumed run) must not name other nodes in matrix.nodes"
                 .into()
         ));
+    }
+    if options.control {
+        cancel_when_stdin_closes(&cancel)?;
     }
     if options.stream {
         stream_line(&edgeprof::fleet::Line::Started {

@@ -397,6 +397,7 @@ impl App {
                                 "unreachable: {}",
                                 o.reason.as_deref().unwrap_or("no reason given")
                             ),
+                            NodeStatus::Cancelled => "cancelled".to_string(),
                         };
                     }
                 }
@@ -410,6 +411,16 @@ impl App {
                 r.current_started_s = None;
                 let line = match (&outcome, &error) {
                     (_, Some(e)) => (Severity::Error, format!("the run stopped: {e}")),
+                    // A fleet run is not resumed as one: each node kept what it finished.
+                    (Some(o), None) if o.interrupted && !r.nodes.is_empty() => (
+                        Severity::Warn,
+                        format!(
+                            "cancelled after {} ok, {} failed; each node's finished conditions are in {}",
+                            o.ok,
+                            o.failed,
+                            dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()
+                        ),
+                    ),
                     (Some(o), None) if o.interrupted => (
                         Severity::Warn,
                         format!(
