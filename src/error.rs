@@ -3,6 +3,46 @@
 use thiserror::Error;
 
 /// An error caused by what the user asked for (exit code 2), as opposed to a failed run (1).
-#[derive(Debug, Error)]
+#[derive(Debug, Clone, Default, PartialEq, Error)]
 #[error("{0}")]
 pub struct BadInput(pub String);
+
+/// Something this machine lacks for a capability (a profiler, valgrind, the CUDA libraries,
+/// hardware counters, a GPU), with what to do about it, in one sentence.
+#[derive(Debug, Clone, Default, PartialEq, Error)]
+#[error("{0}")]
+pub struct Unavailable(pub String);
+
+/// A child process (an external tool, a framework's Python, ssh) that could not be started,
+/// ran past its time, or failed, in one sentence.
+#[derive(Debug, Clone, Default, PartialEq, Error)]
+#[error("{0}")]
+pub struct ChildFailed(pub String);
+
+/// A panic inside a library edgeprof calls (tract on a malformed model), contained: its message.
+#[derive(Debug, Clone, Default, PartialEq, Error)]
+#[error("{0}")]
+pub struct Panicked(pub String);
+
+macro_rules! from_message {
+    ($($t:ident),*) => {$(
+        impl From<String> for $t {
+            fn from(message: String) -> $t {
+                $t(message)
+            }
+        }
+        /// The message, to read as text.
+        impl std::ops::Deref for $t {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+        impl From<&str> for $t {
+            fn from(message: &str) -> $t {
+                $t(message.to_string())
+            }
+        }
+    )*};
+}
+from_message!(BadInput, Unavailable, ChildFailed, Panicked);

@@ -261,3 +261,89 @@ fn no_source_file_is_over_800_lines() {
         long.join("\n")
     );
 }
+
+/// The error type of a `Result<T, E>` return type in `signature` (whitespace collapsed), if any.
+fn result_error(signature: &str) -> Option<String> {
+    let ret = signature.split_once("->")?.1;
+    let start = ret.find("Result<")? + "Result<".len();
+    let mut depth = 0usize;
+    let mut last_comma = None;
+    for (i, c) in ret[start..].char_indices() {
+        match c {
+            '<' | '(' | '[' => depth += 1,
+            '>' | ')' | ']' if depth > 0 => depth -= 1,
+            '>' => {
+                let from = last_comma.map_or(start, |c| c + 1);
+                return last_comma.map(|_| ret[from..start + i].trim().to_string());
+            }
+            ',' if depth == 0 => last_comma = Some(start + i),
+            _ => {}
+        }
+    }
+    None
+}
+
+#[test]
+fn the_reader_of_result_types_finds_the_error_type() {
+    let e = |s: &str| result_error(s);
+    assert_eq!(
+        e("pub fn f(a: u8) -> Result<(u8, String), String>").as_deref(),
+        Some("String")
+    );
+    assert_eq!(
+        e("pub fn f() -> Result<HashMap<u8, String>, BadInput>").as_deref(),
+        Some("BadInput")
+    );
+    assert_eq!(e("pub fn f() -> anyhow::Result<String>"), None);
+    assert_eq!(e("pub fn f() -> Option<String>"), None);
+}
+
+#[test]
+fn no_public_library_function_returns_a_bare_string_error() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found: Vec<String> = Vec::new();
+    for file in &files {
+        let (module, _) = module_of(&src, file);
+        if FRONT_ENDS.contains(&module.as_str())
+            || module == "main"
+            || file.file_name().is_some_and(|n| n == "tests.rs")
+        {
+            continue;
+        }
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => panic!("cannot read {}: {e}", file.display()),
+        };
+        // Unit tests at the end of a file are not the module's interface.
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let mut rest = code;
+        while let Some(at) = rest.find("pub") {
+            let tail = &rest[at..];
+            rest = &rest[at + 3..];
+            let head: String = tail.chars().take(40).collect();
+            let visibility_then_fn = head
+                .trim_start_matches("pub")
+                .trim_start_matches(|c: char| {
+                    c == '(' || c.is_alphanumeric() || c == ':' || c == ')'
+                })
+                .trim_start()
+                .starts_with("fn ");
+            if !visibility_then_fn || !head.starts_with("pub") {
+                continue;
+            }
+            let end = tail.find(['{', ';']).unwrap_or(tail.len());
+            let signature = tail[..end].split_whitespace().collect::<Vec<_>>().join(" ");
+            if result_error(&signature).as_deref() == Some("String") {
+                found.push(format!("{}: {signature}", file.display()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "read only {} files", files.len());
+    assert!(
+        found.is_empty(),
+        "give these a typed error (edgeprof::error or the module's own):\n{}",
+        found.join("\n")
+    );
+}

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 /// A duration such as `100ms`, `1s`, `1.5s`, `2m`, `1h` (a bare number is seconds).
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
+pub fn parse_duration(text: &str) -> Result<Duration, edgeprof::error::BadInput> {
     let t = text.trim();
     let split = t
         .find(|c: char| !(c.is_ascii_digit() || c == '.'))
@@ -24,13 +24,15 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
         "m" | "min" => value * 60.0,
         "h" => value * 3600.0,
         _ => {
-            return Err(format!(
+            return Err(edgeprof::error::BadInput::from(format!(
                 "{text:?}: unknown unit {unit:?} (use ms, s, m or h)"
-            ))
+            )))
         }
     };
     if !(seconds.is_finite() && seconds > 0.0 && seconds < 1e7) {
-        return Err(format!("{text:?} must be a positive duration"));
+        return Err(edgeprof::error::BadInput::from(format!(
+            "{text:?} must be a positive duration"
+        )));
     }
     Ok(Duration::from_secs_f64(seconds))
 }
@@ -330,7 +332,7 @@ fn other_sources(root: &Path) -> Vec<ProbeEntry> {
                 source: "CUDA driver + NVRTC (GPU ceilings)".to_string(),
                 available: cuda.is_ok(),
                 detail: cuda.map_or_else(
-                    |why| why,
+                    |why| why.0,
                     |_| "loadable: `roofline measure-gpu` can measure the GPU's ceilings".to_string(),
                 ),
             }

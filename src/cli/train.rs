@@ -211,7 +211,7 @@ pub fn run(args: TrainArgs) -> anyhow::Result<()> {
     let dir = edgeprof::session::new_dir(&parent, &format!("train-{}", args.model))?;
     let data = match &args.data {
         Some(d) => {
-            let (n_train, n_test) = train::count_records(d).map_err(BadInput)?;
+            let (n_train, n_test) = train::count_records(d)?;
             errln!(
                 "CIFAR-10 at {}: {n_train} training, {n_test} test images",
                 d.display()

@@ -100,7 +100,7 @@ pub fn tegra_compute_capability(compatible: &str) -> Option<(u32, u32)> {
 
 /// GPU 0's compute capability: NVML's answer, else the Jetson SoC's under `root`; or why
 /// neither knows.
-pub fn compute_capability(root: &Path) -> Result<(u32, u32), String> {
+pub fn compute_capability(root: &Path) -> Result<(u32, u32), crate::error::Unavailable> {
     let nvml = crate::collect::telemetry::nvml::NvmlReader::new().compute_capability(0);
     if let Ok(cc) = nvml {
         return Ok(cc);
@@ -109,16 +109,16 @@ pub fn compute_capability(root: &Path) -> Result<(u32, u32), String> {
     if let Some(cc) = tegra_compute_capability(&String::from_utf8_lossy(&compatible)) {
         return Ok(cc);
     }
-    Err(format!(
+    Err(crate::error::Unavailable::from(format!(
         "no NVIDIA GPU found (NVML: {}; not a Jetson: /proc/device-tree/compatible names no \
          known nvidia,tegra SoC); give --compute-capability X.Y to choose the profiler yourself",
-        nvml.err().unwrap_or_default()
-    ))
+        nvml.err().map(|e| e.0).unwrap_or_default()
+    )))
 }
 
 /// The profiler's executable: on PATH, else in /usr/local/cuda/bin (where JetPack and the CUDA
 /// toolkit put it without adding it to PATH).
-pub fn find(tool: Tool) -> Result<PathBuf, String> {
+pub fn find(tool: Tool) -> Result<PathBuf, crate::error::Unavailable> {
     if let Some(p) = crate::collect::find_on_path(tool.program()) {
         return Ok(p);
     }
@@ -126,7 +126,7 @@ pub fn find(tool: Tool) -> Result<PathBuf, String> {
     if cuda.is_file() {
         return Ok(cuda);
     }
-    Err(match tool {
+    Err(crate::error::Unavailable::from(match tool {
         Tool::Ncu => {
             "ncu is not installed: install NVIDIA Nsight Compute (JetPack 5 and 6 ship it; \
                       on a desktop it comes with the CUDA toolkit) or put it on PATH"
@@ -135,7 +135,7 @@ pub fn find(tool: Tool) -> Result<PathBuf, String> {
         Tool::Nvprof => "nvprof is not installed: it comes with the CUDA toolkit up to 10.2 \
                          (JetPack 4) in /usr/local/cuda/bin"
             .to_string(),
-    })
+    }))
 }
 
 /// Why a profiler run failed, in one sentence, from its output and exit status.
@@ -203,9 +203,11 @@ pub fn profile(
     program: &Path,
     command: &[String],
     dir: &Path,
-) -> Result<Profile, String> {
+) -> Result<Profile, crate::error::ChildFailed> {
     let Some((first, args)) = command.split_first() else {
-        return Err("no command to profile: give it after --".to_string());
+        return Err(crate::error::ChildFailed::from(
+            "no command to profile: give it after --".to_string(),
+        ));
     };
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     match tool {

@@ -122,8 +122,10 @@ fn open(kind: u32, config: u64, inherit: bool) -> Result<OwnedFd, String> {
 }
 
 /// Ok when a hardware counter can be opened on this process, else why not.
-pub fn probe() -> Result<(), String> {
-    open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, false).map(drop)
+pub fn probe() -> Result<(), crate::error::Unavailable> {
+    open(PERF_TYPE_HARDWARE, PERF_COUNT_HW_INSTRUCTIONS, false)
+        .map(drop)
+        .map_err(Into::into)
 }
 
 /// What an event's count stands for.
@@ -352,7 +354,7 @@ pub struct CounterReport {
 impl Counters {
     /// Opens the planned events (those the kernel refuses are listed with the reason); an error
     /// with the reason when none opens at all.
-    pub fn open(plan: &Plan) -> Result<Counters, String> {
+    pub fn open(plan: &Plan) -> Result<Counters, crate::error::Unavailable> {
         let mut open_events = Vec::new();
         let mut refused = Vec::new();
         for spec in &plan.events {
@@ -362,10 +364,12 @@ impl Counters {
             }
         }
         if open_events.is_empty() {
-            return Err(refused
-                .first()
-                .and_then(|r| r.split_once(": "))
-                .map_or("no events planned".to_string(), |(_, why)| why.to_string()));
+            return Err(crate::error::Unavailable::from(
+                refused
+                    .first()
+                    .and_then(|r| r.split_once(": "))
+                    .map_or("no events planned".to_string(), |(_, why)| why.to_string()),
+            ));
         }
         Ok(Counters {
             open: open_events,

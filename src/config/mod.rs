@@ -12,6 +12,7 @@ use raw::RawConfig;
 use resolve::Resolver;
 pub use write::to_toml;
 
+use crate::error::BadInput;
 use crate::models::zoo;
 use crate::models::InputShape;
 use std::ops::Range;
@@ -306,31 +307,39 @@ pub const THREADS_RANGE: (usize, usize) = (0, 1024);
 
 /// An input shape as a config may name it, or why not (the config reader and the terminal UI
 /// apply the same rules, so a saved selection always reads back).
-pub fn check_input(text: &str) -> Result<InputShape, String> {
+pub fn check_input(text: &str) -> Result<InputShape, crate::error::BadInput> {
     let shape: InputShape = text
         .parse()
         .map_err(|_| "must be CxHxW, e.g. \"3x224x224\"".to_string())?;
     let edge = zoo::MIN_SPATIAL..=zoo::MAX_SPATIAL;
     if !edge.contains(&shape.height) || !edge.contains(&shape.width) {
-        return Err(format!(
+        return Err(crate::error::BadInput::from(format!(
             "height and width must be from {} to {}",
             zoo::MIN_SPATIAL,
             zoo::MAX_SPATIAL
-        ));
+        )));
     }
     if shape.channels > zoo::MAX_CHANNELS {
-        return Err(format!("at most {} channels", zoo::MAX_CHANNELS));
+        return Err(crate::error::BadInput::from(format!(
+            "at most {} channels",
+            zoo::MAX_CHANNELS
+        )));
     }
     Ok(shape)
 }
 
 /// A whole number in `range`, or why not, in the words the config reader uses.
-pub fn check_count(text: &str, range: (usize, usize)) -> Result<usize, String> {
+pub fn check_count(text: &str, range: (usize, usize)) -> Result<usize, crate::error::BadInput> {
     text.trim()
         .parse::<usize>()
         .ok()
         .filter(|n| (range.0..=range.1).contains(n))
-        .ok_or_else(|| format!("must be a whole number from {} to {}", range.0, range.1))
+        .ok_or_else(|| {
+            BadInput(format!(
+                "must be a whole number from {} to {}",
+                range.0, range.1
+            ))
+        })
 }
 
 /// The directory a config's relative paths are read from: the file's own, canonical, so that

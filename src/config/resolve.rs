@@ -134,7 +134,7 @@ impl Resolver<'_> {
     }
 
     pub(super) fn input(&self, key: &str, v: &Spanned<String>) -> Result<InputShape, ConfigError> {
-        check_input(v.get_ref()).map_err(|why| self.at(key, v, why))
+        check_input(v.get_ref()).map_err(|why| self.at(key, v, why.0))
     }
 
     /// `all` (None) or a CPU list such as `0-3,6`.

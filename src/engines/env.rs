@@ -189,7 +189,7 @@ pub fn run_with_timeout(
     command: Command,
     input: &str,
     timeout: Duration,
-) -> Result<String, String> {
+) -> Result<String, crate::error::ChildFailed> {
     let (status, stdout, stderr) = run_collect(command, input.as_bytes(), timeout)?;
     if !status.success() {
         let last = stderr
@@ -197,7 +197,10 @@ pub fn run_with_timeout(
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        return Err(format!("it failed ({status}): {}", last.trim()));
+        return Err(crate::error::ChildFailed::from(format!(
+            "it failed ({status}): {}",
+            last.trim()
+        )));
     }
     Ok(stdout)
 }
@@ -209,7 +212,7 @@ pub fn run_collect(
     mut command: Command,
     input: &[u8],
     timeout: Duration,
-) -> Result<(std::process::ExitStatus, String, String), String> {
+) -> Result<(std::process::ExitStatus, String, String), crate::error::ChildFailed> {
     let mut child = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -252,10 +255,17 @@ pub fn run_collect(
             Ok(None) if start.elapsed() > timeout => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("it did not answer within {} s", timeout.as_secs()));
+                return Err(crate::error::ChildFailed::from(format!(
+                    "it did not answer within {} s",
+                    timeout.as_secs()
+                )));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => return Err(format!("cannot wait for it: {e}")),
+            Err(e) => {
+                return Err(crate::error::ChildFailed::from(format!(
+                    "cannot wait for it: {e}"
+                )))
+            }
         }
     };
     let _ = writer.join();
@@ -265,7 +275,7 @@ pub fn run_collect(
 }
 
 /// Asks `python` about `frameworks`.
-pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, String> {
+pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, crate::error::ChildFailed> {
     let asked: Vec<(&str, &str)> = frameworks
         .iter()
         .map(|f| (f.module, f.distribution))
@@ -276,7 +286,7 @@ pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, String> 
     let out = run_with_timeout(command, &input, PROBE_TIMEOUT)?;
     let line = out.lines().last().unwrap_or("");
     serde_json::from_str(line)
-        .map_err(|e| format!("it answered {line:?}, not the probe's JSON ({e})"))
+        .map_err(|e| format!("it answered {line:?}, not the probe's JSON ({e})").into())
 }
 
 /// The system's `python3`, when there is one on PATH.
@@ -375,7 +385,7 @@ fn readiness_with(
             },
             Err(reason) => Readiness::Broken {
                 python: python.clone(),
-                reason,
+                reason: reason.0,
             },
         };
     }
@@ -387,7 +397,10 @@ fn readiness_with(
                     Some(i) => Readiness::Ready(i),
                     None => lacks(&python, &p),
                 },
-                Err(reason) => Readiness::Broken { python, reason },
+                Err(reason) => Readiness::Broken {
+                    python,
+                    reason: reason.0,
+                },
             };
         }
     }

@@ -129,7 +129,7 @@ fn payload_text(payload: &(dyn std::any::Any + Send)) -> String {
 /// Runs `f`, turning a panic into its message and keeping the default panic report off the
 /// terminal meanwhile. tract asserts on malformed models (negative pads, a zero divisor in a
 /// shape) instead of returning errors; this is the only way to answer those with one line.
-pub fn contained<T>(f: impl FnOnce() -> T) -> Result<T, String> {
+pub fn contained<T>(f: impl FnOnce() -> T) -> Result<T, crate::error::Panicked> {
     install_quiet_hook();
     QUIET.with(|q| q.set(q.get() + 1));
     let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(f));
@@ -140,7 +140,7 @@ pub fn contained<T>(f: impl FnOnce() -> T) -> Result<T, String> {
         if short.len() < text.len() {
             short.push('…');
         }
-        short
+        crate::error::Panicked(short)
     })
 }
 
@@ -351,7 +351,7 @@ impl TractSession {
                     .map_err(|reason| EngineError::Crashed {
                         origin: origin.clone(),
                         stage: "reading",
-                        reason,
+                        reason: reason.0,
                     })?
                     .map_err(|e| EngineError::InvalidModel {
                         origin: origin.clone(),
@@ -378,7 +378,7 @@ impl TractSession {
             .map_err(|reason| EngineError::Crashed {
                 origin: origin.to_string(),
                 stage: "reading",
-                reason,
+                reason: reason.0,
             })?
             .map_err(|e| EngineError::InvalidModel {
                 origin: origin.to_string(),
@@ -414,7 +414,7 @@ impl TractSession {
             .map_err(|reason| EngineError::Crashed {
                 origin: origin.clone(),
                 stage: stage.get(),
-                reason,
+                reason: reason.0,
             })??;
         Ok(TractSession {
             plan,
@@ -525,11 +525,11 @@ impl TractSession {
     }
 
     /// A contained panic while running as an error naming the model.
-    fn crashed(&self, stage: &'static str) -> impl Fn(String) -> EngineError + '_ {
+    fn crashed(&self, stage: &'static str) -> impl Fn(crate::error::Panicked) -> EngineError + '_ {
         move |reason| EngineError::Crashed {
             origin: self.origin.clone(),
             stage,
-            reason,
+            reason: reason.0,
         }
     }
 

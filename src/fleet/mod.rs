@@ -5,6 +5,7 @@
 pub mod run;
 
 use crate::config::Node;
+use crate::error::ChildFailed;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::process::Command;
@@ -318,17 +319,17 @@ pub fn run(
     command: Command,
     input: &[u8],
     timeout: Duration,
-) -> Result<(Option<i32>, String, String), String> {
+) -> Result<(Option<i32>, String, String), crate::error::ChildFailed> {
     crate::engines::env::run_collect(command, input, timeout)
         .map(|(status, stdout, stderr)| (status.code(), stdout, stderr))
-        .map_err(|e| e.replace("cannot start it", "cannot start ssh"))
+        .map_err(|e| ChildFailed(e.0.replace("cannot start it", "cannot start ssh")))
 }
 
 /// Checks one node.
 pub fn check(node: &Node) -> Check {
     match run(ssh(node, &check_script(node)), b"", CHECK_TIMEOUT) {
         Ok((status, stdout, stderr)) => parse_check(node, status, &stdout, &stderr),
-        Err(reason) => Check::Unreachable { reason },
+        Err(reason) => Check::Unreachable { reason: reason.0 },
     }
 }
 

@@ -291,7 +291,7 @@ fn run_one(
             took.as_secs_f64(),
             slow_limit().as_secs_f64()
         )),
-        other => other,
+        other => other.map_err(|e| e.0),
     };
     match outcome {
         Ok(()) => {

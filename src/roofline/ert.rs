@@ -266,7 +266,7 @@ pub fn import(
         gpu_sweep: Vec::new(),
     };
     // Checked piece by piece above; this is the same check every stored ceiling passes.
-    ceilings.check().map_err(ErtError::BadCeiling)?;
+    ceilings.check().map_err(|e| ErtError::BadCeiling(e.0))?;
     Ok(Imported {
         ceilings,
         threads,

@@ -13,6 +13,7 @@ pub mod levels;
 pub mod nvidia;
 pub mod store;
 
+use crate::error::BadInput;
 use serde::{Deserialize, Serialize};
 
 /// A level of the memory hierarchy, innermost first.
@@ -142,23 +143,23 @@ impl Ceilings {
     /// Checks every figure: roofs finite, positive and below the limits above, sweep points
     /// finite and not negative. An infinite roof would be kept as `null` and break every later
     /// roofline command, and absurd ones put nonsense in the advice. The error names the field.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), crate::error::BadInput> {
         for (i, r) in self.compute.iter().enumerate() {
             if let Some(why) = rate_problem(r.flops_per_s, MAX_FLOPS_PER_S) {
-                return Err(format!(
+                return Err(crate::error::BadInput::from(format!(
                     "compute[{i}].flops_per_s ({} peak) = {} FLOP/s is {why}",
                     r.precision,
                     figure(r.flops_per_s)
-                ));
+                )));
             }
         }
         for (i, r) in self.bandwidth.iter().enumerate() {
             if let Some(why) = rate_problem(r.bytes_per_s, MAX_BYTES_PER_S) {
-                return Err(format!(
+                return Err(crate::error::BadInput::from(format!(
                     "bandwidth[{i}].bytes_per_s ({} bandwidth) = {} B/s is {why}",
                     r.level,
                     figure(r.bytes_per_s)
-                ));
+                )));
             }
         }
         let sweeps = self
@@ -173,10 +174,10 @@ impl Ceilings {
                 } else {
                     i - self.sweep.len()
                 };
-                return Err(format!(
+                return Err(crate::error::BadInput::from(format!(
                     "{name}[{i}].bytes_per_s = {} B/s is not a bandwidth (finite, from 0 to {MAX_BYTES_PER_S:e})",
                     figure(v)
-                ));
+                )));
             }
         }
         Ok(())
@@ -266,31 +267,34 @@ impl Program {
     /// [`MAX_COUNT`]; time from [`MIN_SECONDS`] to 1e7 s; a FLOP rate at most 100 times
     /// [`MAX_FLOPS_PER_S`]. Figures past these come from corrupted records, and their points
     /// would stretch a chart's axes over hundreds of decades.
-    pub fn check(&self) -> Result<(), String> {
+    pub fn check(&self) -> Result<(), crate::error::BadInput> {
         // Zero, or at least a thousandth (nvprof's averages make fractional counts): a count of
         // 4e-316 bytes makes an intensity past f64's range.
         let count = |v: f64| v == 0.0 || (1e-3..=MAX_COUNT).contains(&v);
         if !count(self.flops) {
-            return Err(format!("{} FLOPs is not a count", figure(self.flops)));
+            return Err(crate::error::BadInput::from(format!(
+                "{} FLOPs is not a count",
+                figure(self.flops)
+            )));
         }
         if let Some((level, bytes)) = self.traffic.iter().find(|(_, b)| !count(*b)) {
-            return Err(format!(
+            return Err(crate::error::BadInput::from(format!(
                 "{} bytes at {level} is not a count",
                 figure(*bytes)
-            ));
+            )));
         }
         if !(self.seconds.is_finite() && (MIN_SECONDS..=1e7).contains(&self.seconds)) {
-            return Err(format!(
+            return Err(crate::error::BadInput::from(format!(
                 "a time of {} s is not one a program takes",
                 figure(self.seconds)
-            ));
+            )));
         }
         let rate = self.flops / self.seconds;
         if rate > 100.0 * MAX_FLOPS_PER_S {
-            return Err(format!(
+            return Err(crate::error::BadInput::from(format!(
                 "{} FLOP/s is more than any machine reaches",
                 figure(rate)
-            ));
+            )));
         }
         Ok(())
     }
@@ -364,9 +368,11 @@ pub fn layer_programs(
 pub fn condition_model(
     c: &crate::runner::matrix::Condition,
     classes: usize,
-) -> Result<crate::models::graph::Model, String> {
+) -> Result<crate::models::graph::Model, crate::error::BadInput> {
     let crate::config::ModelRef::Zoo(name) = &c.model else {
-        return Err("an ONNX file has no analytic cost yet".to_string());
+        return Err(crate::error::BadInput::from(
+            "an ONNX file has no analytic cost yet".to_string(),
+        ));
     };
     let params = crate::models::zoo::ModelParams {
         num_classes: classes,
@@ -375,7 +381,7 @@ pub fn condition_model(
         width: c.input.width,
         batch: c.batch,
     };
-    crate::models::zoo::build(name, &params).map_err(|e| e.to_string())
+    crate::models::zoo::build(name, &params).map_err(|e| BadInput(e.to_string()))
 }
 
 pub fn programs_from_results(
@@ -392,7 +398,7 @@ pub fn programs_from_results(
         let total = match condition_model(c, classes) {
             Ok(model) => cost::analyze(&model).total,
             Err(why) => {
-                left_out.push((c.id.clone(), why));
+                left_out.push((c.id.clone(), why.0));
                 continue;
             }
         };
@@ -442,7 +448,7 @@ pub fn programs_from_results(
         }
         match program.check() {
             Ok(()) => programs.push(program),
-            Err(why) => left_out.push((c.id.clone(), why)),
+            Err(why) => left_out.push((c.id.clone(), why.0)),
         }
     }
     (programs, left_out)
@@ -496,7 +502,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Program)| {
             let mut q = p.clone();
             edit(&mut q);
-            q.check().err().unwrap_or_default()
+            q.check().err().unwrap_or_default().0
         };
         assert_eq!(
             with(&|q| q.seconds = 1e-300),
@@ -520,7 +526,7 @@ mod tests {
         let with = |edit: &dyn Fn(&mut Ceilings)| {
             let mut c = test_ceilings();
             edit(&mut c);
-            c.check().err().unwrap_or_default()
+            c.check().err().unwrap_or_default().0
         };
         assert_eq!(
             with(&|c| c.compute[1].flops_per_s = f64::INFINITY),

@@ -141,7 +141,7 @@ pub fn read_file(path: &Path) -> Result<Stored, ReadError> {
 }
 
 /// A ceilings file's text, parsed and checked.
-pub fn parse_file(text: &str) -> Result<Stored, String> {
+pub fn parse_file(text: &str) -> Result<Stored, crate::error::BadInput> {
     let stored: Stored =
         serde_json::from_str(text).map_err(|e| format!("not a ceilings file ({e})"))?;
     stored
@@ -257,7 +257,7 @@ pub fn gpu_bench_program() -> Result<PathBuf, gpubench::GpuBenchError> {
     if let Some(p) = std::env::var_os("EDGEPROF_GPU_BENCH_WORKER").filter(|p| !p.is_empty()) {
         return Ok(PathBuf::from(p));
     }
-    gpubench::availability().map_err(gpubench::GpuBenchError::Unavailable)?;
+    gpubench::availability().map_err(|e| gpubench::GpuBenchError::Unavailable(e.0))?;
     std::env::current_exe().map_err(|e| {
         gpubench::GpuBenchError::Failed(format!("cannot locate the edgeprof binary: {e}"))
     })

@@ -191,10 +191,9 @@ pub struct Simulation {
 }
 
 /// The valgrind on PATH, or why there is none.
-pub fn valgrind() -> Result<PathBuf, String> {
-    crate::collect::find_on_path("valgrind").ok_or_else(|| {
-        "valgrind is not installed (Debian/Ubuntu: apt install valgrind)".to_string()
-    })
+pub fn valgrind() -> Result<PathBuf, crate::error::Unavailable> {
+    crate::collect::find_on_path("valgrind")
+        .ok_or_else(|| "valgrind is not installed (Debian/Ubuntu: apt install valgrind)".into())
 }
 
 /// Simulates one condition: `request` with one thread and its warm-up is run under valgrind,

@@ -252,7 +252,9 @@ fn ask(python: &Path, request: &serde_json::Value) -> Result<Answer, String> {
     command.args(["-c", ASK]);
     // Quiet frameworks that log to stderr on import (TensorFlow).
     command.env("TF_CPP_MIN_LOG_LEVEL", "3");
-    env::run_with_timeout(command, &request.to_string(), TIMEOUT).and_then(|out| parse_answer(&out))
+    env::run_with_timeout(command, &request.to_string(), TIMEOUT)
+        .map_err(|e| e.0)
+        .and_then(|out| parse_answer(&out))
 }
 
 /// The last line of the child's output that parses as the answer.

@@ -87,7 +87,7 @@ pub fn write_synthetic(dir: &Path, train: usize, test: usize, seed: u64) -> std:
 }
 
 /// Counts the records of a CIFAR-10 directory (training, test), checking the format.
-pub fn count_records(dir: &Path) -> Result<(usize, usize), String> {
+pub fn count_records(dir: &Path) -> Result<(usize, usize), crate::error::BadInput> {
     let count = |name: &str| -> Result<usize, String> {
         let path = dir.join(name);
         let len = std::fs::metadata(&path)

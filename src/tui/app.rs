@@ -206,7 +206,7 @@ impl App {
                         PromptFor::Add(axis) => {
                             match self.conditions.add(axis, &p.text) {
                                 Ok(what) => self.say(Severity::Info, what),
-                                Err(why) => self.say(Severity::Error, why),
+                                Err(why) => self.say(Severity::Error, why.0),
                             }
                             return None;
                         }

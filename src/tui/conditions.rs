@@ -75,7 +75,9 @@ impl Offer {
             gpus,
             gpu_telemetry,
             power,
-            counters: edgeprof::collect::perf::probe().map(|()| "hardware counters".to_string()),
+            counters: edgeprof::collect::perf::probe()
+                .map(|()| "hardware counters".to_string())
+                .map_err(|e| e.0),
         }
     }
 }
@@ -444,16 +446,16 @@ impl Conditions {
 
     /// Adds a value to an axis and ticks it: an ONNX file (Models), a C×H×W shape (Input
     /// shapes), a batch size or a thread count; what was added, or why not.
-    pub fn add(&mut self, axis: Axis, text: &str) -> Result<String, String> {
+    pub fn add(&mut self, axis: Axis, text: &str) -> Result<String, edgeprof::error::BadInput> {
         let text = text.trim();
         let m = &mut self.config.matrix;
         match axis {
             Axis::Models => {
                 let path = PathBuf::from(text);
                 if !path.is_file() {
-                    return Err(format!(
+                    return Err(edgeprof::error::BadInput::from(format!(
                         "{text}: no such file (give the path of an .onnx model)"
-                    ));
+                    )));
                 }
                 let path = std::path::absolute(&path).unwrap_or(path);
                 let model = ModelRef::Onnx(path);
@@ -497,7 +499,10 @@ impl Conditions {
                 }
                 Ok(format!("added {n}"))
             }
-            _ => Err(format!("{} takes no new values", axis.title())),
+            _ => Err(edgeprof::error::BadInput::from(format!(
+                "{} takes no new values",
+                axis.title()
+            ))),
         }
     }
 

@@ -180,13 +180,13 @@ impl Session {
             Command::Layers { condition, classes } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
-                    let result = edgeprof::roofline::condition_model(&condition, classes).and_then(
-                        |model| {
+                    let result = edgeprof::roofline::condition_model(&condition, classes)
+                        .map_err(|e| e.0)
+                        .and_then(|model| {
                             let threads = edgeprof::runner::resolve_threads(condition.threads);
                             edgeprof::roofline::layer_programs(&model, threads, 3)
                                 .map_err(|e| format!("{e:#}"))
-                        },
-                    );
+                        });
                     let _ = tx.send(Message::Layers(condition.id, result));
                 });
             }

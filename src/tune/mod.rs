@@ -125,7 +125,7 @@ pub fn resolve_core_set(
     name: &str,
     sets: &[CoreSet],
     allowed: &[usize],
-) -> Result<CoreSet, String> {
+) -> Result<CoreSet, crate::error::BadInput> {
     if let Some(s) = sets.iter().find(|s| s.label == name) {
         return Ok(s.clone());
     }
@@ -135,19 +135,19 @@ pub fn resolve_core_set(
             .chars()
             .all(|c| c.is_ascii_digit() || c == ',' || c == '-')
     {
-        return Err(format!(
+        return Err(crate::error::BadInput::from(format!(
             "unknown core set {name:?}; this machine has {} or a CPU list such as 0-1",
             sets.iter()
                 .map(|s| s.label.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     if let Some(bad) = cpus.iter().find(|c| !allowed.contains(c)) {
-        return Err(format!(
+        return Err(crate::error::BadInput::from(format!(
             "core set {name:?} names CPU {bad}, which this process may not use (allowed: {})",
             cpu_list(allowed)
-        ));
+        )));
     }
     Ok(CoreSet {
         label: cpu_list(&cpus),

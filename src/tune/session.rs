@@ -330,7 +330,7 @@ fn build_space(
     } else {
         names
             .iter()
-            .map(|n| tune::resolve_core_set(n, &machine_sets, &allowed).map_err(BadInput))
+            .map(|n| tune::resolve_core_set(n, &machine_sets, &allowed))
             .collect::<Result<Vec<_>, _>>()?
     };
     let threads = if !args.threads.is_empty() {

@@ -423,7 +423,7 @@ pub struct ShowOptions {
 /// profilers): which ones the points use, and why the others are not.
 fn sources_text(
     programs: &[edgeprof::roofline::Program],
-    counters: &Result<(), String>,
+    counters: &Result<(), edgeprof::error::Unavailable>,
     processor: Processor,
 ) -> String {
     use edgeprof::roofline::PointSource;
@@ -596,7 +596,7 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
             ceilings_file: &from,
             programs: &programs,
             left_out: &left_out,
-            counters_unavailable: edgeprof::collect::perf::probe().err(),
+            counters_unavailable: edgeprof::collect::perf::probe().err().map(|e| e.0),
             analyses,
         });
     }

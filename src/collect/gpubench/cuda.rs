@@ -14,16 +14,16 @@ use std::ffi::{c_void, CString};
 use std::time::Instant;
 
 /// Whether NVRTC can be loaded, or what to do.
-pub fn nvrtc_present() -> Result<(), String> {
+pub fn nvrtc_present() -> Result<(), crate::error::Unavailable> {
     // SAFETY: only tries to dlopen the library by its names.
     if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(
+        Err(crate::error::Unavailable::from(
             "NVRTC (libnvrtc.so) is not found: it comes with the CUDA toolkit (JetPack installs it \
              in /usr/local/cuda/lib64); add that directory to LD_LIBRARY_PATH"
                 .to_string(),
-        )
+        ))
     }
 }
 
@@ -38,14 +38,14 @@ pub fn nvrtc_version() -> Option<(i32, i32)> {
 }
 
 /// Whether libcuda and libnvrtc can be loaded, or which cannot and what to do.
-pub fn libraries_present() -> Result<(), String> {
+pub fn libraries_present() -> Result<(), crate::error::Unavailable> {
     // SAFETY: only tries to dlopen the library by its names.
     if !unsafe { sys::is_culib_present() } {
-        return Err(
+        return Err(crate::error::Unavailable::from(
             "no CUDA driver (libcuda.so.1 is not installed: on a Jetson it comes with JetPack, \
              on a PC with the NVIDIA driver)"
                 .to_string(),
-        );
+        ));
     }
     nvrtc_present()
 }
@@ -134,7 +134,7 @@ fn describe(ordinal: usize, dev: sys::CUdevice) -> Result<GpuInfo, GpuBenchError
 }
 
 /// Compiles the kernels for `arch` (e.g. compute_87) and returns the PTX, or NVRTC's log.
-pub fn compile(arch: &str) -> Result<String, String> {
+pub fn compile(arch: &str) -> Result<String, crate::error::ChildFailed> {
     let options = cudarc::nvrtc::CompileOptions {
         options: vec![format!("--gpu-architecture={arch}")],
         name: Some("edgeprof_ceilings.cu".into()),
@@ -142,11 +142,15 @@ pub fn compile(arch: &str) -> Result<String, String> {
     };
     match cudarc::nvrtc::compile_ptx_with_opts(KERNELS, options) {
         Ok(ptx) => Ok(ptx.to_src()),
-        Err(cudarc::nvrtc::CompileError::CompileError { nvrtc, log, .. }) => Err(format!(
-            "NVRTC could not compile the kernels for {arch} ({nvrtc:?}): {}",
-            log.to_string_lossy().trim()
-        )),
-        Err(e) => Err(format!("NVRTC failed for {arch}: {e:?}")),
+        Err(cudarc::nvrtc::CompileError::CompileError { nvrtc, log, .. }) => {
+            Err(crate::error::ChildFailed::from(format!(
+                "NVRTC could not compile the kernels for {arch} ({nvrtc:?}): {}",
+                log.to_string_lossy().trim()
+            )))
+        }
+        Err(e) => Err(crate::error::ChildFailed::from(format!(
+            "NVRTC failed for {arch}: {e:?}"
+        ))),
     }
 }
 
@@ -299,7 +303,7 @@ pub fn measure(
     mut report: impl FnMut(Message),
 ) -> Result<GpuMeasurement, GpuBenchError> {
     let began = Instant::now();
-    libraries_present().map_err(GpuBenchError::Unavailable)?;
+    libraries_present().map_err(|e| GpuBenchError::Unavailable(e.0))?;
     result::init().map_err(|e| {
         GpuBenchError::Unavailable(driver_error(
             "the CUDA driver did not start (is there an NVIDIA GPU, and may this user open /dev/nvidia*?)",
@@ -369,7 +373,7 @@ pub fn measure(
         format!("compiling the kernels for {} with NVRTC", info.arch()),
         &mut report,
     );
-    let ptx = compile(&info.arch()).map_err(GpuBenchError::Failed)?;
+    let ptx = compile(&info.arch()).map_err(|e| GpuBenchError::Failed(e.0))?;
     let ptx = CString::new(ptx)
         .map_err(|_| GpuBenchError::Failed("NVRTC returned PTX with a NUL byte".into()))?;
     // SAFETY: a NUL-terminated PTX image; the module lives until the context is released.

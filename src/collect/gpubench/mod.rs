@@ -252,7 +252,7 @@ pub enum GpuBenchError {
 }
 
 /// Whether the CUDA driver and NVRTC can be loaded here (quick: loads the libraries only).
-pub fn availability() -> Result<(), String> {
+pub fn availability() -> Result<(), crate::error::Unavailable> {
     cuda::libraries_present()
 }
 

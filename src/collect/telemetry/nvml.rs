@@ -51,7 +51,7 @@ impl NvmlReader {
 
 impl NvmlReader {
     /// The compute capability of GPU `index` (major, minor), or why it cannot be had.
-    pub fn compute_capability(&self, index: u32) -> Result<(u32, u32), String> {
+    pub fn compute_capability(&self, index: u32) -> Result<(u32, u32), crate::error::Unavailable> {
         let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
         let device = nvml
             .device_by_index(index)

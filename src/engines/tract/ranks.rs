@@ -198,7 +198,10 @@ fn check_permutation(node: &pb::NodeProto) -> Result<(), String> {
 
 /// Why the graph cannot go to tract, if it cannot: an image operator given a tensor of too
 /// low a rank, or a transpose whose permutation is not one. `input_rank` is the rank of an input shape given on the command line.
-pub fn check(graph: &pb::GraphProto, input_rank: Option<usize>) -> Result<(), String> {
+pub fn check(
+    graph: &pb::GraphProto,
+    input_rank: Option<usize>,
+) -> Result<(), crate::error::BadInput> {
     let mut ranks: HashMap<&str, BTreeSet<usize>> = HashMap::new();
     let initializers: BTreeSet<&str> = graph.initializer.iter().map(|t| t.name.as_str()).collect();
     for t in &graph.initializer {
@@ -253,11 +256,11 @@ pub fn check(graph: &pb::GraphProto, input_rank: Option<usize>) -> Result<(), St
             };
             if let Some(&rank) = ranks.get(name.as_str()).and_then(|s| s.iter().next()) {
                 if rank < least {
-                    return Err(format!(
+                    return Err(crate::error::BadInput::from(format!(
                         "node {:?} ({}) needs a tensor of rank {least} or more as input {i}, \
                          but {name:?} has rank {rank}",
                         node.name, node.op_type
-                    ));
+                    )));
                 }
             }
         }

@@ -6,8 +6,9 @@ use crate::models::zoo::{self, ModelParams};
 #[test]
 fn contained_panics_become_their_message_and_leave_their_place() {
     let _ = take_last_panic();
-    let outcome: Result<(), String> = contained(|| panic!("pads {} for rank {}", 3, 2));
-    assert_eq!(outcome, Err("pads 3 for rank 2".to_string()));
+    let outcome: Result<(), crate::error::Panicked> =
+        contained(|| panic!("pads {} for rank {}", 3, 2));
+    assert_eq!(outcome, Err("pads 3 for rank 2".into()));
     let place = take_last_panic().unwrap_or_default();
     assert!(place.contains("src/engines/tract/tests.rs"), "{place}");
     assert_eq!(take_last_panic(), None);
