@@ -60,18 +60,11 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
             if let Ok(mut d) = done.lock() {
                 *d += 1;
             }
-            let what = if record.ok {
-                match record.stats.as_ref() {
-                    Some(s) => format!("ok, median {:.3} ms", s.latency.median_ms),
-                    None => "ok".to_string(),
-                }
-            } else {
-                format!(
-                    "failed: {}",
-                    record.reason.as_deref().unwrap_or("no reason given")
-                )
-            };
-            errln!("[{node}] {}: {what}", record.condition.id);
+            errln!(
+                "[{node}] {}: {}",
+                record.condition.id,
+                results::summary::record_line(&record, !record.last && !record.ok)
+            );
         }
         FleetEvent::Dropped {
             node,

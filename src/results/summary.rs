@@ -369,6 +369,59 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
 }
 
 /// Rows for other modules' tests.
+/// A record in one line, after its condition's id: `ok, mean 1.234 ms ± 0.010, 810.3
+/// inferences/s` with what was measured beside it (noise, peak RSS, CPU, power, energy,
+/// throttling), or `failed: REASON` (`failed, retrying` when another attempt follows; the attempt
+/// named from the second on). Every front-end and the fleet's progress say a record this way.
+pub fn record_line(record: &RunRecord, retry: bool) -> String {
+    use std::fmt::Write as _;
+    let mut line = String::new();
+    match (&record.stats, record.ok) {
+        (Some(s), true) => {
+            let rs = &s.repeat_summary;
+            let _ = write!(
+                line,
+                "ok, mean {:.3} ms ± {:.3}, {:.1} inferences/s",
+                rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
+            );
+            if s.noisy {
+                let _ = write!(line, ", noisy (CV {:.1} %)", 100.0 * s.cv);
+            }
+        }
+        (None, true) => line.push_str("ok"),
+        (_, false) => {
+            line.push_str(if retry { "failed, retrying" } else { "failed" });
+            if record.attempt > 1 {
+                let _ = write!(line, " (attempt {})", record.attempt);
+            }
+            let _ = write!(
+                line,
+                ": {}",
+                record.reason.as_deref().unwrap_or("unknown reason")
+            );
+        }
+    }
+    let r = &record.resources;
+    if let Some(peak) = r.peak_rss_bytes {
+        let _ = write!(line, ", peak RSS {}", crate::text::bytes(peak));
+    }
+    if let Some(cpu) = r.cpu_mean_pct {
+        let _ = write!(line, ", CPU {cpu:.0} %");
+    }
+    if let Some(t) = &record.telemetry {
+        if let Some(w) = t.power_mean_w {
+            let _ = write!(line, ", {w:.2} W");
+        }
+        if let Some(j) = t.energy_per_inference_j {
+            let _ = write!(line, ", {:.1} mJ/inference", j * 1e3);
+        }
+        if t.throttled {
+            let _ = write!(line, ", THROTTLED ({})", t.reasons.join("; "));
+        }
+    }
+    line
+}
+
 #[cfg(test)]
 pub mod tests_support {
     pub fn row(c: &crate::runner::matrix::Condition, status: &str) -> super::Row {
@@ -379,6 +432,52 @@ pub mod tests_support {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_record_reads_the_same_in_every_front_end() {
+        let condition = crate::runner::matrix::Condition::new(
+            "tract",
+            crate::config::ModelRef::Zoo("resnet34".into()),
+            crate::models::InputShape::default(),
+            1,
+            0,
+            crate::config::Device::Cpu,
+        );
+        let repeats = vec![vec![2.0, 2.0, 2.0, 2.0]; 3];
+        let stats = crate::stats::run_stats(10.0, Some(3.0), &[2.5], &repeats, 1);
+        let mut record = RunRecord {
+            condition,
+            attempt: 1,
+            last: true,
+            started: "2026-12-02T00:00:00Z".into(),
+            ok: true,
+            reason: None,
+            failure: None,
+            run: None,
+            stats,
+            resources: Default::default(),
+            telemetry: None,
+        };
+        record.resources.peak_rss_bytes = Some(40 << 20);
+        assert_eq!(
+            record_line(&record, false),
+            "ok, mean 2.000 ms ± 0.000, 500.0 inferences/s, peak RSS 40.00 MiB"
+        );
+        record.stats = None;
+        record.resources = Default::default();
+        assert_eq!(record_line(&record, false), "ok");
+        record.ok = false;
+        record.reason = Some("the worker was killed".into());
+        assert_eq!(
+            record_line(&record, true),
+            "failed, retrying: the worker was killed"
+        );
+        record.attempt = 2;
+        assert_eq!(
+            record_line(&record, false),
+            "failed (attempt 2): the worker was killed"
+        );
+    }
 
     #[test]
     fn csv_quotes_only_what_needs_it() {

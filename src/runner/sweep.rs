@@ -13,25 +13,26 @@ use crate::text::now_rfc3339;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// What happens during a sweep, for progress display.
-#[derive(Debug)]
-pub enum SweepEvent<'a> {
+/// What happens during a sweep, for progress display: owned, so that a front-end can pass it
+/// across threads as it is (the terminal UI's run thread sends it to the UI loop unchanged).
+#[derive(Debug, Clone)]
+pub enum SweepEvent {
     /// An attempt begins. `index` counts from 1 over the whole plan (resumed runs included).
     Start {
         index: usize,
         total: usize,
-        condition: &'a Condition,
+        condition: Condition,
         attempt: usize,
         attempts: usize,
     },
     Worker(WorkerEvent),
     /// What the telemetry sources saw, as the attempt runs.
-    Telemetry(&'a crate::collect::telemetry::Sample),
+    Telemetry(Box<crate::collect::telemetry::Sample>),
     /// An attempt ended and was stored; `retry` when another attempt follows.
     Done {
         index: usize,
         total: usize,
-        record: &'a RunRecord,
+        record: Box<RunRecord>,
         retry: bool,
     },
     Cooldown {
@@ -152,7 +153,7 @@ impl Sweep<'_> {
                     on_event(SweepEvent::Start {
                         index,
                         total: self.total,
-                        condition,
+                        condition: condition.clone(),
                         attempt: 1,
                         attempts: 1,
                     });
@@ -176,7 +177,7 @@ impl Sweep<'_> {
                     on_event(SweepEvent::Done {
                         index,
                         total: self.total,
-                        record: &record,
+                        record: Box::new(record),
                         retry: false,
                     });
                     outcome.failed += 1;
@@ -195,7 +196,7 @@ impl Sweep<'_> {
                 on_event(SweepEvent::Start {
                     index,
                     total: self.total,
-                    condition,
+                    condition: condition.clone(),
                     attempt,
                     attempts,
                 });
@@ -206,7 +207,7 @@ impl Sweep<'_> {
                 );
                 let result = spawn::run_worker(&command, &request, limits, self.cancel, |event| {
                     for sample in recorder.fresh() {
-                        on_event(SweepEvent::Telemetry(&sample));
+                        on_event(SweepEvent::Telemetry(Box::new(sample)));
                     }
                     on_event(SweepEvent::Worker(event))
                 });
@@ -262,7 +263,7 @@ impl Sweep<'_> {
                 on_event(SweepEvent::Done {
                     index,
                     total: self.total,
-                    record: &record,
+                    record: Box::new(record),
                     retry: !last,
                 });
                 if last {

@@ -17,13 +17,13 @@ pub use tune::*;
 use super::conditions::{Axis, Conditions, AXES, PARAMS};
 use super::theme::Theme;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use edgeprof::collect::proc::ProcSample;
 use edgeprof::collect::telemetry::Sample;
+use edgeprof::results::summary;
 use edgeprof::results::summary::Row;
-use edgeprof::results::RunRecord;
 use edgeprof::roofline::advice::Analysis;
 use edgeprof::roofline::{Ceilings, Precision, Program};
-use edgeprof::runner::sweep::SweepOutcome;
+use edgeprof::runner::spawn::WorkerEvent;
+use edgeprof::runner::sweep::{SweepEvent, SweepOutcome};
 use std::collections::VecDeque;
 use std::path::PathBuf;
 

@@ -57,31 +57,9 @@ pub(super) fn start_run(
                 attempts_before: &Default::default(),
             };
             let outcome = sweep.run(&mut writer, |event| {
-                let e = match event {
-                    SweepEvent::Start {
-                        index,
-                        total,
-                        condition,
-                        attempt,
-                        attempts,
-                    } => RunEvent::Attempt {
-                        index,
-                        total,
-                        condition: condition.id.clone(),
-                        attempt,
-                        attempts,
-                    },
-                    SweepEvent::Worker(WorkerEvent::Timed(n)) => RunEvent::Timed(n),
-                    SweepEvent::Worker(WorkerEvent::Sample(s)) => RunEvent::Worker(s),
-                    SweepEvent::Worker(WorkerEvent::Ready) => return,
-                    SweepEvent::Telemetry(s) => RunEvent::Telemetry(Box::new(s.clone())),
-                    SweepEvent::Done { record, retry, .. } => RunEvent::Done {
-                        record: Box::new(record.clone()),
-                        retry,
-                    },
-                    SweepEvent::Cooldown { seconds } => RunEvent::Cooldown(seconds),
-                };
-                send(e);
+                if !matches!(event, SweepEvent::Worker(WorkerEvent::Ready)) {
+                    send(RunEvent::Sweep(event));
+                }
             })?;
             edgeprof::session::finish(&d, &mut manifest, &outcome, &config.output.formats)?;
             Ok(outcome)

@@ -26,7 +26,7 @@ pub enum TuneEvent<'a> {
         predicted: Option<(f64, f64)>,
     },
     /// The worker's progress within the current trial or confirmation run.
-    Sweep(SweepEvent<'a>),
+    Sweep(SweepEvent),
     /// A trial ended.
     Measured { trial: &'a Trial },
     /// A confirmation run starts: `which` is "default" or "best".
@@ -145,7 +145,7 @@ impl LiveTune<'_> {
         let outcome = sweep.run(writer, |event| {
             if let SweepEvent::Done { record, .. } = &event {
                 if record.last {
-                    last = Some((*record).clone());
+                    last = Some(RunRecord::clone(record));
                 }
             }
             on_event(TuneEvent::Sweep(event));

@@ -321,47 +321,11 @@ impl Progress {
                     self.finished += 1;
                     self.current_started = None;
                 }
-                let r = &record.resources;
-                let mut line = format!("[{index}/{total}] {}: ", record.condition.id);
-                match (&record.stats, &record.reason) {
-                    (Some(s), None) => {
-                        let rs = &s.repeat_summary;
-                        let _ = write!(
-                            line,
-                            "ok, mean {:.3} ms ± {:.3}, {:.1} inferences/s",
-                            rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
-                        );
-                        if s.noisy {
-                            let _ = write!(line, ", noisy (CV {:.1} %)", 100.0 * s.cv);
-                        }
-                    }
-                    (_, reason) => {
-                        let what = if retry { "failed, retrying" } else { "failed" };
-                        let _ = write!(
-                            line,
-                            "{what} (attempt {}): {}",
-                            record.attempt,
-                            reason.as_deref().unwrap_or("unknown reason")
-                        );
-                    }
-                }
-                if let Some(peak) = r.peak_rss_bytes {
-                    let _ = write!(line, ", peak RSS {}", render::bytes(peak));
-                }
-                if let Some(cpu) = r.cpu_mean_pct {
-                    let _ = write!(line, ", CPU {cpu:.0} %");
-                }
-                if let Some(t) = &record.telemetry {
-                    if let Some(w) = t.power_mean_w {
-                        let _ = write!(line, ", {w:.2} W");
-                    }
-                    if let Some(j) = t.energy_per_inference_j {
-                        let _ = write!(line, ", {:.1} mJ/inference", j * 1e3);
-                    }
-                    if t.throttled {
-                        let _ = write!(line, ", THROTTLED ({})", t.reasons.join("; "));
-                    }
-                }
+                let mut line = format!(
+                    "[{index}/{total}] {}: {}",
+                    record.condition.id,
+                    summary::record_line(&record, retry)
+                );
                 if !retry && self.finished < self.estimates.len() {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
@@ -547,7 +511,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let stream = options.stream;
     let swept = sweep.run(&mut writer, |event| {
         if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
-            stream_line(&edgeprof::fleet::Line::Record(Box::new((*record).clone())));
+            stream_line(&edgeprof::fleet::Line::Record(record.clone()));
         }
         progress.event(event, per_condition)
     });

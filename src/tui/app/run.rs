@@ -13,26 +13,10 @@ pub enum RunEvent {
         estimates: Vec<f64>,
         iterations: usize,
     },
-    Attempt {
-        index: usize,
-        total: usize,
-        condition: String,
-        attempt: usize,
-        attempts: usize,
-    },
-    Timed(usize),
-    Worker(ProcSample),
-    Telemetry(Box<Sample>),
-    Done {
-        record: Box<RunRecord>,
-        retry: bool,
-    },
-    Cooldown(f64),
+    /// The sweep's own events, as the library sends them.
+    Sweep(SweepEvent),
     /// A fleet run began: its directory and nodes.
-    FleetStarted {
-        dir: PathBuf,
-        nodes: Vec<String>,
-    },
+    FleetStarted { dir: PathBuf, nodes: Vec<String> },
     /// How one node of a fleet run is going.
     Node(edgeprof::fleet::run::FleetEvent),
     Finished {
@@ -208,13 +192,14 @@ impl App {
                     ..RunView::default()
                 };
             }
-            RunEvent::Attempt {
+            RunEvent::Sweep(SweepEvent::Start {
                 index,
                 total,
                 condition,
                 attempt,
                 attempts,
-            } => {
+            }) => {
+                let condition = condition.id;
                 r.index = index;
                 r.total = total;
                 r.attempt = attempt;
@@ -231,8 +216,9 @@ impl App {
                 }
                 r.current = condition;
             }
-            RunEvent::Timed(n) => r.timed = n,
-            RunEvent::Worker(s) => {
+            RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Timed(n))) => r.timed = n,
+            RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Ready)) => {}
+            RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Sample(s))) => {
                 if let Some(b) = s.rss_bytes {
                     push(&mut r.rss_mib, b as f64 / (1u64 << 20) as f64);
                 }
@@ -240,8 +226,8 @@ impl App {
                     push(&mut r.worker_cpu, c);
                 }
             }
-            RunEvent::Telemetry(s) => r.live.add(*s),
-            RunEvent::Done { record, retry } => {
+            RunEvent::Sweep(SweepEvent::Telemetry(s)) => r.live.add(*s),
+            RunEvent::Sweep(SweepEvent::Done { record, retry, .. }) => {
                 if !retry {
                     r.estimated_done += r.estimates.get(r.finished).copied().unwrap_or(0.0);
                     r.elapsed_done = r.elapsed_s;
@@ -253,43 +239,25 @@ impl App {
                         r.failed += 1;
                     }
                 }
-                let id = &record.condition.id;
-                let line = match (&record.stats, &record.reason) {
-                    (Some(s), None) => {
-                        let rs = &s.repeat_summary;
-                        let mut line = format!(
-                            "{id}: ok, {:.3} ms ± {:.3}, {:.1}/s",
-                            rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
-                        );
-                        if s.noisy {
-                            line.push_str(&format!(", noisy (CV {:.1} %)", 100.0 * s.cv));
-                        }
-                        (Severity::Info, line)
-                    }
-                    (_, reason) => (
-                        if retry {
-                            Severity::Warn
-                        } else {
-                            Severity::Error
-                        },
-                        format!(
-                            "{id}: failed{}: {}",
-                            if retry { ", retrying" } else { "" },
-                            reason.as_deref().unwrap_or("unknown reason")
-                        ),
-                    ),
+                let throttled = record.telemetry.as_ref().is_some_and(|t| t.throttled);
+                let severity = match (record.ok, retry) {
+                    (false, false) => Severity::Error,
+                    (false, true) => Severity::Warn,
+                    (true, _) if throttled => Severity::Warn,
+                    (true, _) => Severity::Info,
                 };
-                r.log.push(line);
-                if let Some(t) = &record.telemetry {
-                    if t.throttled {
-                        r.log.push((
-                            Severity::Warn,
-                            format!("{id}: THROTTLED ({})", t.reasons.join("; ")),
-                        ));
-                    }
-                }
+                r.log.push((
+                    severity,
+                    format!(
+                        "{}: {}",
+                        record.condition.id,
+                        summary::record_line(&record, retry)
+                    ),
+                ));
             }
-            RunEvent::Cooldown(s) => r.log.push((Severity::Info, format!("cooling down {s} s"))),
+            RunEvent::Sweep(SweepEvent::Cooldown { seconds }) => r
+                .log
+                .push((Severity::Info, format!("cooling down {seconds} s"))),
             RunEvent::FleetStarted { dir, nodes } => {
                 *r = RunView {
                     active: true,
@@ -337,6 +305,7 @@ impl App {
                         ));
                     }
                     FleetEvent::Record { record, .. } => {
+                        let retry = !record.ok && !record.last;
                         if record.ok || record.last {
                             if record.ok {
                                 r.nodes[i].ok += 1;
@@ -347,26 +316,18 @@ impl App {
                             }
                             r.index = r.ok + r.failed;
                         }
-                        let line = if record.ok {
-                            let median = record
-                                .stats
-                                .as_ref()
-                                .map(|s| format!(", median {:.3} ms", s.latency.median_ms))
-                                .unwrap_or_default();
-                            (
-                                Severity::Info,
-                                format!("[{name}] {}: ok{median}", record.condition.id),
-                            )
-                        } else {
-                            (
-                                Severity::Error,
-                                format!(
-                                    "[{name}] {}: failed: {}",
-                                    record.condition.id,
-                                    record.reason.as_deref().unwrap_or("unknown reason")
-                                ),
-                            )
-                        };
+                        let line = (
+                            if record.ok {
+                                Severity::Info
+                            } else {
+                                Severity::Error
+                            },
+                            format!(
+                                "[{name}] {}: {}",
+                                record.condition.id,
+                                summary::record_line(&record, retry)
+                            ),
+                        );
                         r.log.push(line);
                     }
                     FleetEvent::Dropped {

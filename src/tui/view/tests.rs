@@ -5,6 +5,8 @@ use super::super::conditions::tests::conditions;
 use super::super::theme::Theme;
 use super::*;
 use edgeprof::collect::telemetry::{Core, Gpu, Sample};
+use edgeprof::runner::spawn::WorkerEvent;
+use edgeprof::runner::sweep::SweepEvent;
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 use std::path::{Path, PathBuf};
@@ -219,30 +221,43 @@ fn run_tab() {
         estimates: vec![10.0; 8],
         iterations: 500,
     });
-    a.run_event(RunEvent::Attempt {
+    a.run_event(RunEvent::Sweep(SweepEvent::Start {
         index: 1,
         total: 8,
-        condition: "tract/resnet34/3x32x32/b1/t0/cpu".into(),
+        condition: edgeprof::runner::matrix::Condition::new(
+            "tract",
+            edgeprof::config::ModelRef::Zoo("resnet34".into()),
+            edgeprof::models::InputShape {
+                channels: 3,
+                height: 32,
+                width: 32,
+            },
+            1,
+            0,
+            edgeprof::config::Device::Cpu,
+        ),
         attempt: 1,
         attempts: 2,
-    });
+    }));
     for k in 0..60 {
         let t = k as f64 * 0.5;
-        a.run_event(RunEvent::Telemetry(Box::new(sample(
+        a.run_event(RunEvent::Sweep(SweepEvent::Telemetry(Box::new(sample(
             t,
             (k * 7 % 100) as f64,
             [90.0, 85.0, 12.0, 0.0],
+        )))));
+        a.run_event(RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Sample(
+            edgeprof::collect::proc::ProcSample {
+                t_s: t,
+                cpu_pct: Some(180.0),
+                rss_bytes: Some((40 + k) << 20),
+                hwm_bytes: None,
+                mem_used_bytes: None,
+                mem_total_bytes: None,
+            },
         ))));
-        a.run_event(RunEvent::Worker(edgeprof::collect::proc::ProcSample {
-            t_s: t,
-            cpu_pct: Some(180.0),
-            rss_bytes: Some((40 + k) << 20),
-            hwm_bytes: None,
-            mem_used_bytes: None,
-            mem_total_bytes: None,
-        }));
     }
-    a.run_event(RunEvent::Timed(250));
+    a.run_event(RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Timed(250))));
     a.run.elapsed_s = 4.0;
     snap("run_live", &a);
     a.run_event(RunEvent::Finished {
