@@ -333,3 +333,38 @@ fn tui_open_follows_a_sweep_that_runs_headless() {
     t.keys(&["q"]);
     assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
 }
+
+#[test]
+fn capital_r_resumes_a_cancelled_run_to_completion() {
+    let tmp = temp_dir();
+    // Two conditions of a few seconds each, cancelled during the first.
+    small_config(tmp.path(), 3000, "\"shufflenet_v2_x0_5\", \"mobilenet_v2\"");
+    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    t.wait_for("timed iterations", 60);
+    t.keys(&["c"]);
+    let screen = t.wait_for("cancelled after 0 ok, 0 failed", 60);
+    assert!(screen.contains("R resumes it"), "{screen}");
+    t.keys(&["R"]);
+    t.wait_for("done: 2 ok, 0 failed", 180);
+    // Once complete there is nothing to resume, and R starts nothing.
+    t.keys(&["R"]);
+    t.wait_for("is complete: nothing to resume", 20);
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+    // One directory, finished by the resume: both conditions ok, the resume recorded.
+    let results = common::only_entry(&tmp.path().join("results"));
+    let manifest = std::fs::read_to_string(results.join("manifest.json")).unwrap_or_default();
+    assert!(manifest.contains("\"status\": \"complete\""), "{manifest}");
+    let resumed: serde_json::Value = serde_json::from_str(&manifest).unwrap_or_default();
+    assert_eq!(
+        resumed["resumed"].as_array().map(Vec::len),
+        Some(1),
+        "{manifest}"
+    );
+    let runs = std::fs::read_to_string(results.join("runs.jsonl")).unwrap_or_default();
+    assert_eq!(runs.lines().count(), 2, "{runs}");
+    assert!(runs.lines().all(|l| l.contains("\"ok\":true")), "{runs}");
+}

@@ -72,6 +72,8 @@ pub enum Command {
         file: PathBuf,
     },
     CancelRun,
+    /// Finish an interrupted results directory, as `edgeprof run --resume DIR` does.
+    ResumeRun(PathBuf),
     /// Tune the selection's first model with its `[tune]` settings (config text and file).
     StartTune {
         text: String,
@@ -269,6 +271,11 @@ impl App {
                     self.say(Severity::Warn, "cancelling: the current condition stops");
                     return Some(Command::CancelRun);
                 }
+                if key.code == KeyCode::Char('R') {
+                    // A fleet's directory is not one sweep: its nodes resume on the nodes.
+                    let dir = self.run.dir.clone().filter(|_| self.run.nodes.is_empty());
+                    return self.resume_request(dir);
+                }
                 None
             }
             Tab::Results => {
@@ -293,6 +300,7 @@ impl App {
                         self.results.descending = !self.results.descending;
                         self.results.sort_rows();
                     }
+                    KeyCode::Char('R') => return self.resume_request(self.results.dir.clone()),
                     _ => {}
                 }
                 None
@@ -374,6 +382,42 @@ impl App {
 
     fn tab_index(&self) -> usize {
         TABS.iter().position(|t| *t == self.tab).unwrap_or(0)
+    }
+
+    /// `R`: finish `dir` when it is an interrupted sweep and nothing else runs.
+    fn resume_request(&mut self, dir: Option<PathBuf>) -> Option<Command> {
+        if self.run.active || self.tune.active {
+            self.say(
+                Severity::Warn,
+                "a run is in progress: resume once it has ended",
+            );
+            return None;
+        }
+        let Some(dir) = dir else {
+            self.say(
+                Severity::Warn,
+                "no results directory to resume: open one with o",
+            );
+            return None;
+        };
+        match edgeprof::results::read_manifest(&dir) {
+            Ok(m) if m.status == edgeprof::results::SweepStatus::Complete => {
+                self.say(
+                    Severity::Info,
+                    format!("{} is complete: nothing to resume", dir.display()),
+                );
+                None
+            }
+            Ok(_) => {
+                self.say(Severity::Info, format!("resuming {}", dir.display()));
+                self.tab = Tab::Run;
+                Some(Command::ResumeRun(dir))
+            }
+            Err(e) => {
+                self.say(Severity::Error, format!("cannot resume: {e:#}"));
+                None
+            }
+        }
     }
 
     fn quit_request(&mut self, force: bool) -> Option<Command> {

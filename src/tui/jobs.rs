@@ -3,6 +3,90 @@
 
 use super::*;
 
+/// A sweep's plan in a results directory it holds (locked): what the run and resume threads share.
+struct Planned {
+    config: edgeprof::config::Config,
+    dir: PathBuf,
+    manifest: edgeprof::results::Manifest,
+    todo: Vec<edgeprof::runner::matrix::Condition>,
+    done_before: usize,
+    attempts_before: std::collections::HashMap<String, usize>,
+}
+
+/// Sweeps `plan.todo` into its directory with progress as [`RunEvent`]s, then writes the
+/// summaries.
+fn sweep_planned(
+    mut plan: Planned,
+    tx: &Sender<Message>,
+    cancel: &AtomicBool,
+    telemetry_root: &Path,
+) -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
+    let send = |e: RunEvent| {
+        let _ = tx.send(Message::Run(e));
+    };
+    let config = &plan.config;
+    let cores = edgeprof::collect::device::available_cores();
+    let estimates: Vec<f64> = plan
+        .todo
+        .iter()
+        .map(|c| edgeprof::runner::matrix::estimate_condition(config, c, cores))
+        .collect();
+    let total = plan.manifest.conditions.len();
+    send(RunEvent::Started {
+        dir: plan.dir.clone(),
+        total,
+        done_before: plan.done_before,
+        estimates,
+        iterations: config.measure.iterations * config.measure.repeats,
+    });
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut writer = results::Writer::open(&plan.dir)?;
+    let sweep = Sweep {
+        config,
+        conditions: &plan.todo,
+        total,
+        done_before: plan.done_before,
+        edgeprof: &edgeprof,
+        cancel,
+        telemetry_root,
+        dir: &plan.dir,
+        attempts_before: &plan.attempts_before,
+    };
+    let outcome = sweep.run(&mut writer, |event| {
+        if !matches!(event, SweepEvent::Worker(WorkerEvent::Ready)) {
+            send(RunEvent::Sweep(event));
+        }
+    })?;
+    edgeprof::session::finish(
+        &plan.dir,
+        &mut plan.manifest,
+        &outcome,
+        &config.output.formats,
+    )?;
+    Ok(outcome)
+}
+
+/// Sends how a run thread ended.
+fn send_finished(
+    tx: &Sender<Message>,
+    dir: Option<PathBuf>,
+    result: anyhow::Result<edgeprof::runner::sweep::SweepOutcome>,
+) {
+    let event = match result {
+        Ok(outcome) => RunEvent::Finished {
+            dir,
+            outcome: Some(outcome),
+            error: None,
+        },
+        Err(e) => RunEvent::Finished {
+            dir,
+            outcome: None,
+            error: Some(format!("{e:#}")),
+        },
+    };
+    let _ = tx.send(Message::Run(event));
+}
+
 /// The run thread: a new results directory for `text`, the sweep, the summaries, and progress as
 /// [`RunEvent`]s.
 pub(super) fn start_run(
@@ -13,69 +97,52 @@ pub(super) fn start_run(
     telemetry_root: PathBuf,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
-        let send = |e: RunEvent| {
-            let _ = tx.send(Message::Run(e));
-        };
         let mut dir = None;
         let result = (|| -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
             let parsed = edgeprof::config::parse(&text, &file)?;
             if parsed.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
                 return fleet_run(&parsed, &text, &file, &tx, &cancel);
             }
-            let edgeprof::session::Started {
-                config,
-                plan,
-                dir: d,
-                mut manifest,
-                lock: _lock,
-            } = edgeprof::session::start_from_text(text, &file, None)?;
-            dir = Some(d.clone());
-            let cores = edgeprof::collect::device::available_cores();
-            let estimates: Vec<f64> = plan
-                .to_run
-                .iter()
-                .map(|c| edgeprof::runner::matrix::estimate_condition(&config, c, cores))
-                .collect();
-            send(RunEvent::Started {
-                dir: d.clone(),
-                total: plan.to_run.len(),
+            let started = edgeprof::session::start_from_text(text, &file, None)?;
+            dir = Some(started.dir.clone());
+            let _lock = started.lock;
+            let plan = Planned {
+                config: started.config,
+                dir: started.dir,
+                manifest: started.manifest,
+                todo: started.plan.to_run,
                 done_before: 0,
-                estimates,
-                iterations: config.measure.iterations * config.measure.repeats,
-            });
-            let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-            let mut writer = results::Writer::open(&d)?;
-            let sweep = Sweep {
-                config: &config,
-                conditions: &plan.to_run,
-                total: plan.to_run.len(),
-                done_before: 0,
-                edgeprof: &edgeprof,
-                cancel: &cancel,
-                telemetry_root: &telemetry_root,
-                dir: &d,
-                attempts_before: &Default::default(),
+                attempts_before: Default::default(),
             };
-            let outcome = sweep.run(&mut writer, |event| {
-                if !matches!(event, SweepEvent::Worker(WorkerEvent::Ready)) {
-                    send(RunEvent::Sweep(event));
-                }
-            })?;
-            edgeprof::session::finish(&d, &mut manifest, &outcome, &config.output.formats)?;
-            Ok(outcome)
+            sweep_planned(plan, &tx, &cancel, &telemetry_root)
         })();
-        match result {
-            Ok(outcome) => send(RunEvent::Finished {
-                dir,
-                outcome: Some(outcome),
-                error: None,
-            }),
-            Err(e) => send(RunEvent::Finished {
-                dir,
-                outcome: None,
-                error: Some(format!("{e:#}")),
-            }),
-        }
+        send_finished(&tx, dir, result);
+    })
+}
+
+/// The resume thread: an interrupted results directory finished as `edgeprof run --resume DIR`
+/// finishes it (its stored config, the conditions without a result, attempts counted on).
+pub(super) fn start_resume(
+    dir: PathBuf,
+    tx: Sender<Message>,
+    cancel: Arc<AtomicBool>,
+    telemetry_root: PathBuf,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || {
+        let result = (|| -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
+            let resumed = edgeprof::session::resume(&dir)?;
+            let _lock = resumed.lock;
+            let plan = Planned {
+                config: resumed.config,
+                dir: dir.clone(),
+                manifest: resumed.manifest,
+                todo: resumed.todo,
+                done_before: resumed.done_before,
+                attempts_before: resumed.attempts_before,
+            };
+            sweep_planned(plan, &tx, &cancel, &telemetry_root)
+        })();
+        send_finished(&tx, Some(dir.clone()), result);
     })
 }
 

@@ -145,6 +145,16 @@ impl Session {
                 self.cancel.store(true, Ordering::Relaxed);
             }
             Command::CancelRun => self.cancel.store(true, Ordering::Relaxed),
+            Command::ResumeRun(dir) => {
+                self.cancel.store(false, Ordering::Relaxed);
+                self.run = Some(start_resume(
+                    dir,
+                    self.tx.clone(),
+                    Arc::clone(&self.cancel),
+                    self.telemetry_root.clone(),
+                ));
+                app.run.active = true;
+            }
             Command::StartRun { text, file } => {
                 self.start(start_run, text, file);
                 app.run.active = true;

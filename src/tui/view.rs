@@ -319,6 +319,7 @@ pub const HELP: &[(&str, &str)] = &[
         "save the selection as a config / load one",
     ),
     ("Run: c", "cancel the run (results so far are kept)"),
+    ("Run / Results: R", "resume the interrupted run shown"),
     ("Tune: t / c", "tune the selection's first model / cancel"),
     ("Results: ←/→ or s, r", "sort column, reverse"),
     (

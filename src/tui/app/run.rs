@@ -385,7 +385,7 @@ impl App {
                     (Some(o), None) if o.interrupted => (
                         Severity::Warn,
                         format!(
-                            "cancelled after {} ok, {} failed; finish with: edgeprof run --resume {}",
+                            "cancelled after {} ok, {} failed; R resumes it (edgeprof run --resume {})",
                             o.ok,
                             o.failed,
                             dir.as_ref().map(|d| d.display().to_string()).unwrap_or_default()
