@@ -12,7 +12,7 @@
 set -euo pipefail
 
 if [ $# -eq 0 ]; then
-    sed -n 2,11p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//'
     exit 2
 fi
 command -v tmux >/dev/null || { echo "idle.sh: tmux is needed" >&2; exit 2; }

@@ -479,6 +479,19 @@ fn a_fleet_run_over_three_nodes_gathers_every_condition_with_each_nodes_device()
     }
 }
 
+/// `edgeprof run CONFIG` in the background, its output piped.
+fn spawn_run(config: &Path) -> Child {
+    let child = std::process::Command::new(this_edgeprof())
+        .args(["run", &config.display().to_string()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn();
+    match child {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    }
+}
+
 /// Every process below `pid` (the sshd listener: its sessions, their shells, edgeprof).
 fn descendants(pid: u32) -> Vec<u32> {
     let mut parents: Vec<(u32, u32)> = Vec::new();
@@ -523,15 +536,7 @@ fn a_node_whose_sshd_is_killed_mid_run_has_its_conditions_recorded_and_the_other
         64,
         60,
     );
-    let child = std::process::Command::new(this_edgeprof())
-        .args(["run", &config.display().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    };
+    let child = spawn_run(&config);
     let start = Instant::now();
     let mut cut = false;
     while start.elapsed() < Duration::from_secs(120) {
@@ -837,15 +842,7 @@ fn assert_cancelled(fleet: &Path, servers: &[Sshd]) {
 fn ctrl_c_cancels_a_fleet_run_on_every_node_within_two_seconds_keeping_what_finished() {
     let dir = temp_dir();
     let (servers, config) = long_fleet(dir.path());
-    let child = std::process::Command::new(this_edgeprof())
-        .args(["run", &config.display().to_string()])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => panic!("{e}"),
-    };
+    let child = spawn_run(&config);
     let fleet = wait_first_records(dir.path(), 180);
     let _ = Command::new("kill")
         .args(["-INT", &child.id().to_string()])

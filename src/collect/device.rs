@@ -283,10 +283,11 @@ pub fn fingerprint(root: &Path) -> Fingerprint {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
+    /// A temporary root holding `files` (path under the root, text), for readers of a tree.
+    pub(crate) fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
         let dir = match tempfile::tempdir() {
             Ok(d) => d,
             Err(e) => panic!("{e}"),

@@ -148,24 +148,7 @@ fn cgroup_room(dir: &Path) -> Option<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn tree(files: &[(&str, &str)]) -> tempfile::TempDir {
-        let root = match tempfile::tempdir() {
-            Ok(d) => d,
-            Err(e) => panic!("{e}"),
-        };
-        for (path, text) in files {
-            let path = root.path().join(path);
-            let written = path
-                .parent()
-                .map_or(Ok(()), std::fs::create_dir_all)
-                .and_then(|()| std::fs::write(&path, text));
-            if let Err(e) = written {
-                panic!("{}: {e}", path.display());
-            }
-        }
-        root
-    }
+    use crate::collect::device::tests::tree;
 
     const MEMINFO: (&str, &str) = (
         "proc/meminfo",
