@@ -3,6 +3,7 @@
 
 pub mod ceilings;
 pub mod device;
+pub mod exit;
 pub mod gpubench;
 pub mod gpuprof;
 pub mod kernels;

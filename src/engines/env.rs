@@ -248,26 +248,21 @@ pub fn run_collect(
             .take()
             .map(|s| Box::new(s) as Box<dyn Read + Send>),
     );
-    let start = Instant::now();
-    let status = loop {
-        match child.try_wait() {
-            Ok(Some(status)) => break status,
-            Ok(None) if start.elapsed() > timeout => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(crate::error::ChildFailed::from(format!(
-                    "it did not answer within {} s",
-                    timeout.as_secs()
-                )));
-            }
-            Ok(None) => std::thread::sleep(Duration::from_millis(10)),
-            Err(e) => {
-                return Err(crate::error::ChildFailed::from(format!(
-                    "cannot wait for it: {e}"
-                )))
-            }
-        }
-    };
+    // Blocked until it exits or the time is up, not asking every few milliseconds.
+    let deadline = Instant::now() + timeout;
+    let watch = crate::collect::exit::ExitWatch::start(child.id())
+        .map_err(|e| format!("cannot wait for it: {e}"))?;
+    if !watch.exited_by(deadline) {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(crate::error::ChildFailed::from(format!(
+            "it did not answer within {} s",
+            timeout.as_secs()
+        )));
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for it: {e}"))?;
     let _ = writer.join();
     let stdout = out.join().unwrap_or_default();
     let stderr = err.join().unwrap_or_default();
@@ -599,6 +594,27 @@ pub fn remove(framework: &Framework) -> anyhow::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_child_is_given_its_time_then_killed_and_its_answer_taken_when_it_ends() {
+        let start = Instant::now();
+        let mut late = Command::new("sleep");
+        late.arg("30");
+        match run_collect(late, b"", Duration::from_millis(300)) {
+            Err(e) => assert!(e.contains("did not answer within 0 s"), "{e}"),
+            Ok(_) => panic!("sleep 30 answered within 0.3 s"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(10));
+        let mut cat = Command::new("cat");
+        cat.arg("-");
+        match run_collect(cat, b"echoed", Duration::from_secs(20)) {
+            Ok((status, out, _)) => {
+                assert!(status.success());
+                assert_eq!(out, "echoed");
+            }
+            Err(e) => panic!("{e}"),
+        }
+    }
 
     fn probe_of(modules: &[(&str, Option<&str>)]) -> Probe {
         Probe {
