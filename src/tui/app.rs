@@ -311,12 +311,12 @@ impl App {
                         self.roofline.layers = None
                     }
                     KeyCode::Up | KeyCode::Char('k') => {
-                        if let Some(Ok(l)) = &mut self.roofline.layers {
+                        if let Some(Shown::Ready(l)) = &mut self.roofline.layers {
                             l.selected = l.selected.saturating_sub(1);
                         }
                     }
                     KeyCode::Down | KeyCode::Char('j') => {
-                        if let Some(Ok(l)) = &mut self.roofline.layers {
+                        if let Some(Shown::Ready(l)) = &mut self.roofline.layers {
                             l.selected = (l.selected + 1).min(l.programs.len().saturating_sub(1));
                         }
                     }
@@ -335,7 +335,7 @@ impl App {
                             .iter()
                             .find(|c| c.id == program.label)
                             .cloned()?;
-                        self.roofline.layers = Some(Err(format!(
+                        self.roofline.layers = Some(Shown::Note(format!(
                             "profiling the layers of {} with tract …",
                             condition.id
                         )));

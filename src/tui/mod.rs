@@ -16,7 +16,7 @@ pub mod theme;
 pub mod view;
 
 use anyhow::Context;
-use app::{App, Command, RunEvent, Severity, Tab, TuneMsg};
+use app::{App, Command, RunEvent, Severity, Shown, Tab, TuneMsg};
 use edgeprof::collect::stop::Stop;
 use edgeprof::collect::telemetry::{self, Sample};
 use edgeprof::results::{self, summary};
@@ -55,9 +55,9 @@ pub enum Message {
     Tune(TuneMsg),
     Ceilings(
         edgeprof::roofline::Processor,
-        Result<(edgeprof::roofline::Ceilings, String), String>,
+        Shown<(edgeprof::roofline::Ceilings, String)>,
     ),
-    Layers(String, Result<Vec<edgeprof::roofline::Program>, String>),
+    Layers(String, Shown<Vec<edgeprof::roofline::Program>>),
     Probed(Vec<edgeprof::scorecard::here::Here>),
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
@@ -197,7 +197,7 @@ impl Session {
                             edgeprof::roofline::layer_programs(&model, threads, 3)
                                 .map_err(|e| format!("{e:#}"))
                         });
-                    let _ = tx.send(Message::Layers(condition.id, result));
+                    let _ = tx.send(Message::Layers(condition.id, result.into()));
                 });
             }
             Command::ProbeFrameworks => {
@@ -214,7 +214,7 @@ impl Session {
             }
             Command::MeasureCeilings(Processor::Cpu) => {
                 let tx = self.tx.clone();
-                app.roofline.ceilings = Some(Err(
+                app.roofline.ceilings = Some(Shown::Note(
                     "measuring this device's ceilings (quick effort, about 5 s) …".to_string(),
                 ));
                 std::thread::spawn(move || {
@@ -231,12 +231,12 @@ impl Session {
                         (stored.ceilings, from)
                     })
                     .map_err(|e| format!("{e:#}"));
-                    let _ = tx.send(Message::Ceilings(Processor::Cpu, result));
+                    let _ = tx.send(Message::Ceilings(Processor::Cpu, result.into()));
                 });
             }
             Command::MeasureCeilings(Processor::Gpu) => {
                 let tx = self.tx.clone();
-                *app.roofline.ceilings_of(Processor::Gpu) = Some(Err(
+                *app.roofline.ceilings_of(Processor::Gpu) = Some(Shown::Note(
                     "measuring GPU 0's ceilings with the CUDA microbenchmark (quick effort) …"
                         .to_string(),
                 ));
@@ -267,7 +267,7 @@ impl Session {
                             );
                             (stored.ceilings, from)
                         });
-                    let _ = tx.send(Message::Ceilings(Processor::Gpu, result));
+                    let _ = tx.send(Message::Ceilings(Processor::Gpu, result.into()));
                 });
             }
         }

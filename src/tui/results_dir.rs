@@ -51,7 +51,7 @@ pub fn open_results(app: &mut App, dir: &Path) {
         *p = programs;
         *l = left_out;
         let ceilings = app.roofline.ceilings_of(processor);
-        if ceilings.is_none() || matches!(ceilings, Some(Err(_))) {
+        if ceilings.is_none() || matches!(ceilings, Some(Shown::Note(_))) {
             *ceilings = Some(stored_ceilings(processor));
         }
     }
@@ -62,10 +62,14 @@ pub fn open_results(app: &mut App, dir: &Path) {
     app.refresh_roofline();
 }
 
-/// The kept ceilings of this device's CPU or GPU 0, or what to do to get them.
+/// The kept ceilings of this device's CPU or GPU 0 and their file, or what to do to get them.
 pub(super) fn stored_ceilings(
     processor: Processor,
-) -> Result<(edgeprof::roofline::Ceilings, String), String> {
+) -> Shown<(edgeprof::roofline::Ceilings, String)> {
+    kept_ceilings(processor).into()
+}
+
+fn kept_ceilings(processor: Processor) -> Result<(edgeprof::roofline::Ceilings, String), String> {
     use edgeprof::roofline::store;
     let fingerprint = edgeprof::collect::device::fingerprint(Path::new("/"));
     let Some(dir) = store::cache_dir() else {

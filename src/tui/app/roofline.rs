@@ -3,6 +3,23 @@
 
 use super::*;
 
+/// What a pane of the tab shows: its content, or a line in its place (work under way, or what
+/// to do to get the content).
+#[derive(Debug, Clone)]
+pub enum Shown<T> {
+    Ready(T),
+    Note(String),
+}
+
+impl<T> From<Result<T, String>> for Shown<T> {
+    fn from(result: Result<T, String>) -> Shown<T> {
+        match result {
+            Ok(t) => Shown::Ready(t),
+            Err(why) => Shown::Note(why),
+        }
+    }
+}
+
 /// The per-layer drill-down of one condition: its layers ranked by time share × headroom.
 #[derive(Debug, Clone, Default)]
 pub struct LayersView {
@@ -22,11 +39,11 @@ pub struct RooflineView {
     /// The stored conditions (for the drill-down) and the sweep's class count.
     pub conditions: Vec<edgeprof::runner::matrix::Condition>,
     pub classes: usize,
-    /// The drill-down: None shows the sweep's programs; Some(Err) says why or that it is being
-    /// profiled.
-    pub layers: Option<Result<LayersView, String>>,
+    /// The drill-down: None shows the sweep's programs; a note says why there is none or that
+    /// it is being profiled.
+    pub layers: Option<Shown<LayersView>>,
     /// This device's ceilings and where they came from, or why there are none.
-    pub ceilings: Option<Result<(Ceilings, String), String>>,
+    pub ceilings: Option<Shown<(Ceilings, String)>>,
     pub programs: Vec<Program>,
     pub analyses: Vec<Result<Analysis, String>>,
     pub left_out: Vec<(String, String)>,
@@ -41,7 +58,7 @@ pub struct RooflineView {
 /// The side of the Roofline tab not shown: its ceilings and points.
 #[derive(Debug, Clone, Default)]
 pub struct RooflineSide {
-    pub ceilings: Option<Result<(Ceilings, String), String>>,
+    pub ceilings: Option<Shown<(Ceilings, String)>>,
     pub programs: Vec<Program>,
     pub left_out: Vec<(String, String)>,
 }
@@ -64,7 +81,7 @@ impl RooflineView {
     pub fn ceilings_of(
         &mut self,
         processor: edgeprof::roofline::Processor,
-    ) -> &mut Option<Result<(Ceilings, String), String>> {
+    ) -> &mut Option<Shown<(Ceilings, String)>> {
         if processor == self.processor {
             &mut self.ceilings
         } else {
@@ -90,7 +107,7 @@ impl App {
     pub fn refresh_roofline(&mut self) {
         let rv = &mut self.roofline;
         rv.analyses = match &rv.ceilings {
-            Some(Ok((c, _))) => rv
+            Some(Shown::Ready((c, _))) => rv
                 .programs
                 .iter()
                 .map(|p| {
@@ -106,26 +123,31 @@ impl App {
     }
 
     /// The layers of the drill-down, profiled (or why not).
-    pub fn layers_profiled(&mut self, condition: String, result: Result<Vec<Program>, String>) {
+    pub fn layers_profiled(&mut self, condition: String, profiled: Shown<Vec<Program>>) {
         let rv = &mut self.roofline;
-        rv.layers = Some(result.and_then(|programs| {
-            let Some(Ok((ceilings, _))) = &rv.ceilings else {
-                return Err("no ceilings to rank the layers against: press m first".to_string());
-            };
-            let ranks = edgeprof::roofline::advice::rank_layers(&programs, ceilings);
-            if ranks.is_empty() {
-                return Err(format!("{condition}: no layer could be placed"));
-            }
-            let ordered = ranks
-                .iter()
-                .filter_map(|r| programs.iter().find(|p| p.label == r.label).cloned())
-                .collect();
-            Ok(LayersView {
-                condition,
-                programs: ordered,
-                ranks,
-                selected: 0,
-            })
-        }));
+        let shown = match profiled {
+            Shown::Note(why) => Shown::Note(why),
+            Shown::Ready(programs) => match &rv.ceilings {
+                Some(Shown::Ready((ceilings, _))) => {
+                    let ranks = edgeprof::roofline::advice::rank_layers(&programs, ceilings);
+                    if ranks.is_empty() {
+                        Shown::Note(format!("{condition}: no layer could be placed"))
+                    } else {
+                        let ordered = ranks
+                            .iter()
+                            .filter_map(|r| programs.iter().find(|p| p.label == r.label).cloned())
+                            .collect();
+                        Shown::Ready(LayersView {
+                            condition,
+                            programs: ordered,
+                            ranks,
+                            selected: 0,
+                        })
+                    }
+                }
+                _ => Shown::Note("no ceilings to rank the layers against: press m first".into()),
+            },
+        };
+        rv.layers = Some(shown);
     }
 }

@@ -2,6 +2,7 @@
 //! condition's layers.
 
 use super::*;
+use crate::tui::app::Shown;
 
 pub(super) fn c_source(c: &edgeprof::roofline::Ceilings) -> String {
     c.source.to_string()
@@ -28,7 +29,7 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             );
             return;
         }
-        Some(Err(why)) => {
+        Some(Shown::Note(why)) => {
             frame.render_widget(
                 Paragraph::new(Span::styled(why.clone(), app.theme.error()))
                     .wrap(Wrap { trim: true })
@@ -37,7 +38,7 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             );
             return;
         }
-        Some(Ok(c)) => c,
+        Some(Shown::Ready(c)) => c,
     };
     let wide = area.width >= 110;
     let (chart_area, legend, advice) = if wide {
@@ -65,7 +66,7 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     frame.render_widget(b, chart_area);
     // The drill-down draws the highest-ranked layers instead of the sweep's programs.
     let layers = match &rv.layers {
-        Some(Ok(l)) => Some(l),
+        Some(Shown::Ready(l)) => Some(l),
         _ => None,
     };
     let drawn: &[edgeprof::roofline::Program] = match layers {
@@ -93,8 +94,10 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     let rows = inner.height as usize;
     let mut lines: Vec<Line> = Vec::new();
     match &rv.layers {
-        Some(Err(why)) => lines.push(Line::from(Span::styled(why.clone(), app.theme.warn()))),
-        Some(Ok(l)) => {
+        Some(Shown::Note(why)) => {
+            lines.push(Line::from(Span::styled(why.clone(), app.theme.warn())))
+        }
+        Some(Shown::Ready(l)) => {
             let first = l.selected.saturating_sub(rows.saturating_sub(1));
             for (k, (p, r)) in l
                 .programs
@@ -167,7 +170,7 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     // Labels are cut at the edge rather than wrapped, so each stays on its own line; a message
     // (why there are no layers) wraps.
     let list = Paragraph::new(lines);
-    let list = if matches!(rv.layers, Some(Err(_))) {
+    let list = if matches!(rv.layers, Some(Shown::Note(_))) {
         list.wrap(Wrap { trim: true })
     } else {
         list

@@ -1,6 +1,6 @@
 //! Snapshots of every tab at 80×24 and 120×40 (insta; in `view/snapshots/`).
 
-use super::super::app::{App, Command, Prompt, PromptFor, RunEvent, Tab};
+use super::super::app::{App, Command, Prompt, PromptFor, RunEvent, Shown, Tab};
 use super::super::conditions::tests::conditions;
 use super::super::theme::Theme;
 use super::*;
@@ -277,7 +277,10 @@ fn results_and_roofline_tabs() {
     // The directory in the message is this test's own; the screen shows it as is.
     snap("results_missing", &a);
     a.results.error = None;
-    a.roofline.ceilings = Some(Ok((fixture_ceilings(), "ceilings-pi4.json".into())));
+    a.roofline.ceilings = Some(Shown::Ready((
+        fixture_ceilings(),
+        "ceilings-pi4.json".into(),
+    )));
     super::super::open_results(&mut a, &fixture_results());
     a.results.dir = Some(PathBuf::from("results/small"));
     a.status = None;
@@ -321,7 +324,7 @@ fn results_and_roofline_tabs() {
     };
     a.layers_profiled(
         condition.id.clone(),
-        Ok(vec![
+        Shown::Ready(vec![
             layer("features.0.conv", 1.8, 0.30, 120.0),
             layer("features.1.dw", 0.4, 0.45, 400.0),
             layer("features.2.pw", 3.2, 0.20, 60.0),
@@ -336,7 +339,7 @@ fn results_and_roofline_tabs() {
     assert!(a.roofline.layers.is_none());
     a.roofline = Default::default();
     snap("roofline_empty", &a);
-    a.roofline.ceilings = Some(Err(
+    a.roofline.ceilings = Some(Shown::Note(
         "no ceilings for this device yet: press m to measure them (about 5 s), or run \
          `edgeprof roofline measure`"
             .into(),
@@ -362,14 +365,17 @@ fn the_gpu_side_of_the_roofline() {
     };
     let mut a = default_app();
     a.tab = Tab::Roofline;
-    a.roofline.ceilings = Some(Ok((fixture_ceilings(), "ceilings-pi4.json".into())));
+    a.roofline.ceilings = Some(Shown::Ready((
+        fixture_ceilings(),
+        "ceilings-pi4.json".into(),
+    )));
     // g: the GPU side, whose ceilings are read first.
     assert_eq!(
         key(&mut a, 'g'),
         Some(Command::LoadCeilings(Processor::Gpu))
     );
     assert_eq!(a.roofline.processor, Processor::Gpu);
-    a.roofline.ceilings = Some(Err(
+    a.roofline.ceilings = Some(Shown::Note(
         "no ceilings for GPU 0 yet: press m to measure them with \
          the CUDA microbenchmark, or run `edgeprof roofline measure-gpu`"
             .into(),
@@ -385,7 +391,10 @@ fn the_gpu_side_of_the_roofline() {
         Ok(s) => s,
         Err(e) => panic!("{e}"),
     };
-    a.roofline.ceilings = Some(Ok((stored.ceilings, "ceilings-orin-gpu.json".into())));
+    a.roofline.ceilings = Some(Shown::Ready((
+        stored.ceilings,
+        "ceilings-orin-gpu.json".into(),
+    )));
     let import = match edgeprof::roofline::nvidia::parse_ncu(include_str!(
         "../../../tests/fixtures/gpu-profilers/ncu-orin.csv"
     )) {
@@ -406,7 +415,9 @@ fn the_gpu_side_of_the_roofline() {
     // g again: the CPU side as it was; a side already seen is not read again.
     assert_eq!(key(&mut a, 'g'), None);
     assert_eq!(a.roofline.processor, Processor::Cpu);
-    assert!(matches!(&a.roofline.ceilings, Some(Ok((_, from))) if from == "ceilings-pi4.json"));
+    assert!(
+        matches!(&a.roofline.ceilings, Some(Shown::Ready((_, from))) if from == "ceilings-pi4.json")
+    );
     assert_eq!(key(&mut a, 'g'), None);
     assert_eq!(a.roofline.programs.len(), 1);
 }
