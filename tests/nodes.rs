@@ -853,6 +853,7 @@ fn ctrl_c_cancels_a_fleet_run_on_every_node_within_two_seconds_keeping_what_fini
         Err(e) => panic!("{e}"),
     };
     let took = sent.elapsed();
+    eprintln!("Ctrl-C to exit: {took:?}");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(130), "{err}");
     assert!(took < Duration::from_secs(2), "took {took:?}: {err}");
@@ -884,6 +885,7 @@ fn capital_q_in_the_ui_cancels_a_fleet_run_of_three_nodes_within_two_seconds() {
     let sent = Instant::now();
     let exit = t.wait_file("exit.txt", 30);
     let took = sent.elapsed();
+    eprintln!("Q to exit.txt: {took:?}");
     assert_eq!(exit.trim(), "EXIT=0");
     assert!(took < Duration::from_secs(2), "took {took:?}");
     assert_cancelled(&fleet, &servers);
