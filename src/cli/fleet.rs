@@ -8,7 +8,7 @@ use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
 use edgeprof::results;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use thiserror::Error;
 
 /// The fleet run was cancelled (exit code 130): each node kept what it finished.
@@ -49,7 +49,6 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         config.matrix.nodes.join(", "),
         dir.display()
     );
-    let done = Mutex::new(0usize);
     let outcomes = fleet::run_all(&targets, &share, &dir, &cancel, |event| match event {
         FleetEvent::Started {
             node,
@@ -57,9 +56,6 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
             device,
         } => errln!("[{node}] started: {conditions} condition(s) on {device}"),
         FleetEvent::Record { node, record } => {
-            if let Ok(mut d) = done.lock() {
-                *d += 1;
-            }
             errln!(
                 "[{node}] {}: {}",
                 record.condition.id,
