@@ -100,7 +100,12 @@ fn select_run_read_results_and_save_the_config() {
 #[test]
 fn a_panic_leaves_the_terminal_restored() {
     let tmp = temp_dir();
-    let t = Tmux::start(tmp.path(), &script("tui", "EDGEPROF_TUI_TEST_PANIC=1"));
+    // Without a backtrace, whatever the caller's environment says: a long one scrolls the
+    // message off the 24-row screen.
+    let t = Tmux::start(
+        tmp.path(),
+        &script("tui", "RUST_BACKTRACE=0 EDGEPROF_TUI_TEST_PANIC=1"),
+    );
     assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=101");
     assert_restored(&t);
     let screen = t.screen();

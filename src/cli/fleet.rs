@@ -3,12 +3,11 @@
 
 use super::{print_out, render, BadInput};
 use anyhow::Context;
+use edgeprof::collect::stop::Cancel;
 use edgeprof::config::Config;
 use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
 use edgeprof::results;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
 use thiserror::Error;
 
 /// The fleet run was cancelled (exit code 130): each node kept what it finished.
@@ -20,6 +19,31 @@ pub struct FleetCancelled {
     pub dir: PathBuf,
 }
 
+/// Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once, exit 130); a
+/// hang-up does not stop the run. A thread blocks on the signals (signal-hook's self-pipe) and
+/// raises `cancel`, which wakes the fleet's event loop at once.
+fn cancel_on_signals(cancel: &Cancel) -> anyhow::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
+        .context("cannot install the signal handlers")?;
+    let cancel = cancel.clone();
+    std::thread::Builder::new()
+        .name("fleet-signals".into())
+        .spawn(move || {
+            for signal in incoming.forever() {
+                if signal == SIGHUP {
+                    continue;
+                }
+                if cancel.is_raised() {
+                    std::process::exit(130);
+                }
+                cancel.raise();
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(())
+}
+
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
     if let Some(why) = fleet::unshareable(config) {
         anyhow::bail!(BadInput(why));
@@ -29,10 +53,8 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let share = fleet::share(&text, file)?;
     let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
-    // Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once); a hang-up
-    // does not stop the run.
-    let cancel = Arc::new(AtomicBool::new(false));
-    crate::cli::sweep::install_stop_handlers(&cancel)?;
+    let cancel = Cancel::new();
+    cancel_on_signals(&cancel)?;
     let dir = edgeprof::session::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleet::FleetManifest {
         name: config.name.clone(),
@@ -146,7 +168,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         dir.display()
     ));
     print_out(&out)?;
-    if cancel.load(Ordering::Relaxed) {
+    if cancel.is_raised() {
         anyhow::bail!(FleetCancelled {
             done: outcomes.iter().map(|o| o.ok + o.failed).sum(),
             total: outcomes.iter().map(|o| o.conditions).sum(),

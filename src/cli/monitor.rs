@@ -2,7 +2,6 @@
 //! here). Sampling happens in the collect layer; this module schedules, formats and prints.
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use edgeprof::collect::stop::Stop;
 use edgeprof::collect::telemetry::{self, Reader, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -109,9 +108,16 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             Err(why) => errln!("{}: unavailable: {why}", reader.name()),
         }
     }
-    let stop = Stop::new();
-    stop.raise_on(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])
-        .map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?;
+    // The loop is one current-thread runtime: it sleeps to each sample's deadline and wakes
+    // early only for SIGINT or SIGTERM, which end the log cleanly.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the sampling loop: {e}"))?;
+    let mut signals = {
+        let _inside = runtime.enter();
+        Stopping::new().map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?
+    };
     errln!(
         "sampling every {} ms{}; Ctrl-C stops",
         o.interval.as_millis(),
@@ -119,7 +125,13 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
             .map_or(String::new(), |d| format!(" for {:.1} s", d.as_secs_f64()))
     );
     let mut schedule = telemetry::Sampler::new(active, o.interval);
-    let result = sample_until_done(&o, &mut schedule, &mut process, &stop, &mut output);
+    let result = runtime.block_on(sample_until_done(
+        &o,
+        &mut schedule,
+        &mut process,
+        &mut signals,
+        &mut output,
+    ));
     // Readings left out as implausible, once at the end rather than on every sample.
     for reader in schedule.readers() {
         let dropped = reader.dropped();
@@ -134,17 +146,45 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     result
 }
 
+/// The signals that end a headless log.
+struct Stopping {
+    interrupt: tokio::signal::unix::Signal,
+    term: tokio::signal::unix::Signal,
+}
+
+impl Stopping {
+    /// Installs the handlers (inside the runtime).
+    fn new() -> std::io::Result<Stopping> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Stopping {
+            interrupt: signal(SignalKind::interrupt())?,
+            term: signal(SignalKind::terminate())?,
+        })
+    }
+
+    /// Sleeps until `deadline`; false when a signal came first.
+    async fn sleep_until(&mut self, deadline: Instant) -> bool {
+        tokio::select! {
+            () = tokio::time::sleep_until(deadline.into()) => true,
+            _ = self.interrupt.recv() => false,
+            _ = self.term.recv() => false,
+        }
+    }
+}
+
 /// The sampling loop of `monitor`, until its duration is over, a signal comes or the
 /// monitored process ends.
-fn sample_until_done(
+async fn sample_until_done(
     o: &MonitorOptions,
     schedule: &mut telemetry::Sampler,
     process: &mut Option<(u32, edgeprof::collect::proc::ProcessSampler)>,
-    stop: &Stop,
+    signals: &mut Stopping,
     output: &mut Output,
 ) -> anyhow::Result<()> {
     loop {
-        if o.duration.is_some_and(|d| schedule.next_offset() > d) || !schedule.wait(stop) {
+        if o.duration.is_some_and(|d| schedule.next_offset() > d)
+            || !signals.sleep_until(schedule.next_due()).await
+        {
             return Ok(());
         }
         let now = Instant::now();

@@ -1,6 +1,6 @@
 //! A stop request that a waiting thread hears at once. Samplers sleep until their next sample is
-//! due; a stop raised meanwhile (by another thread, or by a signal through [`Stop::raise_on`])
-//! wakes them there and then, so nothing has to wake up every few milliseconds to look.
+//! due; a stop raised meanwhile by another thread wakes them there and then, so nothing has to
+//! wake up every few milliseconds to look.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::Instant;
@@ -46,20 +46,52 @@ impl Stop {
             };
         }
     }
+}
 
-    /// Raises the stop whenever one of `signals` arrives (instead of their default action): a
-    /// thread blocks on signal-hook's self-pipe for them.
-    pub fn raise_on(&self, signals: &[std::ffi::c_int]) -> std::io::Result<()> {
-        let mut incoming = signal_hook::iterator::Signals::new(signals)?;
-        let stop = self.clone();
-        std::thread::Builder::new()
-            .name("stop-on-signal".into())
-            .spawn(move || {
-                for _ in incoming.forever() {
-                    stop.raise();
-                }
-            })?;
-        Ok(())
+/// A cancel request that both threads and the async event loops hear: threads look at
+/// [`Cancel::flag`] between steps, async code awaits [`Cancel::raised`] and wakes the moment it is
+/// raised. Clones share it; a front-end makes a fresh one for each job.
+#[derive(Clone, Default)]
+pub struct Cancel(Arc<CancelInner>);
+
+#[derive(Default)]
+struct CancelInner {
+    flag: std::sync::atomic::AtomicBool,
+    notify: tokio::sync::Notify,
+}
+
+impl Cancel {
+    pub fn new() -> Cancel {
+        Cancel::default()
+    }
+
+    /// Cancels, now and from now on; every waiter wakes.
+    pub fn raise(&self) {
+        self.0.flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        self.0.notify.notify_waiters();
+    }
+
+    pub fn is_raised(&self) -> bool {
+        self.0.flag.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// The flag itself, for code that looks at it between steps.
+    pub fn flag(&self) -> &std::sync::atomic::AtomicBool {
+        &self.0.flag
+    }
+
+    /// Returns once the cancel is raised (at once when it already is).
+    pub async fn raised(&self) {
+        loop {
+            // Registered before the flag is read, so a raise in between still wakes it.
+            let notified = self.0.notify.notified();
+            let mut notified = std::pin::pin!(notified);
+            notified.as_mut().enable();
+            if self.is_raised() {
+                return;
+            }
+            notified.await;
+        }
     }
 }
 
@@ -67,6 +99,33 @@ impl Stop {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn a_cancel_wakes_its_waiters_raised_before_or_after_they_wait() -> std::io::Result<()> {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let cancel = Cancel::new();
+        assert!(!cancel.is_raised());
+        let raiser = cancel.clone();
+        let thread = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(20));
+            raiser.raise();
+        });
+        let woke = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_secs(10), cancel.raised()).await
+        });
+        assert!(woke.is_ok(), "the waiter was not woken");
+        assert!(cancel.is_raised());
+        assert!(cancel.flag().load(std::sync::atomic::Ordering::SeqCst));
+        // Raised already: returns at once.
+        let again = runtime.block_on(async {
+            tokio::time::timeout(Duration::from_millis(1), cancel.raised()).await
+        });
+        assert!(again.is_ok());
+        let _ = thread.join();
+        Ok(())
+    }
 
     #[test]
     fn a_wait_runs_to_its_deadline_unless_stopped() {

@@ -11,18 +11,17 @@
 
 use super::{command_line, ssh, Line, Word, SHARE_END};
 use crate::collect::device::Fingerprint;
+use crate::collect::stop::Cancel;
 use crate::config::{Config, ModelRef, Node};
 use crate::results::{self, Manifest, RunRecord, SweepStatus};
 use crate::runner::matrix::{self, Condition, Skipped};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
-use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{ChildStdin, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Mutex, PoisonError};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
 /// The file that makes a directory a fleet run's.
 pub const FLEET: &str = crate::config::node_name::FLEET_FILE;
@@ -347,31 +346,12 @@ fn last_words(stderr: &str, status: Option<std::process::ExitStatus>) -> String 
     }
 }
 
-/// A node's running child, as the cancel watcher of [`run_all`] reaches it.
-#[derive(Default)]
-struct Live {
-    /// The child's stdin, its control channel: dropped to cancel.
-    stdin: Mutex<Option<ChildStdin>>,
-    /// The child's pid while it may still be killed (cleared before it is reaped).
-    pid: Mutex<Option<u32>>,
-}
-
-impl Live {
-    fn stdin(&self) -> std::sync::MutexGuard<'_, Option<ChildStdin>> {
-        self.stdin.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-    fn pid(&self) -> std::sync::MutexGuard<'_, Option<u32>> {
-        self.pid.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-}
-
 /// Runs one target's share to its end, keeping its stream in `fleet_dir/NAME/`.
-fn run_node(
+async fn run_node(
     target: &Target,
     share: &Share,
     fleet_dir: &Path,
-    cancel: &AtomicBool,
-    live: &Live,
+    cancel: &Cancel,
     send: &dyn Fn(FleetEvent),
 ) -> NodeOutcome {
     let node_dir = node_dir(fleet_dir, &target.name);
@@ -391,7 +371,7 @@ fn run_node(
     let mut done: HashSet<String> = HashSet::new();
     let mut complete = false;
     let mut local_failure = false;
-    let cancelled = || cancel.load(Ordering::Relaxed);
+    let cancelled = || cancel.is_raised();
     // The first attempt, then one resumption (or one fresh start when it never began).
     for attempt in 0..2 {
         if cancelled() {
@@ -405,90 +385,130 @@ fn run_node(
                 break;
             }
         };
-        let child = command
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn();
-        let mut child = match child {
+            .stderr(Stdio::piped());
+        let mut command = tokio::process::Command::from(command);
+        // A controller that dies takes its nodes' children with it.
+        command.kill_on_drop(true);
+        let mut child = match command.spawn() {
             Ok(c) => c,
             Err(e) => {
                 outcome.reason = Some(format!("cannot start it: {e}"));
                 break;
             }
         };
-        if let Some(mut stdin) = child.stdin.take() {
-            if resume.is_none() {
-                let _ = write!(stdin, "{}\n{SHARE_END}\n", share.text);
-                let _ = stdin.flush();
-            }
-            // Kept open: closing it is how a cancel reaches the node.
-            *live.stdin() = Some(stdin);
+        // Kept open: closing it is how a cancel reaches the node.
+        let mut control = child.stdin.take();
+        if let (Some(stdin), None) = (control.as_mut(), &resume) {
+            let text = format!("{}\n{SHARE_END}\n", share.text);
+            let _ = stdin.write_all(text.as_bytes()).await;
+            let _ = stdin.flush().await;
         }
-        *live.pid() = Some(child.id());
         let stderr = child.stderr.take().map(|mut s| {
-            std::thread::spawn(move || {
+            tokio::spawn(async move {
                 let mut text = String::new();
-                let _ = s.read_to_string(&mut text);
+                let _ = s.read_to_string(&mut text).await;
                 text
             })
         });
-        if let Some(stdout) = child.stdout.take() {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let Ok(parsed) = serde_json::from_str::<Line>(&line) else {
-                    continue; // Not a stream line (a banner of the remote shell).
-                };
-                match parsed {
-                    Line::Started { dir, manifest: m } => {
-                        outcome.remote_dir = Some(dir);
-                        if manifest.is_none() {
-                            let opened = std::fs::create_dir_all(&node_dir)
-                                .with_context(|| format!("cannot create {}", node_dir.display()))
-                                .and_then(|_| results::write_manifest(&node_dir, &m))
-                                .and_then(|_| results::Writer::open(&node_dir));
-                            match opened {
-                                Ok(w) => writer = Some(w),
-                                Err(e) => {
-                                    outcome.reason = Some(format!("{e:#}"));
-                                    local_failure = true;
-                                    let _ = child.kill();
-                                    break;
-                                }
+        // Once cancelled: the control channel is closed at once, the child killed if it has
+        // not ended within the grace.
+        let mut grace: Option<std::pin::Pin<Box<tokio::time::Sleep>>> = None;
+        let mut lines = child.stdout.take().map(|s| BufReader::new(s).lines());
+        while let Some(reader) = lines.as_mut() {
+            let line = tokio::select! {
+                line = reader.next_line() => line,
+                () = cancel.raised(), if control.is_some() => {
+                    drop(control.take());
+                    grace = Some(Box::pin(tokio::time::sleep(CANCEL_GRACE)));
+                    continue;
+                },
+                () = async {
+                    match grace.as_mut() {
+                        Some(grace) => grace.await,
+                        None => std::future::pending().await,
+                    }
+                }, if grace.is_some() => {
+                    let _ = child.start_kill();
+                    grace = None;
+                    continue;
+                },
+            };
+            let Ok(Some(line)) = line else { break };
+            let Ok(parsed) = serde_json::from_str::<Line>(&line) else {
+                continue; // Not a stream line (a banner of the remote shell).
+            };
+            match parsed {
+                Line::Started { dir, manifest: m } => {
+                    outcome.remote_dir = Some(dir);
+                    if manifest.is_none() {
+                        let opened = std::fs::create_dir_all(&node_dir)
+                            .with_context(|| format!("cannot create {}", node_dir.display()))
+                            .and_then(|_| results::write_manifest(&node_dir, &m))
+                            .and_then(|_| results::Writer::open(&node_dir));
+                        match opened {
+                            Ok(w) => writer = Some(w),
+                            Err(e) => {
+                                outcome.reason = Some(format!("{e:#}"));
+                                local_failure = true;
+                                let _ = child.start_kill();
+                                break;
                             }
-                            send(FleetEvent::Started {
-                                node: target.name.clone(),
-                                conditions: m.conditions.len(),
-                                device: device_line(&m),
-                            });
-                            manifest = Some(*m);
                         }
-                    }
-                    Line::Record(record) => {
-                        if let Some(w) = writer.as_mut() {
-                            let _ = w.run(&record);
-                        }
-                        if record.ok || record.last {
-                            done.insert(record.condition.id.clone());
-                        }
-                        send(FleetEvent::Record {
+                        send(FleetEvent::Started {
                             node: target.name.clone(),
-                            record,
+                            conditions: m.conditions.len(),
+                            device: device_line(&m),
                         });
-                    }
-                    Line::Finished { manifest: m } => {
-                        let _ = results::write_manifest(&node_dir, &m);
-                        complete = m.status == SweepStatus::Complete;
                         manifest = Some(*m);
                     }
                 }
+                Line::Record(record) => {
+                    if let Some(w) = writer.as_mut() {
+                        let _ = w.run(&record);
+                    }
+                    if record.ok || record.last {
+                        done.insert(record.condition.id.clone());
+                    }
+                    send(FleetEvent::Record {
+                        node: target.name.clone(),
+                        record,
+                    });
+                }
+                Line::Finished { manifest: m } => {
+                    let _ = results::write_manifest(&node_dir, &m);
+                    complete = m.status == SweepStatus::Complete;
+                    manifest = Some(*m);
+                }
             }
         }
-        // Not killed once it may be reaped (its pid could then be another process's).
-        *live.pid() = None;
-        let status = child.wait().ok();
-        drop(live.stdin().take());
-        let said = stderr.and_then(|h| h.join().ok()).unwrap_or_default();
+        drop(lines);
+        // Its output ended (or is no longer read): it ends by itself, or is killed once the
+        // grace of a cancel (raised before or now) or of a local failure is over.
+        let status = tokio::select! {
+            status = child.wait() => status.ok(),
+            () = async {
+                match grace.take() {
+                    Some(grace) => grace.await,
+                    None => {
+                        if !local_failure {
+                            cancel.raised().await;
+                        }
+                        tokio::time::sleep(CANCEL_GRACE).await;
+                    }
+                }
+            } => {
+                let _ = child.start_kill();
+                child.wait().await.ok()
+            },
+        };
+        drop(control);
+        let said = match stderr {
+            Some(task) => task.await.unwrap_or_default(),
+            None => String::new(),
+        };
         // This machine could not keep the node's results: its reason stands, and trying the
         // node again would meet the same wall.
         if complete || local_failure || cancelled() {
@@ -506,7 +526,10 @@ fn run_node(
             if outcome.remote_dir.is_some() {
                 outcome.resumed += 1;
             }
-            std::thread::sleep(std::time::Duration::from_secs(1));
+            tokio::select! {
+                () = tokio::time::sleep(Duration::from_secs(1)) => {}
+                () = cancel.raised() => {}
+            }
         }
     }
     if let Some(m) = manifest.as_mut() {
@@ -587,80 +610,54 @@ pub fn device_line(m: &Manifest) -> String {
 /// local edgeprof) is killed.
 const CANCEL_GRACE: Duration = Duration::from_millis(1200);
 
-/// Until every node has ended: once `cancel` is raised, closes each node's control channel
-/// (and any opened later), and kills those still running after [`CANCEL_GRACE`]. It looks at
-/// the flag every 50 ms while the run lasts; the flag is the front-ends' own cancel.
-fn watch(cancel: &AtomicBool, lives: &[Live], ended: &AtomicUsize) {
-    let mut since: Option<Instant> = None;
-    while ended.load(Ordering::Acquire) < lives.len() {
-        if cancel.load(Ordering::Relaxed) {
-            let since = *since.get_or_insert_with(Instant::now);
-            for live in lives {
-                drop(live.stdin().take());
-                if since.elapsed() >= CANCEL_GRACE {
-                    if let Some(pid) = *live.pid() {
-                        if let Ok(pid) = i32::try_from(pid) {
-                            let _ = nix::sys::signal::kill(
-                                nix::unistd::Pid::from_raw(pid),
-                                nix::sys::signal::Signal::SIGKILL,
-                            );
-                        }
-                    }
-                }
-            }
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-}
-
 /// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`. Raising
 /// `cancel` stops every node within about [`CANCEL_GRACE`]: each keeps what it finished and
 /// ends [`NodeStatus::Cancelled`].
+///
+/// One current-thread tokio runtime drives every node: each node's child (ssh, or the local
+/// edgeprof) is a tokio child process whose stream is read as it comes, beside the cancel and
+/// the grace timer, so nothing wakes up to look while the nodes measure.
 pub fn run_all(
     targets: &[Target],
     share: &Share,
     fleet_dir: &Path,
-    cancel: &AtomicBool,
-    send: impl Fn(FleetEvent) + Sync,
+    cancel: &Cancel,
+    send: impl Fn(FleetEvent),
 ) -> Vec<NodeOutcome> {
-    let lives: Vec<Live> = targets.iter().map(|_| Live::default()).collect();
-    let ended = AtomicUsize::new(0);
-    std::thread::scope(|scope| {
-        let send = &send;
-        let (lives, ended) = (&lives, &ended);
-        scope.spawn(move || watch(cancel, lives, ended));
-        let handles: Vec<_> = targets
-            .iter()
-            .zip(lives)
-            .map(|(t, live)| {
-                scope.spawn(move || {
-                    // Counted as ended even when the node's thread panics.
-                    struct Ended<'a>(&'a AtomicUsize);
-                    impl Drop for Ended<'_> {
-                        fn drop(&mut self) {
-                            self.0.fetch_add(1, Ordering::Release);
-                        }
-                    }
-                    let _ended = Ended(ended);
-                    run_node(t, share, fleet_dir, cancel, live, send)
-                })
-            })
-            .collect();
-        handles
+    let unreached = |t: &Target, reason: String| NodeOutcome {
+        name: t.name.clone(),
+        destination: t.node.as_ref().map(|n| n.destination.clone()),
+        status: NodeStatus::Unreachable,
+        reason: Some(reason),
+        resumed: 0,
+        remote_dir: None,
+        conditions: 0,
+        ok: 0,
+        failed: 0,
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            let why = format!("the controller cannot start its event loop: {e}");
+            return targets.iter().map(|t| unreached(t, why.clone())).collect();
+        }
+    };
+    let send = &send;
+    runtime.block_on(async {
+        use futures_util::FutureExt;
+        let nodes = targets.iter().map(|t| {
+            // A node whose controller panics ends alone; the others go on.
+            std::panic::AssertUnwindSafe(run_node(t, share, fleet_dir, cancel, send)).catch_unwind()
+        });
+        let ended = futures_util::future::join_all(nodes).await;
+        ended
             .into_iter()
             .zip(targets)
-            .map(|(h, t)| {
-                h.join().unwrap_or_else(|_| NodeOutcome {
-                    name: t.name.clone(),
-                    destination: None,
-                    status: NodeStatus::Unreachable,
-                    reason: Some("its controller thread panicked".into()),
-                    resumed: 0,
-                    remote_dir: None,
-                    conditions: 0,
-                    ok: 0,
-                    failed: 0,
-                })
+            .map(|(outcome, t)| {
+                outcome.unwrap_or_else(|_| unreached(t, "its controller panicked".into()))
             })
             .collect()
     })

@@ -93,7 +93,7 @@ pub(super) fn start_run(
     text: String,
     file: PathBuf,
     tx: Sender<Message>,
-    cancel: Arc<AtomicBool>,
+    cancel: Cancel,
     telemetry_root: PathBuf,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -114,7 +114,7 @@ pub(super) fn start_run(
                 done_before: 0,
                 attempts_before: Default::default(),
             };
-            sweep_planned(plan, &tx, &cancel, &telemetry_root)
+            sweep_planned(plan, &tx, cancel.flag(), &telemetry_root)
         })();
         send_finished(&tx, dir, result);
     })
@@ -125,7 +125,7 @@ pub(super) fn start_run(
 pub(super) fn start_resume(
     dir: PathBuf,
     tx: Sender<Message>,
-    cancel: Arc<AtomicBool>,
+    cancel: Cancel,
     telemetry_root: PathBuf,
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || {
@@ -140,7 +140,7 @@ pub(super) fn start_resume(
                 done_before: resumed.done_before,
                 attempts_before: resumed.attempts_before,
             };
-            sweep_planned(plan, &tx, &cancel, &telemetry_root)
+            sweep_planned(plan, &tx, cancel.flag(), &telemetry_root)
         })();
         send_finished(&tx, Some(dir.clone()), result);
     })
@@ -154,7 +154,7 @@ pub(super) fn fleet_run(
     text: &str,
     file: &Path,
     tx: &Sender<Message>,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
 ) -> anyhow::Result<edgeprof::runner::sweep::SweepOutcome> {
     use edgeprof::fleet::run as fleet;
     let send = |e: RunEvent| {
@@ -183,7 +183,7 @@ pub(super) fn fleet_run(
     Ok(edgeprof::runner::sweep::SweepOutcome {
         ok: outcomes.iter().map(|o| o.ok).sum(),
         failed: outcomes.iter().map(|o| o.failed).sum(),
-        interrupted: cancel.load(Ordering::Relaxed),
+        interrupted: cancel.is_raised(),
         ..Default::default()
     })
 }
@@ -194,7 +194,7 @@ pub(super) fn start_tune(
     text: String,
     file: PathBuf,
     tx: Sender<Message>,
-    cancel: Arc<AtomicBool>,
+    cancel: Cancel,
     telemetry_root: PathBuf,
 ) -> std::thread::JoinHandle<()> {
     use edgeprof::tune::live::TuneEvent;
@@ -223,37 +223,36 @@ pub(super) fn start_tune(
             let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
             let mut writer = results::Writer::open(&prepared.dir)?;
             let space = prepared.space.candidates.clone();
-            let report =
-                prepared
-                    .live(&edgeprof, &cancel, &telemetry_root)
-                    .run(&mut writer, |event| match event {
-                        TuneEvent::Trial {
-                            n,
-                            candidate,
-                            predicted,
-                            ..
-                        } => send(TuneMsg::Trial {
-                            n,
-                            label: candidate.label(),
-                            predicted,
-                        }),
-                        TuneEvent::Measured { trial } => send(TuneMsg::Measured {
-                            n: trial.n,
-                            cost: trial.cost,
-                            failure: trial.failure.clone(),
-                            best_cost: trial.best_cost,
-                        }),
-                        TuneEvent::Confirm {
-                            round,
-                            rounds,
-                            which,
-                        } => send(TuneMsg::Confirm {
-                            round,
-                            rounds,
-                            which,
-                        }),
-                        TuneEvent::Sweep(_) => {}
-                    })?;
+            let report = prepared
+                .live(&edgeprof, cancel.flag(), &telemetry_root)
+                .run(&mut writer, |event| match event {
+                    TuneEvent::Trial {
+                        n,
+                        candidate,
+                        predicted,
+                        ..
+                    } => send(TuneMsg::Trial {
+                        n,
+                        label: candidate.label(),
+                        predicted,
+                    }),
+                    TuneEvent::Measured { trial } => send(TuneMsg::Measured {
+                        n: trial.n,
+                        cost: trial.cost,
+                        failure: trial.failure.clone(),
+                        best_cost: trial.best_cost,
+                    }),
+                    TuneEvent::Confirm {
+                        round,
+                        rounds,
+                        which,
+                    } => send(TuneMsg::Confirm {
+                        round,
+                        rounds,
+                        which,
+                    }),
+                    TuneEvent::Sweep(_) => {}
+                })?;
             prepared.finish(&report)?;
             let confirmed = report
                 .confirmation

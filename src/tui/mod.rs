@@ -2,11 +2,15 @@
 //! with its advice, and a live monitor, over the same sweep, telemetry and roofline code as the
 //! headless commands.
 //!
-//! Threads: one reads keys, one samples telemetry for the Monitor tab, one runs a sweep (and one
-//! measures ceilings when asked); each sends [`Message`]s to the event loop, which owns the
-//! [`app::App`] state and the terminal, so drawing never waits on a measurement. The terminal is
-//! restored on every exit: quit, error, panic (ratatui's hook), SIGTERM. On SIGHUP (a dropped SSH
-//! session) drawing stops but a run goes on to completion and its results are saved.
+//! The event loop is one current-thread tokio runtime that selects over terminal input
+//! (crossterm's event stream), the domain's messages, its timers (the run clock, a deferred
+//! redraw) and signals (SIGTERM, SIGHUP); it owns the [`app::App`] state and the terminal.
+//! Blocking work stays on threads of its own that send [`Message`]s: one samples telemetry for
+//! the Monitor tab (it sleeps to each sample's deadline), one runs a sweep or a tuning (and one
+//! measures ceilings or profiles layers when asked), so drawing never waits on a measurement.
+//! The terminal is restored on every exit: quit, error, panic (ratatui's hook), SIGTERM. On
+//! SIGHUP (a dropped SSH session) drawing stops but a run goes on to completion and its results
+//! are saved.
 
 pub mod app;
 pub mod conditions;
@@ -17,7 +21,7 @@ pub mod view;
 
 use anyhow::Context;
 use app::{App, Command, RunEvent, Severity, Shown, Tab, TuneMsg};
-use edgeprof::collect::stop::Stop;
+use edgeprof::collect::stop::{Cancel, Stop};
 use edgeprof::collect::telemetry::{self, Sample};
 use edgeprof::results::{self, summary};
 use edgeprof::roofline::Processor;
@@ -25,9 +29,8 @@ use edgeprof::runner::spawn::WorkerEvent;
 use edgeprof::runner::sweep::{Sweep, SweepEvent};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{self, Receiver, Sender};
-use std::sync::Arc;
 use std::time::{Duration, Instant};
+use tokio::sync::mpsc::{self, UnboundedReceiver};
 
 use jobs::*;
 pub use results_dir::open_results;
@@ -62,9 +65,11 @@ pub enum Message {
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
     Followed(PathBuf),
-    /// A signal came (SIGTERM, SIGHUP): the loop looks at the flags its handlers set.
-    Wake,
 }
+
+/// Where the UI's background threads send their [`Message`]s: sending never blocks, from any
+/// thread, and the event loop wakes for each.
+pub type Sender<T> = mpsc::UnboundedSender<T>;
 
 /// The config the UI starts with: the one given, else `configs/default.toml` if it is here, else
 /// the built-in defaults (the same as an empty config file).
@@ -107,33 +112,33 @@ pub fn new_app(options: &TuiOptions, offer: conditions::Offer) -> anyhow::Result
 /// The event loop's resources: where messages arrive, the run in progress, its cancel flag.
 pub struct Session {
     pub tx: Sender<Message>,
-    pub rx: Receiver<Message>,
-    pub cancel: Arc<AtomicBool>,
+    pub rx: UnboundedReceiver<Message>,
+    pub cancel: Cancel,
     pub run: Option<std::thread::JoinHandle<()>>,
     pub telemetry_root: PathBuf,
 }
 
 impl Session {
     pub fn new() -> Session {
-        let (tx, rx) = mpsc::channel();
+        let (tx, rx) = mpsc::unbounded_channel();
         Session {
             tx,
             rx,
-            cancel: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::new(),
             run: None,
             telemetry_root: std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
                 .map_or_else(|| PathBuf::from("/"), PathBuf::from),
         }
     }
 
-    /// Starts the background job (a run or a tuning; one at a time) with a fresh cancel flag.
+    /// Starts the background job (a run or a tuning; one at a time) with a fresh cancel.
     fn start(&mut self, job: Job, text: String, file: PathBuf) {
-        self.cancel.store(false, Ordering::Relaxed);
+        self.cancel = Cancel::new();
         self.run = Some(job(
             text,
             file,
             self.tx.clone(),
-            Arc::clone(&self.cancel),
+            self.cancel.clone(),
             self.telemetry_root.clone(),
         ));
     }
@@ -141,16 +146,13 @@ impl Session {
     /// Carries out a command of the UI.
     pub fn execute(&mut self, app: &mut App, command: Command) {
         match command {
-            Command::Quit => {
-                self.cancel.store(true, Ordering::Relaxed);
-            }
-            Command::CancelRun => self.cancel.store(true, Ordering::Relaxed),
+            Command::Quit | Command::CancelRun => self.cancel.raise(),
             Command::ResumeRun(dir) => {
-                self.cancel.store(false, Ordering::Relaxed);
+                self.cancel = Cancel::new();
                 self.run = Some(start_resume(
                     dir,
                     self.tx.clone(),
-                    Arc::clone(&self.cancel),
+                    self.cancel.clone(),
                     self.telemetry_root.clone(),
                 ));
                 app.run.active = true;
@@ -277,7 +279,7 @@ impl Session {
     pub fn apply(&mut self, app: &mut App, message: Message) -> Option<Command> {
         match message {
             Message::Key(key) => return app.key(key),
-            Message::Resize | Message::Wake => {}
+            Message::Resize => {}
             Message::Monitor(sample) => app.monitor_sample(sample),
             Message::Run(event) => {
                 let finished = match &event {
@@ -328,31 +330,7 @@ impl Default for Session {
 }
 
 /// A background job: config text and file in, progress out as messages, stopped by the flag.
-type Job =
-    fn(String, PathBuf, Sender<Message>, Arc<AtomicBool>, PathBuf) -> std::thread::JoinHandle<()>;
-
-/// Reads keys and resizes from the terminal until it goes away.
-fn spawn_input(tx: Sender<Message>) {
-    std::thread::spawn(move || loop {
-        match crossterm::event::read() {
-            Ok(crossterm::event::Event::Key(k))
-                if k.kind != crossterm::event::KeyEventKind::Release =>
-            {
-                if tx.send(Message::Key(k)).is_err() {
-                    return;
-                }
-            }
-            Ok(crossterm::event::Event::Resize(..)) => {
-                if tx.send(Message::Resize).is_err() {
-                    return;
-                }
-            }
-            Ok(_) => {}
-            // The terminal is gone (SIGHUP, a closed pty): nothing more to read.
-            Err(_) => return,
-        }
-    });
-}
+type Job = fn(String, PathBuf, Sender<Message>, Cancel, PathBuf) -> std::thread::JoinHandle<()>;
 
 /// Samples telemetry for the Monitor tab every `interval` until `stop`.
 fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: Stop) {
@@ -364,27 +342,6 @@ fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: S
             }
         }
     });
-}
-
-/// Wakes the event loop when SIGTERM or SIGHUP arrives (their flags, set by the handlers
-/// themselves, say what came), so that it can block while nothing happens.
-fn spawn_signal_waker(tx: Sender<Message>) -> anyhow::Result<()> {
-    let mut incoming = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ])
-    .context("cannot install the signal handlers")?;
-    std::thread::Builder::new()
-        .name("tui-signals".into())
-        .spawn(move || {
-            for _ in incoming.forever() {
-                if tx.send(Message::Wake).is_err() {
-                    return;
-                }
-            }
-        })
-        .context("cannot start the signal thread")?;
-    Ok(())
 }
 
 /// How the event loop ended.
@@ -428,13 +385,16 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         .monitor
         .as_ref()
         .map_or(Duration::from_millis(500), |m| m.0);
-    let term = Arc::new(AtomicBool::new(false));
-    let hangup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(signal_hook::consts::SIGTERM, Arc::clone(&term))
-        .context("cannot install the signal handlers")?;
-    signal_hook::flag::register(signal_hook::consts::SIGHUP, Arc::clone(&hangup))
-        .context("cannot install the signal handlers")?;
-    spawn_signal_waker(session.tx.clone())?;
+    // One current-thread runtime is the event loop; its signal listeners exist before the
+    // terminal is set up, so a SIGTERM from then on restores the terminal.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let signals = {
+        let _inside = runtime.enter();
+        Signals::new().context("cannot install the signal handlers")?
+    };
     let stop_monitor = Stop::new();
     spawn_monitor(
         session.tx.clone(),
@@ -451,8 +411,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
             return Err(e).context("cannot set up the terminal");
         }
     };
-    spawn_input(session.tx.clone());
-    let exit = event_loop(&mut terminal, &mut app, &mut session, &term, &hangup);
+    let hangup = AtomicBool::new(false);
+    let exit = runtime.block_on(event_loop(
+        &mut terminal,
+        &mut app,
+        &mut session,
+        signals,
+        &hangup,
+    ));
     stop_monitor.raise();
     let headless = hangup.load(Ordering::Relaxed);
     if !headless {
@@ -482,24 +448,66 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     }
 }
 
-fn event_loop(
+/// The signals the UI acts on, as streams of the event loop.
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    hangup: tokio::signal::unix::Signal,
+}
+
+impl Signals {
+    /// Installs the handlers (inside the runtime): from now on SIGTERM and SIGHUP reach the
+    /// loop instead of ending the process.
+    fn new() -> std::io::Result<Signals> {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            hangup: signal(SignalKind::hangup())?,
+        })
+    }
+}
+
+/// The next key press or resize from the terminal; `None` once it is gone (SIGHUP, a closed
+/// pty), as nothing more can be read from it.
+async fn next_input(events: &mut crossterm::event::EventStream) -> Option<Message> {
+    use crossterm::event::{Event, KeyEventKind};
+    use futures_util::StreamExt;
+    loop {
+        match events.next().await? {
+            Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => return Some(Message::Key(k)),
+            Ok(Event::Resize(..)) => return Some(Message::Resize),
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// Waits `wait`, or for ever when there is nothing to wait for.
+async fn tick(wait: Option<Duration>) {
+    match wait {
+        Some(wait) => tokio::time::sleep(wait).await,
+        None => std::future::pending().await,
+    }
+}
+
+async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
     session: &mut Session,
-    term: &AtomicBool,
+    mut signals: Signals,
     hangup: &AtomicBool,
 ) -> anyhow::Result<Exit> {
+    let mut input = Some(crossterm::event::EventStream::new());
     let mut run_started: Option<Instant> = None;
     let mut dirty = true;
     let mut last_draw = Instant::now() - Duration::from_secs(1);
     loop {
-        if term.load(Ordering::Relaxed) {
-            session.cancel.store(true, Ordering::Relaxed);
-            return Ok(Exit::Terminated);
-        }
         let headless = hangup.load(Ordering::Relaxed);
-        if headless && session.run.is_none() {
-            return Ok(Exit::Quit);
+        if headless {
+            // Nobody reads the terminal any more; its stream is dropped with it.
+            input = None;
+            if session.run.is_none() {
+                return Ok(Exit::Quit);
+            }
         }
         if app.quit {
             return Ok(Exit::Quit);
@@ -526,8 +534,8 @@ fn event_loop(
                 panic!("EDGEPROF_TUI_TEST_PANIC is set: panicking after the first frame");
             }
         }
-        // Block until something happens: a message (keys, samples, the run's events, a signal's
-        // wake-up) or, while a run is on, the next tick of its clock, or a deferred redraw.
+        // Wait for whatever comes first: a key, a message (samples, the run's events), a signal,
+        // or, while a run is on, the next tick of its clock, or a deferred redraw.
         let wait = if app.run.active {
             Some(Duration::from_millis(100))
         } else if dirty && !headless {
@@ -535,22 +543,37 @@ fn event_loop(
         } else {
             None
         };
-        let received = match wait {
-            Some(timeout) => session.rx.recv_timeout(timeout),
-            None => session
-                .rx
-                .recv()
-                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
-        };
-        match received {
-            Ok(message) => {
-                if let Some(command) = session.apply(app, message) {
-                    session.execute(app, command);
+        let message = tokio::select! {
+            message = session.rx.recv() => match message {
+                Some(message) => Some(message),
+                None => return Ok(Exit::Quit),
+            },
+            key = async {
+                match input.as_mut() {
+                    Some(events) => next_input(events).await,
+                    None => std::future::pending().await,
                 }
-                dirty = true;
+            }, if input.is_some() => {
+                if key.is_none() {
+                    input = None;
+                }
+                key
+            },
+            _ = signals.term.recv() => {
+                session.cancel.raise();
+                return Ok(Exit::Terminated);
+            },
+            _ = signals.hangup.recv() => {
+                hangup.store(true, Ordering::Relaxed);
+                None
+            },
+            () = tick(wait) => None,
+        };
+        if let Some(message) = message {
+            if let Some(command) = session.apply(app, message) {
+                session.execute(app, command);
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            Err(mpsc::RecvTimeoutError::Disconnected) => return Ok(Exit::Quit),
+            dirty = true;
         }
     }
 }

@@ -215,10 +215,15 @@ impl Sampler {
         self.interval * self.tick
     }
 
+    /// When the next sample is due.
+    pub fn next_due(&self) -> std::time::Instant {
+        self.start + self.next_offset()
+    }
+
     /// Sleeps until the next sample is due; false when `stop` was raised meanwhile (it wakes
     /// the sleep at once).
     pub fn wait(&self, stop: &crate::collect::stop::Stop) -> bool {
-        stop.wait_until(self.start + self.next_offset())
+        stop.wait_until(self.next_due())
     }
 
     /// The readers, for what they dropped.
