@@ -96,6 +96,47 @@ pub fn now_rfc3339() -> String {
         .unwrap_or_else(|| "unknown".to_string())
 }
 
+/// One CSV record (RFC 4180: a field with a comma, quote or line break is quoted, quotes
+/// doubled), without its line end.
+pub fn csv_record<I, T>(fields: I) -> String
+where
+    I: IntoIterator<Item = T>,
+    T: AsRef<[u8]>,
+{
+    let mut writer = csv::WriterBuilder::new()
+        .flexible(true)
+        .from_writer(Vec::new());
+    // Writing to memory fails only on an allocation failure, which aborts anyway.
+    let _ = writer.write_record(fields);
+    let bytes = writer.into_inner().unwrap_or_default();
+    let mut text = String::from_utf8_lossy(&bytes).into_owned();
+    if text.ends_with('\n') {
+        text.pop();
+    }
+    text
+}
+
+/// Splits one CSV line into its fields (optionally double-quoted, a doubled quote inside quotes
+/// being one quote). None when a quote is left open: a truncated line.
+pub fn csv_split(line: &str) -> Option<Vec<String>> {
+    let line = line.trim_end_matches(['\r', '\n']);
+    // Quotes come in pairs (open and close, or a doubled quote inside) in a complete line.
+    if line.bytes().filter(|&b| b == b'"').count() % 2 == 1 {
+        return None;
+    }
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(line.as_bytes());
+    let mut record = csv::StringRecord::new();
+    match reader.read_record(&mut record) {
+        Ok(true) => Some(record.iter().map(str::to_string).collect()),
+        // An empty line is one empty field, as a line without separators is one field.
+        Ok(false) => Some(vec![String::new()]),
+        Err(_) => None,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +166,29 @@ mod tests {
             &[vec!["xx".into(), "1".into()], vec!["y".into(), "22".into()]],
         );
         assert_eq!(t, "a    n\n------\nxx   1\ny   22\n");
+    }
+
+    #[test]
+    fn csv_records_quote_only_what_needs_it_and_split_back() {
+        let fields = ["plain", "a,b", "say \"hi\"", "two\nlines", ""];
+        let line = csv_record(fields);
+        assert_eq!(line, "plain,\"a,b\",\"say \"\"hi\"\"\",\"two\nlines\",");
+        assert_eq!(csv_record(["x"]), "x");
+        assert_eq!(
+            csv_split("\"a\",\"1,234\",x,\"say \"\"hi\"\"\""),
+            Some(vec![
+                "a".into(),
+                "1,234".into(),
+                "x".into(),
+                "say \"hi\"".into()
+            ])
+        );
+        assert_eq!(
+            csv_split("a,,b\r\n"),
+            Some(vec!["a".into(), "".into(), "b".into()])
+        );
+        assert_eq!(csv_split("\"cut"), None);
+        assert_eq!(csv_split("a,\"b,c"), None);
+        assert_eq!(csv_split(""), Some(vec![String::new()]));
     }
 }

@@ -65,7 +65,7 @@ impl Output {
                 let mut text = String::new();
                 if self.columns.is_none() {
                     let columns = telemetry::csv_columns(std::slice::from_ref(sample));
-                    text.push_str(&columns.join(","));
+                    text.push_str(&edgeprof::text::csv_record(&columns));
                     text.push('\n');
                     self.columns = Some(columns);
                 }

@@ -15,12 +15,17 @@ pub mod tegrastats;
 pub mod telemetry;
 pub mod tree;
 
-/// The first `name` on PATH, if any.
+/// The first executable `name` on PATH, if any (a file without the execute permission, or a
+/// directory of that name, is passed over as the shell would).
 pub fn find_on_path(name: &str) -> Option<std::path::PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+    which::which(name).ok()
+}
+
+/// The first executable `name` in `dirs`, in their order.
+pub fn find_in(name: &str, dirs: &[std::path::PathBuf]) -> Option<std::path::PathBuf> {
+    let joined = std::env::join_paths(dirs).ok()?;
+    let here = std::env::current_dir().unwrap_or_else(|_| std::path::PathBuf::from("/"));
+    which::which_in(name, Some(joined), here).ok()
 }
 
 /// A text file read whole, refused when larger than `limit` bytes: the parsers hold several

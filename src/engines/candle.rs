@@ -11,8 +11,9 @@ use std::time::{Duration, Instant};
 
 pub use super::tract::EngineError;
 
-/// candle-core's version, as pinned in Cargo.toml.
-pub const CANDLE_VERSION: &str = "0.11.1";
+/// candle-core's version in this build, read from its dependency metadata (`Cargo.lock`) by
+/// `build.rs`.
+pub const CANDLE_VERSION: &str = env!("EDGEPROF_CANDLE_VERSION");
 
 fn run_err(e: candle_core::Error) -> EngineError {
     let text = e.to_string().replace('\n', " ");

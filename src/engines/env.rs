@@ -286,10 +286,7 @@ pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, crate::e
 
 /// The system's `python3`, when there is one on PATH.
 pub fn system_python() -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .map(|dir| dir.join("python3"))
-        .find(|candidate| candidate.is_file())
+    crate::collect::find_on_path("python3")
 }
 
 fn interpreter(

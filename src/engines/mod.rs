@@ -154,3 +154,21 @@ impl Loaded {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_built_in_engines_versions_come_from_the_build() {
+        for engine in BUILT_IN {
+            let version = version(engine).unwrap_or("none");
+            let parts: Vec<&str> = version.split('.').collect();
+            assert!(
+                parts.len() == 3 && parts.iter().all(|p| p.parse::<u32>().is_ok()),
+                "{engine}: {version:?} is not a release version"
+            );
+        }
+        assert_eq!(version("onnxruntime"), None);
+    }
+}

@@ -14,8 +14,9 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_core::plan::SimpleState;
 use tract_onnx::tract_core::runtime::RunOptions;
 
-/// tract-onnx's version: the `=0.23.9` pin on tract-linalg in Cargo.toml fixes the whole family.
-pub const TRACT_VERSION: &str = "0.23.9";
+/// tract-onnx's version in this build, read from its dependency metadata (`Cargo.lock`) by
+/// `build.rs`.
+pub const TRACT_VERSION: &str = env!("EDGEPROF_TRACT_VERSION");
 
 /// Where the model comes from.
 pub enum ModelSource<'a> {

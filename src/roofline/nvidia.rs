@@ -116,31 +116,7 @@ fn is_ncu_roofline_metric(metric: &str) -> bool {
         || NCU_FLOP_OPS.iter().any(|op| ncu_flop_metric(op) == metric)
 }
 
-/// Splits one CSV line: fields separated by commas, optionally double-quoted (a doubled quote
-/// inside quotes is one quote). None when a quote is left open (a truncated line).
-pub fn split_csv(line: &str) -> Option<Vec<String>> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = line.trim_end_matches(['\r', '\n']).chars().peekable();
-    while let Some(c) = chars.next() {
-        match (c, quoted) {
-            ('"', true) if chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            ('"', true) => quoted = false,
-            ('"', false) if field.is_empty() => quoted = true,
-            (',', false) => fields.push(std::mem::take(&mut field)),
-            (c, _) => field.push(c),
-        }
-    }
-    if quoted {
-        return None;
-    }
-    fields.push(field);
-    Some(fields)
-}
+pub use crate::text::csv_split as split_csv;
 
 /// A number as the profilers print it: thousands separators, an optional unit suffix
 /// (`%`, `GB/s`, `B`, …). None for `nan`, `n/a` or anything else.

@@ -285,7 +285,8 @@ fn find_tools(card: &Card) -> Vec<String> {
         .probe
         .commands
         .iter()
-        .filter_map(|c| first_file(&command_dirs, c))
+        .filter_map(|c| crate::collect::find_in(c, &command_dirs))
+        .map(|p| p.display().to_string())
         .collect();
     let library_dirs = library_dirs();
     found.extend(

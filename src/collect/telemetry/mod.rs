@@ -360,22 +360,18 @@ pub fn csv_columns(samples: &[Sample]) -> Vec<String> {
 /// One sample as a CSV row over `columns` (empty cells for what it lacks; no line end).
 pub fn csv_row(columns: &[String], sample: &Sample) -> String {
     let row = flatten(sample);
-    columns
-        .iter()
-        .map(|c| {
-            row.iter()
-                .find(|(k, _)| k == c)
-                .map_or(String::new(), |(_, v)| v.clone())
-        })
-        .collect::<Vec<_>>()
-        .join(",")
+    crate::text::csv_record(columns.iter().map(|c| {
+        row.iter()
+            .find(|(k, _)| k == c)
+            .map_or(String::new(), |(_, v)| v.clone())
+    }))
 }
 
 /// Samples as CSV with a header.
 #[cfg(test)]
 pub fn to_csv(samples: &[Sample]) -> String {
     let columns = csv_columns(samples);
-    let mut out = columns.join(",");
+    let mut out = crate::text::csv_record(&columns);
     out.push('\n');
     for s in samples {
         out.push_str(&csv_row(&columns, s));
