@@ -146,10 +146,11 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     result
 }
 
-/// The signals that end a headless log.
+/// The signals that end a headless log, and the alarm it sleeps to each sample with.
 struct Stopping {
     interrupt: tokio::signal::unix::Signal,
     term: tokio::signal::unix::Signal,
+    alarm: edgeprof::collect::alarm::Alarm,
 }
 
 impl Stopping {
@@ -159,15 +160,19 @@ impl Stopping {
         Ok(Stopping {
             interrupt: signal(SignalKind::interrupt())?,
             term: signal(SignalKind::terminate())?,
+            alarm: edgeprof::collect::alarm::Alarm::new()?,
         })
     }
 
     /// Sleeps until `deadline`; false when a signal came first.
-    async fn sleep_until(&mut self, deadline: Instant) -> bool {
+    async fn sleep_until(&mut self, deadline: Instant) -> anyhow::Result<bool> {
         tokio::select! {
-            () = tokio::time::sleep_until(deadline.into()) => true,
-            _ = self.interrupt.recv() => false,
-            _ = self.term.recv() => false,
+            slept = self.alarm.sleep_until(deadline) => {
+                slept.map_err(|e| anyhow::anyhow!("cannot wait for the next sample: {e}"))?;
+                Ok(true)
+            }
+            _ = self.interrupt.recv() => Ok(false),
+            _ = self.term.recv() => Ok(false),
         }
     }
 }
@@ -183,7 +188,7 @@ async fn sample_until_done(
 ) -> anyhow::Result<()> {
     loop {
         if o.duration.is_some_and(|d| schedule.next_offset() > d)
-            || !signals.sleep_until(schedule.next_due()).await
+            || !signals.sleep_until(schedule.next_due()).await?
         {
             return Ok(());
         }
