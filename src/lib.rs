@@ -8,7 +8,8 @@
 //!   [`stats`], with the shared [`error`] and [`text`] helpers. These name nothing above them.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
-//!   [`bench`], [`session`], [`lockfile`], [`throttle`]).
+//!   [`bench`], [`session`], [`lockfile`], [`throttle`]). Their jobs report through one owned
+//!   [`event::Event`].
 //! - **front-ends** (in the binary, not here): `cli` and `tui`. Nothing in this library names
 //!   them; `tests/layering.rs` checks both rules.
 
@@ -22,6 +23,7 @@ pub mod collect;
 pub mod config;
 pub mod engines;
 pub mod error;
+pub mod event;
 pub mod fleet;
 #[cfg(test)]
 mod fuzz;

@@ -256,6 +256,8 @@ fn progress(event: TuneEvent, unit: &str) {
             record.reason.as_deref().unwrap_or("no reason")
         ),
         TuneEvent::Sweep(_) => {}
+        // This command prints its own start line before and the whole report after.
+        TuneEvent::Started { .. } | TuneEvent::Finished { .. } => {}
     }
 }
 

@@ -20,13 +20,12 @@ pub mod theme;
 pub mod view;
 
 use anyhow::Context;
-use app::{App, Command, RunEvent, Severity, Shown, Tab, TuneMsg};
+use app::{App, Command, RunEvent, Severity, Shown, Tab, TuneEvent};
 use edgeprof::collect::stop::{Cancel, Stop};
-use edgeprof::collect::telemetry::{self, Sample};
+use edgeprof::collect::telemetry;
+use edgeprof::event::Event;
 use edgeprof::results::{self, summary};
 use edgeprof::roofline::Processor;
-use edgeprof::runner::spawn::WorkerEvent;
-use edgeprof::runner::sweep::{Sweep, SweepEvent};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -53,9 +52,8 @@ pub struct TuiOptions {
 pub enum Message {
     Key(crossterm::event::KeyEvent),
     Resize,
-    Monitor(Sample),
-    Run(RunEvent),
-    Tune(TuneMsg),
+    /// A job's or the Monitor sampler's event.
+    Event(edgeprof::event::Event),
     Ceilings(
         edgeprof::roofline::Processor,
         Shown<(edgeprof::roofline::Ceilings, String)>,
@@ -280,8 +278,8 @@ impl Session {
         match message {
             Message::Key(key) => return app.key(key),
             Message::Resize => {}
-            Message::Monitor(sample) => app.monitor_sample(sample),
-            Message::Run(event) => {
+            Message::Event(Event::Telemetry(sample)) => app.monitor_sample(*sample),
+            Message::Event(Event::Run(event)) => {
                 let finished = match &event {
                     RunEvent::Finished { dir, .. } => Some(dir.clone()),
                     _ => None,
@@ -302,9 +300,9 @@ impl Session {
                     }
                 }
             }
-            Message::Tune(msg) => {
-                let finished = matches!(msg, TuneMsg::Finished { .. });
-                app.tune_event(msg);
+            Message::Event(Event::Tune(event)) => {
+                let finished = matches!(event, TuneEvent::Finished { .. });
+                app.tune_event(event);
                 if finished {
                     if let Some(handle) = self.run.take() {
                         let _ = handle.join();
@@ -337,7 +335,8 @@ fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: S
     std::thread::spawn(move || {
         let mut sampler = telemetry::Sampler::new(telemetry::working_readers(&root), interval);
         while sampler.wait(&stop) {
-            if tx.send(Message::Monitor(sampler.take())).is_err() {
+            let sample = Box::new(sampler.take());
+            if tx.send(Message::Event(Event::Telemetry(sample))).is_err() {
                 return;
             }
         }

@@ -15,25 +15,40 @@ use serde::{Deserialize, Serialize};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-/// What happens while tuning.
+/// What happens while tuning; owned, so that it crosses to a front-end's thread as it is.
 #[derive(Debug)]
-pub enum TuneEvent<'a> {
+pub enum TuneEvent {
+    /// A tuning starts in its results directory (sent by the session that runs it).
+    Started {
+        dir: std::path::PathBuf,
+        /// "MODEL INPUT for OBJECTIVE".
+        title: String,
+        unit: String,
+        budget: usize,
+        candidates: usize,
+        /// The engines and core sets left out of the space, each with its reason.
+        skipped: Vec<String>,
+    },
     /// A trial starts (`n` from 1; `budget` trials at most).
     Trial {
         n: usize,
         budget: usize,
-        candidate: &'a Candidate,
+        candidate: Candidate,
         predicted: Option<(f64, f64)>,
     },
     /// The worker's progress within the current trial or confirmation run.
     Sweep(SweepEvent),
     /// A trial ended.
-    Measured { trial: &'a Trial },
+    Measured { trial: Box<Trial> },
     /// A confirmation run starts: `which` is "default" or "best".
     Confirm {
         round: usize,
         rounds: usize,
         which: &'static str,
+    },
+    /// The tuning ended: its report (also in `tune.json`), or why it failed.
+    Finished {
+        report: Result<Box<TuneReport>, String>,
     },
 }
 
@@ -195,7 +210,7 @@ impl LiveTune<'_> {
                 on_event(TuneEvent::Trial {
                     n,
                     budget,
-                    candidate,
+                    candidate: candidate.clone(),
                     predicted: proposal.predicted,
                 });
                 let condition = condition_of(candidate, self.model, self.input);
@@ -211,7 +226,11 @@ impl LiveTune<'_> {
                     }
                 }
             },
-            |trial| (events.borrow_mut())(TuneEvent::Measured { trial }),
+            |trial| {
+                (events.borrow_mut())(TuneEvent::Measured {
+                    trial: Box::new(trial.clone()),
+                })
+            },
         );
         if let Some(e) = error {
             return Err(e);

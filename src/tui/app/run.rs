@@ -3,28 +3,7 @@
 
 use super::*;
 
-/// How a sweep is going, as the run thread reports it.
-#[derive(Debug, Clone)]
-pub enum RunEvent {
-    Started {
-        dir: PathBuf,
-        total: usize,
-        done_before: usize,
-        estimates: Vec<f64>,
-        iterations: usize,
-    },
-    /// The sweep's own events, as the library sends them.
-    Sweep(SweepEvent),
-    /// A fleet run began: its directory and nodes.
-    FleetStarted { dir: PathBuf, nodes: Vec<String> },
-    /// How one node of a fleet run is going.
-    Node(edgeprof::fleet::run::FleetEvent),
-    Finished {
-        dir: Option<PathBuf>,
-        outcome: Option<SweepOutcome>,
-        error: Option<String>,
-    },
-}
+pub use edgeprof::event::RunEvent;
 
 /// Points kept for the live charts.
 pub const HISTORY: usize = 240;

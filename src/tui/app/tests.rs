@@ -107,9 +107,8 @@ fn tuning_starts_from_the_tune_tab_and_cancels() {
     // One at a time.
     assert_eq!(press(&mut a, KeyCode::Char('t')), None);
     assert_eq!(press(&mut a, KeyCode::Char('c')), Some(Command::CancelRun));
-    a.tune_event(TuneMsg::Finished {
-        result: None,
-        error: Some("no candidate can run here".into()),
+    a.tune_event(TuneEvent::Finished {
+        report: Err("no candidate can run here".into()),
     });
     assert!(!a.tune.active);
     assert_eq!(a.tune.error.as_deref(), Some("no candidate can run here"));

@@ -2,38 +2,7 @@
 
 use super::*;
 
-/// How a tuning run is going, as the tune thread reports it.
-#[derive(Debug, Clone, PartialEq)]
-pub enum TuneMsg {
-    Started {
-        dir: PathBuf,
-        title: String,
-        unit: String,
-        budget: usize,
-        candidates: usize,
-        skipped: Vec<String>,
-    },
-    Trial {
-        n: usize,
-        label: String,
-        predicted: Option<(f64, f64)>,
-    },
-    Measured {
-        n: usize,
-        cost: Option<f64>,
-        failure: Option<String>,
-        best_cost: Option<f64>,
-    },
-    Confirm {
-        round: usize,
-        rounds: usize,
-        which: &'static str,
-    },
-    Finished {
-        result: Option<TuneResult>,
-        error: Option<String>,
-    },
-}
+pub use edgeprof::tune::live::TuneEvent;
 
 /// What a finished tuning run found, for the Tune tab.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +16,27 @@ pub struct TuneResult {
     pub model_error: Option<(f64, f64, usize)>,
     /// The re-measurement found the default faster than the search's best: keep the default.
     pub keep_default: bool,
+}
+
+impl TuneResult {
+    /// What the Tune tab shows of a finished tuning's report.
+    pub fn of(report: &edgeprof::tune::live::TuneReport) -> TuneResult {
+        let label = |i: usize| report.space.get(i).map(|c| c.label()).unwrap_or_default();
+        TuneResult {
+            stop: report.trace.stop.to_string(),
+            best: report
+                .best
+                .zip(report.best_cost)
+                .map(|(b, c)| (label(b), c)),
+            default: (label(report.default), report.default_cost),
+            confirmed: report
+                .confirmation
+                .as_ref()
+                .and_then(|c| Some((c.default_median?, c.best_median?, c.gain?))),
+            model_error: report.prediction_error,
+            keep_default: report.recommended.is_some() && report.recommended != report.best,
+        }
+    }
 }
 
 /// One trial row of the Tune tab.
@@ -108,10 +98,10 @@ impl App {
     }
 
     /// A tuning run's progress.
-    pub fn tune_event(&mut self, msg: TuneMsg) {
+    pub fn tune_event(&mut self, event: TuneEvent) {
         let t = &mut self.tune;
-        match msg {
-            TuneMsg::Started {
+        match event {
+            TuneEvent::Started {
                 dir,
                 title,
                 unit,
@@ -130,11 +120,13 @@ impl App {
                     ..TuneView::default()
                 };
             }
-            TuneMsg::Trial {
+            TuneEvent::Trial {
                 n,
-                label,
+                candidate,
                 predicted,
+                ..
             } => {
+                let label = candidate.label();
                 t.current = Some(format!("trial {n}/{}: {label}", t.budget));
                 t.rows.push(TuneRow {
                     n,
@@ -145,27 +137,28 @@ impl App {
                     best_cost: None,
                 });
             }
-            TuneMsg::Measured {
-                n,
-                cost,
-                failure,
-                best_cost,
-            } => {
-                if let Some(row) = t.rows.iter_mut().find(|r| r.n == n) {
-                    row.cost = cost;
-                    row.failure = failure;
-                    row.best_cost = best_cost;
+            TuneEvent::Measured { trial } => {
+                if let Some(row) = t.rows.iter_mut().find(|r| r.n == trial.n) {
+                    row.cost = trial.cost;
+                    row.failure = trial.failure;
+                    row.best_cost = trial.best_cost;
                 }
                 t.current = None;
             }
-            TuneMsg::Confirm {
+            // The worker's progress inside a trial: the tab shows trials, not iterations.
+            TuneEvent::Sweep(_) => {}
+            TuneEvent::Confirm {
                 round,
                 rounds,
                 which,
             } => {
                 t.current = Some(format!("re-measuring the {which} (round {round}/{rounds})"));
             }
-            TuneMsg::Finished { result, error } => {
+            TuneEvent::Finished { report } => {
+                let (result, error) = match report {
+                    Ok(report) => (Some(TuneResult::of(&report)), None),
+                    Err(e) => (None, Some(e)),
+                };
                 t.active = false;
                 t.current = None;
                 t.result = result;

@@ -471,13 +471,59 @@ fn scorecard_tab() -> anyhow::Result<()> {
     Ok(())
 }
 
+/// A tuning candidate whose label is `engine tT CORES bB` and the options, as the tuner makes
+/// them.
+fn candidate(
+    engine: &str,
+    threads: usize,
+    cores: &str,
+    batch: usize,
+    options: &[(&str, serde_json::Value)],
+) -> edgeprof::tune::Candidate {
+    edgeprof::tune::Candidate {
+        engine: engine.into(),
+        threads,
+        cores: edgeprof::tune::CoreSet {
+            label: cores.into(),
+            cpus: None,
+            count: 2,
+            capacity: 1.0,
+        },
+        batch,
+        device: edgeprof::config::Device::Cpu,
+        precision: "fp32".into(),
+        options: options
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect(),
+    }
+}
+
+/// A finished trial as the tuner reports it.
+fn trial(n: usize, cost: Option<f64>, best_cost: Option<f64>) -> edgeprof::tune::search::Trial {
+    edgeprof::tune::search::Trial {
+        n,
+        index: n - 1,
+        cost,
+        failure: cost
+            .is_none()
+            .then(|| "peak memory 900.0 MiB exceeds the limit".into()),
+        predicted: None,
+        predicted_sd: None,
+        best: None,
+        best_cost,
+    }
+}
+
 #[test]
 fn tune_tab() {
-    use super::super::app::{TuneMsg, TuneResult};
+    use super::super::app::TuneEvent;
+    use edgeprof::tune::live::{Confirmation, TuneReport};
+    use edgeprof::tune::search::{Stop, Trace};
     let mut a = default_app();
     a.tab = Tab::Tune;
     snap("tune_empty", &a);
-    a.tune_event(TuneMsg::Started {
+    a.tune_event(TuneEvent::Started {
         dir: PathBuf::from("results/20261130T120000Z-tune-mobilenet_v2"),
         title: "mobilenet_v2 3x64x64 for latency".into(),
         unit: "ms".into(),
@@ -485,69 +531,86 @@ fn tune_tab() {
         candidates: 48,
         skipped: vec!["pytorch: pytorch is not set up (run: edgeprof env setup pytorch)".into()],
     });
+    let ort = |threads, cores, batch| {
+        candidate(
+            "onnxruntime",
+            threads,
+            cores,
+            batch,
+            &[
+                ("graph_optimization_level", "all".into()),
+                ("spinning", false.into()),
+            ],
+        )
+    };
+    let space = vec![
+        candidate("tract", 2, "all", 1, &[]),
+        ort(2, "one", 4),
+        ort(1, "one", 4),
+        candidate("candle", 1, "one", 4, &[]),
+        ort(1, "one", 1),
+        ort(2, "all", 1),
+    ];
     let trials = [
-        ("tract t2 all b1", None, Some(5.433)),
-        (
-            "onnxruntime t2 one b4 graph_optimization_level=all spinning=false",
-            None,
-            Some(3.902),
-        ),
-        (
-            "onnxruntime t1 one b4 graph_optimization_level=all spinning=false",
-            Some((5.514, 0.32)),
-            Some(3.738),
-        ),
-        ("candle t1 one b4", Some((4.34, 0.95)), None),
-        (
-            "onnxruntime t1 one b1 graph_optimization_level=all spinning=false",
-            Some((4.925, 0.31)),
-            Some(1.017),
-        ),
+        (None, Some(5.433)),
+        (None, Some(3.902)),
+        (Some((5.514, 0.32)), Some(3.738)),
+        (Some((4.34, 0.95)), None),
+        (Some((4.925, 0.31)), Some(1.017)),
     ];
     let mut best: Option<f64> = None;
-    for (k, (label, predicted, cost)) in trials.iter().enumerate() {
-        a.tune_event(TuneMsg::Trial {
+    for (k, (predicted, cost)) in trials.iter().enumerate() {
+        a.tune_event(TuneEvent::Trial {
             n: k + 1,
-            label: label.to_string(),
+            budget: 12,
+            candidate: space[k].clone(),
             predicted: *predicted,
         });
         if let Some(c) = cost {
             best = Some(best.map_or(*c, |b: f64| b.min(*c)));
         }
-        a.tune_event(TuneMsg::Measured {
-            n: k + 1,
-            cost: *cost,
-            failure: cost
-                .is_none()
-                .then(|| "peak memory 900.0 MiB exceeds the limit".into()),
-            best_cost: best,
+        a.tune_event(TuneEvent::Measured {
+            trial: Box::new(trial(k + 1, *cost, best)),
         });
     }
-    a.tune_event(TuneMsg::Trial {
+    a.tune_event(TuneEvent::Trial {
         n: 6,
-        label: "onnxruntime t2 all b1 graph_optimization_level=all spinning=false".into(),
+        budget: 12,
+        candidate: space[5].clone(),
         predicted: Some((1.068, 0.16)),
     });
     snap("tune_running", &a);
-    a.tune_event(TuneMsg::Measured {
-        n: 6,
-        cost: Some(1.265),
-        failure: None,
-        best_cost: Some(1.017),
+    a.tune_event(TuneEvent::Measured {
+        trial: Box::new(trial(6, Some(1.265), Some(1.017))),
     });
-    a.tune_event(TuneMsg::Finished {
-        result: Some(TuneResult {
-            stop: "the trial budget was spent".into(),
-            best: Some((
-                "onnxruntime t1 one b1 graph_optimization_level=all spinning=false".into(),
-                1.017,
-            )),
-            default: ("tract t2 all b1".into(), Some(5.433)),
-            confirmed: Some((6.054, 1.263, 4.79)),
-            model_error: Some((0.371, 0.733, 4)),
-            keep_default: false,
-        }),
-        error: None,
+    a.tune_event(TuneEvent::Finished {
+        report: Ok(Box::new(TuneReport {
+            model: "mobilenet_v2".into(),
+            input: "3x64x64".into(),
+            objective: edgeprof::config::tuning::Objective::Latency,
+            unit: "ms".into(),
+            budget: 12,
+            space,
+            default: 0,
+            trace: Trace {
+                trials: Vec::new(),
+                stop: Stop::Budget,
+            },
+            measured: Vec::new(),
+            best: Some(4),
+            best_cost: Some(1.017),
+            default_cost: Some(5.433),
+            prediction_error: Some((0.371, 0.733, 4)),
+            leave_one_out_error: None,
+            confirmation: Some(Confirmation {
+                default_costs: vec![6.054],
+                best_costs: vec![1.263],
+                default_median: Some(6.054),
+                best_median: Some(1.263),
+                gain: Some(4.79),
+            }),
+            recommended: Some(4),
+        })),
     });
     assert!(!a.tune.active);
     snap("tune_done", &a);

@@ -1,0 +1,47 @@
+//! The one event type the library's jobs send to a front-end: a run (a sweep, or a fleet run),
+//! a tuning and the telemetry monitor all report through [`Event`]. Every event owns its data, so
+//! a job on its own thread sends each one as it is, and the CLI and the TUI render the same
+//! values: neither re-declares nor translates them.
+
+use crate::collect::telemetry::Sample;
+use crate::fleet::run::FleetEvent;
+use crate::runner::sweep::{SweepEvent, SweepOutcome};
+use crate::tune::live::TuneEvent;
+use std::path::PathBuf;
+
+/// What a job reports, as it happens.
+#[derive(Debug)]
+pub enum Event {
+    /// A run of conditions: a sweep here or a fleet run over nodes.
+    Run(RunEvent),
+    /// A tuning.
+    Tune(TuneEvent),
+    /// A telemetry sample of the monitor.
+    Telemetry(Box<Sample>),
+}
+
+/// How a run goes, from its start to its end.
+#[derive(Debug, Clone)]
+pub enum RunEvent {
+    /// A sweep starts in `dir`: `total` conditions, `done_before` of them finished by an earlier
+    /// run of the directory, the estimated seconds of each one to run.
+    Started {
+        dir: PathBuf,
+        total: usize,
+        done_before: usize,
+        estimates: Vec<f64>,
+        iterations: usize,
+    },
+    /// The sweep's own events.
+    Sweep(SweepEvent),
+    /// A fleet run began: its directory and nodes.
+    FleetStarted { dir: PathBuf, nodes: Vec<String> },
+    /// How one node of a fleet run is going.
+    Node(FleetEvent),
+    /// The run ended: its directory (when it got one) and its outcome, or why it failed.
+    Finished {
+        dir: Option<PathBuf>,
+        outcome: Option<SweepOutcome>,
+        error: Option<String>,
+    },
+}

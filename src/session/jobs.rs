@@ -1,0 +1,212 @@
+//! The jobs a front-end starts and watches: a run of a config (a sweep here, or a fleet run
+//! when the config names nodes), the resumption of an interrupted results directory, and a
+//! tuning. Each runs to its end on the caller's thread, reports through [`Event`]s, and stops
+//! early when its [`Cancel`] is raised; the last event says how it ended. The terminal UI runs
+//! them on threads of its own; they print nothing.
+
+use crate::collect::stop::Cancel;
+use crate::config::Config;
+use crate::event::{Event, RunEvent};
+use crate::fleet::run as fleet;
+use crate::results::{self, Manifest};
+use crate::runner::matrix::{self, Condition};
+use crate::runner::spawn::WorkerEvent;
+use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
+use crate::tune::live::TuneEvent;
+use anyhow::Context;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+/// Where a job's events go: any thread may call it.
+pub type Send<'a> = &'a (dyn Fn(Event) + Sync);
+
+/// A sweep's plan in a results directory it holds (locked).
+struct Planned {
+    config: Config,
+    dir: PathBuf,
+    manifest: Manifest,
+    todo: Vec<Condition>,
+    done_before: usize,
+    attempts_before: HashMap<String, usize>,
+}
+
+/// Sweeps `plan.todo` into its directory with progress as events, then writes the summaries.
+fn sweep_planned(
+    mut plan: Planned,
+    cancel: &Cancel,
+    telemetry_root: &Path,
+    send: Send,
+) -> anyhow::Result<SweepOutcome> {
+    let config = &plan.config;
+    let cores = crate::collect::device::available_cores();
+    let estimates: Vec<f64> = plan
+        .todo
+        .iter()
+        .map(|c| matrix::estimate_condition(config, c, cores))
+        .collect();
+    let total = plan.manifest.conditions.len();
+    send(Event::Run(RunEvent::Started {
+        dir: plan.dir.clone(),
+        total,
+        done_before: plan.done_before,
+        estimates,
+        iterations: config.measure.iterations * config.measure.repeats,
+    }));
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut writer = results::Writer::open(&plan.dir)?;
+    let sweep = Sweep {
+        config,
+        conditions: &plan.todo,
+        total,
+        done_before: plan.done_before,
+        edgeprof: &edgeprof,
+        cancel: cancel.flag(),
+        telemetry_root,
+        dir: &plan.dir,
+        attempts_before: &plan.attempts_before,
+    };
+    let outcome = sweep.run(&mut writer, |event| {
+        if !matches!(event, SweepEvent::Worker(WorkerEvent::Ready)) {
+            send(Event::Run(RunEvent::Sweep(event)));
+        }
+    })?;
+    super::finish(
+        &plan.dir,
+        &mut plan.manifest,
+        &outcome,
+        &config.output.formats,
+    )?;
+    Ok(outcome)
+}
+
+/// Sends how a run ended.
+fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Send) {
+    let (outcome, error) = match result {
+        Ok(outcome) => (Some(outcome), None),
+        Err(e) => (None, Some(format!("{e:#}"))),
+    };
+    send(Event::Run(RunEvent::Finished {
+        dir,
+        outcome,
+        error,
+    }));
+}
+
+/// Runs config `text` (`file` names it and resolves its relative paths): a new results
+/// directory and its sweep, or a fleet run when the config names nodes. Ends with
+/// [`RunEvent::Finished`].
+pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+    let mut dir = None;
+    let result = (|| -> anyhow::Result<SweepOutcome> {
+        let parsed = crate::config::parse(&text, file)?;
+        if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
+            return fleet_run(&parsed, &text, file, cancel, send);
+        }
+        let started = super::start_from_text(text, file, None)?;
+        dir = Some(started.dir.clone());
+        let _lock = started.lock;
+        let plan = Planned {
+            config: started.config,
+            dir: started.dir,
+            manifest: started.manifest,
+            todo: started.plan.to_run,
+            done_before: 0,
+            attempts_before: Default::default(),
+        };
+        sweep_planned(plan, cancel, telemetry_root, send)
+    })();
+    finished(dir, result, send);
+}
+
+/// Finishes an interrupted results directory as `edgeprof run --resume DIR` does (its stored
+/// config, the conditions without a result, attempts counted on). Ends with
+/// [`RunEvent::Finished`].
+pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+    let result = (|| -> anyhow::Result<SweepOutcome> {
+        let resumed = super::resume(dir)?;
+        let _lock = resumed.lock;
+        let plan = Planned {
+            config: resumed.config,
+            dir: dir.to_path_buf(),
+            manifest: resumed.manifest,
+            todo: resumed.todo,
+            done_before: resumed.done_before,
+            attempts_before: resumed.attempts_before,
+        };
+        sweep_planned(plan, cancel, telemetry_root, send)
+    })();
+    finished(Some(dir.to_path_buf()), result, send);
+}
+
+/// A fleet run: every node's share at once, their progress as [`RunEvent::Node`]; the fleet's
+/// directory holds one results directory per node and `fleet.json`.
+fn fleet_run(
+    config: &Config,
+    text: &str,
+    file: &Path,
+    cancel: &Cancel,
+    send: Send,
+) -> anyhow::Result<SweepOutcome> {
+    if let Some(why) = fleet::unshareable(config) {
+        anyhow::bail!(crate::error::BadInput(why));
+    }
+    let share = fleet::share(text, file)?;
+    let targets = fleet::targets(config);
+    let dir = super::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
+    send(Event::Run(RunEvent::FleetStarted {
+        dir: dir.clone(),
+        nodes: config.matrix.nodes.clone(),
+    }));
+    let started = crate::text::now_rfc3339();
+    let outcomes = fleet::run_all(&targets, &share, &dir, cancel, |e| {
+        send(Event::Run(RunEvent::Node(e)))
+    });
+    let manifest = fleet::FleetManifest {
+        name: config.name.clone(),
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        started,
+        ended: Some(crate::text::now_rfc3339()),
+        nodes: outcomes.clone(),
+    };
+    fleet::write_manifest(&dir, &manifest)?;
+    Ok(SweepOutcome {
+        ok: outcomes.iter().map(|o| o.ok).sum(),
+        failed: outcomes.iter().map(|o| o.failed).sum(),
+        interrupted: cancel.is_raised(),
+        ..Default::default()
+    })
+}
+
+/// Tunes the config's first model with its `[tune]` settings, into a results directory of its
+/// own. Starts with [`TuneEvent::Started`] and ends with [`TuneEvent::Finished`].
+pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+    let result = (|| -> anyhow::Result<crate::tune::live::TuneReport> {
+        let config = crate::config::parse(text, file)?;
+        let mut prepared = crate::tune::session::prepare(
+            config,
+            Some(file),
+            &crate::tune::session::Overrides::default(),
+        )?;
+        send(Event::Tune(TuneEvent::Started {
+            dir: prepared.dir.clone(),
+            title: format!(
+                "{} {} for {}",
+                prepared.model, prepared.input, prepared.objective
+            ),
+            unit: prepared.objective.unit().to_string(),
+            budget: prepared.settings.budget,
+            candidates: prepared.space.candidates.len(),
+            skipped: prepared.skipped.clone(),
+        }));
+        let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+        let mut writer = results::Writer::open(&prepared.dir)?;
+        let report = prepared
+            .live(&edgeprof, cancel.flag(), telemetry_root)
+            .run(&mut writer, |event| send(Event::Tune(event)))?;
+        prepared.finish(&report)?;
+        Ok(report)
+    })();
+    send(Event::Tune(TuneEvent::Finished {
+        report: result.map(Box::new).map_err(|e| format!("{e:#}")),
+    }));
+}
