@@ -19,31 +19,6 @@ pub struct FleetCancelled {
     pub dir: PathBuf,
 }
 
-/// Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once, exit 130); a
-/// hang-up does not stop the run. A thread blocks on the signals (signal-hook's self-pipe) and
-/// raises `cancel`, which wakes the fleet's event loop at once.
-fn cancel_on_signals(cancel: &Cancel) -> anyhow::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
-        .context("cannot install the signal handlers")?;
-    let cancel = cancel.clone();
-    std::thread::Builder::new()
-        .name("fleet-signals".into())
-        .spawn(move || {
-            for signal in incoming.forever() {
-                if signal == SIGHUP {
-                    continue;
-                }
-                if cancel.is_raised() {
-                    std::process::exit(130);
-                }
-                cancel.raise();
-            }
-        })
-        .context("cannot start the signal thread")?;
-    Ok(())
-}
-
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
     if let Some(why) = fleet::unshareable(config) {
         anyhow::bail!(BadInput(why));
@@ -53,8 +28,10 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
     let share = fleet::share(&text, file)?;
     let targets = fleet::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
+    // Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once); a hang-up
+    // does not stop the run.
     let cancel = Cancel::new();
-    cancel_on_signals(&cancel)?;
+    crate::cli::sweep::install_stop_handlers(&cancel)?;
     let dir = edgeprof::session::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleet::FleetManifest {
         name: config.name.clone(),

@@ -538,7 +538,7 @@ fn bench_isolated(
         &spawn::WorkerCommand::edgeprof(&program),
         &request,
         limits,
-        &std::sync::atomic::AtomicBool::new(false),
+        &edgeprof::collect::stop::Cancel::new(),
         |_| {},
     );
     let run = attempt.outcome?;

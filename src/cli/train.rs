@@ -121,18 +121,34 @@ fn train_on(
             let _ = said_tx.send(text);
         });
     }
-    let (reports_tx, reports) = mpsc::channel::<Report>();
+    // What the loop below hears: the ranks' reports, and the launcher's exit (from a thread
+    // blocked in waitid, which leaves it unreaped for the watchdog).
+    enum Heard {
+        Report(Report),
+        Exited,
+    }
+    let (heard_tx, heard) = mpsc::channel::<Heard>();
     if let Some(stdout) = child.stdout.take() {
+        let heard_tx = heard_tx.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stdout).lines() {
                 let Ok(line) = line else { break };
                 if let Some(report) = train::parse_line(&line) {
-                    if reports_tx.send(report).is_err() {
+                    if heard_tx.send(Heard::Report(report)).is_err() {
                         break;
                     }
                 }
             }
         });
+    }
+    let exit_heard = heard_tx;
+    let watched = edgeprof::collect::exit::notify(child.id(), move || {
+        let _ = exit_heard.send(Heard::Exited);
+    });
+    if let Err(e) = watched {
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(format!("cannot watch it for its exit: {e}"));
     }
     let timeout = Duration::from_secs(args.timeout_s);
     // The launcher and its ranks are stopped at the time limit; the watchdog holds the child
@@ -150,24 +166,35 @@ fn train_on(
         }
         Report::Done(d) => done = Some(d),
     };
-    let tick = Duration::from_millis(100);
+    // Asleep until a report, the exit, or the watchdog's next deadline.
     let status = loop {
-        match reports.recv_timeout(tick) {
-            Ok(report) => take(report),
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
-            // The output ended first: the launcher is ending.
-            Err(mpsc::RecvTimeoutError::Disconnected) => std::thread::sleep(tick),
-        }
         match watchdog.poll() {
             Ok(Some(status)) => break status,
             Ok(None) => {}
             Err(e) => return Err(format!("cannot wait for it: {e}")),
         }
+        let next = match watchdog.next_due() {
+            Some(at) => heard.recv_timeout(at.saturating_duration_since(Instant::now())),
+            None => heard
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match next {
+            Ok(Heard::Report(report)) => take(report),
+            Ok(Heard::Exited) | Err(mpsc::RecvTimeoutError::Timeout) => {}
+            // Nothing more can be heard (the exit was told already): wait for it outright.
+            Err(mpsc::RecvTimeoutError::Disconnected) => match watchdog.wait() {
+                Ok(status) => break status,
+                Err(e) => return Err(format!("cannot wait for it: {e}")),
+            },
+        }
     };
     // What it printed last, as long as its output stays open a little.
     let until = Instant::now() + OUTPUT_GRACE;
-    while let Ok(report) = reports.recv_timeout(until.saturating_duration_since(Instant::now())) {
-        take(report);
+    while let Ok(h) = heard.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        if let Heard::Report(report) = h {
+            take(report);
+        }
     }
     let said = said_rx
         .recv_timeout(until.saturating_duration_since(Instant::now()))

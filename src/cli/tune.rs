@@ -14,8 +14,6 @@ use edgeprof::tune::session::{self, Overrides};
 use edgeprof::tune::Objective;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
-use std::sync::Arc;
 
 #[derive(Args, Debug, Default)]
 pub struct TuneArgs {
@@ -150,7 +148,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         },
         prepared.dir.display()
     );
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = edgeprof::collect::stop::Cancel::new();
     crate::cli::sweep::install_stop_handlers(&cancel)?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")

@@ -15,26 +15,10 @@ pub struct ExitWatch {
 impl ExitWatch {
     /// Starts watching `pid`, a child of this process.
     pub fn start(pid: u32) -> std::io::Result<ExitWatch> {
-        let id = libc::id_t::from(pid);
         let (tx, exited) = mpsc::channel();
-        std::thread::Builder::new()
-            .name("exit-watch".into())
-            .spawn(move || {
-                loop {
-                    // SAFETY: waitid only writes the zeroed siginfo owned here.
-                    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-                    let r = unsafe {
-                        libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
-                    };
-                    if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR)
-                    {
-                        // Exited, or no longer ours to wait for (reaped already): either way
-                        // the owner's own wait now returns at once.
-                        break;
-                    }
-                }
-                let _ = tx.send(());
-            })?;
+        notify(pid, move || {
+            let _ = tx.send(());
+        })?;
         Ok(ExitWatch { exited })
     }
 
@@ -46,6 +30,30 @@ impl ExitWatch {
             Err(RecvTimeoutError::Timeout) => false,
         }
     }
+}
+
+/// Calls `told` on a thread of its own once `pid`, a child of this process, has exited (or can
+/// no longer be waited for), leaving it unreaped for its owner.
+pub fn notify(pid: u32, told: impl FnOnce() + Send + 'static) -> std::io::Result<()> {
+    let id = libc::id_t::from(pid);
+    std::thread::Builder::new()
+        .name("exit-watch".into())
+        .spawn(move || {
+            loop {
+                // SAFETY: waitid only writes the zeroed siginfo owned here.
+                let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+                let r = unsafe {
+                    libc::waitid(libc::P_PID, id, &mut info, libc::WEXITED | libc::WNOWAIT)
+                };
+                if r == 0 || std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+                    // Exited, or no longer ours to wait for (reaped already): either way
+                    // the owner's own wait now returns at once.
+                    break;
+                }
+            }
+            told();
+        })?;
+    Ok(())
 }
 
 #[cfg(test)]

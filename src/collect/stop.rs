@@ -48,16 +48,35 @@ impl Stop {
     }
 }
 
-/// A cancel request that both threads and the async event loops hear: threads look at
-/// [`Cancel::flag`] between steps, async code awaits [`Cancel::raised`] and wakes the moment it is
-/// raised. Clones share it; a front-end makes a fresh one for each job.
+/// A cancel request that threads and the async event loops hear the moment it is raised:
+/// async code awaits [`Cancel::raised`], a blocking supervisor registers [`Cancel::on_raise`]
+/// (which can wake its own channel), and a loop between steps looks at [`Cancel::is_raised`].
+/// Clones share it; a front-end makes a fresh one for each job.
 #[derive(Clone, Default)]
 pub struct Cancel(Arc<CancelInner>);
+
+/// What runs when a cancel is raised.
+type OnRaiseFn = Box<dyn Fn() + Send>;
 
 #[derive(Default)]
 struct CancelInner {
     flag: std::sync::atomic::AtomicBool,
     notify: tokio::sync::Notify,
+    /// Registered callbacks by their registration number.
+    callbacks: Mutex<(u64, Vec<(u64, OnRaiseFn)>)>,
+}
+
+/// A callback registered with [`Cancel::on_raise`]; dropping it unregisters it.
+pub struct OnRaise {
+    cancel: Cancel,
+    id: u64,
+}
+
+impl Drop for OnRaise {
+    fn drop(&mut self) {
+        let mut callbacks = self.cancel.callbacks();
+        callbacks.1.retain(|(id, _)| *id != self.id);
+    }
 }
 
 impl Cancel {
@@ -65,10 +84,42 @@ impl Cancel {
         Cancel::default()
     }
 
-    /// Cancels, now and from now on; every waiter wakes.
+    fn callbacks(&self) -> MutexGuard<'_, (u64, Vec<(u64, OnRaiseFn)>)> {
+        // A callback that panicked left the list itself intact.
+        self.0
+            .callbacks
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Cancels, now and from now on; every waiter wakes and every registered callback runs
+    /// (on this thread). Not for a signal handler: raise it from a thread that waits for the
+    /// signals.
     pub fn raise(&self) {
         self.0.flag.store(true, std::sync::atomic::Ordering::SeqCst);
         self.0.notify.notify_waiters();
+        for (_, f) in &self.callbacks().1 {
+            f();
+        }
+    }
+
+    /// Runs `f` when the cancel is raised (at once when it already is), until the returned
+    /// guard is dropped. `f` must be quick (it runs on the raising thread, which holds the list
+    /// meanwhile) and may run twice when a raise and the registration meet.
+    pub fn on_raise(&self, f: impl Fn() + Send + 'static) -> OnRaise {
+        let mut callbacks = self.callbacks();
+        // Checked under the lock that `raise` takes after setting the flag: either the raise
+        // sees this callback, or this sees the flag.
+        if self.is_raised() {
+            f();
+        }
+        callbacks.0 += 1;
+        let id = callbacks.0;
+        callbacks.1.push((id, Box::new(f)));
+        OnRaise {
+            cancel: self.clone(),
+            id,
+        }
     }
 
     pub fn is_raised(&self) -> bool {
@@ -125,6 +176,32 @@ mod tests {
         assert!(again.is_ok());
         let _ = thread.join();
         Ok(())
+    }
+
+    #[test]
+    fn a_cancel_runs_its_callbacks_until_they_are_dropped() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        let cancel = Cancel::new();
+        let count = Arc::new(AtomicUsize::new(0));
+        let counter = Arc::clone(&count);
+        let kept = cancel.on_raise(move || {
+            counter.fetch_add(1, Ordering::SeqCst);
+        });
+        let counter = Arc::clone(&count);
+        let dropped = cancel.on_raise(move || {
+            counter.fetch_add(100, Ordering::SeqCst);
+        });
+        drop(dropped);
+        assert_eq!(count.load(Ordering::SeqCst), 0);
+        cancel.raise();
+        assert_eq!(count.load(Ordering::SeqCst), 1);
+        // Registered after the raise: runs at once.
+        let counter = Arc::clone(&count);
+        let _late = cancel.on_raise(move || {
+            counter.fetch_add(10, Ordering::SeqCst);
+        });
+        assert_eq!(count.load(Ordering::SeqCst), 11);
+        drop(kept);
     }
 
     #[test]

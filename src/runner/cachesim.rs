@@ -16,7 +16,6 @@ use crate::runner::protocol::WorkerRequest;
 use crate::runner::spawn::{run_worker, RunLimits, WorkerCommand};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 use thiserror::Error;
 
@@ -205,7 +204,7 @@ pub fn simulate(
     caches: &[Cache],
     work: &Path,
     timeout: Duration,
-    cancel: &AtomicBool,
+    cancel: &crate::collect::stop::Cancel,
 ) -> anyhow::Result<Simulation> {
     let started = std::time::Instant::now();
     let out_file = work.join(format!("callgrind.{}.out", std::process::id()));

@@ -5,6 +5,7 @@
 //! accounting cross-check the samples.
 
 use crate::collect::proc::{ProcSample, ProcessSampler};
+use crate::collect::stop::Cancel;
 use crate::collect::tree::Tree;
 use crate::runner::protocol::{Collector, ProtocolError, WorkerRequest, WorkerRun};
 use nix::sys::signal::Signal;
@@ -14,7 +15,6 @@ use std::io::{BufRead, BufReader, Write};
 use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 use thiserror::Error;
@@ -25,8 +25,6 @@ pub const STDERR_TAIL_LINES: usize = 20;
 const STDERR_LINE_BYTES: usize = 2000;
 /// Grace between SIGTERM and SIGKILL when a run is stopped.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);
-/// How often the parent checks on the child between samples.
-const POLL: Duration = Duration::from_millis(10);
 
 /// Why a worker run failed.
 #[derive(Debug, Clone, Error, PartialEq, Serialize, Deserialize)]
@@ -191,9 +189,16 @@ fn for_each_line(stream: impl std::io::Read, max: usize, mut f: impl FnMut(Strin
     }
 }
 
-/// The last lines of a worker's stderr, shared with the thread that reads them.
+/// The last lines of a worker's stderr, shared with the thread that reads them; the condvar
+/// says when the stream has ended.
 #[derive(Clone, Default)]
-struct Tail(std::sync::Arc<std::sync::Mutex<(VecDeque<String>, bool)>>);
+struct Tail(std::sync::Arc<(std::sync::Mutex<TailLines>, std::sync::Condvar)>);
+
+#[derive(Default)]
+struct TailLines {
+    lines: VecDeque<String>,
+    ended: bool,
+}
 
 impl Tail {
     /// Reads `stream` to its end into the tail, each line cut to [`STDERR_LINE_BYTES`].
@@ -207,32 +212,29 @@ impl Tail {
                 }
                 line.truncate(cut);
             }
-            if let Ok(mut tail) = self.0.lock() {
-                tail.0.push_back(line);
-                if tail.0.len() > STDERR_TAIL_LINES {
-                    tail.0.pop_front();
+            if let Ok(mut tail) = self.0 .0.lock() {
+                tail.lines.push_back(line);
+                if tail.lines.len() > STDERR_TAIL_LINES {
+                    tail.lines.pop_front();
                 }
             }
             true
         });
-        if let Ok(mut tail) = self.0.lock() {
-            tail.1 = true;
+        if let Ok(mut tail) = self.0 .0.lock() {
+            tail.ended = true;
         }
+        self.0 .1.notify_all();
     }
 
     /// The lines so far, once the stream has ended or `wait` has passed (a process outside our
     /// reach may hold the stream open for ever).
     fn text(&self, wait: Duration) -> String {
-        let until = Instant::now() + wait;
-        loop {
-            if let Ok(tail) = self.0.lock() {
-                if tail.1 || Instant::now() >= until {
-                    return Vec::from(tail.0.clone()).join("\n");
-                }
-            } else {
-                return String::new();
-            }
-            std::thread::sleep(Duration::from_millis(5));
+        let Ok(tail) = self.0 .0.lock() else {
+            return String::new();
+        };
+        match self.0 .1.wait_timeout_while(tail, wait, |t| !t.ended) {
+            Ok((tail, _)) => Vec::from(tail.lines.clone()).join("\n"),
+            Err(_) => String::new(),
         }
     }
 }
@@ -289,10 +291,16 @@ enum Stop {
     Overlong,
 }
 
-/// What the thread reading the worker's stdout hands on.
+/// What reaches the supervising loop: the worker's stdout (from the thread reading it), its
+/// exit (from a thread blocked in waitid) and a cancel (the moment it is raised).
 enum Out {
     Line(String),
     Overlong,
+    /// The stdout stream ended.
+    Closed,
+    /// The worker has exited (not reaped yet).
+    Exited,
+    Cancelled,
 }
 
 /// Runs `command` with `request` on its stdin and collects its protocol output, sampling it
@@ -301,7 +309,7 @@ pub fn run_worker(
     command: &WorkerCommand,
     request: &WorkerRequest,
     limits: RunLimits,
-    cancel: &AtomicBool,
+    cancel: &Cancel,
     mut on_event: impl FnMut(WorkerEvent),
 ) -> Attempt {
     let spawn_failure = |reason: String| Attempt {
@@ -371,19 +379,47 @@ pub fn run_worker(
         std::thread::spawn(move || tail.fill(stderr));
     }
     let (tx, rx) = mpsc::channel::<Out>();
-    if let Some(stdout) = child.stdout.take() {
-        std::thread::spawn(move || {
-            for_each_line(stdout, MAX_PROTOCOL_LINE, |line, dropped| {
-                let out = if dropped > 0 {
-                    Out::Overlong
-                } else {
-                    Out::Line(line)
-                };
-                let overlong = matches!(out, Out::Overlong);
-                tx.send(out).is_ok() && !overlong
+    match child.stdout.take() {
+        Some(stdout) => {
+            let tx = tx.clone();
+            std::thread::spawn(move || {
+                for_each_line(stdout, MAX_PROTOCOL_LINE, |line, dropped| {
+                    let out = if dropped > 0 {
+                        Out::Overlong
+                    } else {
+                        Out::Line(line)
+                    };
+                    let overlong = matches!(out, Out::Overlong);
+                    tx.send(out).is_ok() && !overlong
+                });
+                let _ = tx.send(Out::Closed);
             });
-        });
+        }
+        None => {
+            let _ = tx.send(Out::Closed);
+        }
     }
+    // The loop below is told, never polls: its exit comes from a thread blocked in waitid
+    // (which leaves it unreaped, so a kill cannot reach a reused pid), a cancel the moment it is
+    // raised; it wakes on its own only for the samples and the deadlines.
+    let watched = {
+        let tx = tx.clone();
+        crate::collect::exit::notify(pid as u32, move || {
+            let _ = tx.send(Out::Exited);
+        })
+    };
+    if let Err(e) = watched {
+        Tree::new(pid, &tag).signal(Signal::SIGKILL);
+        let _ = child.wait();
+        return spawn_failure(format!("cannot watch the worker for its exit: {e}"));
+    }
+    let _cancel_wakes = {
+        let tx = tx.clone();
+        cancel.on_raise(move || {
+            let _ = tx.send(Out::Cancelled);
+        })
+    };
+    drop(tx);
 
     let mut sampler = ProcessSampler::new(Path::new("/"), pid as u32, start);
     let mut samples: Vec<ProcSample> = Vec::new();
@@ -393,6 +429,7 @@ pub fn run_worker(
     let mut reaped: Option<Reaped> = None;
     let mut reap_error: Option<String> = None;
     let mut stdout_open = true;
+    let mut exited = false;
     let mut stop: Option<(Stop, Instant)> = None;
     // Even a worker that ended first (of the SIGPIPE our stopped reading gave it) broke the
     // protocol.
@@ -412,7 +449,7 @@ pub fn run_worker(
             tree.refresh();
             next_sample = (next_sample + limits.sample_interval).max(now);
         }
-        if reaped.is_none() {
+        if reaped.is_none() && exited {
             match try_reap(pid) {
                 Ok(Some(r)) => {
                     reaped = Some(r);
@@ -420,6 +457,7 @@ pub fn run_worker(
                     // Take down anything the worker left behind, in its group or not.
                     tree.signal(Signal::SIGKILL);
                 }
+                // Told it exited but not reapable yet: asked again at the next wake.
                 Ok(None) => {}
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
                 Err(e) => {
@@ -435,7 +473,7 @@ pub fn run_worker(
         if stop.is_none() && reaped.is_none() {
             if now >= deadline {
                 stop = Some((Stop::Timeout, now));
-            } else if cancel.load(Ordering::Relaxed) {
+            } else if cancel.is_raised() {
                 stop = Some((Stop::Cancelled, now));
             }
             if stop.is_some() {
@@ -460,17 +498,33 @@ pub fn run_worker(
                 break;
             }
         }
-        let wait = if reaped.is_some() || !stdout_open {
-            POLL
-        } else {
-            POLL.min(next_sample.saturating_duration_since(now))
-        };
-        if !stdout_open {
-            // Output is over; the loop keeps polling for the exit.
-            std::thread::sleep(wait);
-            continue;
+        // Asleep until something is told or the next thing falls due.
+        let mut due: Vec<Instant> = Vec::new();
+        if reaped.is_none() {
+            due.push(next_sample);
+            if stop.is_none() {
+                due.push(deadline);
+            }
         }
-        match rx.recv_timeout(wait) {
+        if let Some((_, when)) = &stop {
+            due.push(if killed {
+                *when + KILL_GRACE * 5
+            } else {
+                *when + KILL_GRACE
+            });
+        }
+        if let Some(end) = ended_at {
+            due.push(end + KILL_GRACE * 2);
+        }
+        if exited && reaped.is_none() {
+            // Exited but not yet reapable (rare): look again shortly.
+            due.push(now + Duration::from_millis(1));
+        }
+        let told = match due.into_iter().min() {
+            Some(at) => rx.recv_timeout(at.saturating_duration_since(now)),
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+        };
+        match told {
             Ok(Out::Line(line)) => {
                 // A record marks a phase change (loaded, a repeat done): sample there too.
                 if let Some(sample) = sampler.sample_memory(Instant::now()) {
@@ -501,13 +555,15 @@ pub fn run_worker(
                     tree.signal(Signal::SIGTERM);
                 }
             }
+            Ok(Out::Closed) => stdout_open = false,
+            Ok(Out::Exited) => exited = true,
+            // Seen at the top of the loop.
+            Ok(Out::Cancelled) | Err(mpsc::RecvTimeoutError::Timeout) => {}
             Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // Every sender is gone (they are held for the whole run): nothing more to hear.
                 stdout_open = false;
-                if reaped.is_some() {
-                    break;
-                }
+                exited = true;
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
     }
     let wall_s = ended_at

@@ -2,6 +2,7 @@
 //! retries, cool-downs and a stop on request; every attempt is appended to the results
 //! directory before the next begins. Progress goes out as [`SweepEvent`]s; nothing here prints.
 
+use crate::collect::stop::Cancel;
 use crate::config::Config;
 use crate::results::{RunRecord, Writer};
 use crate::runner::matrix::Condition;
@@ -10,7 +11,6 @@ use crate::runner::protocol::{WorkerRequest, WorkerRun};
 use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerEvent};
 use crate::stats;
 use crate::text::now_rfc3339;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// What happens during a sweep, for progress display: owned, so that a front-end can pass it
@@ -65,7 +65,7 @@ pub struct Sweep<'a> {
     pub done_before: usize,
     /// This edgeprof binary, run as `edgeprof worker` for the built-in engines.
     pub edgeprof: &'a std::path::Path,
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a Cancel,
     /// Where telemetry is read (`/`, or a fixture tree in tests).
     pub telemetry_root: &'a std::path::Path,
     /// The results directory (the conditions' first outputs go under it).
@@ -82,16 +82,13 @@ pub fn measured_seconds(run: &WorkerRun) -> f64 {
     (run.init_ms + run.first_inference_ms.unwrap_or(0.0) + warm + timed) / 1e3
 }
 
-/// Sleeps, waking early when the sweep is cancelled.
-fn pause(seconds: f64, cancel: &AtomicBool) {
-    let until = Instant::now() + Duration::from_secs_f64(seconds);
-    while !cancel.load(Ordering::Relaxed) {
-        let now = Instant::now();
-        if now >= until {
-            break;
-        }
-        std::thread::sleep((until - now).min(Duration::from_millis(100)));
-    }
+/// Sleeps, waking the moment the sweep is cancelled.
+fn pause(seconds: f64, cancel: &Cancel) {
+    let (tx, raised) = std::sync::mpsc::channel();
+    let _registered = cancel.on_raise(move || {
+        let _ = tx.send(());
+    });
+    let _ = raised.recv_timeout(Duration::from_secs_f64(seconds));
 }
 
 impl Sweep<'_> {
@@ -189,7 +186,7 @@ impl Sweep<'_> {
                 .get(&condition.id)
                 .map_or(1, |&made| (made + 1).min(attempts));
             for attempt in first..=attempts {
-                if self.cancel.load(Ordering::Relaxed) {
+                if self.cancel.is_raised() {
                     outcome.interrupted = true;
                     break 'conditions;
                 }
@@ -308,7 +305,8 @@ mod tests {
 
     #[test]
     fn a_cancelled_pause_returns_at_once() {
-        let cancel = AtomicBool::new(true);
+        let cancel = Cancel::new();
+        cancel.raise();
         let t = Instant::now();
         pause(30.0, &cancel);
         assert!(t.elapsed() < Duration::from_secs(5));

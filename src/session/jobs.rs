@@ -60,7 +60,7 @@ fn sweep_planned(
         total,
         done_before: plan.done_before,
         edgeprof: &edgeprof,
-        cancel: cancel.flag(),
+        cancel,
         telemetry_root,
         dir: &plan.dir,
         attempts_before: &plan.attempts_before,
@@ -201,7 +201,7 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
         let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
         let mut writer = results::Writer::open(&prepared.dir)?;
         let report = prepared
-            .live(&edgeprof, cancel.flag(), telemetry_root)
+            .live(&edgeprof, cancel, telemetry_root)
             .run(&mut writer, |event| send(Event::Tune(event)))?;
         prepared.finish(&report)?;
         Ok(report)

@@ -266,6 +266,29 @@ impl Watchdog {
         Ok(None)
     }
 
+    /// When [`Watchdog::poll`] next has something to do on its own (the time limit, or the end
+    /// of the grace); None once the child has ended or been killed. Between now and then only
+    /// the child's exit needs a poll, and its owner hears of that from
+    /// `collect::exit::notify`.
+    pub fn next_due(&self) -> Option<Instant> {
+        match (self.status, self.stopped) {
+            (Some(_), _) => None,
+            (None, None) => Some(self.deadline),
+            (None, Some(at)) if !self.killed => Some(at + self.grace),
+            (None, Some(_)) => None,
+        }
+    }
+
+    /// Waits for the child's exit (reaping it).
+    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        let status = self.child.wait()?;
+        self.status = Some(status);
+        Ok(status)
+    }
+
     /// Whether the time limit was reached (the child was asked to stop).
     pub fn timed_out(&self) -> bool {
         self.stopped.is_some()

@@ -13,7 +13,6 @@ use crate::tune::search::{self, Proposal, Settings, Stop, Trace, Trial};
 use crate::tune::{Candidate, Measured, Objective, Space};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 /// What happens while tuning; owned, so that it crosses to a front-end's thread as it is.
 #[derive(Debug)]
@@ -102,7 +101,7 @@ pub struct LiveTune<'a> {
     pub max_memory: Option<u64>,
     pub confirm: usize,
     pub edgeprof: &'a Path,
-    pub cancel: &'a AtomicBool,
+    pub cancel: &'a crate::collect::stop::Cancel,
     pub telemetry_root: &'a Path,
     pub dir: &'a Path,
 }
@@ -165,7 +164,7 @@ impl LiveTune<'_> {
             }
             on_event(TuneEvent::Sweep(event));
         })?;
-        if outcome.interrupted || self.cancel.load(Ordering::Relaxed) {
+        if outcome.interrupted || self.cancel.is_raised() {
             return Ok(None);
         }
         let Some(record) = last else {
@@ -287,7 +286,7 @@ impl LiveTune<'_> {
                 [("best", best), ("default", default)]
             };
             for (which, index) in order {
-                if self.cancel.load(Ordering::Relaxed) {
+                if self.cancel.is_raised() {
                     return Ok(None);
                 }
                 on_event(TuneEvent::Confirm {

@@ -15,7 +15,6 @@ use crate::tune::search::{Settings, Stop, Strategy};
 use crate::tune::{self, Objective, Space, SpaceSpec};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::AtomicBool;
 
 /// What the user asked for over the config's `[tune]` section (None or empty: the config's).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -153,7 +152,7 @@ impl Prepared {
     pub fn live<'a>(
         &'a self,
         edgeprof: &'a Path,
-        cancel: &'a AtomicBool,
+        cancel: &'a crate::collect::stop::Cancel,
         telemetry_root: &'a Path,
     ) -> LiveTune<'a> {
         LiveTune {

@@ -659,7 +659,7 @@ fn simulate_missing(
         );
         return Ok(());
     }
-    let cancel = std::sync::atomic::AtomicBool::new(false);
+    let cancel = edgeprof::collect::stop::Cancel::new();
     for (k, record) in todo.iter().enumerate() {
         errln!(
             "[{}/{}] simulating the caches for {} under valgrind (one thread, 1 warm-up + {iterations} counted inference(s); often 50–100× slower than native) …",

@@ -8,6 +8,7 @@ pub use tables::*;
 
 use crate::cli::{print_out, render, BadInput};
 use anyhow::Context;
+use edgeprof::collect::stop::Cancel;
 use edgeprof::report;
 use edgeprof::results::{self, summary, Stored, SweepStatus};
 use edgeprof::runner::matrix::{self};
@@ -77,13 +78,13 @@ fn read_share(control: bool) -> anyhow::Result<String> {
 }
 
 /// Stops the sweep when the controller's control channel (the rest of stdin) closes.
-fn cancel_when_stdin_closes(cancel: &Arc<AtomicBool>) -> anyhow::Result<()> {
-    let cancel = Arc::clone(cancel);
+fn cancel_when_stdin_closes(cancel: &Cancel) -> anyhow::Result<()> {
+    let cancel = cancel.clone();
     std::thread::Builder::new()
         .name("control".into())
         .spawn(move || {
             let _ = std::io::copy(&mut std::io::stdin().lock(), &mut std::io::sink());
-            cancel.store(true, Ordering::Relaxed);
+            cancel.raise();
         })
         .context("cannot start the control channel's thread")?;
     Ok(())
@@ -343,20 +344,32 @@ impl Progress {
     }
 }
 
-/// Stops the sweep on SIGINT or SIGTERM (a second one ends edgeprof at once; workers die with
-/// their parent). A hang-up (SIGHUP: a closed terminal, a dropped SSH session) does not stop
-/// it: the returned flag is raised, progress goes on in the results directory only, and the
-/// sweep measures to the end. A closing terminal may send several hang-ups; they are one.
-pub(super) fn install_stop_handlers(cancel: &Arc<AtomicBool>) -> anyhow::Result<Arc<AtomicBool>> {
+/// Cancels on SIGINT or SIGTERM (a second one ends edgeprof at once, exit 130; workers die
+/// with their parent). A hang-up (SIGHUP: a closed terminal, a dropped SSH session) does not
+/// stop the work: the returned flag is raised, progress goes on in the results directory only,
+/// and the sweep measures to the end. A closing terminal may send several hang-ups; they are
+/// one. A thread blocks on the signals (signal-hook's self-pipe) and raises `cancel`, which
+/// wakes whatever waits on it at once.
+pub(super) fn install_stop_handlers(cancel: &Cancel) -> anyhow::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    for signal in [SIGINT, SIGTERM] {
-        signal_hook::flag::register_conditional_shutdown(signal, 130, Arc::clone(cancel))
-            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(cancel)))
-            .context("cannot install the signal handlers")?;
-    }
-    let hangup = Arc::new(AtomicBool::new(false));
-    signal_hook::flag::register(SIGHUP, Arc::clone(&hangup))
+    let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
         .context("cannot install the signal handlers")?;
+    let hangup = Arc::new(AtomicBool::new(false));
+    let (cancel, hung_up) = (cancel.clone(), Arc::clone(&hangup));
+    std::thread::Builder::new()
+        .name("stop-signals".into())
+        .spawn(move || {
+            for signal in incoming.forever() {
+                if signal == SIGHUP {
+                    hung_up.store(true, Ordering::Relaxed);
+                } else if cancel.is_raised() {
+                    std::process::exit(130);
+                } else {
+                    cancel.raise();
+                }
+            }
+        })
+        .context("cannot start the signal thread")?;
     Ok(hangup)
 }
 
@@ -377,7 +390,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         }
     }
     // Handlers first: a hang-up while the plan is made must not end edgeprof either.
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::new();
     let hangup = install_stop_handlers(&cancel)?;
     let no_attempts = HashMap::new();
     let (config, dir, mut manifest, done_before, todo, attempts_before, _lock) =

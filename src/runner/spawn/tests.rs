@@ -37,7 +37,7 @@ const LIMITS: RunLimits = RunLimits {
 };
 
 /// Runs a shell script as the worker program.
-fn run_script_with(body: &str, limits: RunLimits, cancel: &AtomicBool) -> Attempt {
+fn run_script_with(body: &str, limits: RunLimits, cancel: &Cancel) -> Attempt {
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
         Err(e) => panic!("{e}"),
@@ -59,7 +59,7 @@ fn run_script_with(body: &str, limits: RunLimits, cancel: &AtomicBool) -> Attemp
 }
 
 fn run_script(body: &str) -> Result<WorkerRun, RunFailure> {
-    run_script_with(body, LIMITS, &AtomicBool::new(false)).outcome
+    run_script_with(body, LIMITS, &Cancel::new()).outcome
 }
 
 const READY: &str = r#"echo '{"type":"ready","init_ms":1}'"#;
@@ -69,7 +69,7 @@ fn a_well_behaved_worker_gives_its_run_and_resources() {
     let body = format!(
         "{READY}\necho '{{\"type\":\"iterations\",\"latencies_ms\":[1,2]}}'\nsleep 0.2\necho '{{\"type\":\"summary\"}}'"
     );
-    let attempt = run_script_with(&body, LIMITS, &AtomicBool::new(false));
+    let attempt = run_script_with(&body, LIMITS, &Cancel::new());
     match attempt.outcome {
         Ok(run) => assert_eq!(run.repeats, vec![vec![1.0, 2.0]]),
         Err(e) => panic!("{e}"),
@@ -135,7 +135,7 @@ fn a_hung_worker_and_its_children_are_killed_at_the_timeout() {
     let attempt = run_script_with(
         &format!("{READY}\ntrap '' TERM\nsleep 30 &\nsleep 30"),
         limits,
-        &AtomicBool::new(false),
+        &Cancel::new(),
     );
     assert!(
         matches!(attempt.outcome, Err(RunFailure::Timeout { .. })),
@@ -171,7 +171,7 @@ fn a_grandchild_in_its_own_session_holding_the_pipes_is_killed_with_the_worker()
     let attempt = run_script_with(
         &format!("{READY}\nsetsid sleep 3931 &\nsleep 3930"),
         limits,
-        &AtomicBool::new(false),
+        &Cancel::new(),
     );
     assert!(
         matches!(attempt.outcome, Err(RunFailure::Timeout { .. })),
@@ -211,9 +211,33 @@ fn lines_are_cut_at_the_limit_and_the_rest_is_dropped() {
 
 #[test]
 fn cancelling_stops_the_run() {
-    let cancel = AtomicBool::new(true);
+    let cancel = Cancel::new();
+    cancel.raise();
     let attempt = run_script_with(&format!("{READY}\nsleep 30"), LIMITS, &cancel);
     assert_eq!(attempt.outcome.err(), Some(RunFailure::Cancelled));
+}
+
+#[test]
+fn a_cancel_raised_mid_run_wakes_the_supervisor_between_its_samples() {
+    // Samples a minute apart: only the cancel itself can wake the loop in time.
+    let limits = RunLimits {
+        timeout: Duration::from_secs(120),
+        sample_interval: Duration::from_secs(60),
+    };
+    let cancel = Cancel::new();
+    let raiser = cancel.clone();
+    let started = Instant::now();
+    let thread = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(300));
+        raiser.raise();
+    });
+    let attempt = run_script_with(&format!("{READY}\nexec sleep 30"), limits, &cancel);
+    let _ = thread.join();
+    assert_eq!(attempt.outcome.err(), Some(RunFailure::Cancelled));
+    // SIGTERM ends `sleep` at once; without the wake-up the loop would sleep to its next
+    // sample, a minute away.
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(20), "took {took:?}");
 }
 
 #[test]
@@ -222,7 +246,7 @@ fn a_missing_program_cannot_start() {
         &WorkerCommand::edgeprof(Path::new("/nonexistent/edgeprof")),
         &request(),
         LIMITS,
-        &AtomicBool::new(false),
+        &Cancel::new(),
         |_| {},
     );
     assert!(
