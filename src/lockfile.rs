@@ -219,9 +219,68 @@ pub fn holder(path: &Path) -> Option<Holder> {
     }
 }
 
+/// Blocks until nobody holds the lock at `path` (at once when nobody does), without polling:
+/// it asks the kernel for a shared lock and waits for it, then lets go of it at once. Err when
+/// the file cannot be opened or locked.
+pub fn wait_released(path: &Path) -> std::io::Result<()> {
+    let file = File::open(path)?;
+    let mut lock = flock_struct(libc::F_RDLCK as libc::c_short);
+    loop {
+        // SAFETY: fcntl with an OFD lock command reads the flock struct we own; the
+        // descriptor stays open for the call.
+        let r = unsafe { libc::fcntl(file.as_raw_fd(), libc::F_OFD_SETLKW, &mut lock) };
+        if r == 0 {
+            // Released when `file` closes, here.
+            return Ok(());
+        }
+        let e = std::io::Error::last_os_error();
+        match e.raw_os_error() {
+            Some(libc::EINTR) => continue,
+            // Kernels before 3.15 have no OFD locks: the holder took a flock(2) lock.
+            Some(libc::EINVAL) => {
+                // SAFETY: flock on a descriptor we own; it blocks until the holder lets go.
+                return match unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_SH) } {
+                    0 => Ok(()),
+                    _ => Err(std::io::Error::last_os_error()),
+                };
+            }
+            _ => return Err(e),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_waiter_returns_when_the_holder_lets_go() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("x.lock");
+        let held = match LockFile::try_acquire(&path, "edgeprof run") {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        };
+        let waiter = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let start = std::time::Instant::now();
+                wait_released(&path).map(|_| start.elapsed())
+            })
+        };
+        std::thread::sleep(Duration::from_millis(200));
+        assert!(!waiter.is_finished(), "it returned while the lock was held");
+        drop(held);
+        let waited = match waiter.join() {
+            Ok(r) => r?,
+            Err(_) => panic!("the waiter panicked"),
+        };
+        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        // The waiter let go at once: the lock can be taken again.
+        assert!(LockFile::try_acquire(&path, "again").is_ok());
+        // Nobody holds it: returns at once.
+        wait_released(&path)
+    }
 
     #[test]
     fn a_second_taker_is_refused_with_the_holders_pid_until_the_first_lets_go() {

@@ -127,19 +127,43 @@ pub(super) fn watched(dir: &Path) -> Watched {
 
 /// Follows a results directory that another edgeprof is writing (a sweep started headless,
 /// before the user's SSH session dropped): a message whenever it changes, and a last one when its
-/// writer has let go.
+/// writer has let go. Nothing polls: one thread blocks on the directory's inotify events, one
+/// waits for the writer's lock to be released.
 pub(super) fn spawn_follower(tx: Sender<Message>, dir: PathBuf) {
+    use std::sync::atomic::AtomicBool;
+    let ended = std::sync::Arc::new(AtomicBool::new(false));
+    {
+        let (tx, dir, ended) = (tx.clone(), dir.clone(), std::sync::Arc::clone(&ended));
+        std::thread::spawn(move || {
+            // An error (the file vanished) ends the following as a release would.
+            let _ = edgeprof::lockfile::wait_released(&dir.join(results::LOCK));
+            ended.store(true, Ordering::SeqCst);
+            let _ = tx.send(Message::Followed(dir));
+        });
+    }
     std::thread::spawn(move || {
+        use nix::sys::inotify::{AddWatchFlags, InitFlags, Inotify};
+        let watching = Inotify::init(InitFlags::IN_CLOEXEC).and_then(|inotify| {
+            inotify
+                .add_watch(
+                    &dir,
+                    AddWatchFlags::IN_MODIFY
+                        | AddWatchFlags::IN_CLOSE_WRITE
+                        | AddWatchFlags::IN_MOVED_TO
+                        | AddWatchFlags::IN_CREATE,
+                )
+                .map(|_| inotify)
+        });
+        // Without inotify (a file system that has none) the end is still told by the lock.
+        let Ok(inotify) = watching else { return };
         let mut last = watched(&dir);
-        loop {
-            std::thread::sleep(Duration::from_secs(1));
+        while inotify.read_events().is_ok() && !ended.load(Ordering::SeqCst) {
             let now = watched(&dir);
             if now == last {
                 continue;
             }
-            let ended = !now.running;
             last = now;
-            if tx.send(Message::Followed(dir.clone())).is_err() || ended {
+            if tx.send(Message::Followed(dir.clone())).is_err() {
                 return;
             }
         }
