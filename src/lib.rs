@@ -8,7 +8,8 @@
 //!   [`stats`], with the shared [`error`] and [`text`] helpers. These name nothing above them.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
-//!   [`bench`], [`session`], [`lockfile`], [`throttle`]). Their jobs report through one owned
+//!   [`bench`], [`session`], [`lockfile`], [`throttle`]); at their top [`jobs`], the jobs a
+//!   front-end starts (a run, a resumption, a tuning), which report through one owned
 //!   [`event::Event`].
 //! - **front-ends** (in the binary, not here): `cli` and `tui`. Nothing in this library names
 //!   them; `tests/layering.rs` checks both rules.
@@ -27,6 +28,7 @@ pub mod event;
 pub mod fleet;
 #[cfg(test)]
 mod fuzz;
+pub mod jobs;
 pub mod lockfile;
 pub mod models;
 pub mod report;

@@ -1,11 +1,11 @@
 //! The work the UI starts on threads of its own: a run of the selected conditions (or a fleet
 //! run over the configured nodes), the resumption of an interrupted directory, a tuning. The
-//! jobs themselves are the library's (`edgeprof::session::jobs`); each thread sends their events
+//! jobs themselves are the library's (`edgeprof::jobs`); each thread sends their events
 //! to the UI's channel as they come.
 
 use super::*;
 use edgeprof::event::Event;
-use edgeprof::session::jobs;
+use edgeprof::jobs;
 
 /// The job's events as the event loop's messages.
 fn forward(tx: Sender<Message>) -> impl Fn(Event) + Sync {

@@ -2,7 +2,9 @@
 //! when the config names nodes), the resumption of an interrupted results directory, and a
 //! tuning. Each runs to its end on the caller's thread, reports through [`Event`]s, and stops
 //! early when its [`Cancel`] is raised; the last event says how it ended. The terminal UI runs
-//! them on threads of its own; they print nothing.
+//! them on threads of its own; they print nothing. This module sits at the top of the domain:
+//! it names the sessions, sweeps, fleets and tunings it runs, and nothing below the front-ends
+//! names it.
 
 use crate::collect::stop::Cancel;
 use crate::config::Config;
@@ -70,7 +72,7 @@ fn sweep_planned(
             send(Event::Run(RunEvent::Sweep(event)));
         }
     })?;
-    super::finish(
+    crate::session::finish(
         &plan.dir,
         &mut plan.manifest,
         &outcome,
@@ -102,7 +104,7 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
         if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
             return fleet_run(&parsed, &text, file, cancel, send);
         }
-        let started = super::start_from_text(text, file, None)?;
+        let started = crate::session::start_from_text(text, file, None)?;
         dir = Some(started.dir.clone());
         let _lock = started.lock;
         let plan = Planned {
@@ -123,7 +125,7 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
 /// [`RunEvent::Finished`].
 pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
     let result = (|| -> anyhow::Result<SweepOutcome> {
-        let resumed = super::resume(dir)?;
+        let resumed = crate::session::resume(dir)?;
         let _lock = resumed.lock;
         let plan = Planned {
             config: resumed.config,
@@ -152,7 +154,7 @@ fn fleet_run(
     }
     let share = fleet::share(text, file)?;
     let targets = fleet::targets(config);
-    let dir = super::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
+    let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
     send(Event::Run(RunEvent::FleetStarted {
         dir: dir.clone(),
         nodes: config.matrix.nodes.clone(),

@@ -1,8 +1,7 @@
 //! A sweep's life in its results directory, shared by both front-ends: a new directory with
 //! its manifest, reopening an interrupted one, and the summaries and charts written when it ends.
-//! [`jobs`] runs whole jobs (a run, a resumption, a tuning) from start to end with their events.
-
-pub mod jobs;
+//! [`crate::jobs`] runs whole jobs (a run, a resumption, a tuning) from start to end with their
+//! events.
 
 use crate::config::{self, Config};
 use crate::lockfile::{LockError, LockFile};
