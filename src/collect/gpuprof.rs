@@ -5,6 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tool {
@@ -173,18 +174,30 @@ pub struct Profile {
     pub summary: Option<PathBuf>,
 }
 
-fn run_to_file(mut command: Command, tool: Tool, file: &Path) -> Result<(), String> {
-    let output = command
-        .output()
-        .map_err(|e| format!("cannot start {}: {e}", tool.program()))?;
-    let mut text = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    if tool == Tool::Ncu {
-        std::fs::write(file, &text).map_err(|e| format!("cannot write {}: {e}", file.display()))?;
-    }
-    text.push_str(&stderr);
-    if !output.status.success() || text.contains("ERR_NVGPUCTRPERM") {
-        return Err(failure(tool, &text, output.status.code()));
+/// How long a profiled run may take before it is stopped: a profiler replays every kernel
+/// once per pass of its metrics, so a workload of seconds takes minutes under it.
+pub const PROFILE_TIMEOUT: Duration = Duration::from_secs(3600);
+
+fn run_to_file(command: Command, tool: Tool, file: &Path) -> Result<(), String> {
+    use crate::collect::child::{self, Stdout};
+    // ncu prints its CSV on stdout: streamed into the file, however large. nvprof writes its
+    // own file (--log-file); its stdout is the application's.
+    let stdout = match tool {
+        Tool::Ncu => Stdout::File(file),
+        Tool::Nvprof => Stdout::Capture,
+    };
+    let ran = child::run(command, b"", PROFILE_TIMEOUT, stdout)
+        .map_err(|e| format!("{}: {e}", tool.program()))?;
+    // ncu's own lines (==PROF==, ==ERROR==) are in the file with its CSV, nvprof's on stderr.
+    let mut text = match tool {
+        Tool::Ncu => {
+            crate::collect::read_capped(file, child::STDOUT_LIMIT as u64).unwrap_or_default()
+        }
+        Tool::Nvprof => ran.stdout.clone(),
+    };
+    text.push_str(&ran.stderr);
+    if !ran.status.success() || text.contains("ERR_NVGPUCTRPERM") {
+        return Err(failure(tool, &text, ran.status.code()));
     }
     if !file.is_file() {
         return Err(format!(

@@ -3,6 +3,7 @@
 
 pub mod alarm;
 pub mod ceilings;
+pub mod child;
 pub mod device;
 pub mod exit;
 pub mod gpubench;

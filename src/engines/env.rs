@@ -7,10 +7,10 @@ use crate::engines::external::{self, Framework};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 /// The file that marks a directory as an environment edgeprof made (and may remove).
 pub const MARKER: &str = "edgeprof-env.json";
@@ -205,68 +205,21 @@ pub fn run_with_timeout(
     Ok(stdout)
 }
 
-/// Runs `command` with `input` on stdin until it ends (killed after `timeout`): its exit
-/// status, stdout and stderr. The input is written from its own thread while the output is
-/// read, so a large input (a binary copied over ssh) cannot deadlock against the output.
+/// Runs `command` with `input` on stdin until it ends (its process group killed after
+/// `timeout`): its exit status, stdout and stderr, through `collect::child`, the supervisor of
+/// short-lived children.
 pub fn run_collect(
-    mut command: Command,
+    command: Command,
     input: &[u8],
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, String, String), crate::error::ChildFailed> {
-    let mut child = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| format!("cannot start it: {e}"))?;
-    let stdin = child.stdin.take();
-    let input = input.to_vec();
-    let writer = std::thread::spawn(move || {
-        if let Some(mut stdin) = stdin {
-            // A program that does not read its input is judged by its output below.
-            let _ = stdin.write_all(&input);
-        }
-    });
-    let reader = |stream: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            if let Some(mut s) = stream {
-                let _ = s.read_to_string(&mut text);
-            }
-            text
-        })
-    };
-    let out = reader(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    let err = reader(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-    );
-    // Blocked until it exits or the time is up, not asking every few milliseconds.
-    let deadline = Instant::now() + timeout;
-    let watch = crate::collect::exit::ExitWatch::start(child.id())
-        .map_err(|e| format!("cannot wait for it: {e}"))?;
-    if !watch.exited_by(deadline) {
-        let _ = child.kill();
-        let _ = child.wait();
-        return Err(crate::error::ChildFailed::from(format!(
-            "it did not answer within {} s",
-            timeout.as_secs()
-        )));
-    }
-    let status = child
-        .wait()
-        .map_err(|e| format!("cannot wait for it: {e}"))?;
-    let _ = writer.join();
-    let stdout = out.join().unwrap_or_default();
-    let stderr = err.join().unwrap_or_default();
-    Ok((status, stdout, stderr))
+    let ran = crate::collect::child::run(
+        command,
+        input,
+        timeout,
+        crate::collect::child::Stdout::Capture,
+    )?;
+    Ok((ran.status, ran.stdout, ran.stderr))
 }
 
 /// Asks `python` about `frameworks`.
@@ -591,27 +544,6 @@ pub fn remove(framework: &Framework) -> anyhow::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn a_child_is_given_its_time_then_killed_and_its_answer_taken_when_it_ends() {
-        let start = Instant::now();
-        let mut late = Command::new("sleep");
-        late.arg("30");
-        match run_collect(late, b"", Duration::from_millis(300)) {
-            Err(e) => assert!(e.contains("did not answer within 0 s"), "{e}"),
-            Ok(_) => panic!("sleep 30 answered within 0.3 s"),
-        }
-        assert!(start.elapsed() < Duration::from_secs(10));
-        let mut cat = Command::new("cat");
-        cat.arg("-");
-        match run_collect(cat, b"echoed", Duration::from_secs(20)) {
-            Ok((status, out, _)) => {
-                assert!(status.success());
-                assert_eq!(out, "echoed");
-            }
-            Err(e) => panic!("{e}"),
-        }
-    }
 
     fn probe_of(modules: &[(&str, Option<&str>)]) -> Probe {
         Probe {

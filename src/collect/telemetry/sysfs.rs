@@ -707,11 +707,17 @@ impl RaspberryPiReader {
         let tool = self.vcgencmd.as_ref().ok_or_else(|| {
             "vcgencmd is not installed (apt install libraspberrypi-bin)".to_string()
         })?;
-        let out = std::process::Command::new(tool)
-            .arg("get_throttled")
-            .output()
-            .map_err(|e| format!("cannot run {}: {e}", tool.display()))?;
-        let text = String::from_utf8_lossy(&out.stdout);
+        let mut command = std::process::Command::new(tool);
+        command.arg("get_throttled");
+        // A firmware call that hangs must not stop the sampler with it.
+        let out = crate::collect::child::run(
+            command,
+            b"",
+            std::time::Duration::from_secs(2),
+            crate::collect::child::Stdout::Capture,
+        )
+        .map_err(|e| format!("{}: {e}", tool.display()))?;
+        let text = out.stdout;
         parse_throttled(&text).ok_or_else(|| format!("vcgencmd said {:?}", text.trim()))
     }
 }

@@ -1,0 +1,240 @@
+//! The supervisor of short-lived children (a framework's probe, a model converter, ssh for
+//! `nodes check`, a profiler, `vcgencmd`): each runs in a process group of its own and dies
+//! with edgeprof (parent-death signal set before exec); its input is written from a thread of
+//! its own while its output is read, so a large input cannot deadlock against the output; what
+//! it prints is kept up to a bound (its last bytes), or streamed into a file; it is waited for
+//! in one blocking call (`collect::exit`) until it exits or its time is up, and then the whole
+//! group is killed. Workers with a protocol have their own loop (`runner::spawn`), fleet nodes
+//! theirs (tokio child processes in `fleet::run`).
+
+use crate::error::ChildFailed;
+use std::io::{Read, Write};
+use std::os::unix::process::CommandExt;
+use std::path::Path;
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+/// The most of a child's stdout kept (its last bytes): an answer is at the end.
+pub const STDOUT_LIMIT: usize = 16 << 20;
+/// The most of a child's stderr kept (its last bytes): the reason it failed is at the end.
+pub const STDERR_LIMIT: usize = 64 << 10;
+
+/// Where a child's stdout goes.
+pub enum Stdout<'a> {
+    /// Kept, up to [`STDOUT_LIMIT`].
+    Capture,
+    /// Written into this file as it comes (a profiler's CSV of any size).
+    File(&'a Path),
+}
+
+/// How a child ended.
+#[derive(Debug)]
+pub struct Ran {
+    pub status: ExitStatus,
+    /// Its stdout (empty when it went to a file); the last [`STDOUT_LIMIT`] bytes of it.
+    pub stdout: String,
+    /// The last [`STDERR_LIMIT`] bytes of its stderr.
+    pub stderr: String,
+}
+
+impl Ran {
+    /// The last line it said on stderr that is not blank.
+    pub fn last_words(&self) -> &str {
+        self.stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+    }
+}
+
+/// Reads `stream` to its end, keeping its last `limit` bytes (a cut character becomes U+FFFD).
+fn read_tail(mut stream: impl Read, limit: usize) -> String {
+    let mut kept: Vec<u8> = Vec::new();
+    let mut chunk = [0u8; 64 << 10];
+    loop {
+        match stream.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => {
+                kept.extend_from_slice(&chunk[..n]);
+                // Trimmed in steps, so a long stream costs a copy per `limit` bytes, not per read.
+                if kept.len() > limit.saturating_mul(2) {
+                    kept.drain(..kept.len() - limit);
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    if kept.len() > limit {
+        kept.drain(..kept.len() - limit);
+    }
+    String::from_utf8_lossy(&kept).into_owned()
+}
+
+/// A duration as the messages say it: `300 ms`, `20 s`.
+fn said(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs())
+    }
+}
+
+/// Runs `command` with `input` on its stdin until it ends, or kills its process group after
+/// `timeout`. Err when it cannot start, cannot be waited for, or ran out of time.
+pub fn run(
+    mut command: Command,
+    input: &[u8],
+    timeout: Duration,
+    stdout: Stdout,
+) -> Result<Ran, ChildFailed> {
+    let out = match stdout {
+        Stdout::Capture => Stdio::piped(),
+        Stdout::File(path) => std::fs::File::create(path)
+            .map(Stdio::from)
+            .map_err(|e| format!("cannot create {}: {e}", path.display()))?,
+    };
+    command
+        .stdin(Stdio::piped())
+        .stdout(out)
+        .stderr(Stdio::piped())
+        .process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only makes prctl, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            // If edgeprof dies, the child (and, by its group, what it started) goes too.
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)
+        });
+    }
+    let mut child = command
+        .spawn()
+        .map_err(|e| format!("cannot start it: {e}"))?;
+    let stdin = child.stdin.take();
+    let input = input.to_vec();
+    let writer = std::thread::spawn(move || {
+        if let Some(mut stdin) = stdin {
+            // A program that does not read its input is judged by its output below.
+            let _ = stdin.write_all(&input);
+        }
+    });
+    let reader = |stream: Option<Box<dyn Read + Send>>, limit: usize| {
+        std::thread::spawn(move || stream.map_or_else(String::new, |s| read_tail(s, limit)))
+    };
+    let stdout = reader(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        STDOUT_LIMIT,
+    );
+    let stderr = reader(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn Read + Send>),
+        STDERR_LIMIT,
+    );
+    // Blocked until it exits or the time is up, not asking every few milliseconds. Until it is
+    // reaped below its pid (and its group's id) cannot name another process.
+    let deadline = Instant::now() + timeout;
+    let watch = crate::collect::exit::ExitWatch::start(child.id())
+        .map_err(|e| format!("cannot wait for it: {e}"))?;
+    if !watch.exited_by(deadline) {
+        if let Ok(pid) = i32::try_from(child.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        return Err(ChildFailed::from(format!(
+            "it did not answer within {}",
+            said(timeout)
+        )));
+    }
+    // What it started in its group and left behind would hold the pipes open. Killed before
+    // the reaping: until then the group's id is still its own.
+    if let Ok(pid) = i32::try_from(child.id()) {
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
+    }
+    let status = child
+        .wait()
+        .map_err(|e| format!("cannot wait for it: {e}"))?;
+    let _ = writer.join();
+    Ok(Ran {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sh(script: &str) -> Command {
+        let mut c = Command::new("sh");
+        c.args(["-c", script]);
+        c
+    }
+
+    #[test]
+    fn input_goes_in_and_output_comes_back() -> Result<(), ChildFailed> {
+        let ran = run(
+            sh("cat; echo oops >&2"),
+            b"echoed",
+            Duration::from_secs(20),
+            Stdout::Capture,
+        )?;
+        assert!(ran.status.success());
+        assert_eq!(ran.stdout, "echoed");
+        assert_eq!(ran.last_words(), "oops");
+        Ok(())
+    }
+
+    #[test]
+    fn a_child_out_of_time_is_killed_with_what_it_started() {
+        let start = Instant::now();
+        // The grandchild holds the pipes: only killing the group lets the run end.
+        let late = run(
+            sh("sleep 30 & sleep 30"),
+            b"",
+            Duration::from_millis(300),
+            Stdout::Capture,
+        );
+        match late {
+            Err(e) => assert_eq!(e.0, "it did not answer within 300 ms"),
+            Ok(r) => panic!("it finished: {r:?}"),
+        }
+        assert!(start.elapsed() < Duration::from_secs(20));
+    }
+
+    #[test]
+    fn output_is_kept_up_to_its_last_bytes_or_goes_to_a_file(
+    ) -> Result<(), Box<dyn std::error::Error>> {
+        assert_eq!(read_tail(&b"0123456789"[..], 4), "6789");
+        assert_eq!(read_tail(&b"short"[..], 100), "short");
+        let dir = tempfile::tempdir()?;
+        let file = dir.path().join("out.csv");
+        let ran = run(
+            sh("seq 1 100000"),
+            b"",
+            Duration::from_secs(20),
+            Stdout::File(&file),
+        )?;
+        assert!(ran.status.success());
+        assert!(ran.stdout.is_empty());
+        let text = std::fs::read_to_string(&file)?;
+        assert_eq!(text.lines().count(), 100_000);
+        assert_eq!(text.lines().last(), Some("100000"));
+        Ok(())
+    }
+}
