@@ -11,6 +11,7 @@ pub mod gpuprof;
 pub mod kernels;
 pub mod perf;
 pub mod proc;
+pub mod reread;
 pub mod room;
 pub mod stop;
 pub mod tegrastats;

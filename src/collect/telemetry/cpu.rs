@@ -2,7 +2,8 @@
 //! so ids come from the `cpuN` labels and offline cores stay in place as offline), per-core
 //! frequency from cpufreq, system memory and swap from `/proc/meminfo`.
 
-use super::{read_number, Core, Dropped, Reader, Sample, CLOCKS_MHZ};
+use super::{Core, Dropped, Reader, Sample, CLOCKS_MHZ};
+use crate::collect::reread::Reread;
 use std::path::{Path, PathBuf};
 
 /// One core's time in clock ticks: busy and total.
@@ -76,6 +77,14 @@ pub struct CpuReader {
     root: PathBuf,
     previous: Vec<Ticks>,
     dropped: Dropped,
+    /// `/proc/stat`, kept open between samples.
+    stat: Reread,
+    /// The CPUs that may ever exist (`possible`: fixed at boot), read once.
+    possible: Option<Vec<usize>>,
+    /// Each CPU's `scaling_cur_freq`, kept open; empty when this machine has no cpufreq.
+    freq: std::collections::BTreeMap<usize, Reread>,
+    /// Whether cpufreq is here at all (looked at once).
+    has_cpufreq: Option<bool>,
 }
 
 impl CpuReader {
@@ -84,12 +93,15 @@ impl CpuReader {
             root: root.to_path_buf(),
             previous: Vec::new(),
             dropped: Dropped::default(),
+            stat: Reread::new(&root.join("proc/stat")),
+            possible: None,
+            freq: Default::default(),
+            has_cpufreq: None,
         }
     }
 
-    fn stat(&self) -> Option<Vec<Ticks>> {
-        let text = std::fs::read_to_string(self.root.join("proc/stat")).ok()?;
-        let ticks = parse_proc_stat(&text);
+    fn stat(&mut self) -> Option<Vec<Ticks>> {
+        let ticks = parse_proc_stat(self.stat.read()?);
         (!ticks.is_empty()).then_some(ticks)
     }
 }
@@ -100,8 +112,10 @@ impl Reader for CpuReader {
     }
 
     fn probe(&self) -> Result<String, String> {
-        let ticks = self
-            .stat()
+        let ticks = std::fs::read_to_string(self.root.join("proc/stat"))
+            .ok()
+            .map(|text| parse_proc_stat(&text))
+            .filter(|t| !t.is_empty())
             .ok_or_else(|| "/proc/stat is missing or has no per-core lines".to_string())?;
         let freq = self
             .root
@@ -122,19 +136,33 @@ impl Reader for CpuReader {
         let Some(now) = self.stat() else { return };
         let loads = loads(&self.previous, &now);
         let cpu_dir = self.root.join("sys/devices/system/cpu");
-        let mut ids = std::fs::read_to_string(cpu_dir.join("possible"))
-            .map(|t| parse_cpu_ids(&t))
-            .unwrap_or_default();
+        let possible = self.possible.get_or_insert_with(|| {
+            std::fs::read_to_string(cpu_dir.join("possible"))
+                .map(|t| parse_cpu_ids(&t))
+                .unwrap_or_default()
+        });
+        let mut ids = possible.clone();
         ids.extend(now.iter().map(|t| t.id));
         ids.sort_unstable();
         ids.dedup();
-        let dropped = &mut self.dropped;
+        let has_cpufreq = *self.has_cpufreq.get_or_insert_with(|| {
+            ids.iter()
+                .any(|id| cpu_dir.join(format!("cpu{id}/cpufreq")).is_dir())
+        });
+        let (dropped, freq) = (&mut self.dropped, &mut self.freq);
         sample.cores = ids
             .into_iter()
             .map(|id| {
                 let online = now.iter().any(|t| t.id == id);
                 let file = cpu_dir.join(format!("cpu{id}/cpufreq/scaling_cur_freq"));
-                let khz = online.then(|| read_number::<u64>(&file)).flatten();
+                let khz = (online && has_cpufreq)
+                    .then(|| {
+                        freq.entry(id)
+                            .or_insert_with(|| Reread::new(&file))
+                            .read()
+                            .and_then(|t| t.trim().parse::<u64>().ok())
+                    })
+                    .flatten();
                 let khz = dropped.keep(khz, 0..=CLOCKS_MHZ.end() * 1000, &file);
                 Core {
                     id,
@@ -155,12 +183,15 @@ impl Reader for CpuReader {
 /// System memory and swap.
 pub struct MemoryReader {
     root: PathBuf,
+    /// `/proc/meminfo`, kept open between samples.
+    meminfo: Reread,
 }
 
 impl MemoryReader {
     pub fn new(root: &Path) -> MemoryReader {
         MemoryReader {
             root: root.to_path_buf(),
+            meminfo: Reread::new(&root.join("proc/meminfo")),
         }
     }
 }
@@ -179,14 +210,14 @@ impl Reader for MemoryReader {
     }
 
     fn read(&mut self, sample: &mut Sample) {
-        let Ok(text) = std::fs::read_to_string(self.root.join("proc/meminfo")) else {
+        let Some(text) = self.meminfo.read() else {
             return;
         };
-        if let Some((total, used)) = crate::collect::proc::parse_meminfo(&text) {
+        if let Some((total, used)) = crate::collect::proc::parse_meminfo(text) {
             sample.mem_total_bytes = Some(total);
             sample.mem_used_bytes = Some(used);
         }
-        let kib = |key| crate::collect::proc::kib_field(&text, key);
+        let kib = |key| crate::collect::proc::kib_field(text, key);
         if let (Some(total), Some(free)) = (kib("SwapTotal"), kib("SwapFree")) {
             sample.swap_used_bytes = Some(total.saturating_sub(free));
         }
