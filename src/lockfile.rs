@@ -261,21 +261,23 @@ mod tests {
             Ok(l) => l,
             Err(e) => panic!("{e}"),
         };
+        // Raised just before the lock is let go: a waiter that returns sees it raised.
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         let waiter = {
-            let path = path.clone();
+            let (path, released) = (path.clone(), std::sync::Arc::clone(&released));
             std::thread::spawn(move || {
-                let start = std::time::Instant::now();
-                wait_released(&path).map(|_| start.elapsed())
+                wait_released(&path).map(|_| released.load(std::sync::atomic::Ordering::SeqCst))
             })
         };
         std::thread::sleep(Duration::from_millis(200));
         assert!(!waiter.is_finished(), "it returned while the lock was held");
+        released.store(true, std::sync::atomic::Ordering::SeqCst);
         drop(held);
-        let waited = match waiter.join() {
+        let after_release = match waiter.join() {
             Ok(r) => r?,
             Err(_) => panic!("the waiter panicked"),
         };
-        assert!(waited >= Duration::from_millis(200), "{waited:?}");
+        assert!(after_release, "it returned before the lock was let go");
         // The waiter let go at once: the lock can be taken again.
         assert!(LockFile::try_acquire(&path, "again").is_ok());
         // Nobody holds it: returns at once.

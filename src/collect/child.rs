@@ -73,6 +73,14 @@ fn read_tail(mut stream: impl Read, limit: usize) -> String {
     String::from_utf8_lossy(&kept).into_owned()
 }
 
+/// Reads `stream` on a thread of its own, keeping its last `limit` bytes.
+fn keep_tail<R: Read + Send + 'static>(
+    stream: Option<R>,
+    limit: usize,
+) -> std::thread::JoinHandle<String> {
+    std::thread::spawn(move || stream.map_or_else(String::new, |s| read_tail(s, limit)))
+}
+
 /// A duration as the messages say it: `300 ms`, `20 s`.
 fn said(d: Duration) -> String {
     if d < Duration::from_secs(1) {
@@ -121,23 +129,8 @@ pub fn run(
             let _ = stdin.write_all(&input);
         }
     });
-    let reader = |stream: Option<Box<dyn Read + Send>>, limit: usize| {
-        std::thread::spawn(move || stream.map_or_else(String::new, |s| read_tail(s, limit)))
-    };
-    let stdout = reader(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        STDOUT_LIMIT,
-    );
-    let stderr = reader(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        STDERR_LIMIT,
-    );
+    let stdout = keep_tail(child.stdout.take(), STDOUT_LIMIT);
+    let stderr = keep_tail(child.stderr.take(), STDERR_LIMIT);
     // Blocked until it exits or the time is up, not asking every few milliseconds. Until it is
     // reaped below its pid (and its group's id) cannot name another process.
     let deadline = Instant::now() + timeout;
