@@ -218,6 +218,7 @@ pub fn assemble(
         &m.warmup_ms,
         &m.repeats,
         batch,
+        stats::Outliers::Keep,
     )
     .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
     Ok(BenchReport {

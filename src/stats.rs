@@ -7,6 +7,9 @@
 //! half the samples equal), the mean absolute deviation stands in: M_i = (x_i − median) /
 //! (1.253314 · MeanAD); when that is zero too, every sample equals the median and none is flagged.
 //! A run is flagged as noisy when its coefficient of variation (std / mean) exceeds 10 %.
+//! Beside the mean, robust figures: the median, the 10 % trimmed mean and the median absolute
+//! deviation. Whether flagged outliers enter the mean (and the throughput derived from it) is the
+//! [`Outliers`] policy; the raw latencies are always kept.
 
 use serde::{Deserialize, Serialize};
 
@@ -20,6 +23,45 @@ pub struct LatencyStats {
     pub p99_ms: f64,
     pub min_ms: f64,
     pub max_ms: f64,
+    /// Mean of the middle 80 % (10 % of the samples trimmed from each end); None in records
+    /// made before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trimmed_mean_ms: Option<f64>,
+    /// Median absolute deviation from the median (unscaled).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mad_ms: Option<f64>,
+}
+
+/// Whether iterations flagged as outliers enter the mean (and the throughput derived from it).
+/// They are always kept in the raw latencies and counted.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Outliers {
+    /// The mean is of every iteration: a stall on the board is a real cost of running there.
+    #[default]
+    Keep,
+    /// The mean leaves the flagged iterations out.
+    Exclude,
+}
+
+impl std::fmt::Display for Outliers {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Outliers::Keep => "keep",
+            Outliers::Exclude => "exclude",
+        })
+    }
+}
+
+impl std::str::FromStr for Outliers {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "keep" => Ok(Outliers::Keep),
+            "exclude" => Ok(Outliers::Exclude),
+            _ => Err(format!("unknown outlier policy {s:?}; use keep or exclude")),
+        }
+    }
 }
 
 /// The q-quantile (0 ≤ q ≤ 1) of sorted data, by linear interpolation.
@@ -56,8 +98,23 @@ impl LatencyStats {
             p99_ms: quantile_sorted(&sorted, 0.99)?,
             min_ms: sorted[0],
             max_ms: sorted[sorted.len() - 1],
+            trimmed_mean_ms: trimmed_mean_sorted(&sorted, 0.1),
+            mad_ms: mad(&sorted),
         })
     }
+}
+
+/// The mean of sorted data without its `fraction` lowest and highest values (rounded down).
+pub fn trimmed_mean_sorted(sorted: &[f64], fraction: f64) -> Option<f64> {
+    let cut = (sorted.len() as f64 * fraction.clamp(0.0, 0.49)).floor() as usize;
+    let middle = sorted.get(cut..sorted.len() - cut)?;
+    (!middle.is_empty()).then(|| middle.iter().sum::<f64>() / middle.len() as f64)
+}
+
+/// The median absolute deviation from the median (unscaled).
+pub fn mad(data: &[f64]) -> Option<f64> {
+    let m = median(data)?;
+    median(&data.iter().map(|x| (x - m).abs()).collect::<Vec<_>>())
 }
 
 /// |M_i| above this flags an outlier (Iglewicz & Hoaglin's recommendation).
@@ -182,8 +239,12 @@ pub struct RunStats {
     pub repeats: Vec<LatencyStats>,
     pub repeat_summary: RepeatSummary,
     /// Indices (into the timed iterations, repeats concatenated) flagged by the modified
-    /// z-score; kept, not dropped.
+    /// z-score; always kept in the raw latencies.
     pub outliers: Vec<usize>,
+    /// How many of them the means (of the whole run and of each repeat) leave out: all of them
+    /// under [`Outliers::Exclude`], none under `Keep`.
+    #[serde(default)]
+    pub excluded_from_mean: usize,
     /// Coefficient of variation over all timed iterations; above [`HIGH_CV`] the run is noisy.
     pub cv: f64,
     pub noisy: bool,
@@ -192,34 +253,67 @@ pub struct RunStats {
     pub images_per_s: f64,
 }
 
+/// The mean of `data` without the values at `skip` (indices from `offset`); None when nothing
+/// is left.
+fn mean_without(data: &[f64], offset: usize, skip: &[usize]) -> Option<f64> {
+    let kept: Vec<f64> = data
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| !skip.contains(&(i + offset)))
+        .map(|(_, v)| *v)
+        .collect();
+    (!kept.is_empty()).then(|| kept.iter().sum::<f64>() / kept.len() as f64)
+}
+
 /// Statistics of a run from its raw times; None when a repeat is empty or holds a NaN.
+/// `policy` decides whether the flagged outliers enter the means.
 pub fn run_stats(
     init_ms: f64,
     first_inference_ms: Option<f64>,
     warmup_ms: &[f64],
     repeats: &[Vec<f64>],
     batch: usize,
+    policy: Outliers,
 ) -> Option<RunStats> {
-    let per_repeat = repeats
+    let mut per_repeat = repeats
         .iter()
         .map(|r| LatencyStats::from_ms(r))
         .collect::<Option<Vec<_>>>()?;
     let samples: Vec<f64> = repeats.concat();
-    let latency = LatencyStats::from_ms(&samples)?;
+    let mut latency = LatencyStats::from_ms(&samples)?;
+    // The spread is of what was measured, outliers and all.
+    let cv = latency.cv();
+    let outliers = outlier_indices(&samples);
+    let excluded_from_mean = match policy {
+        Outliers::Exclude if !outliers.is_empty() => {
+            let mut offset = 0;
+            for (stats, raw) in per_repeat.iter_mut().zip(repeats) {
+                if let Some(mean) = mean_without(raw, offset, &outliers) {
+                    stats.mean_ms = mean;
+                }
+                offset += raw.len();
+            }
+            if let Some(mean) = mean_without(&samples, 0, &outliers) {
+                latency.mean_ms = mean;
+            }
+            outliers.len()
+        }
+        _ => 0,
+    };
     let repeat_summary = summarize_repeats(&per_repeat, batch)?;
     let inferences_per_s = if latency.mean_ms > 0.0 {
         1e3 / latency.mean_ms
     } else {
         0.0
     };
-    let cv = latency.cv();
     Some(RunStats {
         init_ms,
         first_inference_ms,
         warmup_iterations: warmup_ms.len(),
         warmup_mean_ms: (!warmup_ms.is_empty())
             .then(|| warmup_ms.iter().sum::<f64>() / warmup_ms.len() as f64),
-        outliers: outlier_indices(&samples),
+        outliers,
+        excluded_from_mean,
         noisy: cv > HIGH_CV,
         cv,
         latency,
@@ -315,7 +409,7 @@ mod tests {
     #[test]
     fn run_stats_by_hand() {
         let repeats = vec![vec![10.0, 10.0, 10.0, 10.0], vec![12.0, 12.0, 12.0, 100.0]];
-        let Some(s) = run_stats(5.0, Some(20.0), &[30.0, 10.0], &repeats, 2) else {
+        let Some(s) = run_stats(5.0, Some(20.0), &[30.0, 10.0], &repeats, 2, Outliers::Keep) else {
             panic!("stats")
         };
         assert_eq!(s.warmup_iterations, 2);
@@ -329,11 +423,56 @@ mod tests {
         assert!(s.noisy);
         assert_eq!(s.repeats.len(), 2);
         assert!(close(s.repeat_summary.mean_ms, (10.0 + 34.0) / 2.0));
-        assert_eq!(run_stats(1.0, None, &[], &[vec![]], 1), None);
-        assert_eq!(run_stats(1.0, None, &[], &[], 1), None);
-        let Some(no_warmup) = run_stats(1.0, None, &[], &[vec![1.0]], 1) else {
+        assert_eq!(
+            run_stats(1.0, None, &[], &[vec![]], 1, Outliers::Keep),
+            None
+        );
+        assert_eq!(run_stats(1.0, None, &[], &[], 1, Outliers::Keep), None);
+        let Some(no_warmup) = run_stats(1.0, None, &[], &[vec![1.0]], 1, Outliers::Keep) else {
             panic!("stats")
         };
         assert_eq!(no_warmup.warmup_mean_ms, None);
+    }
+
+    #[test]
+    fn robust_figures_by_hand() {
+        let sorted = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0, 8.0, 9.0, 100.0];
+        // One value trimmed from each end of ten.
+        assert_eq!(trimmed_mean_sorted(&sorted, 0.1), Some(44.0 / 8.0));
+        assert_eq!(trimmed_mean_sorted(&[], 0.1), None);
+        // Deviations from the median 5.5: 4.5 3.5 2.5 1.5 0.5 0.5 1.5 2.5 3.5 94.5.
+        assert_eq!(mad(&sorted), Some(2.5));
+        let Some(s) = LatencyStats::from_ms(&sorted) else {
+            panic!("no stats")
+        };
+        assert_eq!(s.trimmed_mean_ms, Some(5.5));
+        assert_eq!(s.mad_ms, Some(2.5));
+        assert_eq!("exclude".parse::<Outliers>(), Ok(Outliers::Exclude));
+        assert!("drop".parse::<Outliers>().is_err());
+    }
+
+    #[test]
+    fn excluded_outliers_leave_every_mean_and_kept_ones_stay() {
+        // Two repeats of 1 ms; the second holds one 50 ms stall.
+        let mut second = vec![1.0; 19];
+        second.push(50.0);
+        let repeats = vec![vec![1.0; 20], second];
+        let Some(kept) = run_stats(0.0, None, &[], &repeats, 1, Outliers::Keep) else {
+            panic!("no stats")
+        };
+        assert_eq!(kept.outliers, vec![39]);
+        assert_eq!(kept.excluded_from_mean, 0);
+        assert!(kept.latency.mean_ms > 2.0);
+        let Some(clean) = run_stats(0.0, None, &[], &repeats, 1, Outliers::Exclude) else {
+            panic!("no stats")
+        };
+        assert_eq!(clean.excluded_from_mean, 1);
+        assert!(close(clean.latency.mean_ms, 1.0));
+        assert!(close(clean.repeats[1].mean_ms, 1.0));
+        assert!(close(clean.repeat_summary.mean_ms, 1.0));
+        assert!(close(clean.inferences_per_s, 1000.0));
+        // What was measured stays: the maximum, the spread, the flag.
+        assert_eq!(clean.latency.max_ms, 50.0);
+        assert!(close(clean.cv, kept.cv));
     }
 }

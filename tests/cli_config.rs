@@ -30,6 +30,11 @@ fn broken_configs_name_file_line_key_and_value() {
             "measure.iterations = \"many\": invalid type: string \"many\", expected a whole number",
         ),
         (
+            "unknown_outlier_policy.toml",
+            2,
+            "measure.outliers = \"drop\": unknown outlier policy \"drop\"; use keep or exclude",
+        ),
+        (
             "zero_iterations.toml",
             3,
             "measure.iterations = 0: must be a whole number from 1 to",

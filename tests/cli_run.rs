@@ -585,3 +585,49 @@ fn a_fleet_node_reads_its_share_to_the_end_line_and_stops_when_its_stdin_closes(
         .assert()
         .code(2);
 }
+
+#[test]
+fn excluded_outliers_stay_out_of_the_mean_and_kept_ones_stay_in() {
+    let tmp = temp_dir();
+    let mean_under = |policy: &str| -> (f64, f64, serde_json::Value) {
+        let config = tmp.path().join(format!("{policy}.toml"));
+        write(
+            &config,
+            &format!(
+                "name = \"{policy}\"\n[command]\nprogram = \"{}\"\n\
+                 [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\n\
+                 [measure]\nrepeats = 1\nretries = 0\noutliers = \"{policy}\"\n",
+                worker_fixture("outlier.sh"),
+            ),
+        );
+        let out = tmp.path().join(format!("results-{policy}"));
+        run_command(&config, &out).assert().success();
+        let runs = records(&results_dir(&out));
+        let Some(stats) = runs.first().map(|r| r["stats"].clone()) else {
+            panic!("no record under {policy}")
+        };
+        let mean = stats["latency"]["mean_ms"].as_f64().unwrap_or(f64::NAN);
+        let repeat_mean = stats["repeat_summary"]["mean_ms"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        (mean, repeat_mean, stats)
+    };
+    let (mean, repeat_mean, stats) = mean_under("exclude");
+    assert!((mean - 1.0).abs() < 0.05, "excluded: mean {mean} ms");
+    assert!(
+        (repeat_mean - 1.0).abs() < 0.05,
+        "excluded: {repeat_mean} ms"
+    );
+    assert_eq!(stats["excluded_from_mean"], 1, "{stats}");
+    assert_eq!(stats["outliers"], serde_json::json!([19]), "{stats}");
+    // The raw figures still show the stall.
+    assert_eq!(stats["latency"]["max_ms"], 50.0, "{stats}");
+    // Robust figures sit near 1 ms either way.
+    let trimmed = stats["latency"]["trimmed_mean_ms"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    assert!((trimmed - 1.0).abs() < 0.05, "trimmed mean {trimmed}");
+    let (kept, _, stats) = mean_under("keep");
+    assert!(kept > 2.0, "kept: mean {kept} ms");
+    assert_eq!(stats["excluded_from_mean"], 0, "{stats}");
+}

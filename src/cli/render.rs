@@ -141,11 +141,22 @@ pub fn stats_lines(r: &RunStats) -> String {
     );
     let _ = writeln!(
         out,
-        "outliers                {:>10} of {} iterations (modified z-score > {}; kept)",
+        "outliers                {:>10} of {} iterations (modified z-score > {}; {})",
         r.outliers.len(),
         r.latency.samples,
-        edgeprof::stats::OUTLIER_Z
+        edgeprof::stats::OUTLIER_Z,
+        if r.excluded_from_mean > 0 {
+            "left out of the mean"
+        } else {
+            "in the mean"
+        }
     );
+    if let (Some(trimmed), Some(mad)) = (r.latency.trimmed_mean_ms, r.latency.mad_ms) {
+        let _ = writeln!(
+            out,
+            "robust                  {trimmed:>10.3} ms trimmed mean (10 % each end), MAD {mad:.3} ms"
+        );
+    }
     if r.noisy {
         let _ = writeln!(
             out,

@@ -152,6 +152,8 @@ pub struct Measure {
     /// Keep each condition's first output and compare the engines that run the same weights
     /// on the same input.
     pub check_outputs: bool,
+    /// Whether iterations flagged as outliers enter the mean (keep, the default) or not.
+    pub outliers: crate::stats::Outliers,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

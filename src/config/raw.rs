@@ -105,6 +105,7 @@ pub(super) struct RawMeasure {
     pub(super) sample_interval_ms: Option<Spanned<i64>>,
     pub(super) seed: Option<Spanned<i64>>,
     pub(super) check_outputs: Option<bool>,
+    pub(super) outliers: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -538,6 +538,13 @@ impl Resolver<'_> {
                 crate::models::onnx::DEFAULT_SEED as usize,
             )? as u64,
             check_outputs: raw.check_outputs.unwrap_or(true),
+            outliers: match &raw.outliers {
+                Some(v) => v
+                    .get_ref()
+                    .parse()
+                    .map_err(|e: String| self.at("measure.outliers", v, e))?,
+                None => crate::stats::Outliers::default(),
+            },
         })
     }
 

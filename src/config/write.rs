@@ -94,6 +94,7 @@ pub fn to_toml(config: &Config) -> String {
         ),
         ("seed", Value::Integer(s.seed as i64)),
         ("check_outputs", Value::Boolean(s.check_outputs)),
+        ("outliers", Value::String(s.outliers.to_string())),
     ] {
         measure.insert(key.into(), value);
     }

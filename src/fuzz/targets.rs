@@ -506,6 +506,7 @@ pub(super) fn run_protocol(_: &mut Scratch, bytes: &[u8]) {
             &run.warmup_ms,
             &run.repeats,
             1,
+            crate::stats::Outliers::Exclude,
         );
         if let Some(c) = &run.counters {
             let _ = c.derive();

@@ -36,6 +36,8 @@ pub struct Row {
     pub iterations: Option<usize>,
     pub repeats: Option<usize>,
     pub outliers: Option<usize>,
+    /// Whether the means leave the outliers out (`measure.outliers = "exclude"`).
+    pub outliers_excluded: Option<bool>,
     pub cv: Option<f64>,
     pub noisy: Option<bool>,
     pub peak_rss_bytes: Option<u64>,
@@ -45,6 +47,10 @@ pub struct Row {
     /// The engine's version and what it said about how it ran, as its worker reported them.
     pub engine_version: Option<String>,
     pub engine_note: Option<String>,
+    /// Robust figures over every timed iteration: the 10 % trimmed mean and the median
+    /// absolute deviation.
+    pub trimmed_mean_ms: Option<f64>,
+    pub mad_ms: Option<f64>,
 }
 
 impl Row {
@@ -76,6 +82,7 @@ impl Row {
             iterations: None,
             repeats: None,
             outliers: None,
+            outliers_excluded: None,
             cv: None,
             noisy: None,
             peak_rss_bytes: None,
@@ -84,6 +91,8 @@ impl Row {
             wall_s: None,
             engine_version: None,
             engine_note: None,
+            trimmed_mean_ms: None,
+            mad_ms: None,
         }
     }
 
@@ -118,6 +127,9 @@ impl Row {
             row.iterations = Some(s.latency.samples);
             row.repeats = Some(rs.repeats);
             row.outliers = Some(s.outliers.len());
+            row.outliers_excluded = Some(s.excluded_from_mean > 0);
+            row.trimmed_mean_ms = s.latency.trimmed_mean_ms;
+            row.mad_ms = s.latency.mad_ms;
             row.cv = Some(s.cv);
             row.noisy = Some(s.noisy);
         }
@@ -189,6 +201,9 @@ const COLUMNS: &[&str] = &[
     "wall_s",
     "engine_version",
     "engine_note",
+    "trimmed_mean_ms",
+    "mad_ms",
+    "outliers_excluded",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -231,6 +246,9 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.wall_s),
         opt(&r.engine_version),
         opt(&r.engine_note),
+        opt(&r.trimmed_mean_ms),
+        opt(&r.mad_ms),
+        opt(&r.outliers_excluded),
     ]
 }
 
@@ -305,7 +323,11 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
             notes.push(format!("noisy (CV {:.1} %)", 100.0 * r.cv.unwrap_or(0.0)));
         }
         if let Some(n) = r.outliers.filter(|&n| n > 0) {
-            notes.push(format!("{n} outliers"));
+            notes.push(if r.outliers_excluded == Some(true) {
+                format!("{n} outliers (left out of the mean)")
+            } else {
+                format!("{n} outliers")
+            });
         }
         if let Some(reason) = &r.reason {
             notes.push(reason.clone());
@@ -434,7 +456,8 @@ mod tests {
             crate::config::Device::Cpu,
         );
         let repeats = vec![vec![2.0, 2.0, 2.0, 2.0]; 3];
-        let stats = crate::stats::run_stats(10.0, Some(3.0), &[2.5], &repeats, 1);
+        let stats =
+            crate::stats::run_stats(10.0, Some(3.0), &[2.5], &repeats, 1, Default::default());
         let mut record = RunRecord {
             condition,
             attempt: 1,

@@ -226,6 +226,7 @@ impl Sweep<'_> {
                             &run.warmup_ms,
                             &run.repeats,
                             condition.batch,
+                            self.config.measure.outliers,
                         );
                         let failure = stats.is_none().then(|| RunFailure::Reported {
                             message: "the worker reported no timed iterations".to_string(),
