@@ -631,3 +631,65 @@ fn excluded_outliers_stay_out_of_the_mean_and_kept_ones_stay_in() {
     assert!(kept > 2.0, "kept: mean {kept} ms");
     assert_eq!(stats["excluded_from_mean"], 0, "{stats}");
 }
+
+#[test]
+fn compare_finds_no_difference_against_itself_and_half_the_threads_slower() {
+    let tmp = temp_dir();
+    let sweep = |name: &str, threads: &str| -> PathBuf {
+        let config = tmp.path().join(format!("{name}.toml"));
+        write(
+            &config,
+            &format!(
+                "name = \"{name}\"\n[command]\nprogram = \"{}\"\n\
+                 [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\", \"mobilenet_v2\"]\n\
+                 threads = [{threads}]\n[measure]\nrepeats = 1\nretries = 0\n",
+                worker_fixture("scaling.sh"),
+            ),
+        );
+        let out = tmp.path().join(name);
+        run_command(&config, &out).assert().success();
+        results_dir(&out)
+    };
+    let first = sweep("first", "2, 4");
+    let again = sweep("again", "2, 4");
+    let half = sweep("half", "1, 2");
+    let compare = |a: &Path, b: &Path, extra: &[&str]| {
+        let mut c = edgeprof();
+        c.arg("compare").arg(a).arg(b).args(extra);
+        c
+    };
+    let out = compare(&first, &again, &["--json"]).assert().success();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).unwrap_or_default();
+    let verdicts: Vec<&str> = json["conditions"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["verdict"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(verdicts.len(), 4, "{json}");
+    assert!(
+        verdicts.iter().all(|v| *v == "no-significant-difference"),
+        "{json}"
+    );
+    // Half the threads: every condition pairs with its counterpart and is slower.
+    let out = compare(&first, &half, &[]).assert().success();
+    let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(table.contains("4 slower, 0 faster"), "{table}");
+    let out = compare(&first, &half, &["--markdown", "--fail-on-regression"])
+        .assert()
+        .code(1);
+    let markdown = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(markdown.contains("| ratio [95 % interval] |"), "{markdown}");
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("4 of 4 condition(s) are slower"),
+        "{stderr}"
+    );
+    // The other way round: faster, and no regression.
+    let out = compare(&half, &first, &["--fail-on-regression"])
+        .assert()
+        .success();
+    let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(table.contains("0 slower, 4 faster"), "{table}");
+    // Not a results directory: bad input.
+    compare(tmp.path(), &first, &[]).assert().code(2);
+}

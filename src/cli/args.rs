@@ -41,6 +41,9 @@ pub(super) enum Command {
     /// The results directories under an output directory and where each stands: running (with
     /// its pid and progress), complete, failed, interrupted; find a sweep after a reconnect
     Runs(RunsArgs),
+    /// Compare two results directories condition by condition: the ratio of medians with its
+    /// 95 % bootstrap interval and a verdict (faster, slower, no significant difference)
+    Compare(super::compare::CompareArgs),
     /// The hierarchical roofline: this CPU's ceilings
     #[command(subcommand)]
     Roofline(RooflineCommand),

@@ -2,6 +2,7 @@
 //! errors to stderr.
 
 mod args;
+mod compare;
 mod env;
 mod fleet;
 mod frameworks;
@@ -234,6 +235,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             roofline::measure_gpu(device, effort, json)
         }
         Command::Runs(args) => sweep::runs_command(&args.dir, args.json),
+        Command::Compare(args) => compare::run(args),
         Command::Report(args) => {
             let fleet = args.dir.join(edgeprof::fleet::run::FLEET);
             if !fleet.is_file() {

@@ -15,6 +15,7 @@
 //! before the next run starts, and a torn last line is ignored (and trimmed on resume).
 
 pub mod agreement;
+pub mod compare;
 pub mod listing;
 pub mod summary;
 

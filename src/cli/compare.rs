@@ -1,0 +1,141 @@
+//! `edgeprof compare BASELINE CANDIDATE`: two results directories, condition by condition, with
+//! the ratio of medians, its bootstrap interval and a verdict; as a table, Markdown or JSON. The
+//! comparison itself is `edgeprof::results::compare`.
+
+use super::{print_json, print_out, BadInput};
+use edgeprof::results::compare::{self, Compared, Comparison, Verdict};
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+#[derive(clap::Args, Debug)]
+pub(super) struct CompareArgs {
+    /// The baseline: a results directory written by `edgeprof run`
+    pub(super) baseline: PathBuf,
+    /// The candidate, compared against the baseline
+    pub(super) candidate: PathBuf,
+    /// Differences of medians under this fraction are not significant
+    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    pub(super) threshold: f64,
+    /// Print Markdown instead of the table
+    #[arg(long, conflicts_with = "json")]
+    pub(super) markdown: bool,
+    #[arg(long)]
+    pub(super) json: bool,
+    /// Exit with 1 when any condition is slower (for CI)
+    #[arg(long)]
+    pub(super) fail_on_regression: bool,
+}
+
+fn threshold(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        Ok(t) if (0.0..1.0).contains(&t) => Ok(t),
+        _ => Err(format!(
+            "{text:?} is not a fraction from 0 to 1 (e.g. 0.05)"
+        )),
+    }
+}
+
+/// `--fail-on-regression` found slower conditions (exit code 1).
+#[derive(Debug, Error)]
+#[error("{slower} of {paired} condition(s) are slower than the baseline")]
+pub struct Regressed {
+    pub slower: usize,
+    pub paired: usize,
+}
+
+fn load(dir: &Path) -> anyhow::Result<edgeprof::results::Stored> {
+    edgeprof::results::load(dir).map_err(|e| {
+        anyhow::Error::new(BadInput(format!(
+            "{}: not a results directory of edgeprof run ({e:#})",
+            dir.display()
+        )))
+    })
+}
+
+fn ms(v: Option<f64>) -> String {
+    v.map_or("-".into(), |v| format!("{v:.3}"))
+}
+
+fn ratio(c: &Compared) -> String {
+    match (c.ratio, c.low, c.high) {
+        (Some(r), Some(l), Some(h)) => format!("{r:.3} [{l:.3}, {h:.3}]"),
+        _ => "-".into(),
+    }
+}
+
+fn name(c: &Compared) -> String {
+    match (&c.baseline, &c.candidate) {
+        (Some(a), Some(b)) if a != b => format!("{a} → {b}"),
+        (Some(a), _) => a.clone(),
+        (None, Some(b)) => b.clone(),
+        (None, None) => String::new(),
+    }
+}
+
+const HEADER: [&str; 5] = [
+    "condition",
+    "baseline ms",
+    "candidate ms",
+    "ratio [95 % interval]",
+    "verdict",
+];
+
+fn cells(c: &Compared) -> Vec<String> {
+    vec![
+        name(c),
+        ms(c.baseline_median_ms),
+        ms(c.candidate_median_ms),
+        ratio(c),
+        c.verdict.words().to_string(),
+    ]
+}
+
+fn totals(c: &Comparison) -> String {
+    format!(
+        "{} slower, {} faster, {} without a significant difference at {:.0} %, {} not in both\n",
+        c.count(Verdict::Slower),
+        c.count(Verdict::Faster),
+        c.count(Verdict::NoSignificantDifference),
+        c.threshold * 100.0,
+        c.count(Verdict::Unpaired)
+    )
+}
+
+fn markdown(c: &Comparison) -> String {
+    let mut out = format!(
+        "# {} against {}\n\nMedians of every timed iteration; ratio = candidate / baseline, \
+         with its 95 % bootstrap interval.\n\n| {} |\n|---|--:|--:|--:|---|\n",
+        c.candidate,
+        c.baseline,
+        HEADER.join(" | ")
+    );
+    for row in &c.conditions {
+        out.push_str(&format!("| {} |\n", cells(row).join(" | ")));
+    }
+    out.push('\n');
+    out.push_str(&totals(c));
+    out
+}
+
+pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
+    let baseline = load(&args.baseline)?;
+    let candidate = load(&args.candidate)?;
+    let comparison = compare::compare(&baseline, &candidate, args.threshold);
+    if args.json {
+        print_json(&comparison)?;
+    } else if args.markdown {
+        print_out(&markdown(&comparison))?;
+    } else {
+        let rows: Vec<Vec<String>> = comparison.conditions.iter().map(cells).collect();
+        let table = edgeprof::text::table(&HEADER, &[false, true, true, true, false], &rows);
+        print_out(&format!("{table}\n{}", totals(&comparison)))?;
+    }
+    let slower = comparison.count(Verdict::Slower);
+    if args.fail_on_regression && slower > 0 {
+        anyhow::bail!(Regressed {
+            slower,
+            paired: comparison.conditions.len() - comparison.count(Verdict::Unpaired),
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,290 @@
+//! "Is this difference real?": two results directories compared condition by condition. For
+//! each condition both ran, the ratio of the candidate's median latency to the baseline's, with
+//! a 95 % bootstrap interval (the timed iterations of each side resampled with replacement), and
+//! a verdict: slower or faster when the whole interval lies beyond 1 and the ratio beyond the
+//! threshold, else no significant difference. Two runs of one plan that differ only in their
+//! thread counts (half of each, say) pair position by position; otherwise conditions pair by
+//! id, then (for what is left) by everything but the thread count, in plan order.
+
+use super::{RunRecord, Stored};
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+/// Resamples drawn for each interval.
+pub const BOOTSTRAP_ROUNDS: usize = 2000;
+/// The bootstrap's seed: the same inputs give the same interval.
+const SEED: u64 = 0x5eed_c0de;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Verdict {
+    Faster,
+    Slower,
+    NoSignificantDifference,
+    /// Only one side has a result for it.
+    Unpaired,
+}
+
+impl Verdict {
+    pub fn words(self) -> &'static str {
+        match self {
+            Verdict::Faster => "faster",
+            Verdict::Slower => "slower",
+            Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::Unpaired => "not in both",
+        }
+    }
+}
+
+/// One condition of the comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Compared {
+    /// The baseline's condition id (the candidate's when only it has one).
+    pub baseline: Option<String>,
+    pub candidate: Option<String>,
+    pub baseline_median_ms: Option<f64>,
+    pub candidate_median_ms: Option<f64>,
+    /// Candidate median / baseline median (above 1: the candidate is slower).
+    pub ratio: Option<f64>,
+    /// The 95 % bootstrap interval of the ratio.
+    pub low: Option<f64>,
+    pub high: Option<f64>,
+    pub verdict: Verdict,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Comparison {
+    pub baseline: String,
+    pub candidate: String,
+    pub threshold: f64,
+    pub conditions: Vec<Compared>,
+}
+
+impl Comparison {
+    pub fn count(&self, verdict: Verdict) -> usize {
+        self.conditions
+            .iter()
+            .filter(|c| c.verdict == verdict)
+            .count()
+    }
+}
+
+/// A condition's record and its timed iterations.
+type Side<'a> = (&'a RunRecord, Vec<f64>);
+
+/// The timed iterations of each condition's last successful record, by condition.
+fn latencies(stored: &Stored) -> Vec<Side<'_>> {
+    stored
+        .runs
+        .iter()
+        .filter(|r| r.last && r.ok)
+        .filter_map(|r| {
+            let all: Vec<f64> = r.run.as_ref()?.repeats.concat();
+            (!all.is_empty() && all.iter().all(|v| v.is_finite())).then_some((r, all))
+        })
+        .collect()
+}
+
+/// A condition without its thread count, for pairing runs with other threads.
+fn without_threads(r: &RunRecord) -> String {
+    let c = &r.condition;
+    format!(
+        "{}|{}|{}|{}|{}|{:?}",
+        c.engine, c.model, c.input, c.batch, c.device, c.options
+    )
+}
+
+/// The median of `data` drawn with replacement `n` times by `rng`.
+fn resampled_median(data: &[f64], rng: &mut impl Rng, scratch: &mut Vec<f64>) -> f64 {
+    scratch.clear();
+    scratch.extend((0..data.len()).map(|_| data[rng.random_range(0..data.len())]));
+    scratch.sort_by(f64::total_cmp);
+    crate::stats::quantile_sorted(scratch, 0.5).unwrap_or(f64::NAN)
+}
+
+/// The ratio of medians (b over a) and its 95 % bootstrap interval.
+pub fn ratio_interval(a: &[f64], b: &[f64], rounds: usize) -> Option<(f64, f64, f64)> {
+    let ma = crate::stats::median(a)?;
+    let mb = crate::stats::median(b)?;
+    if ma <= 0.0 {
+        return None;
+    }
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+    let mut scratch = Vec::with_capacity(a.len().max(b.len()));
+    let mut ratios: Vec<f64> = (0..rounds.max(1))
+        .map(|_| {
+            let ra = resampled_median(a, &mut rng, &mut scratch);
+            let rb = resampled_median(b, &mut rng, &mut scratch);
+            rb / ra
+        })
+        .filter(|r| r.is_finite())
+        .collect();
+    ratios.sort_by(f64::total_cmp);
+    let low = crate::stats::quantile_sorted(&ratios, 0.025)?;
+    let high = crate::stats::quantile_sorted(&ratios, 0.975)?;
+    Some((mb / ma, low, high))
+}
+
+/// The verdict of a ratio and its interval at `threshold` (0.05: differences under 5 % are not
+/// significant).
+pub fn verdict(ratio: f64, low: f64, high: f64, threshold: f64) -> Verdict {
+    if low > 1.0 && ratio > 1.0 + threshold {
+        Verdict::Slower
+    } else if high < 1.0 && ratio < 1.0 - threshold {
+        Verdict::Faster
+    } else {
+        Verdict::NoSignificantDifference
+    }
+}
+
+/// Compares `candidate` against `baseline`.
+pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Comparison {
+    let a = latencies(baseline);
+    let mut b: Vec<Option<(&RunRecord, Vec<f64>)>> =
+        latencies(candidate).into_iter().map(Some).collect();
+    let mut pairs: Vec<(Option<Side>, Option<Side>)> = Vec::new();
+    // The same plan but for the threads (a run with half the threads of each condition):
+    // position by position.
+    let same_plan_but_threads = a.len() == b.len()
+        && a.iter().zip(&b).all(|((ra, _), x)| {
+            x.as_ref()
+                .is_some_and(|(rb, _)| without_threads(ra) == without_threads(rb))
+        })
+        && a.iter().zip(&b).any(|((ra, _), x)| {
+            x.as_ref()
+                .is_some_and(|(rb, _)| ra.condition.id != rb.condition.id)
+        });
+    let a = if same_plan_but_threads {
+        for (x, y) in a.into_iter().zip(b.iter_mut()) {
+            pairs.push((Some(x), y.take()));
+        }
+        Vec::new()
+    } else {
+        a
+    };
+    let mut left: Vec<(&RunRecord, Vec<f64>)> = Vec::new();
+    for (ra, la) in a {
+        let same_id = b.iter().position(|x| {
+            x.as_ref()
+                .is_some_and(|(rb, _)| rb.condition.id == ra.condition.id)
+        });
+        match same_id {
+            Some(i) => pairs.push((Some((ra, la)), b[i].take())),
+            None => left.push((ra, la)),
+        }
+    }
+    // What no id paired: by everything but the threads, in plan order, when both sides have
+    // as many of that kind left (a run with other threads, e.g. half of each).
+    let mut keys: Vec<String> = left.iter().map(|(r, _)| without_threads(r)).collect();
+    keys.dedup();
+    let mut unpaired = Vec::new();
+    for key in keys {
+        let ours: Vec<(&RunRecord, Vec<f64>)> = left
+            .iter()
+            .filter(|(r, _)| without_threads(r) == key)
+            .cloned()
+            .collect();
+        let theirs: Vec<usize> = b
+            .iter()
+            .enumerate()
+            .filter(|(_, x)| x.as_ref().is_some_and(|(rb, _)| without_threads(rb) == key))
+            .map(|(i, _)| i)
+            .collect();
+        if ours.len() == theirs.len() {
+            for (a, i) in ours.into_iter().zip(theirs) {
+                pairs.push((Some(a), b[i].take()));
+            }
+        } else {
+            unpaired.extend(ours);
+        }
+    }
+    pairs.extend(unpaired.into_iter().map(|a| (Some(a), None)));
+    pairs.extend(b.into_iter().flatten().map(|x| (None, Some(x))));
+    let conditions = pairs
+        .into_iter()
+        .map(|(a, b)| {
+            let median = |x: &Option<(&RunRecord, Vec<f64>)>| {
+                x.as_ref().and_then(|(_, l)| crate::stats::median(l))
+            };
+            let mut row = Compared {
+                baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
+                candidate: b.as_ref().map(|(r, _)| r.condition.id.clone()),
+                baseline_median_ms: median(&a),
+                candidate_median_ms: median(&b),
+                ratio: None,
+                low: None,
+                high: None,
+                verdict: Verdict::Unpaired,
+            };
+            if let (Some((_, la)), Some((_, lb))) = (&a, &b) {
+                if let Some((ratio, low, high)) = ratio_interval(la, lb, BOOTSTRAP_ROUNDS) {
+                    row.ratio = Some(ratio);
+                    row.low = Some(low);
+                    row.high = Some(high);
+                    row.verdict = verdict(ratio, low, high, threshold);
+                }
+            }
+            row
+        })
+        .collect();
+    Comparison {
+        baseline: baseline.dir.display().to_string(),
+        candidate: candidate.dir.display().to_string(),
+        threshold,
+        conditions,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::SeedableRng;
+
+    /// `n` latencies around `ms` with a few percent of noise and an occasional stall.
+    fn noisy(ms: f64, n: usize, seed: u64) -> Vec<f64> {
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        (0..n)
+            .map(|i| {
+                let jitter: f64 = rng.random_range(-0.05..0.05);
+                let stall = if i % 37 == 0 { 3.0 } else { 1.0 };
+                ms * (1.0 + jitter) * stall
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_same_distribution_is_no_difference_and_a_shift_is_one() {
+        let mut same = 0;
+        for seed in 0..30 {
+            let a = noisy(10.0, 200, seed);
+            let b = noisy(10.0, 200, seed + 1000);
+            let Some((ratio, low, high)) = ratio_interval(&a, &b, 500) else {
+                panic!("no interval")
+            };
+            assert!(low <= ratio && ratio <= high);
+            if verdict(ratio, low, high, 0.05) == Verdict::NoSignificantDifference {
+                same += 1;
+            }
+        }
+        assert!(
+            same >= 27,
+            "{same} of 30 runs of one distribution were judged alike"
+        );
+        let a = noisy(10.0, 200, 1);
+        let slow = noisy(13.0, 200, 2);
+        let Some((ratio, low, high)) = ratio_interval(&a, &slow, 500) else {
+            panic!("no interval")
+        };
+        assert_eq!(verdict(ratio, low, high, 0.05), Verdict::Slower);
+        let Some((ratio, low, high)) = ratio_interval(&slow, &a, 500) else {
+            panic!("no interval")
+        };
+        assert_eq!(verdict(ratio, low, high, 0.05), Verdict::Faster);
+        // Beyond 1 but under the threshold: not significant.
+        assert_eq!(
+            verdict(1.03, 1.01, 1.05, 0.05),
+            Verdict::NoSignificantDifference
+        );
+    }
+}
