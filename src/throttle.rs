@@ -31,6 +31,9 @@ pub struct RunTelemetry {
     pub gpu_mem_max_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temp_max_c: Option<f64>,
+    /// What other processes took on the condition's cores meanwhile, and who.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub disturbance: Option<crate::collect::others::Disturbance>,
 }
 
 /// (load, MHz) readings of one clock domain, in time order.
@@ -108,6 +111,8 @@ pub fn summarize(samples: &[Sample], mean_latency_ms: Option<f64>) -> RunTelemet
     }
     let power_mean_w = mean(samples.iter().filter_map(|s| s.power_w));
     RunTelemetry {
+        // Scanned by the sweep around the worker, not from these samples.
+        disturbance: None,
         samples: samples.len(),
         throttled: !reasons.is_empty(),
         reasons,

@@ -693,3 +693,51 @@ fn compare_finds_no_difference_against_itself_and_half_the_threads_slower() {
     // Not a results directory: bad input.
     compare(tmp.path(), &first, &[]).assert().code(2);
 }
+
+#[test]
+fn a_cpu_hog_during_a_condition_marks_it_disturbed_and_is_named() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("hog.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"hog\"\n[command]\nprogram = \"{}\"\nargs = [\"1.5\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\n\
+             [measure]\nrepeats = 1\nretries = 0\n",
+            worker_fixture("slow.sh"),
+        ),
+    );
+    // Not a child of edgeprof: someone else's busy process on the same machine.
+    let mut hog = match std::process::Command::new("yes")
+        .stdout(Stdio::null())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start the hog: {e}"),
+    };
+    let out = tmp.path().join("results");
+    let assert = run_command(&config, &out).assert();
+    let _ = hog.kill();
+    let _ = hog.wait();
+    let assert = assert.success();
+    let runs = records(&results_dir(&out));
+    let Some(record) = runs.first() else {
+        panic!("no record")
+    };
+    let disturbance = &record["telemetry"]["disturbance"];
+    let named = disturbance["top"]
+        .as_array()
+        .is_some_and(|top| top.iter().any(|o| o["name"] == "yes"));
+    assert!(named, "{disturbance}");
+    assert!(
+        disturbance["others_cpu_pct"].as_f64().unwrap_or(0.0) >= 20.0,
+        "{disturbance}"
+    );
+    let summary = read(&results_dir(&out).join("summary.json"));
+    assert!(summary.contains("\"verdict\": \"disturbed\""), "{summary}");
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("DISTURBED by") && stderr.contains("yes (pid"),
+        "{stderr}"
+    );
+}

@@ -9,6 +9,7 @@ pub mod exit;
 pub mod gpubench;
 pub mod gpuprof;
 pub mod kernels;
+pub mod others;
 pub mod perf;
 pub mod proc;
 pub mod reread;

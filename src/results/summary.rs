@@ -51,6 +51,37 @@ pub struct Row {
     /// absolute deviation.
     pub trimmed_mean_ms: Option<f64>,
     pub mad_ms: Option<f64>,
+    /// clean, noisy, disturbed or throttled, with why (see [`verdict`]).
+    pub verdict: Option<String>,
+    pub verdict_reason: Option<String>,
+}
+
+/// One word for how trustworthy a condition's figures are, and why: `throttled` (the board
+/// slowed itself), `disturbed` (other processes took CPU on its cores, named), `noisy` (its
+/// coefficient of variation is over 10 %), else `clean`.
+pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
+    let stats = record.stats.as_ref()?;
+    let t = record.telemetry.as_ref();
+    if let Some(t) = t.filter(|t| t.throttled) {
+        return Some(("throttled", Some(t.reasons.join("; "))));
+    }
+    if let Some(d) = t
+        .and_then(|t| t.disturbance.as_ref())
+        .filter(|d| d.disturbed())
+    {
+        return Some((
+            "disturbed",
+            Some(format!(
+                "others took {:.0} % of a core: {}",
+                d.others_cpu_pct,
+                d.by_whom()
+            )),
+        ));
+    }
+    if stats.noisy {
+        return Some(("noisy", Some(format!("CV {:.1} %", 100.0 * stats.cv))));
+    }
+    Some(("clean", None))
 }
 
 impl Row {
@@ -93,6 +124,8 @@ impl Row {
             engine_note: None,
             trimmed_mean_ms: None,
             mad_ms: None,
+            verdict: None,
+            verdict_reason: None,
         }
     }
 
@@ -130,6 +163,10 @@ impl Row {
             row.outliers_excluded = Some(s.excluded_from_mean > 0);
             row.trimmed_mean_ms = s.latency.trimmed_mean_ms;
             row.mad_ms = s.latency.mad_ms;
+            if let Some((word, why)) = verdict(record) {
+                row.verdict = Some(word.to_string());
+                row.verdict_reason = why;
+            }
             row.cv = Some(s.cv);
             row.noisy = Some(s.noisy);
         }
@@ -204,6 +241,8 @@ const COLUMNS: &[&str] = &[
     "trimmed_mean_ms",
     "mad_ms",
     "outliers_excluded",
+    "verdict",
+    "verdict_reason",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -249,6 +288,8 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.trimmed_mean_ms),
         opt(&r.mad_ms),
         opt(&r.outliers_excluded),
+        opt(&r.verdict),
+        opt(&r.verdict_reason),
     ]
 }
 
@@ -328,6 +369,9 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
             } else {
                 format!("{n} outliers")
             });
+        }
+        if let (Some("disturbed"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
+            notes.push(format!("disturbed: {why}"));
         }
         if let Some(reason) = &r.reason {
             notes.push(reason.clone());
@@ -429,6 +473,9 @@ pub fn record_line(record: &RunRecord, retry: bool) -> String {
         }
         if t.throttled {
             let _ = write!(line, ", THROTTLED ({})", t.reasons.join("; "));
+        }
+        if let Some(d) = t.disturbance.as_ref().filter(|d| d.disturbed()) {
+            let _ = write!(line, ", DISTURBED by {}", d.by_whom());
         }
     }
     line

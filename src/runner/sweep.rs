@@ -198,6 +198,8 @@ impl Sweep<'_> {
                     attempts,
                 });
                 let started = now_rfc3339();
+                // Who else runs meanwhile: every process's CPU time before and after.
+                let others_before = crate::collect::others::Scan::take(self.telemetry_root);
                 let recorder = crate::collect::telemetry::Recorder::start(
                     readers.take().unwrap_or_default(),
                     telemetry_interval,
@@ -210,6 +212,12 @@ impl Sweep<'_> {
                 });
                 let (telemetry_samples, back) = recorder.finish();
                 readers = Some(back);
+                let disturbance = crate::collect::others::between(
+                    &others_before,
+                    &crate::collect::others::Scan::take(self.telemetry_root),
+                    std::process::id(),
+                    condition.cores.as_deref(),
+                );
                 if matches!(result.outcome, Err(RunFailure::Cancelled)) {
                     // Not a result: a resumed sweep runs this condition again.
                     outcome.interrupted = true;
@@ -238,10 +246,11 @@ impl Sweep<'_> {
                 };
                 let ok = failure.is_none();
                 let last = ok || attempt == attempts;
-                let telemetry = crate::throttle::summarize(
+                let mut telemetry = crate::throttle::summarize(
                     &telemetry_samples,
                     stats.as_ref().map(|s| s.latency.mean_ms),
                 );
+                telemetry.disturbance = Some(disturbance);
                 let record = RunRecord {
                     telemetry: Some(telemetry),
                     condition: condition.clone(),

@@ -1,0 +1,218 @@
+//! Who else ran while a condition was measured: every process's CPU time from `/proc/PID/stat`,
+//! taken before and after the condition (two scans, nothing in between), minus edgeprof and
+//! everything it started. A process is counted on the condition's cores when the CPU it last ran
+//! on is one of them (the kernel's `processor` field: an approximation for a process that moved).
+//! A process that both started and ended between the scans is not seen.
+
+use serde::{Deserialize, Serialize};
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::Instant;
+
+/// One process in a scan.
+#[derive(Debug, Clone, PartialEq)]
+struct Seen {
+    name: String,
+    ppid: u32,
+    ticks: u64,
+    processor: Option<usize>,
+}
+
+/// Every process's CPU time at one moment.
+#[derive(Debug, Clone)]
+pub struct Scan {
+    at: Instant,
+    by_pid: HashMap<u32, Seen>,
+}
+
+/// `/proc/PID/stat` of one process: name, parent, user + system ticks, last CPU.
+fn parse(text: &str) -> Option<Seen> {
+    let open = text.find('(')?;
+    let close = text.rfind(')')?;
+    let name = text.get(open + 1..close)?.to_string();
+    let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
+    // After the name: state is field 3, ppid 4, utime 14, stime 15, processor 39.
+    let ppid = fields.get(1)?.parse().ok()?;
+    let utime: u64 = fields.get(11)?.parse().ok()?;
+    let stime: u64 = fields.get(12)?.parse().ok()?;
+    Some(Seen {
+        name,
+        ppid,
+        ticks: utime.saturating_add(stime),
+        processor: fields.get(36).and_then(|p| p.parse().ok()),
+    })
+}
+
+impl Scan {
+    /// Every process under `root`/proc now.
+    pub fn take(root: &Path) -> Scan {
+        let at = Instant::now();
+        let mut by_pid = HashMap::new();
+        if let Ok(entries) = std::fs::read_dir(root.join("proc")) {
+            for entry in entries.flatten() {
+                let Some(pid) = entry
+                    .file_name()
+                    .to_str()
+                    .and_then(|n| n.parse::<u32>().ok())
+                else {
+                    continue;
+                };
+                // Gone between the listing and the read: nothing to count.
+                if let Some(seen) = std::fs::read_to_string(entry.path().join("stat"))
+                    .ok()
+                    .and_then(|t| parse(&t))
+                {
+                    by_pid.insert(pid, seen);
+                }
+            }
+        }
+        Scan { at, by_pid }
+    }
+
+    /// Whether `pid` is `own` or descends from it in this scan.
+    fn is_ours(&self, mut pid: u32, own: u32) -> bool {
+        for _ in 0..64 {
+            if pid == own {
+                return true;
+            }
+            match self.by_pid.get(&pid) {
+                Some(seen) if seen.ppid != 0 && seen.ppid != pid => pid = seen.ppid,
+                _ => return false,
+            }
+        }
+        false
+    }
+}
+
+/// Another process's share of the condition's time.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Other {
+    pub pid: u32,
+    pub name: String,
+    /// Percent of one core over the condition's wall time.
+    pub cpu_pct: f64,
+}
+
+/// What other processes took while a condition ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Disturbance {
+    /// Their CPU time on the condition's cores, in percent of one core over its wall time.
+    pub others_cpu_pct: f64,
+    /// The three that took most, most first.
+    pub top: Vec<Other>,
+}
+
+/// Others' CPU use at or above this (percent of one core) disturbs a condition.
+pub const DISTURBED_PCT: f64 = 20.0;
+
+impl Disturbance {
+    pub fn disturbed(&self) -> bool {
+        self.others_cpu_pct >= DISTURBED_PCT
+    }
+
+    /// "yes (pid 42) 98 %, …".
+    pub fn by_whom(&self) -> String {
+        self.top
+            .iter()
+            .map(|o| format!("{} (pid {}) {:.0} %", o.name, o.pid, o.cpu_pct))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// What processes other than `own` and its descendants took between `before` and `after`, on
+/// `cores` (every core when None).
+pub fn between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize]>) -> Disturbance {
+    let mut others = each_between(before, after, own, cores);
+    let others_cpu_pct = others.iter().map(|o| o.cpu_pct).sum();
+    others.truncate(3);
+    Disturbance {
+        others_cpu_pct,
+        top: others,
+    }
+}
+
+/// Every such process with its share, most first.
+fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize]>) -> Vec<Other> {
+    let wall = after.at.duration_since(before.at).as_secs_f64();
+    let per_tick = 100.0 / crate::collect::proc::ticks_per_second() / wall.max(1e-3);
+    let mut others: Vec<Other> = after
+        .by_pid
+        .iter()
+        .filter(|(pid, _)| !after.is_ours(**pid, own) && !before.is_ours(**pid, own))
+        .filter(|(_, seen)| match (cores, seen.processor) {
+            (Some(cores), Some(cpu)) => cores.contains(&cpu),
+            _ => true,
+        })
+        .filter_map(|(pid, seen)| {
+            // A pid whose ticks went down is another process (the number reused): it counts
+            // from zero. The name is no test: a kernel worker renames itself with its work.
+            let earlier = before
+                .by_pid
+                .get(pid)
+                .filter(|b| b.ticks <= seen.ticks)
+                .map_or(0, |b| b.ticks);
+            let ticks = seen.ticks - earlier;
+            (ticks > 0).then(|| Other {
+                pid: *pid,
+                name: seen.name.clone(),
+                cpu_pct: ticks as f64 * per_tick,
+            })
+        })
+        .collect();
+    others.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+    others
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_stat_line_gives_name_parent_ticks_and_cpu() {
+        let line = "4242 (my (odd) job) R 1 4242 4242 0 -1 4194304 100 0 0 0 250 50 0 0 20 0 1 0 \
+                    100 1000 100 18446744073709551615 1 1 0 0 0 0 0 0 0 0 0 0 17 3 0 0 0 0 0";
+        let Some(seen) = parse(line) else {
+            panic!("not parsed")
+        };
+        assert_eq!(seen.name, "my (odd) job");
+        assert_eq!(seen.ppid, 1);
+        assert_eq!(seen.ticks, 300);
+        assert_eq!(seen.processor, Some(3));
+    }
+
+    #[test]
+    fn a_busy_process_is_named_and_our_own_children_are_not() {
+        // This test's own child burns CPU: as ours it is left out; as someone else's, named.
+        let mut hog = match std::process::Command::new("sh")
+            .args(["-c", "i=0; while [ $i -lt 2000000 ]; do i=$((i+1)); done"])
+            .spawn()
+        {
+            Ok(c) => c,
+            Err(e) => panic!("{e}"),
+        };
+        let root = Path::new("/");
+        let before = Scan::take(root);
+        std::thread::sleep(Duration::from_millis(600));
+        let after = Scan::take(root);
+        let _ = hog.kill();
+        let _ = hog.wait();
+        let ours = each_between(&before, &after, std::process::id(), None);
+        assert!(
+            ours.iter().all(|o| o.pid != hog.id()),
+            "{ours:?} names our own child"
+        );
+        // Seen from no process's point of view, nothing here is its own.
+        let theirs = each_between(&before, &after, u32::MAX, None);
+        let Some(named) = theirs.iter().find(|o| o.pid == hog.id()) else {
+            panic!("the busy child is not among {theirs:?}")
+        };
+        assert_eq!(named.name, "sh");
+        // Busy for the whole window on a loaded machine still gets a good share of a core.
+        assert!(named.cpu_pct > 10.0, "{named:?}");
+        let summary = between(&before, &after, u32::MAX, None);
+        assert!(summary.disturbed(), "{summary:?}");
+        assert!(summary.top.len() <= 3);
+    }
+}
