@@ -104,6 +104,43 @@ impl LatencyStats {
     }
 }
 
+/// Resamples drawn for a bootstrap interval.
+pub const BOOTSTRAP_ROUNDS: usize = 1000;
+/// The bootstraps' seed: the same latencies give the same interval.
+const BOOTSTRAP_SEED: u64 = 0x5eed_c0de;
+
+/// A generator for bootstraps, seeded so that results are reproducible.
+pub fn bootstrap_rng() -> rand_chacha::ChaCha8Rng {
+    use rand::SeedableRng;
+    rand_chacha::ChaCha8Rng::seed_from_u64(BOOTSTRAP_SEED)
+}
+
+/// The median of `data` drawn with replacement as many times as it has values.
+pub fn resampled_median(data: &[f64], rng: &mut impl rand::Rng, scratch: &mut Vec<f64>) -> f64 {
+    scratch.clear();
+    scratch.extend((0..data.len()).map(|_| data[rng.random_range(0..data.len())]));
+    scratch.sort_by(f64::total_cmp);
+    quantile_sorted(scratch, 0.5).unwrap_or(f64::NAN)
+}
+
+/// The 95 % bootstrap (percentile) interval of the median of `data`; None for fewer than two
+/// values.
+pub fn median_interval(data: &[f64], rounds: usize) -> Option<(f64, f64)> {
+    if data.len() < 2 {
+        return None;
+    }
+    let mut rng = bootstrap_rng();
+    let mut scratch = Vec::with_capacity(data.len());
+    let mut medians: Vec<f64> = (0..rounds.max(1))
+        .map(|_| resampled_median(data, &mut rng, &mut scratch))
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    Some((
+        quantile_sorted(&medians, 0.025)?,
+        quantile_sorted(&medians, 0.975)?,
+    ))
+}
+
 /// The mean of sorted data without its `fraction` lowest and highest values (rounded down).
 pub fn trimmed_mean_sorted(sorted: &[f64], fraction: f64) -> Option<f64> {
     let cut = (sorted.len() as f64 * fraction.clamp(0.0, 0.49)).floor() as usize;
@@ -245,6 +282,9 @@ pub struct RunStats {
     /// under [`Outliers::Exclude`], none under `Keep`.
     #[serde(default)]
     pub excluded_from_mean: usize,
+    /// The 95 % bootstrap interval of the median over every timed iteration.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_interval_ms: Option<(f64, f64)>,
     /// Coefficient of variation over all timed iterations; above [`HIGH_CV`] the run is noisy.
     pub cv: f64,
     pub noisy: bool,
@@ -312,6 +352,7 @@ pub fn run_stats(
         warmup_iterations: warmup_ms.len(),
         warmup_mean_ms: (!warmup_ms.is_empty())
             .then(|| warmup_ms.iter().sum::<f64>() / warmup_ms.len() as f64),
+        median_interval_ms: median_interval(&samples, BOOTSTRAP_ROUNDS),
         outliers,
         excluded_from_mean,
         noisy: cv > HIGH_CV,
@@ -474,5 +515,26 @@ mod tests {
         // What was measured stays: the maximum, the spread, the flag.
         assert_eq!(clean.latency.max_ms, 50.0);
         assert!(close(clean.cv, kept.cv));
+    }
+
+    #[test]
+    fn the_median_comes_with_a_reproducible_interval_around_it() {
+        let data: Vec<f64> = (0..200)
+            .map(|i| 10.0 + ((i * 37) % 23) as f64 * 0.1)
+            .collect();
+        let Some((low, high)) = median_interval(&data, BOOTSTRAP_ROUNDS) else {
+            panic!("no interval")
+        };
+        let Some(m) = median(&data) else {
+            panic!("no median")
+        };
+        assert!(low <= m && m <= high, "{low} {m} {high}");
+        assert!(high - low > 0.0 && high - low < 1.0, "{low} {high}");
+        assert_eq!(median_interval(&data, BOOTSTRAP_ROUNDS), Some((low, high)));
+        assert_eq!(median_interval(&[1.0], BOOTSTRAP_ROUNDS), None);
+        let Some(s) = run_stats(0.0, None, &[], &[data], 1, Outliers::Keep) else {
+            panic!("no stats")
+        };
+        assert_eq!(s.median_interval_ms, Some((low, high)));
     }
 }

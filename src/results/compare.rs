@@ -7,13 +7,10 @@
 //! id, then (for what is left) by everything but the thread count, in plan order.
 
 use super::{RunRecord, Stored};
-use rand::{Rng, SeedableRng};
 use serde::Serialize;
 
 /// Resamples drawn for each interval.
 pub const BOOTSTRAP_ROUNDS: usize = 2000;
-/// The bootstrap's seed: the same inputs give the same interval.
-const SEED: u64 = 0x5eed_c0de;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -95,14 +92,6 @@ fn without_threads(r: &RunRecord) -> String {
     )
 }
 
-/// The median of `data` drawn with replacement `n` times by `rng`.
-fn resampled_median(data: &[f64], rng: &mut impl Rng, scratch: &mut Vec<f64>) -> f64 {
-    scratch.clear();
-    scratch.extend((0..data.len()).map(|_| data[rng.random_range(0..data.len())]));
-    scratch.sort_by(f64::total_cmp);
-    crate::stats::quantile_sorted(scratch, 0.5).unwrap_or(f64::NAN)
-}
-
 /// The ratio of medians (b over a) and its 95 % bootstrap interval.
 pub fn ratio_interval(a: &[f64], b: &[f64], rounds: usize) -> Option<(f64, f64, f64)> {
     let ma = crate::stats::median(a)?;
@@ -110,12 +99,12 @@ pub fn ratio_interval(a: &[f64], b: &[f64], rounds: usize) -> Option<(f64, f64, 
     if ma <= 0.0 {
         return None;
     }
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(SEED);
+    let mut rng = crate::stats::bootstrap_rng();
     let mut scratch = Vec::with_capacity(a.len().max(b.len()));
     let mut ratios: Vec<f64> = (0..rounds.max(1))
         .map(|_| {
-            let ra = resampled_median(a, &mut rng, &mut scratch);
-            let rb = resampled_median(b, &mut rng, &mut scratch);
+            let ra = crate::stats::resampled_median(a, &mut rng, &mut scratch);
+            let rb = crate::stats::resampled_median(b, &mut rng, &mut scratch);
             rb / ra
         })
         .filter(|r| r.is_finite())
@@ -239,7 +228,7 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rand::SeedableRng;
+    use rand::{Rng, SeedableRng};
 
     /// `n` latencies around `ms` with a few percent of noise and an occasional stall.
     fn noisy(ms: f64, n: usize, seed: u64) -> Vec<f64> {

@@ -54,6 +54,14 @@ pub struct Row {
     /// clean, noisy, disturbed or throttled, with why (see [`verdict`]).
     pub verdict: Option<String>,
     pub verdict_reason: Option<String>,
+    /// Half the width of the 95 % bootstrap interval of the median over every timed iteration
+    /// (the `±` of `median 17.000 ms ±0.310`).
+    pub median_ci_ms: Option<f64>,
+}
+
+/// Half the width of a record's interval of its median.
+fn half_width(s: &crate::stats::RunStats) -> Option<f64> {
+    s.median_interval_ms.map(|(low, high)| (high - low) / 2.0)
 }
 
 /// One word for how trustworthy a condition's figures are, and why: `throttled` (the board
@@ -126,6 +134,7 @@ impl Row {
             mad_ms: None,
             verdict: None,
             verdict_reason: None,
+            median_ci_ms: None,
         }
     }
 
@@ -163,6 +172,7 @@ impl Row {
             row.outliers_excluded = Some(s.excluded_from_mean > 0);
             row.trimmed_mean_ms = s.latency.trimmed_mean_ms;
             row.mad_ms = s.latency.mad_ms;
+            row.median_ci_ms = half_width(s);
             if let Some((word, why)) = verdict(record) {
                 row.verdict = Some(word.to_string());
                 row.verdict_reason = why;
@@ -243,6 +253,7 @@ const COLUMNS: &[&str] = &[
     "outliers_excluded",
     "verdict",
     "verdict_reason",
+    "median_ci_ms",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -290,6 +301,7 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.outliers_excluded),
         opt(&r.verdict),
         opt(&r.verdict_reason),
+        opt(&r.median_ci_ms),
     ]
 }
 
@@ -440,6 +452,9 @@ pub fn record_line(record: &RunRecord, retry: bool) -> String {
                 "ok, mean {:.3} ms ± {:.3}, {:.1} inferences/s",
                 rs.mean_ms, rs.mean_spread_ms, rs.inferences_per_s
             );
+            if let Some(ci) = half_width(s) {
+                let _ = write!(line, ", median {:.3} ms ±{ci:.3}", s.latency.median_ms);
+            }
             if s.noisy {
                 let _ = write!(line, ", noisy (CV {:.1} %)", 100.0 * s.cv);
             }
@@ -521,7 +536,8 @@ mod tests {
         record.resources.peak_rss_bytes = Some(40 << 20);
         assert_eq!(
             record_line(&record, false),
-            "ok, mean 2.000 ms ± 0.000, 500.0 inferences/s, peak RSS 40.00 MiB"
+            "ok, mean 2.000 ms ± 0.000, 500.0 inferences/s, median 2.000 ms ±0.000, peak RSS \
+             40.00 MiB"
         );
         record.stats = None;
         record.resources = Default::default();
