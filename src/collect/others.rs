@@ -48,22 +48,13 @@ impl Scan {
     pub fn take(root: &Path) -> Scan {
         let at = Instant::now();
         let mut by_pid = HashMap::new();
-        if let Ok(entries) = std::fs::read_dir(root.join("proc")) {
-            for entry in entries.flatten() {
-                let Some(pid) = entry
-                    .file_name()
-                    .to_str()
-                    .and_then(|n| n.parse::<u32>().ok())
-                else {
-                    continue;
-                };
-                // Gone between the listing and the read: nothing to count.
-                if let Some(seen) = std::fs::read_to_string(entry.path().join("stat"))
-                    .ok()
-                    .and_then(|t| parse(&t))
-                {
-                    by_pid.insert(pid, seen);
-                }
+        for (pid, dir) in crate::collect::proc::pids(root) {
+            // Gone between the listing and the read: nothing to count.
+            if let Some(seen) = std::fs::read_to_string(dir.join("stat"))
+                .ok()
+                .and_then(|t| parse(&t))
+            {
+                by_pid.insert(pid, seen);
             }
         }
         Scan { at, by_pid }

@@ -78,6 +78,20 @@ pub struct ProcSample {
     pub mem_total_bytes: Option<u64>,
 }
 
+/// Every process under `root`/proc: its pid and its directory (empty when there is no procfs).
+pub fn pids(root: &Path) -> Vec<(u32, PathBuf)> {
+    let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|entry| {
+            let pid = entry.file_name().to_str()?.parse::<u32>().ok()?;
+            Some((pid, entry.path()))
+        })
+        .collect()
+}
+
 /// Clock ticks per second of `/proc/PID/stat` (USER_HZ; 100 on every Linux port in practice).
 pub fn ticks_per_second() -> f64 {
     match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {

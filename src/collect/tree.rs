@@ -76,26 +76,19 @@ fn has_tag(environ: &[u8], want: impl Fn(&str) -> bool) -> bool {
 
 /// Every process under `root`/proc (but this one) whose environment carries a tag `want` accepts.
 pub fn tagged(root: &Path, want: impl Fn(&str) -> bool) -> Vec<i32> {
-    let me = std::process::id() as i32;
-    let Ok(entries) = std::fs::read_dir(root.join("proc")) else {
-        return Vec::new();
-    };
+    let me = std::process::id();
     let mut found = Vec::new();
-    for entry in entries.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|n| n.parse::<i32>().ok())
-        else {
+    for (pid, dir) in crate::collect::proc::pids(root) {
+        let Ok(pid_i32) = i32::try_from(pid) else {
             continue;
         };
         if pid == me {
             continue;
         }
         // Other users' processes are unreadable (and not ours to stop): skipped.
-        if let Ok(environ) = std::fs::read(entry.path().join("environ")) {
+        if let Ok(environ) = std::fs::read(dir.join("environ")) {
             if has_tag(&environ, &want) {
-                found.push(pid);
+                found.push(pid_i32);
             }
         }
     }
