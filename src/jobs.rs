@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 /// Where a job's events go: any thread may call it.
-pub type Send<'a> = &'a (dyn Fn(Event) + Sync);
+pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 
 /// A sweep's plan in a results directory it holds (locked).
 struct Planned {
@@ -37,7 +37,7 @@ fn sweep_planned(
     mut plan: Planned,
     cancel: &Cancel,
     telemetry_root: &Path,
-    send: Send,
+    send: Sink,
 ) -> anyhow::Result<SweepOutcome> {
     let config = &plan.config;
     let cores = crate::collect::device::available_cores();
@@ -82,7 +82,7 @@ fn sweep_planned(
 }
 
 /// Sends how a run ended.
-fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Send) {
+fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Sink) {
     let (outcome, error) = match result {
         Ok(outcome) => (Some(outcome), None),
         Err(e) => (None, Some(format!("{e:#}"))),
@@ -97,7 +97,7 @@ fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Se
 /// Runs config `text` (`file` names it and resolves its relative paths): a new results
 /// directory and its sweep, or a fleet run when the config names nodes. Ends with
 /// [`RunEvent::Finished`].
-pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let mut dir = None;
     let result = (|| -> anyhow::Result<SweepOutcome> {
         let parsed = crate::config::parse(&text, file)?;
@@ -123,7 +123,7 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
 /// Finishes an interrupted results directory as `edgeprof run --resume DIR` does (its stored
 /// config, the conditions without a result, attempts counted on). Ends with
 /// [`RunEvent::Finished`].
-pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let result = (|| -> anyhow::Result<SweepOutcome> {
         let resumed = crate::session::resume(dir)?;
         let _lock = resumed.lock;
@@ -147,7 +147,7 @@ fn fleet_run(
     text: &str,
     file: &Path,
     cancel: &Cancel,
-    send: Send,
+    send: Sink,
 ) -> anyhow::Result<SweepOutcome> {
     if let Some(why) = fleet::unshareable(config) {
         anyhow::bail!(crate::error::BadInput(why));
@@ -181,7 +181,7 @@ fn fleet_run(
 
 /// Tunes the config's first model with its `[tune]` settings, into a results directory of its
 /// own. Starts with [`TuneEvent::Started`] and ends with [`TuneEvent::Finished`].
-pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Send) {
+pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let result = (|| -> anyhow::Result<crate::tune::live::TuneReport> {
         let config = crate::config::parse(text, file)?;
         let mut prepared = crate::tune::session::prepare(
