@@ -123,6 +123,46 @@ pub fn resampled_median(data: &[f64], rng: &mut impl rand::Rng, scratch: &mut Ve
     quantile_sorted(scratch, 0.5).unwrap_or(f64::NAN)
 }
 
+/// The median of repeats resampled in two stages: as many repeats as there are, drawn with
+/// replacement, then each drawn repeat's own values drawn with replacement. Differences between
+/// repeats (another moment, another worker process) so widen the spread as much as they
+/// should; with one repeat it is [`resampled_median`] of its values.
+pub fn resampled_median_nested(
+    repeats: &[Vec<f64>],
+    rng: &mut impl rand::Rng,
+    scratch: &mut Vec<f64>,
+) -> f64 {
+    let filled: Vec<&Vec<f64>> = repeats.iter().filter(|r| !r.is_empty()).collect();
+    if filled.len() < 2 {
+        return resampled_median(&repeats.concat(), rng, scratch);
+    }
+    scratch.clear();
+    for _ in 0..filled.len() {
+        let r = filled[rng.random_range(0..filled.len())];
+        scratch.extend((0..r.len()).map(|_| r[rng.random_range(0..r.len())]));
+    }
+    scratch.sort_by(f64::total_cmp);
+    quantile_sorted(scratch, 0.5).unwrap_or(f64::NAN)
+}
+
+/// The 95 % interval of the median of the repeats' values by the two-stage bootstrap of
+/// [`resampled_median_nested`]; None for fewer than two values in all.
+pub fn median_interval_of_repeats(repeats: &[Vec<f64>], rounds: usize) -> Option<(f64, f64)> {
+    if repeats.iter().map(Vec::len).sum::<usize>() < 2 {
+        return None;
+    }
+    let mut rng = bootstrap_rng();
+    let mut scratch = Vec::new();
+    let mut medians: Vec<f64> = (0..rounds.max(1))
+        .map(|_| resampled_median_nested(repeats, &mut rng, &mut scratch))
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    Some((
+        quantile_sorted(&medians, 0.025)?,
+        quantile_sorted(&medians, 0.975)?,
+    ))
+}
+
 /// The 95 % bootstrap (percentile) interval of the median of `data`; None for fewer than two
 /// values.
 pub fn median_interval(data: &[f64], rounds: usize) -> Option<(f64, f64)> {
@@ -282,7 +322,8 @@ pub struct RunStats {
     /// under [`Outliers::Exclude`], none under `Keep`.
     #[serde(default)]
     pub excluded_from_mean: usize,
-    /// The 95 % bootstrap interval of the median over every timed iteration.
+    /// The 95 % bootstrap interval of the median over every timed iteration (two-stage: repeats,
+    /// then iterations within them).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_interval_ms: Option<(f64, f64)>,
     /// Coefficient of variation over all timed iterations; above [`HIGH_CV`] the run is noisy.
@@ -352,7 +393,7 @@ pub fn run_stats(
         warmup_iterations: warmup_ms.len(),
         warmup_mean_ms: (!warmup_ms.is_empty())
             .then(|| warmup_ms.iter().sum::<f64>() / warmup_ms.len() as f64),
-        median_interval_ms: median_interval(&samples, BOOTSTRAP_ROUNDS),
+        median_interval_ms: median_interval_of_repeats(repeats, BOOTSTRAP_ROUNDS),
         outliers,
         excluded_from_mean,
         noisy: cv > HIGH_CV,
@@ -536,5 +577,33 @@ mod tests {
             panic!("no stats")
         };
         assert_eq!(s.median_interval_ms, Some((low, high)));
+    }
+
+    #[test]
+    fn repeats_that_disagree_widen_the_interval() {
+        let steady: Vec<f64> = (0..100).map(|i| 10.0 + (i % 7) as f64 * 0.01).collect();
+        let shifted: Vec<f64> = steady.iter().map(|v| v * 1.10).collect();
+        let alike = vec![
+            steady.clone(),
+            steady.clone(),
+            steady.clone(),
+            steady.clone(),
+        ];
+        let apart = vec![steady.clone(), shifted.clone(), steady, shifted];
+        let width = |r: &[Vec<f64>]| match median_interval_of_repeats(r, BOOTSTRAP_ROUNDS) {
+            Some((low, high)) => high - low,
+            None => panic!("no interval"),
+        };
+        // Pooled, both have the same spread of values; by repeat, one is 10 % apart.
+        assert!(
+            width(&apart) > 5.0 * width(&alike),
+            "{} {}",
+            width(&apart),
+            width(&alike)
+        );
+        assert_eq!(
+            median_interval_of_repeats(&[vec![1.0]], BOOTSTRAP_ROUNDS),
+            None
+        );
     }
 }

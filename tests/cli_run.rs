@@ -737,7 +737,7 @@ fn a_cpu_hog_during_a_condition_marks_it_disturbed_and_is_named() {
     assert!(summary.contains("\"verdict\": \"disturbed\""), "{summary}");
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
-        stderr.contains("DISTURBED by") && stderr.contains("yes (pid"),
+        stderr.contains("DISTURBED (") && stderr.contains("yes (pid"),
         "{stderr}"
     );
 }

@@ -60,6 +60,16 @@ impl Scan {
         Scan { at, by_pid }
     }
 
+    /// Whether the process `pid` was there at this scan.
+    pub fn has(&self, pid: u32) -> bool {
+        self.by_pid.contains_key(&pid)
+    }
+
+    /// When the scan was taken.
+    pub fn at(&self) -> Instant {
+        self.at
+    }
+
     /// Whether `pid` is `own` or descends from it in this scan.
     fn is_ours(&self, mut pid: u32, own: u32) -> bool {
         for _ in 0..64 {
@@ -123,8 +133,9 @@ pub fn between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize]>) -
     }
 }
 
-/// Every such process with its share, most first.
-fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize]>) -> Vec<Other> {
+/// Every process other than `own` and its descendants that took CPU on `cores` between
+/// `before` and `after`, with its share of that stretch, most first.
+pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize]>) -> Vec<Other> {
     let wall = after.at.duration_since(before.at).as_secs_f64();
     let per_tick = 100.0 / crate::collect::proc::ticks_per_second() / wall.max(1e-3);
     let mut others: Vec<Other> = after

@@ -154,6 +154,14 @@ pub struct Measure {
     pub check_outputs: bool,
     /// Whether iterations flagged as outliers enter the mean (keep, the default) or not.
     pub outliers: crate::stats::Outliers,
+    /// Add repeats until the 95 % interval of the median is within this fraction of it (e.g.
+    /// 0.02 for ±2 %); None measures `repeats` and stops.
+    pub target_ci: Option<f64>,
+    /// The most repeats a condition gets, re-measured and added ones included.
+    pub max_repeats: usize,
+    /// Rounds of re-measuring the repeats that other processes disturbed (0: none); the
+    /// disturbed repeats are then left out of the statistics (kept in the raw times).
+    pub rerun_disturbed: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -106,6 +106,9 @@ pub(super) struct RawMeasure {
     pub(super) seed: Option<Spanned<i64>>,
     pub(super) check_outputs: Option<bool>,
     pub(super) outliers: Option<Spanned<String>>,
+    pub(super) target_ci: Option<Spanned<f64>>,
+    pub(super) max_repeats: Option<Spanned<i64>>,
+    pub(super) rerun_disturbed: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]

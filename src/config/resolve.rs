@@ -514,11 +514,34 @@ impl Resolver<'_> {
                 .map(|v| self.float_in(&format!("measure.{key}"), v, min, max))
                 .unwrap_or(Ok(default))
         };
+        let repeats = int("repeats", &raw.repeats, 1, 1000, 5)?;
+        // Room for re-measured and added repeats by default; never below `repeats`.
+        let max_repeats = match &raw.max_repeats {
+            Some(v) => {
+                let n = self.int_in("measure.max_repeats", v, 1, 10_000)?;
+                if n < repeats {
+                    return Err(self.at(
+                        "measure.max_repeats",
+                        v,
+                        format!("must be at least measure.repeats ({repeats})"),
+                    ));
+                }
+                n
+            }
+            None => (4 * repeats).max(20),
+        };
         Ok(Measure {
+            target_ci: raw
+                .target_ci
+                .as_ref()
+                .map(|v| self.float_in("measure.target_ci", v, 0.0001, 1.0))
+                .transpose()?,
+            max_repeats,
+            rerun_disturbed: int("rerun_disturbed", &raw.rerun_disturbed, 0, 10, 0)?,
             warmup: int("warmup", &raw.warmup, 0, 1_000_000, 10)?,
             warmup_seconds: float("warmup_seconds", &raw.warmup_seconds, 0.0, 3600.0, 0.0)?,
             iterations: int("iterations", &raw.iterations, 1, 10_000_000, 100)?,
-            repeats: int("repeats", &raw.repeats, 1, 1000, 5)?,
+            repeats,
             min_duration_s: float("min_duration_s", &raw.min_duration_s, 0.0, 86_400.0, 0.0)?,
             timeout_s: float("timeout_s", &raw.timeout_s, 1.0, 86_400.0, 600.0)?,
             retries: int("retries", &raw.retries, 0, 100, 1)?,

@@ -95,8 +95,13 @@ pub fn to_toml(config: &Config) -> String {
         ("seed", Value::Integer(s.seed as i64)),
         ("check_outputs", Value::Boolean(s.check_outputs)),
         ("outliers", Value::String(s.outliers.to_string())),
+        ("max_repeats", Value::Integer(s.max_repeats as i64)),
+        ("rerun_disturbed", Value::Integer(s.rerun_disturbed as i64)),
     ] {
         measure.insert(key.into(), value);
+    }
+    if let Some(target) = s.target_ci {
+        measure.insert("target_ci".into(), Value::Float(target));
     }
     let mut output = Table::new();
     output.insert("dir".into(), Value::String(path(&config.output.dir)));

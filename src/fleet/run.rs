@@ -284,6 +284,7 @@ fn record_failures<'a>(
             stats: None,
             resources: Default::default(),
             telemetry: None,
+            repetition: None,
         };
         if let Some(w) = writer.as_deref_mut() {
             let _ = w.run(&record);

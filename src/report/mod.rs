@@ -292,6 +292,7 @@ mod tests {
             run: None,
             stats: None,
             telemetry: None,
+            repetition: None,
             resources: crate::runner::spawn::Resources {
                 wall_s,
                 ..Default::default()

@@ -67,18 +67,21 @@ impl Comparison {
     }
 }
 
-/// A condition's record and its timed iterations.
-type Side<'a> = (&'a RunRecord, Vec<f64>);
+/// A condition's record and its timed iterations, by repeat.
+type Side<'a> = (&'a RunRecord, Vec<Vec<f64>>);
 
-/// The timed iterations of each condition's last successful record, by condition.
+/// The timed iterations of each condition's last successful record, by condition (the repeats
+/// its statistics keep: disturbed ones that were measured again are left out).
 fn latencies(stored: &Stored) -> Vec<Side<'_>> {
     stored
         .runs
         .iter()
         .filter(|r| r.last && r.ok)
         .filter_map(|r| {
-            let all: Vec<f64> = r.run.as_ref()?.repeats.concat();
-            (!all.is_empty() && all.iter().all(|v| v.is_finite())).then_some((r, all))
+            let kept = r.kept_repeats()?;
+            let all = kept.iter().flatten();
+            (all.clone().next().is_some() && all.clone().all(|v| v.is_finite()))
+                .then_some((r, kept))
         })
         .collect()
 }
@@ -92,19 +95,20 @@ fn without_threads(r: &RunRecord) -> String {
     )
 }
 
-/// The ratio of medians (b over a) and its 95 % bootstrap interval.
-pub fn ratio_interval(a: &[f64], b: &[f64], rounds: usize) -> Option<(f64, f64, f64)> {
-    let ma = crate::stats::median(a)?;
-    let mb = crate::stats::median(b)?;
+/// The ratio of medians (b over a) and its 95 % bootstrap interval, each side resampled by
+/// repeat and then by iteration.
+pub fn ratio_interval(a: &[Vec<f64>], b: &[Vec<f64>], rounds: usize) -> Option<(f64, f64, f64)> {
+    let ma = crate::stats::median(&a.concat())?;
+    let mb = crate::stats::median(&b.concat())?;
     if ma <= 0.0 {
         return None;
     }
     let mut rng = crate::stats::bootstrap_rng();
-    let mut scratch = Vec::with_capacity(a.len().max(b.len()));
+    let mut scratch = Vec::new();
     let mut ratios: Vec<f64> = (0..rounds.max(1))
         .map(|_| {
-            let ra = crate::stats::resampled_median(a, &mut rng, &mut scratch);
-            let rb = crate::stats::resampled_median(b, &mut rng, &mut scratch);
+            let ra = crate::stats::resampled_median_nested(a, &mut rng, &mut scratch);
+            let rb = crate::stats::resampled_median_nested(b, &mut rng, &mut scratch);
             rb / ra
         })
         .filter(|r| r.is_finite())
@@ -130,8 +134,7 @@ pub fn verdict(ratio: f64, low: f64, high: f64, threshold: f64) -> Verdict {
 /// Compares `candidate` against `baseline`.
 pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Comparison {
     let a = latencies(baseline);
-    let mut b: Vec<Option<(&RunRecord, Vec<f64>)>> =
-        latencies(candidate).into_iter().map(Some).collect();
+    let mut b: Vec<Option<Side>> = latencies(candidate).into_iter().map(Some).collect();
     let mut pairs: Vec<(Option<Side>, Option<Side>)> = Vec::new();
     // The same plan but for the threads (a run with half the threads of each condition):
     // position by position.
@@ -152,7 +155,7 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
     } else {
         a
     };
-    let mut left: Vec<(&RunRecord, Vec<f64>)> = Vec::new();
+    let mut left: Vec<Side> = Vec::new();
     for (ra, la) in a {
         let same_id = b.iter().position(|x| {
             x.as_ref()
@@ -169,7 +172,7 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
     keys.dedup();
     let mut unpaired = Vec::new();
     for key in keys {
-        let ours: Vec<(&RunRecord, Vec<f64>)> = left
+        let ours: Vec<Side> = left
             .iter()
             .filter(|(r, _)| without_threads(r) == key)
             .cloned()
@@ -193,8 +196,9 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
     let conditions = pairs
         .into_iter()
         .map(|(a, b)| {
-            let median = |x: &Option<(&RunRecord, Vec<f64>)>| {
-                x.as_ref().and_then(|(_, l)| crate::stats::median(l))
+            let median = |x: &Option<Side>| {
+                x.as_ref()
+                    .and_then(|(_, l)| crate::stats::median(&l.concat()))
             };
             let mut row = Compared {
                 baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
@@ -246,8 +250,8 @@ mod tests {
     fn the_same_distribution_is_no_difference_and_a_shift_is_one() {
         let mut same = 0;
         for seed in 0..30 {
-            let a = noisy(10.0, 200, seed);
-            let b = noisy(10.0, 200, seed + 1000);
+            let a = [noisy(10.0, 200, seed)];
+            let b = [noisy(10.0, 200, seed + 1000)];
             let Some((ratio, low, high)) = ratio_interval(&a, &b, 500) else {
                 panic!("no interval")
             };
@@ -260,8 +264,8 @@ mod tests {
             same >= 27,
             "{same} of 30 runs of one distribution were judged alike"
         );
-        let a = noisy(10.0, 200, 1);
-        let slow = noisy(13.0, 200, 2);
+        let a = [noisy(10.0, 200, 1)];
+        let slow = [noisy(13.0, 200, 2)];
         let Some((ratio, low, high)) = ratio_interval(&a, &slow, 500) else {
             panic!("no interval")
         };

@@ -101,6 +101,22 @@ pub struct RunRecord {
     /// What the telemetry sources saw during the attempt: throttling, power, energy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub telemetry: Option<crate::throttle::RunTelemetry>,
+    /// Each repeat's disturbance and source, which ones the statistics leave out, and whether
+    /// the median's interval reached `measure.target_ci` (records of successful runs).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repetition: Option<crate::runner::repetition::Repetition>,
+}
+
+impl RunRecord {
+    /// The timed iterations by repeat that the statistics use: every repeat, less disturbed
+    /// ones that were measured again. None without a run.
+    pub fn kept_repeats(&self) -> Option<Vec<Vec<f64>>> {
+        let raw = &self.run.as_ref()?.repeats;
+        Some(match &self.repetition {
+            Some(r) => r.kept(raw),
+            None => raw.clone(),
+        })
+    }
 }
 
 /// A line of samples.jsonl.

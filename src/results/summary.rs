@@ -57,6 +57,10 @@ pub struct Row {
     /// Half the width of the 95 % bootstrap interval of the median over every timed iteration
     /// (the `±` of `median 17.000 ms ±0.310`).
     pub median_ci_ms: Option<f64>,
+    /// Whether the median's interval reached `measure.target_ci` (None without a target).
+    pub target_reached: Option<bool>,
+    /// Disturbed repeats measured again and left out of the statistics.
+    pub repeats_remeasured: Option<usize>,
 }
 
 /// Half the width of a record's interval of its median.
@@ -73,23 +77,52 @@ pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
     if let Some(t) = t.filter(|t| t.throttled) {
         return Some(("throttled", Some(t.reasons.join("; "))));
     }
-    if let Some(d) = t
-        .and_then(|t| t.disturbance.as_ref())
-        .filter(|d| d.disturbed())
-    {
-        return Some((
-            "disturbed",
-            Some(format!(
-                "others took {:.0} % of a core: {}",
-                d.others_cpu_pct,
-                d.by_whom()
-            )),
-        ));
+    match record.repetition.as_ref().filter(|r| !r.repeats.is_empty()) {
+        // Per repeat where it was watched: only the repeats the statistics keep count.
+        Some(r) => {
+            if let Some((n, top)) = r.disturbed_kept() {
+                let d = crate::collect::others::Disturbance {
+                    others_cpu_pct: 0.0,
+                    top,
+                };
+                return Some((
+                    "disturbed",
+                    Some(format!(
+                        "{n} of {} repeats: {}",
+                        r.repeats.iter().filter(|x| !x.excluded).count(),
+                        d.by_whom()
+                    )),
+                ));
+            }
+        }
+        None => {
+            if let Some(d) = t
+                .and_then(|t| t.disturbance.as_ref())
+                .filter(|d| d.disturbed())
+            {
+                return Some((
+                    "disturbed",
+                    Some(format!(
+                        "others took {:.0} % of a core: {}",
+                        d.others_cpu_pct,
+                        d.by_whom()
+                    )),
+                ));
+            }
+        }
     }
     if stats.noisy {
         return Some(("noisy", Some(format!("CV {:.1} %", 100.0 * stats.cv))));
     }
-    Some(("clean", None))
+    let remeasured = record
+        .repetition
+        .as_ref()
+        .map_or(0, |r| r.repeats.iter().filter(|x| x.excluded).count());
+    Some((
+        "clean",
+        (remeasured > 0)
+            .then(|| format!("{remeasured} disturbed repeat(s) measured again and left out")),
+    ))
 }
 
 impl Row {
@@ -135,6 +168,8 @@ impl Row {
             verdict: None,
             verdict_reason: None,
             median_ci_ms: None,
+            target_reached: None,
+            repeats_remeasured: None,
         }
     }
 
@@ -173,6 +208,10 @@ impl Row {
             row.trimmed_mean_ms = s.latency.trimmed_mean_ms;
             row.mad_ms = s.latency.mad_ms;
             row.median_ci_ms = half_width(s);
+            if let Some(r) = &record.repetition {
+                row.target_reached = r.reached();
+                row.repeats_remeasured = Some(r.repeats.iter().filter(|x| x.excluded).count());
+            }
             if let Some((word, why)) = verdict(record) {
                 row.verdict = Some(word.to_string());
                 row.verdict_reason = why;
@@ -254,6 +293,8 @@ const COLUMNS: &[&str] = &[
     "verdict",
     "verdict_reason",
     "median_ci_ms",
+    "target_reached",
+    "repeats_remeasured",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -302,6 +343,8 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.verdict),
         opt(&r.verdict_reason),
         opt(&r.median_ci_ms),
+        opt(&r.target_reached),
+        opt(&r.repeats_remeasured),
     ]
 }
 
@@ -385,16 +428,26 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
         if let (Some("disturbed"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
             notes.push(format!("disturbed: {why}"));
         }
+        if let (Some("throttled"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
+            notes.push(format!("throttled: {why}"));
+        }
+        if r.target_reached == Some(false) {
+            notes.push("interval target not reached".to_string());
+        }
         if let Some(reason) = &r.reason {
             notes.push(reason.clone());
         }
+        let median = match (r.median_ms, r.median_ci_ms) {
+            (Some(m), Some(ci)) => format!("{m:.3} ±{ci:.3}"),
+            (m, _) => fixed(m, 3),
+        };
         out.push_str(&format!(
             "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
             md_cell(&r.id),
             r.status,
             fixed(r.mean_ms, 3),
             fixed(r.mean_spread_ms, 3),
-            fixed(r.median_ms, 3),
+            median,
             fixed(r.p90_ms, 3),
             fixed(r.p99_ms, 3),
             fixed(r.inferences_per_s, 1),
@@ -489,9 +542,18 @@ pub fn record_line(record: &RunRecord, retry: bool) -> String {
         if t.throttled {
             let _ = write!(line, ", THROTTLED ({})", t.reasons.join("; "));
         }
-        if let Some(d) = t.disturbance.as_ref().filter(|d| d.disturbed()) {
-            let _ = write!(line, ", DISTURBED by {}", d.by_whom());
+    }
+    match verdict(record) {
+        Some(("disturbed", Some(why))) => {
+            let _ = write!(line, ", DISTURBED ({why})");
         }
+        Some(("clean", Some(why))) => {
+            let _ = write!(line, ", {why}");
+        }
+        _ => {}
+    }
+    if let Some(short) = record.repetition.as_ref().and_then(|r| r.shortfall()) {
+        let _ = write!(line, ", {short}");
     }
     line
 }
@@ -532,6 +594,7 @@ mod tests {
             stats,
             resources: Default::default(),
             telemetry: None,
+            repetition: None,
         };
         record.resources.peak_rss_bytes = Some(40 << 20);
         assert_eq!(

@@ -6,6 +6,7 @@ pub mod cachesim;
 pub mod matrix;
 pub mod prepare;
 pub mod protocol;
+pub mod repetition;
 pub mod spawn;
 pub mod split;
 pub mod sweep;

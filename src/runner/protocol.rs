@@ -303,9 +303,14 @@ impl Collector {
         Ok(())
     }
 
-    /// Whether `ready` has arrived, and how many timed iterations so far.
-    pub fn progress(&self) -> (bool, usize) {
-        (self.ready, self.run.repeats.iter().map(Vec::len).sum())
+    /// Whether `ready` has arrived, how many timed iterations so far, and how many repeats
+    /// they span (the highest repeat index reported, plus one).
+    pub fn progress(&self) -> (bool, usize, usize) {
+        (
+            self.ready,
+            self.run.repeats.iter().map(Vec::len).sum(),
+            self.run.repeats.len(),
+        )
     }
 
     /// Ends the output: the run, or why it is incomplete.

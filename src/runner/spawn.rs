@@ -115,6 +115,9 @@ pub struct RunLimits {
 pub enum WorkerEvent {
     /// The engine has loaded the model.
     Ready,
+    /// The worker's times now reach this repeat (counting from 0): it has begun, or, for a
+    /// worker that reports a repeat at once, ended. Sent before the `Timed` of the same record.
+    Repeat(usize),
     /// Timed iterations reported so far.
     Timed(usize),
     Sample(ProcSample),
@@ -137,6 +140,34 @@ pub struct Resources {
     /// The busiest sampling interval, in % of one core.
     pub cpu_max_pct: Option<f64>,
     pub samples: usize,
+}
+
+impl Resources {
+    /// Adds another worker run of the same condition (one that added repeats): times add up,
+    /// peaks take the larger, the mean CPU is over both.
+    pub fn absorb(&mut self, other: &Resources) {
+        fn max<T: PartialOrd + Copy>(a: Option<T>, b: Option<T>) -> Option<T> {
+            match (a, b) {
+                (Some(a), Some(b)) => Some(if b > a { b } else { a }),
+                (a, b) => a.or(b),
+            }
+        }
+        fn sum(a: Option<f64>, b: Option<f64>) -> Option<f64> {
+            Some(a? + b?)
+        }
+        self.wall_s += other.wall_s;
+        self.peak_rss_bytes = max(self.peak_rss_bytes, other.peak_rss_bytes);
+        self.vmhwm_bytes = max(self.vmhwm_bytes, other.vmhwm_bytes);
+        self.rusage_maxrss_bytes = max(self.rusage_maxrss_bytes, other.rusage_maxrss_bytes);
+        self.user_s = sum(self.user_s, other.user_s);
+        self.system_s = sum(self.system_s, other.system_s);
+        self.cpu_mean_pct = match (self.user_s, self.system_s) {
+            (Some(u), Some(s)) if self.wall_s > 0.0 => Some((u + s) / self.wall_s * 100.0),
+            _ => None,
+        };
+        self.cpu_max_pct = max(self.cpu_max_pct, other.cpu_max_pct);
+        self.samples += other.samples;
+    }
 }
 
 /// One attempt at a run: its outcome, what it cost, and the samples taken while it ran.
@@ -435,7 +466,7 @@ pub fn run_worker(
     // protocol.
     let mut overlong = false;
     let mut killed = false;
-    let mut last_progress = (false, 0);
+    let mut last_progress = (false, 0, 0);
     let deadline = start + limits.timeout;
     let mut ended_at: Option<Instant> = None;
     loop {
@@ -539,6 +570,9 @@ pub fn run_worker(
                     if progress != last_progress {
                         if progress.0 && !last_progress.0 {
                             on_event(WorkerEvent::Ready);
+                        }
+                        if progress.2 != last_progress.2 {
+                            on_event(WorkerEvent::Repeat(progress.2.saturating_sub(1)));
                         }
                         if progress.1 != last_progress.1 {
                             on_event(WorkerEvent::Timed(progress.1));

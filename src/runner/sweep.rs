@@ -8,6 +8,7 @@ use crate::results::{RunRecord, Writer};
 use crate::runner::matrix::Condition;
 use crate::runner::prepare::{self, Prepared};
 use crate::runner::protocol::{WorkerRequest, WorkerRun};
+use crate::runner::repetition::{self, More, RepeatNote, Repetition, Watch};
 use crate::runner::spawn::{self, RunFailure, RunLimits, WorkerEvent};
 use crate::stats;
 use crate::text::now_rfc3339;
@@ -38,6 +39,24 @@ pub enum SweepEvent {
     Cooldown {
         seconds: f64,
     },
+    /// The condition gets `repeats` more repeats (another worker run of about `iterations`
+    /// timed iterations), and why: disturbed repeats measured again, or the median's interval
+    /// still wider than `measure.target_ci`.
+    MoreRepeats {
+        repeats: usize,
+        iterations: usize,
+        reason: String,
+    },
+}
+
+/// What [`Sweep::repeat_more`] added to a condition's first worker run.
+struct Added {
+    repetition: Repetition,
+    /// What the added worker runs cost (None when there were none).
+    resources: Option<spawn::Resources>,
+    samples: Vec<crate::collect::proc::ProcSample>,
+    measured_s: f64,
+    cancelled: bool,
 }
 
 /// How a sweep ended.
@@ -111,6 +130,117 @@ impl Sweep<'_> {
         }
     }
 
+    /// Adds repeats to a condition's first worker run `run` (whose repeats `first` describes)
+    /// while [`repetition::next`] asks for them: disturbed ones measured again (after a pause
+    /// that doubles from 1 s, so that a passing disturbance can end), then more until the
+    /// median's interval meets the target, each batch in a worker run of its own. `run` gets
+    /// the added raw times.
+    fn repeat_more(
+        &self,
+        (command, request): (&spawn::WorkerCommand, &WorkerRequest),
+        limits: RunLimits,
+        run: &mut WorkerRun,
+        first: Vec<RepeatNote>,
+        recorder: &crate::collect::telemetry::Recorder,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> Added {
+        let m = &self.config.measure;
+        let mut added = Added {
+            repetition: Repetition {
+                repeats: first,
+                runs: 1,
+                target_ci: m.target_ci,
+                ..Repetition::default()
+            },
+            resources: None,
+            samples: Vec::new(),
+            measured_s: 0.0,
+            cancelled: false,
+        };
+        let r = &mut added.repetition;
+        let mut disturbed_rounds = 0;
+        loop {
+            repetition::exclude_disturbed(m, &mut r.repeats);
+            let Some(more) = repetition::next(m, &r.repeats, &run.repeats, disturbed_rounds) else {
+                break;
+            };
+            let n = more.repeats();
+            on_event(SweepEvent::MoreRepeats {
+                repeats: n,
+                iterations: n * m.iterations,
+                reason: more.reason(m.target_ci),
+            });
+            if let More::Disturbed { .. } = more {
+                pause(f64::from(1u32 << disturbed_rounds.min(3)), self.cancel);
+                disturbed_rounds += 1;
+                r.remeasured += n;
+            }
+            if self.cancel.is_raised() {
+                added.cancelled = true;
+                break;
+            }
+            let request = WorkerRequest {
+                repeats: n,
+                // The first run already wrote the output and counted the events.
+                output_file: None,
+                counters: false,
+                ..request.clone()
+            };
+            let offset: usize = run.repeats.iter().map(Vec::len).sum();
+            let mut watch = Watch::start(
+                self.telemetry_root,
+                std::process::id(),
+                request.condition.cores.as_deref(),
+            );
+            let extra = spawn::run_worker(command, &request, limits, self.cancel, |event| {
+                watch.event(&event);
+                for sample in recorder.fresh() {
+                    on_event(SweepEvent::Telemetry(Box::new(sample)));
+                }
+                // Progress counts on from the first run's iterations.
+                let event = match event {
+                    WorkerEvent::Timed(k) => WorkerEvent::Timed(offset + k),
+                    e => e,
+                };
+                on_event(SweepEvent::Worker(event))
+            });
+            match &mut added.resources {
+                Some(r) => r.absorb(&extra.resources),
+                None => added.resources = Some(extra.resources.clone()),
+            }
+            added.samples.extend(extra.samples);
+            match extra.outcome {
+                Ok(more_run) => {
+                    r.runs += 1;
+                    added.measured_s += measured_seconds(&more_run);
+                    r.repeats.extend(watch.finish(&more_run.repeats, r.runs));
+                    run.repeats.extend(more_run.repeats);
+                }
+                Err(RunFailure::Cancelled) => {
+                    added.cancelled = true;
+                    break;
+                }
+                Err(failure) => {
+                    r.short = Some(format!("a worker run adding repeats failed: {failure}"));
+                    break;
+                }
+            }
+        }
+        repetition::exclude_disturbed(m, &mut r.repeats);
+        r.relative_half_width = repetition::relative_half_width(&r.kept(&run.repeats));
+        if r.reached() == Some(false) && r.short.is_none() {
+            r.short = Some(if run.repeats.len() >= m.max_repeats {
+                format!(
+                    "{} repeats, the most measure.max_repeats allows",
+                    run.repeats.len()
+                )
+            } else {
+                "stopped early".to_string()
+            });
+        }
+        added
+    }
+
     /// Runs the sweep, storing every attempt through `writer`.
     pub fn run(
         &self,
@@ -169,6 +299,7 @@ impl Sweep<'_> {
                         run: None,
                         stats: None,
                         resources: Default::default(),
+                        repetition: None,
                     };
                     writer.run(&record)?;
                     on_event(SweepEvent::Done {
@@ -198,18 +329,48 @@ impl Sweep<'_> {
                     attempts,
                 });
                 let started = now_rfc3339();
-                // Who else runs meanwhile: every process's CPU time before and after.
+                // Who else runs meanwhile: every process's CPU time before and after, and
+                // per repeat from the scans the watch takes as the worker reports.
                 let others_before = crate::collect::others::Scan::take(self.telemetry_root);
                 let recorder = crate::collect::telemetry::Recorder::start(
                     readers.take().unwrap_or_default(),
                     telemetry_interval,
                 );
-                let result = spawn::run_worker(&command, &request, limits, self.cancel, |event| {
-                    for sample in recorder.fresh() {
-                        on_event(SweepEvent::Telemetry(Box::new(sample)));
+                let mut watch = Watch::start(
+                    self.telemetry_root,
+                    std::process::id(),
+                    condition.cores.as_deref(),
+                );
+                let mut result =
+                    spawn::run_worker(&command, &request, limits, self.cancel, |event| {
+                        watch.event(&event);
+                        for sample in recorder.fresh() {
+                            on_event(SweepEvent::Telemetry(Box::new(sample)));
+                        }
+                        on_event(SweepEvent::Worker(event))
+                    });
+                let mut repetition = None;
+                if let Ok(run) = &mut result.outcome {
+                    outcome.measured_s += measured_seconds(run);
+                    let first = watch.finish(&run.repeats, 1);
+                    let more = self.repeat_more(
+                        (&command, &request),
+                        limits,
+                        run,
+                        first,
+                        &recorder,
+                        &mut on_event,
+                    );
+                    if let Some(more) = &more.resources {
+                        result.resources.absorb(more);
                     }
-                    on_event(SweepEvent::Worker(event))
-                });
+                    result.samples.extend(more.samples);
+                    outcome.measured_s += more.measured_s;
+                    if more.cancelled {
+                        result.outcome = Err(RunFailure::Cancelled);
+                    }
+                    repetition = Some(more.repetition);
+                }
                 let (telemetry_samples, back) = recorder.finish();
                 readers = Some(back);
                 let disturbance = crate::collect::others::between(
@@ -227,12 +388,17 @@ impl Sweep<'_> {
                 outcome.worker_s += result.resources.wall_s;
                 let (run, stats, failure) = match result.outcome {
                     Ok(run) => {
-                        outcome.measured_s += measured_seconds(&run);
+                        // Disturbed repeats that were measured again stay in the raw times
+                        // but leave the statistics.
+                        let kept = match &repetition {
+                            Some(r) => r.kept(&run.repeats),
+                            None => run.repeats.clone(),
+                        };
                         let stats = stats::run_stats(
                             run.init_ms,
                             run.first_inference_ms,
                             &run.warmup_ms,
-                            &run.repeats,
+                            &kept,
                             condition.batch,
                             self.config.measure.outliers,
                         );
@@ -263,6 +429,7 @@ impl Sweep<'_> {
                     run,
                     stats,
                     resources: result.resources,
+                    repetition,
                 };
                 writer.run(&record)?;
                 writer.samples(&condition.id, attempt, &result.samples)?;

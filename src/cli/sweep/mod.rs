@@ -303,6 +303,7 @@ impl Progress {
                 self.draw();
             }
             SweepEvent::Worker(WorkerEvent::Ready) => self.draw(),
+            SweepEvent::Worker(WorkerEvent::Repeat(_)) => {}
             SweepEvent::Telemetry(sample) => {
                 self.gpu_load = sample.gpus.first().and_then(|g| g.load_pct);
                 self.power_w = sample.power_w;
@@ -331,6 +332,23 @@ impl Progress {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
                 self.out.line(&line);
+            }
+            SweepEvent::MoreRepeats {
+                repeats,
+                iterations,
+                reason,
+            } => {
+                self.iterations += iterations;
+                let line = format!(
+                    "[{}/{}] {}: {repeats} more repeat(s): {reason}",
+                    self.index, self.total, self.current
+                );
+                if self.out.tty {
+                    self.out.log_line(&line);
+                    self.draw();
+                } else {
+                    self.out.line(&line);
+                }
             }
             SweepEvent::Cooldown { seconds } => {
                 let line = format!("cooling down {seconds} s");

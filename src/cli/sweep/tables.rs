@@ -146,8 +146,17 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
         .iter()
         .map(|r| {
             let mut flags = Vec::new();
-            if r.noisy == Some(true) {
-                flags.push("noisy".to_string());
+            // The verdict first when it is not clean (noisy, disturbed, throttled).
+            match r.verdict.as_deref() {
+                Some("clean") | None if r.noisy == Some(true) => flags.push("noisy".to_string()),
+                Some("clean") | None => {}
+                Some(word) => flags.push(word.to_string()),
+            }
+            if let Some(n) = r.repeats_remeasured.filter(|&n| n > 0) {
+                flags.push(format!("{n} re-measured"));
+            }
+            if r.target_reached == Some(false) {
+                flags.push("target not reached".to_string());
             }
             if let Some(n) = r.outliers.filter(|&n| n > 0) {
                 flags.push(format!("{n} outliers"));

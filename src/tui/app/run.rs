@@ -84,6 +84,8 @@ pub struct RunView {
     pub attempt: usize,
     pub attempts: usize,
     pub iterations: usize,
+    /// Timed iterations the current condition got beyond `iterations` (repeats added to it).
+    pub more_iterations: usize,
     pub timed: usize,
     /// Seconds since the run started (the loop advances it; tests set it).
     pub elapsed_s: f64,
@@ -111,8 +113,9 @@ impl RunView {
         if !self.nodes.is_empty() {
             return ((self.ok + self.failed) as f64 / self.total as f64).min(1.0);
         }
-        let within = if self.iterations > 0 && self.active {
-            (self.timed as f64 / self.iterations as f64).min(1.0)
+        let expected = self.iterations + self.more_iterations;
+        let within = if expected > 0 && self.active {
+            (self.timed as f64 / expected as f64).min(1.0)
         } else {
             0.0
         };
@@ -184,6 +187,7 @@ impl App {
                 r.attempt = attempt;
                 r.attempts = attempts;
                 r.timed = 0;
+                r.more_iterations = 0;
                 if r.current_started_s.is_none() {
                     r.current_started_s = Some(r.elapsed_s);
                 }
@@ -196,7 +200,7 @@ impl App {
                 r.current = condition;
             }
             RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Timed(n))) => r.timed = n,
-            RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Ready)) => {}
+            RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Ready | WorkerEvent::Repeat(_))) => {}
             RunEvent::Sweep(SweepEvent::Worker(WorkerEvent::Sample(s))) => {
                 if let Some(b) = s.rss_bytes {
                     push(&mut r.rss_mib, b as f64 / (1u64 << 20) as f64);
@@ -232,6 +236,17 @@ impl App {
                         record.condition.id,
                         summary::record_line(&record, retry)
                     ),
+                ));
+            }
+            RunEvent::Sweep(SweepEvent::MoreRepeats {
+                repeats,
+                iterations,
+                reason,
+            }) => {
+                r.more_iterations += iterations;
+                r.log.push((
+                    Severity::Info,
+                    format!("{}: {repeats} more repeat(s): {reason}", r.current),
                 ));
             }
             RunEvent::Sweep(SweepEvent::Cooldown { seconds }) => r

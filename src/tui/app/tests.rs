@@ -51,6 +51,7 @@ fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
                 stats: None,
                 resources: Default::default(),
                 telemetry: None,
+                repetition: None,
             }),
         }));
     }

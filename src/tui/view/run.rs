@@ -35,7 +35,9 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
         let mut current = if r.active {
             format!(
                 "{}: {}/{} timed iterations",
-                r.current, r.timed, r.iterations
+                r.current,
+                r.timed,
+                r.iterations + r.more_iterations
             )
         } else {
             r.dir

@@ -171,6 +171,7 @@ fn run_tab_of_a_fleet_shows_each_node() {
             stats: None,
             resources: Default::default(),
             telemetry: None,
+            repetition: None,
         })
     };
     a.run_event(RunEvent::Node(FleetEvent::Record {

@@ -1,0 +1,225 @@
+//! A CPU hog started halfway through a sweep, on the core the conditions are confined to: the
+//! repeats it overlapped are marked disturbed with the hog named, and with
+//! `measure.rerun_disturbed` they are measured again and the medians come back. In a test binary
+//! of its own, so that no other test of this suite runs beside it.
+
+mod common;
+
+use common::*;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A sweep of four like conditions on core 0 with the cpu-time spinner (2 ms of CPU time per
+/// iteration: a hog on its core doubles its latency, a slow host does not).
+fn config(dir: &Path, rerun: usize) -> std::path::PathBuf {
+    let path = dir.join(format!("hog-{rerun}.toml"));
+    write(
+        &path,
+        &format!(
+            "name = \"hog\"\n[command]\nprogram = \"{}/tests/fixtures/workers/busy.py\"\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [1, 2, 3, 4]\n\
+             cores = [\"0\"]\n[measure]\nwarmup = 3\niterations = 30\nrepeats = 3\nretries = 0\n\
+             sample_interval_ms = 50\nrerun_disturbed = {rerun}\n",
+            env!("CARGO_MANIFEST_DIR")
+        ),
+    );
+    path
+}
+
+/// Runs the sweep, starting a hog pinned to core 0 for `hog_for` when the second condition
+/// starts; the records of runs.jsonl, and the summary's rows.
+fn sweep_with_hog(
+    dir: &Path,
+    rerun: usize,
+    hog_for: Duration,
+) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let out = dir.join(format!("results-{rerun}"));
+    let mut child = match Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["run", "--no-charts"])
+        .arg(config(dir, rerun))
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start edgeprof: {e}"),
+    };
+    let Some(stderr) = child.stderr.take() else {
+        panic!("no stderr")
+    };
+    let mut lines = BufReader::new(stderr).lines();
+    let mut said = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let mut hog: Option<std::thread::JoinHandle<()>> = None;
+    for line in lines.by_ref() {
+        let Ok(line) = line else { break };
+        if hog.is_none() && line.starts_with("[2/4]") && line.ends_with("running") {
+            // Someone else's busy process on the conditions' core, for `hog_for`.
+            let mut busy: Child = match Command::new("taskset")
+                .args(["-c", "0", "yes"])
+                .stdout(Stdio::null())
+                .spawn()
+            {
+                Ok(c) => c,
+                Err(e) => panic!("cannot start the hog: {e}"),
+            };
+            hog = Some(std::thread::spawn(move || {
+                std::thread::sleep(hog_for);
+                let _ = busy.kill();
+                let _ = busy.wait();
+            }));
+        }
+        said.push(line);
+        assert!(Instant::now() < deadline, "the sweep is stuck: {said:#?}");
+    }
+    let status = child.wait();
+    if let Some(h) = hog {
+        let _ = h.join();
+    }
+    assert!(
+        status.is_ok_and(|s| s.success()),
+        "edgeprof failed: {said:#?}"
+    );
+    assert!(
+        hog_started(&said),
+        "the second condition never started: {said:#?}"
+    );
+    let results = only_entry(&out);
+    let records = read(&results.join("runs.jsonl"))
+        .lines()
+        .map(|l| match serde_json::from_str(l) {
+            Ok(v) => v,
+            Err(e) => panic!("runs.jsonl line is not JSON: {l:?}: {e}"),
+        })
+        .collect();
+    let summary: serde_json::Value =
+        match serde_json::from_str(&read(&results.join("summary.json"))) {
+            Ok(v) => v,
+            Err(e) => panic!("summary.json: {e}"),
+        };
+    let rows = summary["conditions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    (records, rows)
+}
+
+fn hog_started(said: &[String]) -> bool {
+    said.iter().any(|l| l.starts_with("[2/4]"))
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+/// Per record: (id, median of the stats, each repeat's (median, disturbed, excluded, names)).
+type Repeat = (f64, bool, bool, Vec<String>);
+
+fn repeats(record: &serde_json::Value) -> Vec<Repeat> {
+    let raw = record["run"]["repeats"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let notes = record["repetition"]["repeats"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(raw.len(), notes.len(), "{record}");
+    raw.iter()
+        .zip(&notes)
+        .map(|(times, note)| {
+            let mut t: Vec<f64> = times
+                .as_array()
+                .map(|a| a.iter().filter_map(|v| v.as_f64()).collect())
+                .unwrap_or_default();
+            let names = note["top"]
+                .as_array()
+                .map(|a| {
+                    a.iter()
+                        .filter_map(|o| o["name"].as_str().map(String::from))
+                        .collect()
+                })
+                .unwrap_or_default();
+            (
+                median(&mut t),
+                note["others_cpu_pct"].as_f64().unwrap_or(0.0) >= 20.0,
+                note["excluded"].as_bool().unwrap_or(false),
+                names,
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn a_hog_halfway_is_named_and_its_repeats_are_measured_again() {
+    let tmp = temp_dir();
+
+    // Without re-measuring: the conditions the hog overlapped are disturbed, and it is named.
+    let (records, rows) = sweep_with_hog(tmp.path(), 0, Duration::from_millis(600));
+    assert_eq!(records.len(), 4);
+    let hit: Vec<&serde_json::Value> = records
+        .iter()
+        .filter(|r| repeats(r).iter().any(|x| x.1))
+        .collect();
+    assert!(
+        !hit.is_empty(),
+        "no repeat was marked disturbed: {records:#?}"
+    );
+    for r in &hit {
+        assert!(
+            repeats(r)
+                .iter()
+                .any(|x| x.1 && x.3.iter().any(|n| n == "yes")),
+            "the hog is not named: {r}"
+        );
+        let id = r["condition"]["id"].as_str().unwrap_or("");
+        let row = rows.iter().find(|row| row["id"] == id);
+        assert_eq!(
+            row.map(|row| row["verdict"].clone()),
+            Some(serde_json::json!("disturbed")),
+            "{rows:#?}"
+        );
+    }
+    // The first condition ran before the hog.
+    assert!(repeats(&records[0]).iter().all(|x| !x.1), "{}", records[0]);
+
+    // With re-measuring: the disturbed repeats are measured again and left out, so the
+    // medians come back to those of the undisturbed first condition.
+    let (records, rows) = sweep_with_hog(tmp.path(), 3, Duration::from_millis(600));
+    let baseline = records[0]["stats"]["latency"]["median_ms"]
+        .as_f64()
+        .unwrap_or(f64::NAN);
+    let mut remeasured = 0;
+    for r in &records {
+        let notes = repeats(r);
+        if !notes.iter().any(|x| x.2) {
+            continue;
+        }
+        remeasured += 1;
+        // The hog mattered: what it overlapped was slower.
+        let worst = notes
+            .iter()
+            .filter(|x| x.2)
+            .map(|x| x.0)
+            .fold(0.0, f64::max);
+        assert!(worst > 1.3 * baseline, "{worst} against {baseline}: {r}");
+        // At least `repeats` clean ones remain, and they are what the statistics use.
+        assert!(notes.iter().filter(|x| !x.2).count() >= 3, "{r}");
+        let m = r["stats"]["latency"]["median_ms"]
+            .as_f64()
+            .unwrap_or(f64::NAN);
+        assert!(
+            (m / baseline - 1.0).abs() < 0.05,
+            "median {m} ms against {baseline} ms undisturbed: {r}"
+        );
+    }
+    assert!(remeasured > 0, "nothing was measured again: {records:#?}");
+    for row in &rows {
+        assert_ne!(row["verdict"], "disturbed", "{row}");
+    }
+}
