@@ -200,6 +200,27 @@ fn runtime_lines(r: &Runtime, push: &mut impl FnMut(&'static str, &str, (String,
             let _ = write!(conditions, " ({reason})");
         }
     }
+    // How many medians come with a caveat, by verdict.
+    let mut caveats: Vec<(String, usize)> = Vec::new();
+    for w in &r.workloads {
+        if let Some(v) = w.verdict.as_deref().filter(|v| *v != "clean") {
+            match caveats.iter_mut().find(|(word, _)| word == v) {
+                Some((_, n)) => *n += 1,
+                None => caveats.push((v.to_string(), 1)),
+            }
+        }
+    }
+    if !caveats.is_empty() {
+        let _ = write!(
+            conditions,
+            "; of the medians kept, {}",
+            caveats
+                .iter()
+                .map(|(word, n)| format!("{n} {word}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
     push("runtime", "conditions", (conditions, Vec::new()));
     if let Some(g) = r.geomean_vs_fastest {
         push(
@@ -216,7 +237,7 @@ fn runtime_lines(r: &Runtime, push: &mut impl FnMut(&'static str, &str, (String,
     }
 }
 
-const WORKLOAD_HEADER: [&str; 9] = [
+const WORKLOAD_HEADER: [&str; 10] = [
     "model",
     "input",
     "b",
@@ -226,8 +247,11 @@ const WORKLOAD_HEADER: [&str; 9] = [
     "CPU %",
     "rank",
     "×fastest",
+    "verdict",
 ];
-const WORKLOAD_RIGHT: [bool; 9] = [false, false, true, true, true, true, true, true, true];
+const WORKLOAD_RIGHT: [bool; 10] = [
+    false, false, true, true, true, true, true, true, true, false,
+];
 
 /// The runtime phase's per-workload rows.
 fn workload_rows(r: &Runtime) -> Vec<Vec<String>> {
@@ -238,7 +262,10 @@ fn workload_rows(r: &Runtime) -> Vec<Vec<String>> {
                 w.model.clone(),
                 w.input.clone(),
                 w.batch.to_string(),
-                format!("{:.3}", w.median_ms),
+                match w.median_ci_ms {
+                    Some(ci) => format!("{:.3} ±{ci:.3}", w.median_ms),
+                    None => format!("{:.3}", w.median_ms),
+                },
                 w.images_per_s
                     .map(|v| format!("{v:.1}"))
                     .unwrap_or_default(),
@@ -252,6 +279,7 @@ fn workload_rows(r: &Runtime) -> Vec<Vec<String>> {
                 } else {
                     "–".to_string()
                 },
+                w.verdict.clone().unwrap_or_default(),
             ]
         })
         .collect()
@@ -510,7 +538,7 @@ pub fn framework_lines(entry: &Entry, width: usize) -> Vec<(String, bool)> {
                     full
                 } else {
                     // Narrow panes: the columns that rank the framework, then memory.
-                    let keep = [0, 1, 3, 8, 7, 5];
+                    let keep = [0, 1, 3, 8, 9, 7, 5];
                     let pick = |row: &[String]| keep.iter().map(|&i| row[i].clone()).collect();
                     let header: Vec<&str> = keep.iter().map(|&i| WORKLOAD_HEADER[i]).collect();
                     let right: Vec<bool> = keep.iter().map(|&i| WORKLOAD_RIGHT[i]).collect();

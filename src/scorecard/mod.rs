@@ -25,6 +25,10 @@ pub struct Workload {
     /// its fastest.
     pub condition: String,
     pub median_ms: f64,
+    /// Half the width of the median's 95 % interval.
+    pub median_ci_ms: Option<f64>,
+    /// clean, noisy, disturbed or throttled: how far the median can be trusted.
+    pub verdict: Option<String>,
     pub images_per_s: Option<f64>,
     pub peak_rss_bytes: Option<u64>,
     pub cpu_mean_pct: Option<f64>,
@@ -175,6 +179,8 @@ pub fn runtimes(rows: &[Row]) -> BTreeMap<String, Runtime> {
                 device: row.device.clone(),
                 condition: row.id.clone(),
                 median_ms: median,
+                median_ci_ms: row.median_ci_ms,
+                verdict: row.verdict.clone(),
                 images_per_s: row.images_per_s,
                 peak_rss_bytes: row.peak_rss_bytes,
                 cpu_mean_pct: row.cpu_mean_pct,

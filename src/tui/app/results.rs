@@ -26,6 +26,15 @@ pub const RESULT_COLUMNS: [&str; 7] = [
     "CPU %",
 ];
 
+/// What the status column shows: the verdict of a condition that ran (clean, noisy, disturbed,
+/// throttled), else its status (failed, skipped, not run).
+pub fn status_word(r: &Row) -> &str {
+    match (r.status.as_str(), r.verdict.as_deref()) {
+        ("ok", Some(verdict)) => verdict,
+        (status, _) => status,
+    }
+}
+
 impl ResultsView {
     pub fn sort_rows(&mut self) {
         let key = |r: &Row| -> f64 {
@@ -42,7 +51,7 @@ impl ResultsView {
         self.rows.sort_by(|a, b| {
             let order = match sort {
                 0 => a.id.cmp(&b.id),
-                1 => a.status.cmp(&b.status).then(a.id.cmp(&b.id)),
+                1 => status_word(a).cmp(status_word(b)).then(a.id.cmp(&b.id)),
                 _ => key(a).total_cmp(&key(b)),
             };
             if self.descending {

@@ -6,6 +6,28 @@ pub(super) fn opt(v: Option<f64>, places: usize) -> String {
     v.map_or_else(|| "-".to_string(), |x| format!("{x:.places$}"))
 }
 
+/// The selected condition in one line: its median with the interval, and why its verdict is
+/// what it is (or why it failed).
+fn selected_line(r: &edgeprof::results::summary::Row) -> String {
+    let mut parts = Vec::new();
+    if let Some(m) = r.median_ms {
+        parts.push(match r.median_ci_ms {
+            Some(ci) => format!("median {m:.3} ms ±{ci:.3}"),
+            None => format!("median {m:.3} ms"),
+        });
+    }
+    if let (Some(word), Some(why)) = (&r.verdict, &r.verdict_reason) {
+        parts.push(format!("{word}: {why}"));
+    }
+    if r.target_reached == Some(false) {
+        parts.push("interval target not reached".to_string());
+    }
+    if let Some(reason) = &r.reason {
+        parts.push(reason.clone());
+    }
+    parts.join(" · ")
+}
+
 pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let res = &app.results;
     let Some(dir) = &res.dir else {
@@ -30,7 +52,7 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, &title, true);
     let inner = b.inner(table_area);
     frame.render_widget(b, table_area);
-    let widths = [0usize, 8, 9, 9, 8, 10, 6];
+    let widths = [0usize, 9, 9, 9, 8, 10, 6];
     let id_width = (inner.width as usize)
         .saturating_sub(widths.iter().sum::<usize>() + widths.len())
         .max(12);
@@ -62,12 +84,13 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
         })
         .collect();
     let mut lines = vec![Line::from(header)];
-    let rows = (inner.height as usize).saturating_sub(1);
+    // The header, the rows, and a line on the selected condition.
+    let rows = (inner.height as usize).saturating_sub(2);
     let first = res.selected.saturating_sub(rows.saturating_sub(1));
     for (k, r) in res.rows.iter().enumerate().skip(first).take(rows) {
         let values = [
             r.id.clone(),
-            r.status.clone(),
+            crate::tui::app::status_word(r).to_string(),
             opt(r.mean_ms, 3),
             opt(r.p99_ms, 3),
             opt(r.inferences_per_s, 1),
@@ -81,12 +104,23 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
             .collect();
         let style = if k == res.selected {
             app.theme.selected()
-        } else if r.status == "ok" {
-            app.theme.text()
-        } else {
+        } else if r.status != "ok" {
             app.theme.error()
+        } else if matches!(
+            r.verdict.as_deref(),
+            Some("disturbed" | "throttled" | "noisy")
+        ) {
+            app.theme.warn()
+        } else {
+            app.theme.text()
         };
         lines.push(Line::from(Span::styled(text.join(" "), style)));
+    }
+    if let Some(r) = res.rows.get(res.selected) {
+        lines.push(Line::from(Span::styled(
+            selected_line(r),
+            app.theme.muted(),
+        )));
     }
     if res.rows.is_empty() {
         lines.push(Line::from(Span::styled(
