@@ -98,6 +98,17 @@ fn measured_ceilings_are_sane_and_kept_for_this_device() {
         );
     }
     assert!(c["sweep"].as_array().is_some_and(|s| s.len() >= 3));
+    // Every figure keeps the spread of its trials: the peaks, then each sweep point.
+    let trials = c["trials"].as_array().cloned().unwrap_or_default();
+    let figures = compute.len() + c["sweep"].as_array().map_or(0, Vec::len);
+    assert_eq!(trials.len(), figures, "{trials:?}");
+    assert!(
+        trials
+            .iter()
+            .all(|t| t["count"].as_u64().unwrap_or(0) >= 2
+                && t["worst"].as_f64() <= t["best"].as_f64()),
+        "{trials:?}"
+    );
     let saved: Vec<_> = match std::fs::read_dir(cache.path()) {
         Ok(d) => d.flatten().collect(),
         Err(e) => panic!("{e}"),

@@ -3,9 +3,13 @@
 //! Empirical Roofline Toolkit but in seconds. Threads are pinned one per CPU, allocate and touch
 //! their own buffers (so memory lands near them), start together at a barrier, and the rate is
 //! the total work over the slowest thread's time. Each figure is the best of a few trials: a
-//! ceiling is what the machine can reach, so the peak is the maximum measured.
+//! ceiling is what the machine can reach, so the peak is the maximum measured. How far apart
+//! the trials were is kept beside it ([`Trials`]). Other processes' CPU time is read before and
+//! after each figure; a figure measured while they took at least [`DISTURBED_PCT`] of a core is
+//! measured again (at most [`BUSY_RETRIES`] times) and said so.
 
 use crate::collect::kernels::{self, Isa, Precision};
+use crate::collect::others::{self, DISTURBED_PCT};
 use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};
@@ -62,6 +66,91 @@ pub struct Measurement {
     /// With every thread; one-thread points too, at the sizes of `single_thread_sizes`.
     pub sweep: Vec<SweepPoint>,
     pub seconds: f64,
+    /// Each figure's trials, in the order measured.
+    #[serde(default)]
+    pub trials: Vec<Trials>,
+    /// Figures other processes disturbed, in words.
+    #[serde(default)]
+    pub busy: Vec<String>,
+}
+
+/// The trials behind one figure: the best is the figure, the worst shows how steady it was.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Trials {
+    /// e.g. "fp32 peak, 2 thread(s)", "bandwidth, 64 MiB per thread × 2".
+    pub what: String,
+    /// The best trial of every attempt (the figure).
+    pub best: f64,
+    /// The worst trial of the last attempt (a figure measured again for being disturbed is
+    /// judged by its quiet attempt).
+    pub worst: f64,
+    /// Trials in all.
+    pub count: usize,
+}
+
+impl Trials {
+    /// (best − worst) / best: 0 for trials that agree.
+    pub fn spread(&self) -> f64 {
+        if self.best > 0.0 {
+            (self.best - self.worst) / self.best
+        } else {
+            0.0
+        }
+    }
+}
+
+/// Most extra measurements of a figure that other processes disturbed.
+pub const BUSY_RETRIES: usize = 2;
+
+/// Measures one figure with `rates` (each call gives its trials' rates), again while other
+/// processes took CPU meanwhile (bounded); the best rate, its trials, and what was busy.
+/// `max_again` bounds the extra measurements.
+fn watched(
+    what: &str,
+    max_again: usize,
+    mut rates: impl FnMut() -> Vec<f64>,
+) -> (f64, Trials, Option<String>) {
+    let root = std::path::Path::new("/");
+    let own = std::process::id();
+    let mut all = Vec::new();
+    let mut busy: Option<others::Disturbance> = None;
+    let mut again = 0;
+    loop {
+        let before = others::Scan::take(root);
+        let last = rates();
+        all.extend(&last);
+        let d = others::between(&before, &others::Scan::take(root), own, None);
+        let disturbed = d.others_cpu_pct >= DISTURBED_PCT;
+        if disturbed {
+            busy = Some(d);
+        }
+        if !disturbed || again >= max_again {
+            // The best of every attempt; the spread of the last (the quiet one, if any was).
+            let best = all.iter().copied().fold(0.0, f64::max);
+            let worst = last.iter().copied().fold(f64::INFINITY, f64::min);
+            let said = busy.map(|d| {
+                format!(
+                    "{what}: other processes took {:.0} % of a core ({}); measured {} time(s), {}",
+                    d.others_cpu_pct,
+                    d.by_whom(),
+                    again + 1,
+                    if disturbed {
+                        "busy every time: the figure may be low"
+                    } else {
+                        "quiet the last time"
+                    }
+                )
+            });
+            let trials = Trials {
+                what: what.to_string(),
+                best,
+                worst: if worst.is_finite() { worst } else { 0.0 },
+                count: all.len(),
+            };
+            return (best, trials, said);
+        }
+        again += 1;
+    }
 }
 
 /// Progress of a measurement.
@@ -94,10 +183,10 @@ fn pin(cpu: Option<usize>) {
 }
 
 /// Runs `work` on `threads` pinned threads, `trials` times, each trial started together at a
-/// barrier; returns the best rate over the trials: total units over the slowest thread's time.
+/// barrier; returns each trial's rate: total units over the slowest thread's time.
 /// `prepare` runs once on each thread (allocation and first touch, outside the timing) and its
 /// result is handed to every trial of that thread.
-fn best_rate<S, P, W>(threads: usize, trials: usize, prepare: P, work: W) -> f64
+fn rates<S, P, W>(threads: usize, trials: usize, prepare: P, work: W) -> Vec<f64>
 where
     P: Fn(usize) -> S + Sync,
     W: Fn(&mut S) -> f64 + Sync,
@@ -146,7 +235,7 @@ where
                 0.0
             }
         })
-        .fold(0.0, f64::max)
+        .collect()
 }
 
 /// Repetitions of a unit of work that fill `target` on one thread.
@@ -164,14 +253,14 @@ fn calibrate(target: Duration, mut once: impl FnMut(u64) -> f64) -> u64 {
     }
 }
 
-/// Best FLOP rate of `precision` on `threads` threads.
-fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> f64 {
+/// FLOP rates of `precision` on `threads` threads, one per trial.
+fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> Vec<f64> {
     let kernel = move |rounds: u64| match precision {
         Precision::Fp32 => kernels::fma_f32(isa, rounds),
         _ => kernels::fma_f64(isa, rounds),
     };
     let rounds = calibrate(effort.trial_time(), |r| kernel(r).0);
-    best_rate(
+    rates(
         threads,
         effort.trials(),
         |_| (),
@@ -179,8 +268,8 @@ fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> f64 {
     )
 }
 
-/// Best load bandwidth with `bytes_per_thread` of working set on each of `threads` threads;
-/// `guess` (bytes/s per thread) sizes the trials.
+/// Load bandwidths with `bytes_per_thread` of working set on each of `threads` threads, one
+/// per trial; `guess` (bytes/s per thread) sizes the trials.
 fn bandwidth(
     isa: Isa,
     bytes_per_thread: u64,
@@ -188,11 +277,11 @@ fn bandwidth(
     trials: usize,
     effort: Effort,
     guess: f64,
-) -> f64 {
+) -> Vec<f64> {
     let len = (bytes_per_thread / 8).max(8) as usize;
     let bytes = (len * 8) as f64;
     let passes = ((effort.trial_time().as_secs_f64() * guess / bytes).ceil() as u64).max(1);
-    best_rate(
+    rates(
         threads,
         trials,
         |_| kernels::Ones::new(len),
@@ -263,13 +352,29 @@ pub fn measure(
         *done += 1;
     };
     let mut peaks = Vec::new();
+    let mut trials = Vec::new();
+    let mut busy = Vec::new();
+    // After a figure stayed busy through its retries the disturbance is taken as lasting: the
+    // figures after it are not measured again (that would triple the time for nothing).
+    let mut lasting = false;
+    let mut figure = |what: String, rates: &mut dyn FnMut() -> Vec<f64>| {
+        let max_again = if lasting { 0 } else { BUSY_RETRIES };
+        let (best, t, said) = watched(&what, max_again, rates);
+        if let Some(said) = said {
+            lasting |= said.contains("busy every time");
+            busy.push(said);
+        }
+        trials.push(t);
+        best
+    };
     for precision in [Precision::Fp64, Precision::Fp32] {
         for &n in &thread_counts {
-            step(format!("{precision} peak, {n} thread(s)"), &mut done);
+            let what = format!("{precision} peak, {n} thread(s)");
+            step(what.clone(), &mut done);
             peaks.push(Peak {
                 precision,
                 threads: n,
-                flops_per_s: peak(isa, precision, n, effort),
+                flops_per_s: figure(what, &mut || peak(isa, precision, n, effort)),
             });
         }
     }
@@ -277,18 +382,18 @@ pub fn measure(
     // Each size's trials are sized from the bandwidth just measured one size down.
     let mut guess = guess_bandwidth(isa);
     for &size in &sizes {
-        step(
-            format!("bandwidth, {} per thread × {threads}", human(size)),
-            &mut done,
-        );
+        let what = format!("bandwidth, {} per thread × {threads}", human(size));
+        step(what.clone(), &mut done);
         // The largest working set stands for DRAM alone: give it the peaks' extra trials.
-        let trials = effort.trials()
+        let count = effort.trials()
             + if size == largest_bytes_per_thread {
                 2
             } else {
                 0
             };
-        let bytes_per_s = bandwidth(isa, size, threads, trials, effort, guess);
+        let bytes_per_s = figure(what, &mut || {
+            bandwidth(isa, size, threads, count, effort, guess)
+        });
         guess = (bytes_per_s / threads as f64).max(1e6);
         sweep.push(SweepPoint {
             bytes_per_thread: size,
@@ -298,10 +403,8 @@ pub fn measure(
     }
     if threads > 1 {
         for &size in single_thread_sizes {
-            step(
-                format!("bandwidth, {} on one thread", human(size)),
-                &mut done,
-            );
+            let what = format!("bandwidth, {} on one thread", human(size));
+            step(what.clone(), &mut done);
             let near = sweep
                 .iter()
                 .rfind(|p| p.bytes_per_thread <= size)
@@ -309,7 +412,9 @@ pub fn measure(
             sweep.push(SweepPoint {
                 bytes_per_thread: size,
                 threads: 1,
-                bytes_per_s: bandwidth(isa, size, 1, effort.trials(), effort, near.max(1e6)),
+                bytes_per_s: figure(what, &mut || {
+                    bandwidth(isa, size, 1, effort.trials(), effort, near.max(1e6))
+                }),
             });
         }
     }
@@ -319,6 +424,8 @@ pub fn measure(
         peaks,
         sweep,
         seconds: start.elapsed().as_secs_f64(),
+        trials,
+        busy,
     }
 }
 
@@ -339,7 +446,7 @@ mod tests {
     #[test]
     fn parallel_rates_add_up_over_threads() {
         // Each thread sleeps 20 ms per trial and counts its index + 1: 6 units in ≥ 20 ms.
-        let rate = best_rate(
+        let all = rates(
             3,
             2,
             |i| i as f64,
@@ -348,7 +455,11 @@ mod tests {
                 *s + 1.0
             },
         );
-        assert!(rate > 0.0 && rate <= 6.0 / 0.020, "{rate}");
+        assert_eq!(all.len(), 2);
+        assert!(
+            all.iter().all(|&rate| rate > 0.0 && rate <= 6.0 / 0.020),
+            "{all:?}"
+        );
     }
 
     #[test]
@@ -369,5 +480,9 @@ mod tests {
         assert_eq!((m.sweep[3].threads, m.sweep[3].bytes_per_thread), (1, 8192));
         assert!(m.sweep.iter().all(|p| p.bytes_per_s > 0.0));
         assert_eq!(steps, 4 + 3 + 1);
+        // Every figure keeps its trials, the figure the best of them.
+        assert_eq!(m.trials.len(), 8);
+        assert!(m.trials.iter().all(|t| t.count >= 2 && t.worst <= t.best));
+        assert_eq!(m.trials[0].best, m.peaks[0].flops_per_s);
     }
 }

@@ -264,6 +264,8 @@ pub fn import(
             crate::roofline::Processor::Cpu
         },
         gpu_sweep: Vec::new(),
+        trials: Vec::new(),
+        busy: Vec::new(),
     };
     // Checked piece by piece above; this is the same check every stored ceiling passes.
     ceilings.check().map_err(|e| ErtError::BadCeiling(e.0))?;

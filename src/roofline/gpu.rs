@@ -128,6 +128,8 @@ pub fn ceilings(m: &GpuMeasurement, source: String) -> Ceilings {
         notes,
         processor: Processor::Gpu,
         gpu_sweep: m.sweep.clone(),
+        trials: Vec::new(),
+        busy: Vec::new(),
     }
 }
 

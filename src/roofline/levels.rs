@@ -127,6 +127,8 @@ pub fn ceilings(m: &Measurement, caches: &[Cache], source: String) -> Ceilings {
         notes: Vec::new(),
         processor: crate::roofline::Processor::Cpu,
         gpu_sweep: Vec::new(),
+        trials: m.trials.clone(),
+        busy: m.busy.clone(),
     };
     make_monotone(&mut c);
     c
@@ -148,7 +150,7 @@ pub fn make_monotone(c: &mut Ceilings) {
     ) {
         if *value < floor {
             notes.push(format!(
-                "{subject} measured {:.1} {unit}, below {than} {:.1}: raised to it",
+                "{subject} measured {:.2} {unit}, below {than} {:.2}: raised to it",
                 *value / 1e9,
                 floor / 1e9
             ));
@@ -343,6 +345,8 @@ mod tests {
             notes: Vec::new(),
             processor: crate::roofline::Processor::Cpu,
             gpu_sweep: Vec::new(),
+            trials: Vec::new(),
+            busy: Vec::new(),
         };
         make_monotone(&mut c);
         let get = |level, threads| {

@@ -77,6 +77,12 @@ pub struct Ceilings {
     /// The GPU microbenchmark's sweep behind the bandwidth roofs, kept for display.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpu_sweep: Vec<crate::collect::gpubench::GpuSweepPoint>,
+    /// How far apart each figure's trials were (the figure is the best of them).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub trials: Vec<crate::collect::ceilings::Trials>,
+    /// Figures measured while other processes took CPU, in words (each was measured again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub busy: Vec<String>,
 }
 
 /// The processor a set of ceilings, or a program's point, belongs to.
@@ -480,6 +486,8 @@ pub fn test_ceilings() -> Ceilings {
         notes: Vec::new(),
         processor: crate::roofline::Processor::Cpu,
         gpu_sweep: Vec::new(),
+        trials: Vec::new(),
+        busy: Vec::new(),
     }
 }
 
@@ -594,6 +602,8 @@ mod tests {
             notes: Vec::new(),
             processor: crate::roofline::Processor::Cpu,
             gpu_sweep: Vec::new(),
+            trials: Vec::new(),
+            busy: Vec::new(),
         };
         assert_eq!(c.peak(Precision::Fp64), Some(38e9));
         assert_eq!(c.peak(Precision::Fp32), None);

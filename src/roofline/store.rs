@@ -316,6 +316,8 @@ mod tests {
                 notes: Vec::new(),
                 processor: crate::roofline::Processor::Cpu,
                 gpu_sweep: Vec::new(),
+                trials: Vec::new(),
+                busy: Vec::new(),
             },
             gpu: None,
         };

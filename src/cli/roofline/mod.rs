@@ -92,12 +92,12 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
     let mut right = vec![false];
     right.extend(counts.iter().map(|_| true));
     let mut out = render::table(&header_refs, &right, &rows);
-    // A GPU's main precision is fp32 (its fp64 is often a small fraction); a CPU's ERT-style fp64.
-    let ridge_precision = match c.processor {
-        Processor::Cpu => Precision::Fp64,
-        Processor::Gpu => Precision::Fp32,
-    };
-    if let Some(peak) = c.peak(ridge_precision) {
+    // Every precision's ridge points: fp64 is ERT's, fp32 what most models run in.
+    out.push('\n');
+    for precision in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+        let Some(peak) = c.peak(precision) else {
+            continue;
+        };
         let ridges: Vec<String> = [Level::L1, Level::L2, Level::L3, Level::Dram]
             .iter()
             .filter_map(|&l| {
@@ -105,14 +105,88 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
                     .map(|bw| format!("{l} {:.2}", edgeprof::roofline::ridge(peak, bw)))
             })
             .collect();
-        let _ = writeln!(
-            out,
-            "\n{ridge_precision} ridge points (FLOP/byte): {}",
-            ridges.join(", ")
-        );
+        if !ridges.is_empty() {
+            let _ = writeln!(
+                out,
+                "{precision} ridge points (FLOP/byte): {}",
+                ridges.join(", ")
+            );
+        }
     }
     out
 }
+
+/// How far to trust measured ceilings: the spread of each figure's trials (the figure is the
+/// best), what other processes disturbed, and every correction made to the figures.
+pub fn trust_text(c: &Ceilings) -> String {
+    let mut out = String::new();
+    if !c.trials.is_empty() {
+        let widest = c
+            .trials
+            .iter()
+            .max_by(|a, b| a.spread().total_cmp(&b.spread()));
+        let median = {
+            let mut s: Vec<f64> = c.trials.iter().map(|t| t.spread()).collect();
+            s.sort_by(f64::total_cmp);
+            s[s.len() / 2]
+        };
+        if let Some(w) = widest {
+            let _ = writeln!(
+                out,
+                "trials: each figure is the best of its trials; they were {:.1} % apart at the \
+                 median, {:.1} % at the widest ({}, {} trials)",
+                100.0 * median,
+                100.0 * w.spread(),
+                w.what,
+                w.count
+            );
+        }
+        let unsteady: Vec<String> = c
+            .trials
+            .iter()
+            .filter(|t| t.spread() > UNSTEADY)
+            .map(|t| format!("{} {:.0} %", t.what, 100.0 * t.spread()))
+            .collect();
+        if !unsteady.is_empty() {
+            let shown = unsteady.len().min(3);
+            let more = match unsteady.len() - shown {
+                0 => String::new(),
+                n => format!(" and {n} more"),
+            };
+            let _ = writeln!(
+                out,
+                "unsteady: trials more than {:.0} % apart in {}{more}: measure again on a \
+                 quieter machine, or with --thorough",
+                100.0 * UNSTEADY,
+                unsteady[..shown].join("; ")
+            );
+        }
+    }
+    match c.busy.len() {
+        0 => {}
+        n if n <= 3 => {
+            for b in &c.busy {
+                let _ = writeln!(out, "busy: {b}");
+            }
+        }
+        n => {
+            let _ = writeln!(
+                out,
+                "busy: other processes took CPU during {n} of {} figures (the first: {}); the \
+                 ceilings may be low: stop them and measure again (each figure in --json)",
+                c.trials.len().max(n),
+                c.busy[0]
+            );
+        }
+    }
+    for note in &c.notes {
+        let _ = writeln!(out, "corrected: {note}");
+    }
+    out
+}
+
+/// Trials further apart than this (relative to the best) are called unsteady.
+const UNSTEADY: f64 = 0.10;
 
 /// The GPU microbenchmark's sweep: working set, load path, blocks, bandwidth.
 fn gpu_sweep_text(c: &Ceilings) -> String {
@@ -206,6 +280,7 @@ pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Re
     let fingerprint = &stored.device;
     let mut out = format!("{}\n\n", stored.ceilings.source);
     out.push_str(&ceilings_text(&stored.ceilings, &fingerprint.caches));
+    out.push_str(&trust_text(&stored.ceilings));
     out.push('\n');
     out.push_str(&sweep_text(&stored.ceilings, &fingerprint.caches));
     if let Some(path) = saved {
@@ -284,9 +359,7 @@ pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<
     }
     let mut out = format!("{}\n\n", stored.ceilings.source);
     out.push_str(&ceilings_text(&stored.ceilings, &[]));
-    for note in &stored.ceilings.notes {
-        let _ = writeln!(out, "note: {note}");
-    }
+    out.push_str(&trust_text(&stored.ceilings));
     out.push('\n');
     out.push_str(&sweep_text(&stored.ceilings, &[]));
     if let Some(path) = saved {
@@ -712,3 +785,73 @@ fn simulate_missing(
 
 /// How long one condition may take under valgrind.
 const SIMULATION_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(3600);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use edgeprof::collect::ceilings::Trials;
+
+    fn trials(what: &str, best: f64, worst: f64) -> Trials {
+        Trials {
+            what: what.to_string(),
+            best,
+            worst,
+            count: 3,
+        }
+    }
+
+    #[test]
+    fn ceilings_say_their_spread_what_was_busy_and_every_correction() {
+        use edgeprof::roofline::{BandwidthRoof, ComputeRoof};
+        let mut c = Ceilings {
+            source: "test".into(),
+            compute: [(Precision::Fp64, 10e9), (Precision::Fp32, 20e9)]
+                .map(|(precision, flops_per_s)| ComputeRoof {
+                    precision,
+                    threads: 1,
+                    flops_per_s,
+                })
+                .to_vec(),
+            bandwidth: vec![BandwidthRoof {
+                level: Level::L1,
+                threads: 1,
+                bytes_per_s: 40e9,
+            }],
+            sweep: Vec::new(),
+            notes: Vec::new(),
+            processor: Processor::Cpu,
+            gpu_sweep: Vec::new(),
+            trials: Vec::new(),
+            busy: Vec::new(),
+        };
+        c.trials = vec![
+            trials("fp64 peak, 1 thread(s)", 10.0, 9.9),
+            trials("fp32 peak, 1 thread(s)", 20.0, 15.0),
+            trials("bandwidth, 4 KiB per thread × 2", 8.0, 7.8),
+        ];
+        c.busy = vec!["fp32 peak, 1 thread(s): other processes took 95 % of a core".into()];
+        c.notes =
+            vec!["L2 on 1 thread(s) measured 0.70 GB/s, below L3's 0.80: raised to it".into()];
+        let text = trust_text(&c);
+        assert!(
+            text.contains("2.5 % apart at the median, 25.0 % at the widest (fp32 peak, 1 thread(s), 3 trials)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("unsteady: trials more than 10 % apart in fp32 peak, 1 thread(s) 25 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains("busy: fp32 peak, 1 thread(s): other processes took 95 %"),
+            "{text}"
+        );
+        assert!(
+            text.contains("corrected: L2 on 1 thread(s) measured 0.70 GB/s"),
+            "{text}"
+        );
+        // Ridge points for every precision with a peak, fp32 beside fp64.
+        let table = ceilings_text(&c, &[]);
+        assert!(table.contains("fp64 ridge points (FLOP/byte):"), "{table}");
+        assert!(table.contains("fp32 ridge points (FLOP/byte):"), "{table}");
+    }
+}
