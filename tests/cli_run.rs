@@ -741,3 +741,94 @@ fn a_cpu_hog_during_a_condition_marks_it_disturbed_and_is_named() {
         "{stderr}"
     );
 }
+
+#[test]
+fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("twice.toml");
+    write(
+        &config,
+        "name = \"twice\"\n[matrix]\nengines = [\"tract\"]\n\
+         models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\"]\ninputs = [\"3x32x32\"]\n\
+         threads = [1, 2]\n[measure]\nwarmup = 5\niterations = 30\nrepeats = 3\nretries = 0\n\
+         check_outputs = false\n",
+    );
+    let sweep = |name: &str| -> PathBuf {
+        let out = tmp.path().join(name);
+        run_command(&config, &out).assert().success();
+        results_dir(&out)
+    };
+    let (a, b) = (sweep("a"), sweep("b"));
+    // Per condition: median, its interval, and the verdict.
+    let load = |dir: &Path| -> Vec<(String, f64, f64, f64)> {
+        records(dir)
+            .iter()
+            .filter(|r| r["ok"] == true)
+            .map(|r| {
+                let s = &r["stats"];
+                let interval = &s["median_interval_ms"];
+                (
+                    r["condition"]["id"].as_str().unwrap_or("").to_string(),
+                    s["latency"]["median_ms"].as_f64().unwrap_or(f64::NAN),
+                    interval[0].as_f64().unwrap_or(f64::NAN),
+                    interval[1].as_f64().unwrap_or(f64::NAN),
+                )
+            })
+            .collect()
+    };
+    let verdicts = |dir: &Path| -> serde_json::Value {
+        serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default()
+    };
+    let (first, second) = (load(&a), load(&b));
+    assert_eq!(first.len(), 4);
+    let summary_b = verdicts(&b);
+    let summary_a = verdicts(&a);
+    let verdict_of = |summary: &serde_json::Value, id: &str| -> String {
+        summary["conditions"]
+            .as_array()
+            .and_then(|rows| rows.iter().find(|r| r["id"] == id))
+            .and_then(|r| r["verdict"].as_str())
+            .unwrap_or("")
+            .to_string()
+    };
+    let mut agree = 0;
+    let mut report = Vec::new();
+    for (id, m1, lo1, hi1) in &first {
+        let Some((_, m2, lo2, hi2)) = second.iter().find(|x| &x.0 == id) else {
+            panic!("{id} ran only once")
+        };
+        // The intervals of the two medians overlap.
+        let overlap = lo1 <= hi2 && lo2 <= hi1;
+        let why = (verdict_of(&summary_a, id), verdict_of(&summary_b, id));
+        report.push(format!(
+            "{id}: {m1:.3} [{lo1:.3}, {hi1:.3}] and {m2:.3} [{lo2:.3}, {hi2:.3}] ms, {why:?}"
+        ));
+        if overlap {
+            agree += 1;
+        } else {
+            assert!(
+                why.0 != "clean" || why.1 != "clean",
+                "apart beyond their intervals, both judged clean: {report:#?}"
+            );
+        }
+    }
+    eprintln!("twice: {agree} of 4 within their intervals: {report:#?}");
+    // compare says the same: no condition significantly different unless a verdict explains it.
+    let out = edgeprof()
+        .args(["compare", "--json"])
+        .arg(&a)
+        .arg(&b)
+        .assert()
+        .success();
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.get_output().stdout).unwrap_or_default();
+    for c in json["conditions"].as_array().cloned().unwrap_or_default() {
+        let id = c["baseline"].as_str().unwrap_or("");
+        if c["verdict"] != "no-significant-difference" {
+            assert!(
+                verdict_of(&summary_a, id) != "clean" || verdict_of(&summary_b, id) != "clean",
+                "{c} against {report:#?}"
+            );
+        }
+    }
+}
