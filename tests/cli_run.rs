@@ -690,6 +690,18 @@ fn compare_finds_no_difference_against_itself_and_half_the_threads_slower() {
         .success();
     let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(table.contains("0 slower, 4 faster"), "{table}");
+    // Within one directory: four threads against two, model by model.
+    let within = |dir: &Path, spec: &str| {
+        let mut c = edgeprof();
+        c.arg("compare").arg(dir).args(["--within", spec]);
+        c
+    };
+    let out = within(&first, "threads=2").assert().success();
+    let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(table.contains("0 slower, 2 faster"), "{table}");
+    assert!(table.contains("/t2/cpu → "), "{table}");
+    within(&first, "speed=2").assert().code(2);
+    within(&first, "threads=3").assert().code(2);
     // Not a results directory: bad input.
     compare(tmp.path(), &first, &[]).assert().code(2);
 }

@@ -1,4 +1,5 @@
-//! `edgeprof compare BASELINE CANDIDATE`: two results directories, condition by condition, with
+//! `edgeprof compare BASELINE CANDIDATE` (or `BASELINE --within AXIS=VALUE`, conditions of one
+//! directory against each other): two results directories, condition by condition, with
 //! the ratio of medians, its bootstrap interval and a verdict; as a table, Markdown or JSON. The
 //! comparison itself is `edgeprof::results::compare`.
 
@@ -11,8 +12,15 @@ use thiserror::Error;
 pub(super) struct CompareArgs {
     /// The baseline: a results directory written by `edgeprof run`
     pub(super) baseline: PathBuf,
-    /// The candidate, compared against the baseline
-    pub(super) candidate: PathBuf,
+    /// The candidate, compared against the baseline (without it, --within compares conditions
+    /// of the baseline directory)
+    #[arg(required_unless_present = "within")]
+    pub(super) candidate: Option<PathBuf>,
+    /// Within the one directory: the conditions with AXIS = VALUE against those that differ
+    /// from them only on AXIS (engine, model, input, batch, threads, device, cores), e.g.
+    /// `threads=1` or `engine=tract`
+    #[arg(long, value_name = "AXIS=VALUE", conflicts_with = "candidate")]
+    pub(super) within: Option<String>,
     /// Differences of medians under this fraction are not significant
     #[arg(long, default_value_t = 0.05, value_parser = threshold)]
     pub(super) threshold: f64,
@@ -119,8 +127,33 @@ fn markdown(c: &Comparison) -> String {
 
 pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
     let baseline = load(&args.baseline)?;
-    let candidate = load(&args.candidate)?;
-    let comparison = compare::compare(&baseline, &candidate, args.threshold);
+    let comparison = match (&args.candidate, &args.within) {
+        (Some(candidate), _) => compare::compare(&baseline, &load(candidate)?, args.threshold),
+        (None, Some(within)) => {
+            let bad = || {
+                BadInput(format!(
+                    "--within {within:?}: give AXIS=VALUE with AXIS one of {}",
+                    compare::AXES.join(", ")
+                ))
+            };
+            let (axis, value) = within.split_once('=').ok_or_else(bad)?;
+            let c = compare::within(&baseline, axis.trim(), value.trim(), args.threshold)
+                .ok_or_else(bad)?;
+            if c.conditions.is_empty() {
+                anyhow::bail!(BadInput(format!(
+                    "{}: no condition with {} = {} has a counterpart that differs only in {}",
+                    args.baseline.display(),
+                    axis.trim(),
+                    value.trim(),
+                    axis.trim()
+                )));
+            }
+            c
+        }
+        (None, None) => anyhow::bail!(BadInput(
+            "give a candidate directory, or --within AXIS=VALUE".into()
+        )),
+    };
     if args.json {
         print_json(&comparison)?;
     } else if args.markdown {

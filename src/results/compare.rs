@@ -131,6 +131,95 @@ pub fn verdict(ratio: f64, low: f64, high: f64, threshold: f64) -> Verdict {
     }
 }
 
+/// One pair's ratio, interval and verdict (unpaired when a side is missing).
+fn judge(a: Option<Side>, b: Option<Side>, threshold: f64) -> Compared {
+    let median = |x: &Option<Side>| {
+        x.as_ref()
+            .and_then(|(_, l)| crate::stats::median(&l.concat()))
+    };
+    let mut row = Compared {
+        baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
+        candidate: b.as_ref().map(|(r, _)| r.condition.id.clone()),
+        baseline_median_ms: median(&a),
+        candidate_median_ms: median(&b),
+        ratio: None,
+        low: None,
+        high: None,
+        verdict: Verdict::Unpaired,
+    };
+    if let (Some((_, la)), Some((_, lb))) = (&a, &b) {
+        if let Some((ratio, low, high)) = ratio_interval(la, lb, BOOTSTRAP_ROUNDS) {
+            row.ratio = Some(ratio);
+            row.low = Some(low);
+            row.high = Some(high);
+            row.verdict = verdict(ratio, low, high, threshold);
+        }
+    }
+    row
+}
+
+/// The axes a comparison within one directory can hold apart.
+pub const AXES: [&str; 7] = [
+    "engine", "model", "input", "batch", "threads", "device", "cores",
+];
+
+/// A condition's value on `axis` (one of [`AXES`]), and everything else about it.
+fn split_axis(c: &crate::runner::matrix::Condition, axis: &str) -> Option<(String, String)> {
+    let cores = match &c.cores {
+        Some(list) => list
+            .iter()
+            .map(usize::to_string)
+            .collect::<Vec<_>>()
+            .join(","),
+        None => "all".to_string(),
+    };
+    let mut values = [
+        ("engine", c.engine.clone()),
+        ("model", c.model.to_string()),
+        ("input", c.input.to_string()),
+        ("batch", c.batch.to_string()),
+        ("threads", c.threads.to_string()),
+        ("device", c.device.to_string()),
+        ("cores", cores),
+    ];
+    let at = values.iter().position(|(k, _)| *k == axis)?;
+    let value = std::mem::take(&mut values[at].1);
+    let rest = format!("{values:?}|{:?}", c.options);
+    Some((value, rest))
+}
+
+/// Conditions within one directory against each other: every condition whose `axis` is
+/// `value` is a baseline, and each condition that differs from one only on `axis` is compared
+/// with it (e.g. `threads` = `1`: every thread count against one thread; `engine` = `tract`:
+/// every engine against tract). None when `axis` is not one of [`AXES`].
+pub fn within(stored: &Stored, axis: &str, value: &str, threshold: f64) -> Option<Comparison> {
+    if !AXES.contains(&axis) {
+        return None;
+    }
+    let sides = latencies(stored);
+    let mut conditions = Vec::new();
+    for (base, rest) in sides.iter().filter_map(|side| {
+        let (v, rest) = split_axis(&side.0.condition, axis)?;
+        (v == value).then_some((side, rest))
+    }) {
+        for other in &sides {
+            let Some((v, other_rest)) = split_axis(&other.0.condition, axis) else {
+                continue;
+            };
+            if v != value && other_rest == rest {
+                conditions.push(judge(Some(base.clone()), Some(other.clone()), threshold));
+            }
+        }
+    }
+    let dir = stored.dir.display().to_string();
+    Some(Comparison {
+        baseline: format!("{dir} ({axis} = {value})"),
+        candidate: format!("{dir} (the other {axis} values)"),
+        threshold,
+        conditions,
+    })
+}
+
 /// Compares `candidate` against `baseline`.
 pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Comparison {
     let a = latencies(baseline);
@@ -195,31 +284,7 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
     pairs.extend(b.into_iter().flatten().map(|x| (None, Some(x))));
     let conditions = pairs
         .into_iter()
-        .map(|(a, b)| {
-            let median = |x: &Option<Side>| {
-                x.as_ref()
-                    .and_then(|(_, l)| crate::stats::median(&l.concat()))
-            };
-            let mut row = Compared {
-                baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
-                candidate: b.as_ref().map(|(r, _)| r.condition.id.clone()),
-                baseline_median_ms: median(&a),
-                candidate_median_ms: median(&b),
-                ratio: None,
-                low: None,
-                high: None,
-                verdict: Verdict::Unpaired,
-            };
-            if let (Some((_, la)), Some((_, lb))) = (&a, &b) {
-                if let Some((ratio, low, high)) = ratio_interval(la, lb, BOOTSTRAP_ROUNDS) {
-                    row.ratio = Some(ratio);
-                    row.low = Some(low);
-                    row.high = Some(high);
-                    row.verdict = verdict(ratio, low, high, threshold);
-                }
-            }
-            row
-        })
+        .map(|(a, b)| judge(a, b, threshold))
         .collect();
     Comparison {
         baseline: baseline.dir.display().to_string(),
