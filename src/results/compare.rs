@@ -131,31 +131,60 @@ pub fn verdict(ratio: f64, low: f64, high: f64, threshold: f64) -> Verdict {
     }
 }
 
-/// One pair's ratio, interval and verdict (unpaired when a side is missing).
-fn judge(a: Option<Side>, b: Option<Side>, threshold: f64) -> Compared {
-    let median = |x: &Option<Side>| {
-        x.as_ref()
-            .and_then(|(_, l)| crate::stats::median(&l.concat()))
-    };
+/// `candidate` (a condition id and its timed iterations by repeat) against `baseline`, with
+/// `rounds` bootstrap resamples.
+pub fn against(
+    baseline: (&str, &[Vec<f64>]),
+    candidate: (&str, &[Vec<f64>]),
+    threshold: f64,
+    rounds: usize,
+) -> Compared {
+    let median = |l: &[Vec<f64>]| crate::stats::median(&l.concat());
     let mut row = Compared {
-        baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
-        candidate: b.as_ref().map(|(r, _)| r.condition.id.clone()),
-        baseline_median_ms: median(&a),
-        candidate_median_ms: median(&b),
+        baseline: Some(baseline.0.to_string()),
+        candidate: Some(candidate.0.to_string()),
+        baseline_median_ms: median(baseline.1),
+        candidate_median_ms: median(candidate.1),
         ratio: None,
         low: None,
         high: None,
         verdict: Verdict::Unpaired,
     };
-    if let (Some((_, la)), Some((_, lb))) = (&a, &b) {
-        if let Some((ratio, low, high)) = ratio_interval(la, lb, BOOTSTRAP_ROUNDS) {
-            row.ratio = Some(ratio);
-            row.low = Some(low);
-            row.high = Some(high);
-            row.verdict = verdict(ratio, low, high, threshold);
-        }
+    if let Some((ratio, low, high)) = ratio_interval(baseline.1, candidate.1, rounds) {
+        row.ratio = Some(ratio);
+        row.low = Some(low);
+        row.high = Some(high);
+        row.verdict = verdict(ratio, low, high, threshold);
     }
     row
+}
+
+/// One pair's ratio, interval and verdict (unpaired when a side is missing).
+fn judge(a: Option<Side>, b: Option<Side>, threshold: f64) -> Compared {
+    match (&a, &b) {
+        (Some((ra, la)), Some((rb, lb))) => against(
+            (&ra.condition.id, la),
+            (&rb.condition.id, lb),
+            threshold,
+            BOOTSTRAP_ROUNDS,
+        ),
+        _ => {
+            let median = |x: &Option<Side>| {
+                x.as_ref()
+                    .and_then(|(_, l)| crate::stats::median(&l.concat()))
+            };
+            Compared {
+                baseline: a.as_ref().map(|(r, _)| r.condition.id.clone()),
+                candidate: b.as_ref().map(|(r, _)| r.condition.id.clone()),
+                baseline_median_ms: median(&a),
+                candidate_median_ms: median(&b),
+                ratio: None,
+                low: None,
+                high: None,
+                verdict: Verdict::Unpaired,
+            }
+        }
+    }
 }
 
 /// The axes a comparison within one directory can hold apart.

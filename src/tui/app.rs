@@ -301,6 +301,10 @@ impl App {
                         self.results.sort_rows();
                     }
                     KeyCode::Char('R') => return self.resume_request(self.results.dir.clone()),
+                    KeyCode::Char('b') => {
+                        let said = self.results.toggle_baseline();
+                        self.say(Severity::Info, said);
+                    }
                     _ => {}
                 }
                 None

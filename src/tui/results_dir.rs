@@ -28,10 +28,18 @@ pub fn open_results(app: &mut App, dir: &Path) {
             edgeprof::report::gpu_timeline(&stored.runs, &stored.telemetry),
         ),
     ];
+    let latencies = stored
+        .runs
+        .iter()
+        .filter(|r| r.last && r.ok)
+        .filter_map(|r| Some((r.condition.id.clone(), r.kept_repeats()?)))
+        .filter(|(_, l)| l.iter().any(|r| !r.is_empty()))
+        .collect();
     app.results = app::ResultsView {
         dir: Some(dir.to_path_buf()),
         rows,
         utilisation,
+        latencies,
         ..app::ResultsView::default()
     };
     app.results.sort_rows();

@@ -323,6 +323,10 @@ pub const HELP: &[(&str, &str)] = &[
     ("Tune: t / c", "tune the selection's first model / cancel"),
     ("Results: ←/→ or s, r", "sort column, reverse"),
     (
+        "Results: b",
+        "compare with the selected condition (again: stop)",
+    ),
+    (
         "Scorecard: ↑↓, PgUp/PgDn, p",
         "framework, scroll its table, probe this device",
     ),

@@ -13,7 +13,16 @@ pub struct ResultsView {
     pub selected: usize,
     /// Over the sweep's time: worker CPU %, machine CPU %, GPU %.
     pub utilisation: Vec<(String, Vec<(f64, f64)>)>,
+    /// Each condition's timed iterations by repeat (those its statistics keep), for comparing.
+    pub latencies: std::collections::HashMap<String, Vec<Vec<f64>>>,
+    /// The condition marked as the baseline (b), and every other condition against it.
+    pub baseline: Option<String>,
+    pub versus: std::collections::HashMap<String, edgeprof::results::compare::Compared>,
 }
+
+/// Bootstrap resamples per comparison in the Results tab (fewer than `compare`'s, so that
+/// marking a baseline among many conditions stays quick).
+const TUI_ROUNDS: usize = 500;
 
 /// The sortable columns of the results table.
 pub const RESULT_COLUMNS: [&str; 7] = [
@@ -36,6 +45,49 @@ pub fn status_word(r: &Row) -> &str {
 }
 
 impl ResultsView {
+    /// Marks the selected condition as the baseline (again: unmarks it) and compares every
+    /// other condition with results against it. Says what it did.
+    pub fn toggle_baseline(&mut self) -> String {
+        let Some(row) = self.rows.get(self.selected) else {
+            return "no condition selected".to_string();
+        };
+        let id = row.id.clone();
+        if self.baseline.as_deref() == Some(id.as_str()) {
+            self.baseline = None;
+            self.versus.clear();
+            return "baseline cleared".to_string();
+        }
+        let Some(base) = self.latencies.get(&id) else {
+            return format!("{id} has no timed iterations to compare with");
+        };
+        let threshold = 0.05;
+        self.versus = self
+            .latencies
+            .iter()
+            .filter(|(other, _)| **other != id)
+            .map(|(other, l)| {
+                (
+                    other.clone(),
+                    edgeprof::results::compare::against(
+                        (&id, base),
+                        (other, l),
+                        threshold,
+                        TUI_ROUNDS,
+                    ),
+                )
+            })
+            .collect();
+        self.baseline = Some(id.clone());
+        let count = |v| self.versus.values().filter(|c| c.verdict == v).count();
+        use edgeprof::results::compare::Verdict;
+        format!(
+            "baseline {id}: {} slower, {} faster, {} without a significant difference at 5 %",
+            count(Verdict::Slower),
+            count(Verdict::Faster),
+            count(Verdict::NoSignificantDifference)
+        )
+    }
+
     pub fn sort_rows(&mut self) {
         let key = |r: &Row| -> f64 {
             match self.sort {

@@ -1,6 +1,7 @@
 //! The Results tab: the stored sweep's summary rows, sortable.
 
 use super::*;
+use edgeprof::results::compare::Verdict;
 
 pub(super) fn opt(v: Option<f64>, places: usize) -> String {
     v.map_or_else(|| "-".to_string(), |x| format!("{x:.places$}"))
@@ -88,8 +89,19 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let rows = (inner.height as usize).saturating_sub(2);
     let first = res.selected.saturating_sub(rows.saturating_sub(1));
     for (k, r) in res.rows.iter().enumerate().skip(first).take(rows) {
+        // Against the baseline: * the baseline, + slower, - faster, = no significant difference.
+        let mark = match (&res.baseline, res.versus.get(&r.id)) {
+            (Some(b), _) if *b == r.id => "* ",
+            (Some(_), Some(c)) => match c.verdict {
+                Verdict::Slower => "+ ",
+                Verdict::Faster => "- ",
+                Verdict::NoSignificantDifference => "= ",
+                Verdict::Unpaired => "  ",
+            },
+            _ => "",
+        };
         let values = [
-            r.id.clone(),
+            format!("{mark}{}", r.id),
             crate::tui::app::status_word(r).to_string(),
             opt(r.mean_ms, 3),
             opt(r.p99_ms, 3),
@@ -117,10 +129,16 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
         lines.push(Line::from(Span::styled(text.join(" "), style)));
     }
     if let Some(r) = res.rows.get(res.selected) {
-        lines.push(Line::from(Span::styled(
-            selected_line(r),
-            app.theme.muted(),
-        )));
+        let mut text = selected_line(r);
+        if let (Some(base), Some(c)) = (&res.baseline, res.versus.get(&r.id)) {
+            if let (Some(ratio), Some(low), Some(high)) = (c.ratio, c.low, c.high) {
+                text = format!(
+                    "{} vs {base}: ×{ratio:.3} [{low:.3}, {high:.3}] · {text}",
+                    c.verdict.words()
+                );
+            }
+        }
+        lines.push(Line::from(Span::styled(text, app.theme.muted())));
     }
     if res.rows.is_empty() {
         lines.push(Line::from(Span::styled(

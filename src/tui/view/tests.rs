@@ -301,6 +301,36 @@ fn results_and_roofline_tabs() {
         "{:?}",
         a.results.rows[0].id
     );
+    // b marks the selected (fastest) condition as the baseline: the other is slower.
+    let b = || {
+        crossterm::event::KeyEvent::new(
+            crossterm::event::KeyCode::Char('b'),
+            crossterm::event::KeyModifiers::NONE,
+        )
+    };
+    a.results.selected = 0;
+    a.key(b());
+    let other = a.results.rows[1].id.clone();
+    assert_eq!(
+        a.results.versus.get(&other).map(|c| c.verdict),
+        Some(edgeprof::results::compare::Verdict::Slower)
+    );
+    a.results.selected = 1;
+    let screen_text = screen(&a, (120, 40));
+    assert!(screen_text.contains("* tract/shufflenet"), "{screen_text}");
+    assert!(
+        screen_text.contains("+ tract/mobilenet_v2"),
+        "{screen_text}"
+    );
+    assert!(
+        screen_text.contains("slower vs tract/shufflenet"),
+        "{screen_text}"
+    );
+    // Again on the baseline: cleared.
+    a.results.selected = 0;
+    a.key(b());
+    assert!(a.results.baseline.is_none() && a.results.versus.is_empty());
+    a.status = None;
     a.tab = Tab::Roofline;
     snap("roofline", &a);
     a.roofline.selected = 1;
