@@ -222,7 +222,7 @@ pub(super) enum RooflineCommand {
         gpu: Option<usize>,
     },
     /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
-    /// ranked by time share × headroom
+    /// ranked by the end-to-end time each can save
     Layers {
         /// A zoo model
         model: String,
@@ -231,8 +231,9 @@ pub(super) enum RooflineCommand {
         /// tract's threads (default: all cores)
         #[arg(long)]
         threads: Option<usize>,
-        /// Profiled inferences to average
-        #[arg(long, default_value_t = 10)]
+        /// Profiled inferences (each layer's time is the median run; the ranking's steadiness
+        /// is judged by resampling them)
+        #[arg(long, default_value_t = 20)]
         runs: usize,
         /// Ceilings from this file instead of this device's
         #[arg(long, value_name = "FILE")]

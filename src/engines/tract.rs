@@ -191,7 +191,11 @@ pub struct LayerTime {
     /// The source layer name, or the tract node's own name when it maps to no layer.
     pub layer: String,
     pub mapped: bool,
+    /// The median over the profiled runs.
     pub ms_per_run: f64,
+    /// Each run's time, in run order (every layer is timed in every run, so the runs of
+    /// different layers are interleaved).
+    pub runs_ms: Vec<f64>,
     /// How many optimised tract nodes were attributed to this layer.
     pub tract_nodes: usize,
 }
@@ -590,15 +594,16 @@ impl TractSession {
     /// (in plan order of first appearance).
     pub fn profile(&self, input: &Tensor, runs: usize) -> Result<Vec<LayerTime>, EngineError> {
         let model = self.plan.model();
-        let mut node_time = vec![Duration::ZERO; model.nodes().len()];
+        let runs = runs.max(1);
+        // Per run, per node.
+        let mut node_time = vec![vec![Duration::ZERO; model.nodes().len()]; runs];
         let mut evaluated = vec![false; model.nodes().len()];
         let mut order = Vec::new();
-        let runs = runs.max(1);
         contained(|| {
             let mut state = SimpleState::new(&self.plan).map_err(|e| EngineError::Run {
                 reason: one_line(&e),
             })?;
-            for _ in 0..runs {
+            for times in node_time.iter_mut() {
                 state
                     .run_plan_with_eval(
                         tvec!(input.clone().into_tvalue()),
@@ -606,7 +611,7 @@ impl TractSession {
                             let start = Instant::now();
                             let result =
                                 tract_onnx::tract_core::plan::eval(session, op_state, node, inputs);
-                            node_time[node.id] += start.elapsed();
+                            times[node.id] += start.elapsed();
                             if !evaluated[node.id] {
                                 evaluated[node.id] = true;
                                 order.push(node.id);
@@ -633,19 +638,28 @@ impl TractSession {
                 Some(l) => (l.to_string(), true),
                 None => (node_name.clone(), false),
             };
-            let ms = node_time[id].as_secs_f64() * 1e3 / runs as f64;
+            let ms: Vec<f64> = node_time
+                .iter()
+                .map(|run| run[id].as_secs_f64() * 1e3)
+                .collect();
             match layers.iter_mut().find(|l| l.layer == layer) {
                 Some(entry) => {
-                    entry.ms_per_run += ms;
+                    for (sum, t) in entry.runs_ms.iter_mut().zip(&ms) {
+                        *sum += t;
+                    }
                     entry.tract_nodes += 1;
                 }
                 None => layers.push(LayerTime {
                     layer,
                     mapped,
-                    ms_per_run: ms,
+                    ms_per_run: 0.0,
+                    runs_ms: ms,
                     tract_nodes: 1,
                 }),
             }
+        }
+        for l in &mut layers {
+            l.ms_per_run = crate::stats::median(&l.runs_ms).unwrap_or(0.0);
         }
         Ok(layers)
     }

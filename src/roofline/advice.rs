@@ -282,12 +282,15 @@ pub struct LayerRank {
     pub time_share: f64,
     /// Roof at the binding level / achieved.
     pub headroom: f64,
-    /// time_share × headroom: the larger, the more optimising this layer can pay.
+    /// The most of the end-to-end time that bringing this layer to its roof can save (Amdahl):
+    /// time_share × (1 − 1/headroom). A layer with share s never saves more than s.
+    pub saving: f64,
+    /// What the ranking sorts by: the saving.
     pub score: f64,
 }
 
-/// Ranks layers by time share × headroom, largest first; layers that cannot be analysed are
-/// left out.
+/// Ranks layers by the end-to-end time they can save, time share × (1 − 1/headroom), largest
+/// first; layers that cannot be analysed are left out.
 pub fn rank_layers(layers: &[Program], ceilings: &Ceilings) -> Vec<LayerRank> {
     let total: f64 = layers.iter().map(|l| l.seconds.max(0.0)).sum();
     if total <= 0.0 {
@@ -303,17 +306,58 @@ pub fn rank_layers(layers: &[Program], ceilings: &Ceilings) -> Vec<LayerRank> {
                 .find(|l| l.level == a.binding)
                 .map(|l| l.headroom)?;
             let time_share = layer.seconds / total;
+            // A layer already above its roof (a measurement below the clock's resolution,
+            // a roof measured low) can save nothing.
+            let saving = time_share * (1.0 - 1.0 / headroom.max(1.0));
             Some(LayerRank {
                 label: layer.label.clone(),
                 time_share,
                 headroom,
-                score: time_share * headroom,
+                saving,
+                score: saving,
             })
         })
         .collect();
     ranks.sort_by(|a, b| b.score.total_cmp(&a.score));
     ranks
 }
+
+/// How often the top layer stays on top when the profiled runs are resampled (with
+/// replacement, the same runs for every layer, `rounds` times): 1.0 is a ranking that holds
+/// still. `runs_s` gives each program's seconds per run. None with fewer than two runs.
+pub fn top_stability(
+    programs: &[Program],
+    runs_s: &[Vec<f64>],
+    ceilings: &Ceilings,
+    rounds: usize,
+) -> Option<f64> {
+    use rand::Rng;
+    let top = rank_layers(programs, ceilings).first()?.label.clone();
+    let runs = runs_s.iter().map(Vec::len).min()?;
+    if runs < 2 || runs_s.len() != programs.len() {
+        return None;
+    }
+    let mut rng = crate::stats::bootstrap_rng();
+    let mut kept = 0;
+    let mut resampled = programs.to_vec();
+    for _ in 0..rounds.max(1) {
+        let picks: Vec<usize> = (0..runs).map(|_| rng.random_range(0..runs)).collect();
+        for (p, times) in resampled.iter_mut().zip(runs_s) {
+            let drawn: Vec<f64> = picks.iter().map(|&i| times[i]).collect();
+            p.seconds = crate::stats::median(&drawn).unwrap_or(p.seconds);
+        }
+        if rank_layers(&resampled, ceilings)
+            .first()
+            .is_some_and(|r| r.label == top)
+        {
+            kept += 1;
+        }
+    }
+    Some(kept as f64 / rounds.max(1) as f64)
+}
+
+/// Below this share of resamples keeping the top layer on top, the ranking is called unstable.
+pub const STABLE_TOP: f64 = 0.8;
 
 #[cfg(test)]
 mod tests {
@@ -523,10 +567,74 @@ mod tests {
         c.label = "c".into();
         let ranks = rank_layers(&[a, b, c], &ceilings());
         let labels: Vec<&str> = ranks.iter().map(|r| r.label.as_str()).collect();
-        // Scores: a 0.6 × 6 = 3.6, b 0.3 × 10 = 3.0, c 0.1 × 1.11 = 0.11.
+        // Savings: a 0.6 × (1 − 1/6) = 0.5, b 0.3 × (1 − 1/10) = 0.27, c 0.1 × (1 − 0.9) = 0.01.
         assert_eq!(labels, ["a", "b", "c"]);
-        assert!(close(ranks[0].score, 3.6) && close(ranks[1].score, 3.0));
+        assert!(close(ranks[0].saving, 0.5) && close(ranks[1].saving, 0.27));
         assert!(close(ranks[2].time_share, 0.1));
         assert!(rank_layers(&[], &ceilings()).is_empty());
+    }
+
+    #[test]
+    fn no_layer_outranks_one_that_can_save_more_than_its_whole_share() {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+        for _ in 0..200 {
+            let layers: Vec<Program> = (0..8)
+                .map(|i| {
+                    let mut p = program(
+                        rng.random_range(0.001..5.0),
+                        rng.random_range(0.001..1.0),
+                        &[(Level::Dram, rng.random_range(0.001..3.0))],
+                    );
+                    p.label = format!("l{i}");
+                    p
+                })
+                .collect();
+            let ranks = rank_layers(&layers, &ceilings());
+            for r in &ranks {
+                assert!(r.saving <= r.time_share + 1e-12, "{r:?}");
+            }
+            for (i, above) in ranks.iter().enumerate() {
+                for below in &ranks[i + 1..] {
+                    // Ranked above: it saves at least as much, so never a share s above a
+                    // layer that saves more than s.
+                    assert!(above.saving >= below.saving, "{above:?} above {below:?}");
+                    assert!(below.saving <= above.time_share + 1e-12);
+                }
+            }
+        }
+        // The case that motivated it: 2.5 % of the time at a huge headroom against 21.9 % at 3×.
+        let mut small = program(0.0001, 0.025, &[(Level::Dram, 0.00001)]);
+        small.label = "small".into();
+        let mut big = program(0.219 * 20.0 / 3.0, 0.219, &[(Level::Dram, 0.219)]);
+        big.label = "big".into();
+        let ranks = rank_layers(&[small, big], &ceilings());
+        assert_eq!(ranks[0].label, "big", "{ranks:?}");
+    }
+
+    #[test]
+    fn a_dominant_layer_holds_the_top_and_a_close_race_does_not() {
+        let mut a = program(2.0, 0.6, &[(Level::Dram, 1.0)]);
+        a.label = "a".into();
+        let mut b = program(0.2, 0.06, &[(Level::Dram, 0.1)]);
+        b.label = "b".into();
+        // Five runs each: a far ahead in every one.
+        let runs = vec![
+            vec![0.6, 0.61, 0.59, 0.6, 0.62],
+            vec![0.06, 0.07, 0.05, 0.06, 0.06],
+        ];
+        let stable = top_stability(&[a.clone(), b.clone()], &runs, &ceilings(), 200);
+        assert_eq!(stable, Some(1.0));
+        // The same work, their run times swapping the lead from run to run.
+        let mut c = a.clone();
+        c.label = "c".into();
+        let race = vec![vec![0.5, 0.7, 0.5, 0.7, 0.6], vec![0.7, 0.5, 0.7, 0.5, 0.6]];
+        let shaky = top_stability(&[a.clone(), c], &race, &ceilings(), 200).unwrap_or(1.0);
+        assert!(shaky < STABLE_TOP, "{shaky}");
+        // One run: nothing to resample.
+        assert_eq!(
+            top_stability(&[a, b], &[vec![0.6], vec![0.06]], &ceilings(), 10),
+            None
+        );
     }
 }

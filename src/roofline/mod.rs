@@ -327,19 +327,39 @@ pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
     peak_flops_per_s / bytes_per_s
 }
 
-/// Program points for the successful zoo-model conditions of a stored sweep. FLOPs and bytes
-/// come from the best source at hand: the worker's hardware counters when it could
-/// count cache misses, else a cache simulation kept for the condition, else the analytic model
-/// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
-/// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
-/// One point per layer of a zoo model: FLOPs and DRAM bytes from the analytic model, time from
-/// tract's node profile over `runs` runs on `threads` threads (fused operators counted under the
-/// layer tract kept; layers tract merged away are left out).
+/// Per-layer points of a zoo model (see [`layer_profile`]).
 pub fn layer_programs(
     model: &crate::models::graph::Model,
     threads: usize,
     runs: usize,
 ) -> anyhow::Result<Vec<Program>> {
+    Ok(layer_profile(model, threads, runs)?.programs)
+}
+
+/// A model's layers as tract ran them: one point per layer, or per group of layers tract fused
+/// into one node, with each profiled run's seconds beside it.
+#[derive(Debug, Clone, Default)]
+pub struct LayerProfile {
+    pub programs: Vec<Program>,
+    /// Per program, each run's seconds (the runs of all programs interleaved: every run times
+    /// every layer).
+    pub runs_s: Vec<Vec<f64>>,
+}
+
+/// Element-wise layers a producer before them absorbs when an engine fuses (BatchNorm folded
+/// into a convolution, an activation applied to its output).
+const FUSED_AFTER: [&str; 6] = ["BatchNorm2d", "ReLU", "ReLU6", "Add", "Dropout", "Flatten"];
+
+/// Profiles `model` in tract `runs` times on `threads` threads. The analytic FLOPs and DRAM
+/// bytes of each layer meet tract's node times; a layer tract timed no node for was fused into
+/// a neighbour, and joins it as a group named `a+b` with the group's summed FLOPs and bytes: an
+/// element-wise layer joins the group before it, any other the next layer that has time (tract
+/// may keep a fused chain under its last layer's name).
+pub fn layer_profile(
+    model: &crate::models::graph::Model,
+    threads: usize,
+    runs: usize,
+) -> anyhow::Result<LayerProfile> {
     use crate::engines::tract::{ModelSource, TractSession};
     let costs = crate::models::cost::analyze(model);
     let session = TractSession::load(
@@ -352,22 +372,74 @@ pub fn layer_programs(
     )?;
     let input = session.make_input(crate::models::onnx::DEFAULT_SEED)?;
     let times = session.profile(&input, runs.max(1))?;
-    Ok(times
-        .iter()
-        .filter(|t| t.mapped)
-        .filter_map(|t| {
-            let cost = costs.layers.iter().find(|l| l.name == t.layer)?;
-            Some(Program {
-                label: t.layer.clone(),
-                precision: Precision::Fp32,
-                flops: cost.flops as f64,
-                seconds: t.ms_per_run / 1e3,
-                traffic: vec![(Level::Dram, cost.dram_bytes as f64)],
-                source: PointSource::Analytic,
-                basis: vec!["time from tract's node profile".to_string()],
-            })
-        })
-        .collect())
+    Ok(group_layers(&costs.layers, &times))
+}
+
+/// Joins analytic layer costs with profiled layer times (see [`layer_profile`]).
+pub fn group_layers(
+    costs: &[crate::models::cost::LayerCost],
+    times: &[crate::engines::tract::LayerTime],
+) -> LayerProfile {
+    struct Group {
+        names: Vec<String>,
+        flops: f64,
+        bytes: f64,
+        runs_ms: Option<Vec<f64>>,
+    }
+    let mut groups: Vec<Group> = Vec::new();
+    // Layers without time waiting for the next layer that has some.
+    let mut pending: Vec<&crate::models::cost::LayerCost> = Vec::new();
+    for cost in costs {
+        let timed = times.iter().find(|t| t.mapped && t.layer == cost.name);
+        match timed {
+            Some(t) => {
+                let mut g = Group {
+                    names: Vec::new(),
+                    flops: 0.0,
+                    bytes: 0.0,
+                    runs_ms: Some(t.runs_ms.clone()),
+                };
+                for p in pending.drain(..).chain(std::iter::once(cost)) {
+                    g.names.push(p.name.clone());
+                    g.flops += p.flops as f64;
+                    g.bytes += p.dram_bytes as f64;
+                }
+                groups.push(g);
+            }
+            None => match groups.last_mut() {
+                Some(g) if pending.is_empty() && FUSED_AFTER.contains(&cost.kind) => {
+                    g.names.push(cost.name.clone());
+                    g.flops += cost.flops as f64;
+                    g.bytes += cost.dram_bytes as f64;
+                }
+                _ => pending.push(cost),
+            },
+        }
+    }
+    // Untimed layers at the end belong to the last group.
+    if let Some(g) = groups.last_mut() {
+        for p in pending.drain(..) {
+            g.names.push(p.name.clone());
+            g.flops += p.flops as f64;
+            g.bytes += p.dram_bytes as f64;
+        }
+    }
+    let mut out = LayerProfile::default();
+    for g in groups {
+        let Some(runs_ms) = g.runs_ms else { continue };
+        let seconds = crate::stats::median(&runs_ms).unwrap_or(0.0) / 1e3;
+        out.programs.push(Program {
+            label: g.names.join("+"),
+            precision: Precision::Fp32,
+            flops: g.flops,
+            seconds,
+            traffic: vec![(Level::Dram, g.bytes)],
+            source: PointSource::Analytic,
+            basis: vec!["time from tract's node profile (the median run)".to_string()],
+        });
+        out.runs_s.push(runs_ms.iter().map(|ms| ms / 1e3).collect());
+    }
+    out
 }
 
 /// The zoo model a condition of a stored sweep ran, or why it has none.
@@ -390,6 +462,11 @@ pub fn condition_model(
     crate::models::zoo::build(name, &params).map_err(|e| BadInput(e.to_string()))
 }
 
+/// Program points for the successful zoo-model conditions of a stored sweep. FLOPs and bytes
+/// come from the best source at hand: the worker's hardware counters when it could
+/// count cache misses, else a cache simulation kept for the condition, else the analytic model
+/// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
+/// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
 pub fn programs_from_results(
     stored: &crate::results::Stored,
     simulations: &[crate::runner::cachesim::Simulation],
@@ -494,6 +571,55 @@ pub fn test_ceilings() -> Ceilings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn layers_tract_fused_away_join_their_neighbours_as_named_groups() {
+        use crate::engines::tract::LayerTime;
+        use crate::models::cost::LayerCost;
+        let cost = |name: &str, kind: &'static str, flops: u64| LayerCost {
+            name: name.into(),
+            kind,
+            output_shape: Vec::new(),
+            macs: flops / 2,
+            flops,
+            params: 0,
+            buffers: 0,
+            param_bytes: 0,
+            input_bytes: 0,
+            output_bytes: 0,
+            dram_bytes: 1000,
+        };
+        let time = |layer: &str, runs: &[f64]| LayerTime {
+            layer: layer.into(),
+            mapped: true,
+            ms_per_run: 0.0,
+            runs_ms: runs.to_vec(),
+            tract_nodes: 1,
+        };
+        let costs = [
+            // tract keeps this chain under the ReLU's name: the convolution has no time.
+            cost("conv1.0", "Conv2d", 1_000_000),
+            cost("conv1.1", "BatchNorm2d", 10),
+            cost("conv1.2", "ReLU", 5),
+            // Here under the convolution's: the BatchNorm after it has none.
+            cost("conv2.0", "Conv2d", 2_000_000),
+            cost("conv2.1", "BatchNorm2d", 10),
+            cost("fc", "Linear", 500),
+        ];
+        let times = [
+            time("conv1.2", &[3.0, 1.0, 2.0]),
+            time("conv2.0", &[4.0, 4.0, 5.0]),
+            time("fc", &[0.1, 0.1, 0.1]),
+        ];
+        let p = group_layers(&costs, &times);
+        let labels: Vec<&str> = p.programs.iter().map(|x| x.label.as_str()).collect();
+        assert_eq!(labels, ["conv1.0+conv1.1+conv1.2", "conv2.0+conv2.1", "fc"]);
+        assert_eq!(p.programs[0].flops, 1_000_015.0);
+        assert_eq!(p.programs[1].traffic, vec![(Level::Dram, 2000.0)]);
+        // The median run, and every run kept beside it.
+        assert!((p.programs[0].seconds - 0.002).abs() < 1e-12);
+        assert_eq!(p.runs_s[1], vec![0.004, 0.004, 0.005]);
+    }
 
     #[test]
     fn program_points_are_checked() {

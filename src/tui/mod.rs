@@ -194,7 +194,7 @@ impl Session {
                         .map_err(|e| e.0)
                         .and_then(|model| {
                             let threads = edgeprof::runner::resolve_threads(condition.threads);
-                            edgeprof::roofline::layer_programs(&model, threads, 3)
+                            edgeprof::roofline::layer_programs(&model, threads, 10)
                                 .map_err(|e| format!("{e:#}"))
                         });
                     let _ = tx.send(Message::Layers(condition.id, result.into()));

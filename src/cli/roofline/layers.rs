@@ -3,7 +3,8 @@
 use super::*;
 
 /// `edgeprof roofline layers`: per-layer points of one zoo model from tract's node profile and
-/// the per-layer analytic cost, ranked by time share × headroom.
+/// the per-layer analytic cost (layers tract fused as groups), ranked by the end-to-end time
+/// each can save, with how steady that ranking is.
 pub struct LayersOptions<'a> {
     pub threads: usize,
     pub runs: usize,
@@ -30,8 +31,19 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
         "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
         model.name
     );
-    let programs = edgeprof::roofline::layer_programs(model, threads, runs)?;
+    let profile = edgeprof::roofline::layer_profile(model, threads, runs)?;
+    let programs = profile.programs.clone();
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
+    let stability = advice::top_stability(&programs, &profile.runs_s, &stored.ceilings, 1000);
+    // Each layer's median run with half its 95 % interval, in ms.
+    let spread = |label: &str| -> Option<(f64, f64)> {
+        let k = programs.iter().position(|p| p.label == label)?;
+        let runs_ms: Vec<f64> = profile.runs_s.get(k)?.iter().map(|s| s * 1e3).collect();
+        let median = edgeprof::stats::median(&runs_ms)?;
+        let half = edgeprof::stats::median_interval(&runs_ms, edgeprof::stats::BOOTSTRAP_ROUNDS)
+            .map_or(0.0, |(low, high)| (high - low) / 2.0);
+        Some((median, half))
+    };
     // The highest-ranked layers, in rank order, are the chart's points A, B, C, …
     let drawn: Vec<Program> = ranks
         .iter()
@@ -48,7 +60,9 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
             "model": model.name,
             "ceilings_file": from,
             "layers": programs,
+            "runs_s": profile.runs_s,
             "ranking": ranks,
+            "top_stability": stability,
         }));
     }
     let rows: Vec<Vec<String>> = ranks
@@ -65,20 +79,21 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
             vec![
                 mark,
                 r.label.clone(),
+                spread(&r.label).map_or("-".into(), |(m, h)| format!("{m:.3} ±{h:.3}")),
                 format!("{:.1}", 100.0 * r.time_share),
                 p.and_then(|p| p.flops_per_s())
                     .map_or("-".into(), |v| format!("{:.2}", v / 1e9)),
                 p.and_then(|p| p.intensity(Level::Dram))
                     .map_or("-".into(), |v| format!("{v:.2}")),
                 format!("{:.1}×", r.headroom),
-                format!("{:.2}", r.score),
+                format!("{:.1}", 100.0 * r.saving),
             ]
         })
         .collect();
     let mut out = format!(
-        "{}: layers ranked by time share × headroom (ceilings: {}; FLOPs and DRAM bytes from the \
-         analytic model; time from tract's node profile, fused operators counted under the layer \
-         tract kept)\n\n",
+        "{}: layers ranked by the end-to-end time each can save, time share × (1 − 1/headroom) \
+         (ceilings: {}; FLOPs and DRAM bytes from the analytic model; time: the median of {runs} \
+         runs of tract's node profile; layers tract fused are one group, a+b)\n\n",
         model.name, stored.ceilings.source
     );
     let marks = edgeprof::report::roofline_chart::marks(&drawn);
@@ -95,15 +110,40 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
         &[
             "",
             "layer",
+            "ms",
             "time %",
             "GFLOP/s",
             "FLOP/byte",
             "headroom",
-            "score",
+            "saving %",
         ],
-        &[false, false, true, true, true, true, true],
+        &[false, false, true, true, true, true, true, true],
         &rows,
     ));
+    match stability {
+        Some(s) if s < advice::STABLE_TOP => {
+            let _ = writeln!(
+                out,
+                "\nthe ranking is unstable: the first layer stays first in {:.0} % of resamples \
+                 of the {runs} runs; profile more runs (--runs) on a quieter machine before \
+                 acting on the order",
+                100.0 * s
+            );
+        }
+        Some(s) => {
+            let _ = writeln!(
+                out,
+                "\nthe first layer stays first in {:.0} % of resamples of the {runs} runs",
+                100.0 * s
+            );
+        }
+        None => {
+            let _ = writeln!(
+                out,
+                "\none run: how steady the ranking is cannot be told (--runs 10 or more)"
+            );
+        }
+    }
     if let Some(first) = ranks.first() {
         if let Some(p) = programs.iter().find(|p| p.label == first.label) {
             if let Ok(a) = advice::analyse(p, &stored.ceilings) {

@@ -20,7 +20,8 @@ impl<T> From<Result<T, String>> for Shown<T> {
     }
 }
 
-/// The per-layer drill-down of one condition: its layers ranked by time share × headroom.
+/// The per-layer drill-down of one condition: its layers ranked by the end-to-end time they can
+/// save, time share × (1 − 1/headroom).
 #[derive(Debug, Clone, Default)]
 pub struct LayersView {
     pub condition: String,

@@ -84,7 +84,16 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     );
     frame.render_widget(Paragraph::new(chart).style(app.theme.text()), inner);
     let list_title = match (layers, rv.processor) {
-        (Some(l), _) => format!("Layers of {} (time % × headroom)", l.condition),
+        (Some(l), _) => {
+            // The drill-down profiles in tract whatever engine ran the condition.
+            let engine = l.condition.split('/').next().unwrap_or("");
+            let whose = if engine == "tract" {
+                String::new()
+            } else {
+                format!("; tract's profile: {engine} has none")
+            };
+            format!("Layers of {} (saving %, headroom{whose})", l.condition)
+        }
         (None, edgeprof::roofline::Processor::Cpu) => "Programs (l: layers)".to_string(),
         (None, edgeprof::roofline::Processor::Gpu) => "GPU profiles".to_string(),
     };
@@ -120,7 +129,7 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
                 lines.push(Line::from(Span::styled(
                     format!(
                         "{mark} {:>5.1}% {:>5.1}× {}",
-                        100.0 * r.time_share,
+                        100.0 * r.saving,
                         r.headroom,
                         p.label
                     ),
