@@ -49,6 +49,15 @@ pub enum SweepEvent {
     },
 }
 
+/// How a condition's first worker run was made, for the runs that add repeats to it.
+struct FirstRun<'a> {
+    command: &'a spawn::WorkerCommand,
+    request: &'a WorkerRequest,
+    limits: RunLimits,
+    /// When it started.
+    began: Instant,
+}
+
 /// What [`Sweep::repeat_more`] added to a condition's first worker run.
 struct Added {
     repetition: Repetition,
@@ -137,13 +146,18 @@ impl Sweep<'_> {
     /// the added raw times.
     fn repeat_more(
         &self,
-        (command, request): (&spawn::WorkerCommand, &WorkerRequest),
-        limits: RunLimits,
+        first_run: FirstRun,
         run: &mut WorkerRun,
         first: Vec<RepeatNote>,
         recorder: &crate::collect::telemetry::Recorder,
         on_event: &mut impl FnMut(SweepEvent),
     ) -> Added {
+        let FirstRun {
+            command,
+            request,
+            limits,
+            began,
+        } = first_run;
         let m = &self.config.measure;
         let mut added = Added {
             repetition: Repetition {
@@ -187,6 +201,8 @@ impl Sweep<'_> {
                 ..request.clone()
             };
             let offset: usize = run.repeats.iter().map(Vec::len).sum();
+            // The added run's samples count their time from the first run's start.
+            let shift = began.elapsed().as_secs_f64();
             let mut watch = Watch::start(
                 self.telemetry_root,
                 std::process::id(),
@@ -208,7 +224,10 @@ impl Sweep<'_> {
                 Some(r) => r.absorb(&extra.resources),
                 None => added.resources = Some(extra.resources.clone()),
             }
-            added.samples.extend(extra.samples);
+            added.samples.extend(extra.samples.into_iter().map(|mut s| {
+                s.t_s += shift;
+                s
+            }));
             match extra.outcome {
                 Ok(more_run) => {
                     r.runs += 1;
@@ -341,6 +360,7 @@ impl Sweep<'_> {
                     std::process::id(),
                     condition.cores.as_deref(),
                 );
+                let began = Instant::now();
                 let mut result =
                     spawn::run_worker(&command, &request, limits, self.cancel, |event| {
                         watch.event(&event);
@@ -354,8 +374,12 @@ impl Sweep<'_> {
                     outcome.measured_s += measured_seconds(run);
                     let first = watch.finish(&run.repeats, 1);
                     let more = self.repeat_more(
-                        (&command, &request),
-                        limits,
+                        FirstRun {
+                            command: &command,
+                            request: &request,
+                            limits,
+                            began,
+                        },
                         run,
                         first,
                         &recorder,
