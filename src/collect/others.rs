@@ -2,7 +2,10 @@
 //! taken before and after the condition (two scans, nothing in between), minus edgeprof and
 //! everything it started. A process is counted on the condition's cores when the CPU it last ran
 //! on is one of them (the kernel's `processor` field: an approximation for a process that moved).
-//! A process that both started and ended between the scans is not seen.
+//! A process that both started and ended between the scans is not seen by name; the kernel's
+//! per-CPU accounting (`/proc/stat`) still counts its time: whatever the cores were busy beyond
+//! what the named processes and edgeprof's own took is reported as unseen processes, and the
+//! time the hypervisor gave other virtual machines (steal) on its own line.
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -18,11 +21,27 @@ struct Seen {
     processor: Option<usize>,
 }
 
-/// Every process's CPU time at one moment.
+/// Every process's CPU time at one moment, and each CPU's busy and stolen ticks.
 #[derive(Debug, Clone)]
 pub struct Scan {
     at: Instant,
     by_pid: HashMap<u32, Seen>,
+    /// Per CPU id: (busy ticks: user, nice, system, irq, softirq; stolen ticks).
+    cpus: HashMap<usize, (u64, u64)>,
+}
+
+/// `/proc/stat`'s per-CPU lines: busy (user, nice, system, irq, softirq) and steal ticks.
+fn parse_cpus(text: &str) -> HashMap<usize, (u64, u64)> {
+    text.lines()
+        .filter_map(|line| {
+            let mut fields = line.split_whitespace();
+            let id: usize = fields.next()?.strip_prefix("cpu")?.parse().ok()?;
+            let v: Vec<u64> = fields.map_while(|f| f.parse().ok()).collect();
+            let at = |i: usize| v.get(i).copied().unwrap_or(0);
+            // user nice system idle iowait irq softirq steal …
+            Some((id, (at(0) + at(1) + at(2) + at(5) + at(6), at(7))))
+        })
+        .collect()
 }
 
 /// `/proc/PID/stat` of one process: name, parent, user + system ticks, last CPU.
@@ -57,12 +76,10 @@ impl Scan {
                 by_pid.insert(pid, seen);
             }
         }
-        Scan { at, by_pid }
-    }
-
-    /// Whether the process `pid` was there at this scan.
-    pub fn has(&self, pid: u32) -> bool {
-        self.by_pid.contains_key(&pid)
+        let cpus = std::fs::read_to_string(root.join("proc/stat"))
+            .map(|t| parse_cpus(&t))
+            .unwrap_or_default();
+        Scan { at, by_pid, cpus }
     }
 
     /// When the scan was taken.
@@ -115,11 +132,30 @@ impl Disturbance {
     pub fn by_whom(&self) -> String {
         self.top
             .iter()
-            .map(|o| format!("{} (pid {}) {:.0} %", o.name, o.pid, o.cpu_pct))
+            .map(Other::label)
             .collect::<Vec<_>>()
             .join(", ")
     }
 }
+
+impl Other {
+    /// "yes (pid 42) 98 %", or for time no process can be named, "unseen processes 12 %".
+    pub fn label(&self) -> String {
+        if self.pid == 0 {
+            format!("{} {:.0} %", self.name, self.cpu_pct)
+        } else {
+            format!("{} (pid {}) {:.0} %", self.name, self.pid, self.cpu_pct)
+        }
+    }
+}
+
+/// Named in place of a process: busy time on the cores that no process seen in both scans
+/// accounts for (short-lived processes, ones that moved between cores).
+pub const UNSEEN: &str = "unseen processes";
+/// Named in place of a process: time the hypervisor gave other virtual machines.
+pub const STEAL: &str = "other virtual machines (steal)";
+/// Less than this (percent of one core) of unseen or stolen time is not reported.
+const UNNAMED_FLOOR_PCT: f64 = 2.0;
 
 /// What processes other than `own` and its descendants took between `before` and `after`, on
 /// `cores` (every core when None).
@@ -162,6 +198,41 @@ pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize
             })
         })
         .collect();
+    // What the kernel counted on the cores beyond the named processes and our own.
+    let on = |cpu: &usize| cores.is_none_or(|c| c.contains(cpu));
+    let delta = |pick: fn(&(u64, u64)) -> u64| -> Option<u64> {
+        let mut sum = 0u64;
+        let mut any = false;
+        for (cpu, now) in after.cpus.iter().filter(|(c, _)| on(c)) {
+            let then = before.cpus.get(cpu)?;
+            sum += pick(now).saturating_sub(pick(then));
+            any = true;
+        }
+        any.then_some(sum)
+    };
+    if let (Some(busy), Some(steal)) = (delta(|c| c.0), delta(|c| c.1)) {
+        let ours: u64 = after
+            .by_pid
+            .iter()
+            .filter(|(pid, _)| after.is_ours(**pid, own))
+            .filter(|(_, seen)| seen.processor.is_none_or(|p| on(&p)))
+            .map(|(pid, seen)| {
+                let earlier = before.by_pid.get(pid).map_or(0, |b| b.ticks);
+                seen.ticks.saturating_sub(earlier)
+            })
+            .sum();
+        let named: f64 = others.iter().map(|o| o.cpu_pct).sum();
+        let unseen = busy.saturating_sub(ours) as f64 * per_tick - named;
+        for (name, pct) in [(UNSEEN, unseen), (STEAL, steal as f64 * per_tick)] {
+            if pct >= UNNAMED_FLOOR_PCT {
+                others.push(Other {
+                    pid: 0,
+                    name: name.to_string(),
+                    cpu_pct: pct,
+                });
+            }
+        }
+    }
     others.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
     others
 }
@@ -170,6 +241,51 @@ pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    #[test]
+    fn time_no_scan_names_is_counted_as_unseen_and_steal_on_its_own() {
+        let stat = "cpu  10 0 10 100 0 0 0 0 0 0\ncpu0 5 0 5 50 0 0 0 0\ncpu1 5 0 5 50 0 0 0 0\n";
+        assert_eq!(parse_cpus(stat).get(&0), Some(&(10, 0)));
+        let seen = |ppid: u32, ticks: u64| Seen {
+            name: if ppid == 1 {
+                "edgeprof".into()
+            } else {
+                "cc1".into()
+            },
+            ppid,
+            ticks,
+            processor: Some(0),
+        };
+        let t0 = Instant::now();
+        let before = Scan {
+            at: t0,
+            by_pid: HashMap::from([(10, seen(1, 0)), (20, seen(1, 0))]),
+            cpus: HashMap::from([(0, (0, 0)), (1, (0, 0))]),
+        };
+        // One second later: ours (pid 10) took 20 ticks on core 0, cc1 (pid 20) 10; core 0 was
+        // busy 60 ticks and lost 5 to other virtual machines; core 1 busy 100.
+        let after = Scan {
+            at: t0 + std::time::Duration::from_secs(1),
+            by_pid: HashMap::from([(10, seen(1, 20)), (20, seen(2, 10))]),
+            cpus: HashMap::from([(0, (60, 5)), (1, (100, 0))]),
+        };
+        let per_tick = 100.0 / crate::collect::proc::ticks_per_second();
+        let o = each_between(&before, &after, 10, Some(&[0]));
+        let find = |name: &str| o.iter().find(|x| x.name == name).map(|x| x.cpu_pct);
+        assert_eq!(find("cc1"), Some(10.0 * per_tick));
+        // 60 busy − 20 ours − 10 named = 30 ticks nobody seen took.
+        assert_eq!(find(UNSEEN), Some(30.0 * per_tick));
+        assert_eq!(find(STEAL), Some(5.0 * per_tick));
+        let d = between(&before, &after, 10, Some(&[0]));
+        assert!(d.by_whom().contains("unseen processes"), "{d:?}");
+        // Without the kernel's figures (a fixture tree): the named processes only.
+        let bare = |s: &Scan| Scan {
+            cpus: HashMap::new(),
+            ..s.clone()
+        };
+        let o = each_between(&bare(&before), &bare(&after), 10, Some(&[0]));
+        assert_eq!(o.len(), 1);
+    }
 
     #[test]
     fn a_stat_line_gives_name_parent_ticks_and_cpu() {

@@ -9,7 +9,7 @@
 //! arrived and began its summed latencies earlier; what others took there, in percent of one
 //! core, is the overlap-weighted share of the stretches it spans. A repeat is disturbed at the
 //! same threshold as a whole condition ([`DISTURBED_PCT`]). A process that ends between two
-//! scans is credited, for the second stretch, with its share of the stretch before.
+//! scans still counts, through the kernel's per-CPU accounting (see [`others`]).
 
 use crate::collect::others::{self, Other, Scan, DISTURBED_PCT};
 use crate::config::Measure;
@@ -129,7 +129,10 @@ pub fn percent(fraction: f64) -> String {
 fn merge_top<'a>(all: impl Iterator<Item = &'a Other>) -> Vec<Other> {
     let mut merged: Vec<Other> = Vec::new();
     for o in all {
-        match merged.iter_mut().find(|m| m.pid == o.pid) {
+        match merged
+            .iter_mut()
+            .find(|m| m.pid == o.pid && m.name == o.name)
+        {
             Some(m) => m.cpu_pct = m.cpu_pct.max(o.cpu_pct),
             None => merged.push(o.clone()),
         }
@@ -175,16 +178,7 @@ impl Watch {
 
     fn scan(&mut self) {
         let now = Scan::take(&self.root);
-        let mut others = others::each_between(&self.last, &now, self.own, self.cores.as_deref());
-        // A process that ended since the last scan took its share of this stretch unseen:
-        // until it ended, at the rate it had in the stretch before (the safe side: a repeat
-        // it may have disturbed is taken as disturbed).
-        if let Some(previous) = self.stretches.last() {
-            for gone in previous.others.iter().filter(|o| !now.has(o.pid)) {
-                others.push(gone.clone());
-            }
-            others.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
-        }
+        let others = others::each_between(&self.last, &now, self.own, self.cores.as_deref());
         self.stretches.push(Stretch {
             from: self.last.at(),
             to: now.at(),
@@ -273,7 +267,10 @@ impl Watch {
             for o in &s.others {
                 let share = o.cpu_pct * weight;
                 total += share;
-                match by_pid.iter_mut().find(|b| b.pid == o.pid) {
+                match by_pid
+                    .iter_mut()
+                    .find(|b| b.pid == o.pid && b.name == o.name)
+                {
                     Some(b) => b.cpu_pct += share,
                     None => by_pid.push(Other {
                         cpu_pct: share,
@@ -314,10 +311,7 @@ impl More {
                 if by.is_empty() {
                     "other processes".to_string()
                 } else {
-                    by.iter()
-                        .map(|o| format!("{} (pid {}) {:.0} %", o.name, o.pid, o.cpu_pct))
-                        .collect::<Vec<_>>()
-                        .join(", ")
+                    by.iter().map(Other::label).collect::<Vec<_>>().join(", ")
                 }
             ),
             More::Interval { relative, .. } => format!(
