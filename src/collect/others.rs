@@ -5,7 +5,9 @@
 //! A process that both started and ended between the scans is not seen by name; the kernel's
 //! per-CPU accounting (`/proc/stat`) still counts its time: whatever the cores were busy beyond
 //! what the named processes and edgeprof's own took is reported as unseen processes, and the
-//! time the hypervisor gave other virtual machines (steal) on its own line.
+//! time the hypervisor gave other virtual machines (steal) on its own line — between scans that
+//! see the same processes of edgeprof's own (one of ours that started or ended between them took
+//! time no scan shows).
 
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
@@ -210,7 +212,20 @@ pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize
         }
         any.then_some(sum)
     };
-    if let (Some(busy), Some(steal)) = (delta(|c| c.0), delta(|c| c.1)) {
+    // Only where our own processes are the same in both scans: one of ours that started or
+    // ended between them took time no scan shows, which would read as someone else's.
+    let ours_in = |scan: &Scan| -> Vec<u32> {
+        let mut pids: Vec<u32> = scan
+            .by_pid
+            .keys()
+            .copied()
+            .filter(|pid| scan.is_ours(*pid, own))
+            .collect();
+        pids.sort_unstable();
+        pids
+    };
+    let steady = ours_in(before) == ours_in(after);
+    if let (true, Some(busy), Some(steal)) = (steady, delta(|c| c.0), delta(|c| c.1)) {
         let ours: u64 = after
             .by_pid
             .iter()

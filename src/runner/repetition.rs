@@ -7,7 +7,8 @@
 //! [`SCAN_EVERY`] (and when a repeat's times arrive) and keeps, per stretch between two scans,
 //! who else ran on the condition's cores. A repeat's own stretch of time ends when its last time
 //! arrived and began its summed latencies earlier; what others took there, in percent of one
-//! core, is the overlap-weighted share of the stretches it spans. A repeat is disturbed at the
+//! core, is the overlap-weighted share of the stretches it spans (at least the last 250 ms before
+//! its end: CPU time is counted in 10 ms ticks). A repeat is disturbed at the
 //! same threshold as a whole condition ([`DISTURBED_PCT`]). A process that ends between two
 //! scans still counts, through the kernel's per-CPU accounting (see [`others`]).
 
@@ -20,6 +21,8 @@ use std::time::{Duration, Instant};
 
 /// The most often a [`Watch`] scans `/proc` (each scan reads every process's `stat`).
 pub const SCAN_EVERY: Duration = Duration::from_millis(250);
+/// A repeat shorter than this is judged by this much time before its end.
+const MIN_WINDOW: Duration = Duration::from_millis(250);
 /// Scans closer than this are not taken even at a repeat's boundary.
 const SCAN_AT_LEAST: Duration = Duration::from_millis(20);
 
@@ -223,7 +226,10 @@ impl Watch {
             .enumerate()
             .map(|(i, times)| {
                 let end = self.arrived.get(i).copied().flatten();
-                let length = Duration::from_secs_f64(times.iter().sum::<f64>().max(0.0) / 1e3);
+                // CPU time is counted in ticks (10 ms): a shorter window would read 0 % or
+                // 200 % by chance, so a short repeat is judged by the time before its end.
+                let length = Duration::from_secs_f64(times.iter().sum::<f64>().max(0.0) / 1e3)
+                    .max(MIN_WINDOW);
                 let (others_cpu_pct, top) = match end {
                     Some(end) => self.share(end.checked_sub(length).unwrap_or(end), end),
                     None => (None, Vec::new()),
