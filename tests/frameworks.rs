@@ -511,9 +511,16 @@ fn the_onnxruntime_harness_times_what_onnxruntimes_own_loop_times() {
         "fidelity: edgeprof {ours:?} ms ({verdicts:?}), onnxruntime's loop {theirs:?} ms, \
          ratio of the median rounds {ratio:.3}"
     );
+    // Rounds that differ among themselves by more than the tolerance cannot resolve it either.
+    let spread = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(f64::total_cmp);
+        (v[v.len() * 3 / 4] - v[v.len() / 4]) / v[v.len() / 2]
+    };
+    let unresolved = spread(&ours).max(spread(&theirs)) > 0.05;
     assert!(
-        (ratio - 1.0).abs() < 0.05 || verdicts.iter().any(|v| *v != "clean"),
+        (ratio - 1.0).abs() < 0.05 || unresolved || verdicts.iter().any(|v| *v != "clean"),
         "edgeprof's median {a:.3} ms against onnxruntime's own loop {b:.3} ms (ratio {ratio:.3}), \
-         every edgeprof run judged clean: {ours:?} against {theirs:?}"
+         every edgeprof run judged clean and the rounds steady: {ours:?} against {theirs:?}"
     );
 }
