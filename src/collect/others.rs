@@ -132,12 +132,17 @@ impl Disturbance {
 
     /// "yes (pid 42) 98 %, …".
     pub fn by_whom(&self) -> String {
-        self.top
-            .iter()
-            .map(Other::label)
-            .collect::<Vec<_>>()
-            .join(", ")
+        by_whom(&self.top)
     }
+}
+
+/// "yes (pid 42) 98 %, unseen processes 12 %, …".
+pub fn by_whom(others: &[Other]) -> String {
+    others
+        .iter()
+        .map(Other::label)
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 impl Other {

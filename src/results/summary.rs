@@ -81,16 +81,12 @@ pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
         // Per repeat where it was watched: only the repeats the statistics keep count.
         Some(r) => {
             if let Some((n, top)) = r.disturbed_kept() {
-                let d = crate::collect::others::Disturbance {
-                    others_cpu_pct: 0.0,
-                    top,
-                };
                 return Some((
                     "disturbed",
                     Some(format!(
                         "{n} of {} repeats: {}",
                         r.repeats.iter().filter(|x| !x.excluded).count(),
-                        d.by_whom()
+                        crate::collect::others::by_whom(&top)
                     )),
                 ));
             }

@@ -79,12 +79,8 @@ impl Repetition {
     }
 
     /// The repeats that enter the statistics.
-    pub fn kept<'a>(&self, raw: &'a [Vec<f64>]) -> Vec<Vec<f64>> {
-        raw.iter()
-            .enumerate()
-            .filter(|(i, _)| !self.repeats.get(*i).is_some_and(|n| n.excluded))
-            .map(|(_, r): (usize, &'a Vec<f64>)| r.clone())
-            .collect()
+    pub fn kept(&self, raw: &[Vec<f64>]) -> Vec<Vec<f64>> {
+        kept(&self.repeats, raw)
     }
 
     /// The kept repeats that were disturbed, with the processes that took most over them.
@@ -126,6 +122,15 @@ pub fn percent(fraction: f64) -> String {
         a if a >= 0.1 => format!("{p:.2} %"),
         _ => format!("{p:.3} %"),
     }
+}
+
+/// The repeats of `raw` that `notes` do not leave out (a repeat without a note is kept).
+fn kept(notes: &[RepeatNote], raw: &[Vec<f64>]) -> Vec<Vec<f64>> {
+    raw.iter()
+        .enumerate()
+        .filter(|(i, _)| !notes.get(*i).is_some_and(|n| n.excluded))
+        .map(|(_, r)| r.clone())
+        .collect()
 }
 
 /// The processes of several repeats, each once with its largest share, most first, three.
@@ -317,7 +322,7 @@ impl More {
                 if by.is_empty() {
                     "other processes".to_string()
                 } else {
-                    by.iter().map(Other::label).collect::<Vec<_>>().join(", ")
+                    others::by_whom(by)
                 }
             ),
             More::Interval { relative, .. } => format!(
@@ -370,12 +375,7 @@ pub fn next(
         }
     }
     let target = m.target_ci?;
-    let kept: Vec<Vec<f64>> = raw
-        .iter()
-        .zip(notes.iter().map(Some).chain(std::iter::repeat(None)))
-        .filter(|(_, n)| !n.is_some_and(|n| n.excluded))
-        .map(|(r, _)| r.clone())
-        .collect();
+    let kept = kept(notes, raw);
     let relative = relative_half_width(&kept)?;
     if relative <= target {
         return None;
