@@ -1,11 +1,12 @@
 //! The one event type the library's jobs send to a front-end: a run (a sweep, or a fleet run),
-//! a tuning and the telemetry monitor all report through [`Event`]. Every event owns its data, so
+//! a tuning, a training study and the telemetry monitor all report through [`Event`]. Every event owns its data, so
 //! a job on its own thread sends each one as it is, and the CLI and the TUI render the same
 //! values: neither re-declares nor translates them.
 
 use crate::collect::telemetry::Sample;
 use crate::fleet::run::FleetEvent;
 use crate::runner::sweep::{SweepEvent, SweepOutcome};
+use crate::train::session::TrainEvent;
 use crate::tune::live::TuneEvent;
 use std::path::PathBuf;
 
@@ -16,6 +17,8 @@ pub enum Event {
     Run(RunEvent),
     /// A tuning.
     Tune(TuneEvent),
+    /// A training scaling study.
+    Train(TrainEvent),
     /// A telemetry sample of the monitor.
     Telemetry(Box<Sample>),
 }

@@ -866,7 +866,7 @@ fn ctrl_c_cancels_a_fleet_run_on_every_node_within_two_seconds_keeping_what_fini
 }
 
 #[test]
-fn capital_q_in_the_ui_cancels_a_fleet_run_of_three_nodes_within_two_seconds() {
+fn q_in_the_ui_cancels_a_fleet_run_of_three_nodes_within_two_seconds() {
     let dir = temp_dir();
     let (servers, config) = long_fleet(dir.path());
     let bin = this_edgeprof();
@@ -880,12 +880,14 @@ fn capital_q_in_the_ui_cancels_a_fleet_run_of_three_nodes_within_two_seconds() {
     t.wait_for("Frameworks", 20);
     t.keys(&["r"]);
     let fleet = wait_first_records(dir.path(), 180);
-    // q alone only warns while a run is in progress; Q cancels it and quits.
-    t.keys(&["Q"]);
+    // q first asks (a run is in progress); a second q cancels it and quits, as Q does.
+    t.keys(&["q"]);
+    t.wait_for("q again", 20);
+    t.keys(&["q"]);
     let sent = Instant::now();
     let exit = t.wait_file("exit.txt", 30);
     let took = sent.elapsed();
-    eprintln!("Q to exit.txt: {took:?}");
+    eprintln!("the second q to exit.txt: {took:?}");
     assert_eq!(exit.trim(), "EXIT=0");
     assert!(took < Duration::from_secs(2), "took {took:?}");
     assert_cancelled(&fleet, &servers);

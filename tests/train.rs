@@ -345,3 +345,106 @@ fn a_launch_past_its_time_limit_is_stopped_and_reported_even_if_a_rank_holds_its
     );
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
 }
+
+/// Ctrl-C (SIGINT) during a study stops the launch in progress at once, with the ranks it
+/// started, skips the rest, keeps what finished in `scaling.json`, and exits 130.
+#[test]
+fn ctrl_c_stops_the_launch_in_progress_and_keeps_what_finished() {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+    use std::time::{Duration, Instant};
+    let dir = temp_dir();
+    let rank = dir.path().join("rank.pid");
+    let path = dir.path().join("stuck-python");
+    // One rank finishes at once; with two, a rank reports its first epoch and then hangs.
+    write(
+        &path,
+        &format!(
+            r#"#!/bin/sh
+k=""
+while [ $# -gt 0 ]; do [ "$1" = "--nproc-per-node" ] && k=$2; shift; done
+if [ "$k" = "1" ]; then
+    echo '{{"epoch": 1, "train_acc": 0.5, "loss": 1.1, "val_acc": 0.4, "elapsed_s": 0.1}}'
+    echo '{{"epoch": 2, "train_acc": 0.6, "loss": 0.9, "val_acc": 0.5, "elapsed_s": 0.2}}'
+    echo '{{"done": true, "wall_s": 0.2, "world": 1, "torch": "fake"}}'
+    exit 0
+fi
+sleep 60 &
+echo $! > '{}'
+echo '{{"epoch": 1, "train_acc": 0.5, "loss": 1.1, "val_acc": 0.4, "elapsed_s": 0.1}}'
+wait
+"#,
+            rank.display()
+        ),
+    );
+    let _ = Command::new("chmod").arg("+x").arg(&path).status();
+    let out_dir = dir.path().join("out");
+    let mut child = match Command::new(env!("CARGO_BIN_EXE_edgeprof"))
+        .args(["train", "--nodes", "1,2,4", "--epochs", "2"])
+        .args(["--synthetic", "10", "--json", "--python"])
+        .arg(&path)
+        .arg("--output")
+        .arg(&out_dir)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot run edgeprof: {e}"),
+    };
+    let Some(stderr) = child.stderr.take() else {
+        panic!("no stderr")
+    };
+    let mut lines = BufReader::new(stderr).lines();
+    let mut said = String::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap_or_default();
+        said.push_str(&line);
+        said.push('\n');
+        if line.starts_with("[2 node(s)] epoch 1/2") {
+            break;
+        }
+    }
+    assert!(said.contains("[2 node(s)] epoch 1/2"), "{said}");
+    let start = Instant::now();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(child.id() as i32),
+        nix::sys::signal::Signal::SIGINT,
+    );
+    let rest: Vec<String> = lines.map_while(Result::ok).collect();
+    let out = match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let took = start.elapsed();
+    let said = said + &rest.join("\n");
+    eprintln!("Ctrl-C to the end: {took:?}");
+    assert_eq!(out.status.code(), Some(130), "{said}");
+    assert!(took < Duration::from_secs(10), "took {took:?}");
+    assert!(said.contains("[2 node(s)] cancelled"), "{said}");
+    assert!(
+        said.contains("training cancelled; what finished is in"),
+        "{said}"
+    );
+    assert!(!said.contains("[4 node(s)]"), "{said}");
+    // The rank the launcher left behind went with it.
+    let pid = read(&rank).trim().to_string();
+    let gone = || {
+        // Gone, or killed and not yet reaped by whoever inherited it.
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).map_or(true, |s| {
+            s.rsplit(')')
+                .next()
+                .is_some_and(|r| r.trim_start().starts_with('Z'))
+        })
+    };
+    let waited = Instant::now();
+    while !gone() && waited.elapsed() < Duration::from_secs(5) {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(gone(), "rank {pid} still runs");
+    let value: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(value["runs"].as_array().map(Vec::len), Some(1), "{value}");
+    assert_eq!(value["cancelled"], serde_json::json!([2, 4]));
+    let stored = read(&results_dir(&out_dir).join("scaling.json"));
+    assert!(stored.contains("\"cancelled\""), "{stored}");
+}

@@ -43,7 +43,10 @@ fn tui(args: TuiArgs) -> anyhow::Result<()> {
 /// Exit code for an error: 2 for bad input, 1 for anything else.
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
     for cause in error.chain() {
-        if cause.is::<sweep::Interrupted>() || cause.is::<fleet::FleetCancelled>() {
+        if cause.is::<sweep::Interrupted>()
+            || cause.is::<fleet::FleetCancelled>()
+            || cause.is::<train::TrainCancelled>()
+        {
             return 130;
         }
         if cause.is::<BadInput>()

@@ -90,6 +90,22 @@ fn said(d: Duration) -> String {
     }
 }
 
+/// Starts `command` in a process group of its own (so that what it starts can be killed with
+/// it, and a terminal's Ctrl-C reaches edgeprof alone) that dies with edgeprof: the
+/// parent-death signal is set before exec.
+pub fn own_group(command: &mut Command) {
+    command.process_group(0);
+    // SAFETY: the closure runs in the forked child before exec and only makes prctl, which is
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            // If edgeprof dies, the child (and, by its group, what it started) goes too.
+            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
+                .map_err(std::io::Error::from)
+        });
+    }
+}
+
 /// Runs `command` with `input` on its stdin until it ends, or kills its process group after
 /// `timeout`. Err when it cannot start, cannot be waited for, or ran out of time.
 pub fn run(
@@ -107,17 +123,8 @@ pub fn run(
     command
         .stdin(Stdio::piped())
         .stdout(out)
-        .stderr(Stdio::piped())
-        .process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only makes prctl, which is
-    // async-signal-safe.
-    unsafe {
-        command.pre_exec(|| {
-            // If edgeprof dies, the child (and, by its group, what it started) goes too.
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
-        });
-    }
+        .stderr(Stdio::piped());
+    own_group(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;

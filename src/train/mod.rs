@@ -9,6 +9,8 @@ use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+pub mod session;
+
 /// The harness that PyTorch's launcher starts once per rank.
 pub const HARNESS: &str = include_str!("ddp.py");
 
@@ -210,6 +212,9 @@ pub fn scaling(runs: &[Trained]) -> Vec<Scaling> {
 /// it is killed: torchrun itself gives its ranks 30 s after passing the signal on.
 pub const STOP_GRACE: Duration = Duration::from_secs(35);
 
+/// How long the launcher has to stop its ranks after a cancel before it is killed.
+pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
+
 /// The launcher, held until it is reaped, with its time limit. It is signalled only through
 /// this handle and only before [`std::process::Child::try_wait`] has reaped it: until then its
 /// pid stays its own (a process ended but not reaped still holds it), whereas a pid number
@@ -248,6 +253,17 @@ impl Watchdog {
             self.status = Some(status);
             return Ok(self.status);
         }
+        self.tick();
+        Ok(None)
+    }
+
+    /// Past the deadline, asks the child to stop (SIGTERM, which torchrun passes on to its
+    /// ranks), and kills it and its group `grace` later; reaps nothing. Call it only while the
+    /// child is unreaped.
+    pub fn tick(&mut self) {
+        if self.status.is_some() {
+            return;
+        }
         let now = Instant::now();
         match self.stopped {
             None if now >= self.deadline => {
@@ -258,12 +274,36 @@ impl Watchdog {
                 self.stopped = Some(now);
             }
             Some(at) if !self.killed && now >= at + self.grace => {
+                // The launcher's group too (when it has one of its own): ranks it left behind
+                // would hold its output open. Not reaped yet, so the ids are still its own.
+                if let Ok(pid) = i32::try_from(self.child.id()) {
+                    let _ = nix::sys::signal::killpg(
+                        nix::unistd::Pid::from_raw(pid),
+                        nix::sys::signal::Signal::SIGKILL,
+                    );
+                }
                 let _ = self.child.kill();
                 self.killed = true;
             }
             _ => {}
         }
-        Ok(None)
+    }
+
+    /// Reaps the child once it has exited (as `collect::exit::notify` tells, which leaves it
+    /// unreaped), killing first what is left in its process group: ranks it left behind would
+    /// hold its output open and outlive the study. Until the reaping the group's id is still
+    /// the child's own, so the kill cannot reach another process.
+    pub fn reap_exited(&mut self) -> std::io::Result<ExitStatus> {
+        if let Some(status) = self.status {
+            return Ok(status);
+        }
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        self.wait()
     }
 
     /// When [`Watchdog::poll`] next has something to do on its own (the time limit, or the end
@@ -287,6 +327,15 @@ impl Watchdog {
         let status = self.child.wait()?;
         self.status = Some(status);
         Ok(status)
+    }
+
+    /// Asks the child to stop now (a cancel), with at most [`CANCEL_GRACE`] before it is
+    /// killed.
+    pub fn stop_now(&mut self) {
+        if self.stopped.is_none() {
+            self.deadline = Instant::now();
+            self.grace = self.grace.min(CANCEL_GRACE);
+        }
     }
 
     /// Whether the time limit was reached (the child was asked to stop).

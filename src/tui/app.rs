@@ -139,6 +139,8 @@ pub struct App {
     pub tab: Tab,
     pub help: bool,
     pub quit: bool,
+    /// The last key was q (a second one during a run cancels it and quits).
+    quit_asked: bool,
     pub conditions: Conditions,
     /// Focused axis, whether the focus is on its items, and the cursor in each axis.
     pub axis: usize,
@@ -162,6 +164,7 @@ impl App {
             tab: Tab::Conditions,
             help: false,
             quit: false,
+            quit_asked: false,
             conditions,
             axis: 0,
             in_items: false,
@@ -230,12 +233,19 @@ impl App {
             }
             return None;
         }
+        if key.code != KeyCode::Char('q') {
+            self.quit_asked = false;
+        }
         match key.code {
             KeyCode::Char('?') => {
                 self.help = true;
                 return None;
             }
-            KeyCode::Char('q') => return self.quit_request(false),
+            // A second q in a row, while a run goes on, cancels it and quits.
+            KeyCode::Char('q') => {
+                let again = std::mem::replace(&mut self.quit_asked, true);
+                return self.quit_request(again);
+            }
             KeyCode::Char('Q') => return self.quit_request(true),
             KeyCode::Tab => {
                 self.tab = TABS[(self.tab_index() + 1) % TABS.len()];
@@ -428,7 +438,8 @@ impl App {
         if self.run.active && !force {
             self.say(
                 Severity::Warn,
-                "a run is in progress: c on the Run tab cancels it; Q cancels it and quits",
+                "a run is in progress: q again (or Q) cancels it and quits; c on the Run tab \
+                 cancels it",
             );
             return None;
         }

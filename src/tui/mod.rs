@@ -309,6 +309,8 @@ impl Session {
                     }
                 }
             }
+            // The UI starts no training study (`edgeprof train` does), so none reports here.
+            Message::Event(Event::Train(_)) => {}
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Probed(found) => app.frameworks_probed(found),
             Message::Followed(dir) => follow_update(app, &dir),

@@ -300,7 +300,7 @@ fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
 pub const HELP: &[(&str, &str)] = &[
     ("1-7, Tab, Shift-Tab", "switch tab"),
     ("?", "this help (Esc closes)"),
-    ("q / Q", "quit (Q also cancels a run)"),
+    ("q / Q", "quit (Q, or q twice, cancels a run)"),
     ("o", "open a results directory"),
     ("Conditions: up/down", "choose an axis, or an item in it"),
     (

@@ -93,6 +93,13 @@ fn tabs_help_and_quit() {
         .as_ref()
         .is_some_and(|s| s.1.contains("in progress")));
     assert_eq!(press(&mut a, KeyCode::Char('Q')), Some(Command::Quit));
+    // q twice in a row does the same; another key between them does not.
+    a.quit = false;
+    press(&mut a, KeyCode::Char('q'));
+    press(&mut a, KeyCode::Char('j'));
+    assert_eq!(press(&mut a, KeyCode::Char('q')), None);
+    assert_eq!(press(&mut a, KeyCode::Char('q')), Some(Command::Quit));
+    assert!(a.quit);
 }
 
 #[test]
