@@ -48,7 +48,8 @@ fn written_configs_read_back_the_same() {
         (
             dir.join("x.toml"),
             "name = \"x\"\n[matrix]\nthreads = [1, 2]\ndevices = [\"cpu\", \"gpu:1\"]\n\
-             [[matrix.exclude]]\nthreads = 2\nmodel = \"resnet34\"\n[measure]\ncooldown_s = 1.5\n\
+             [[matrix.exclude]]\nthreads = 2\nmodel = \"resnet34\"\n[measure]\ncooldown_s = 1.5\ntarget_ci = 0.02\n\
+             rerun_disturbed = 2\noutliers = \"exclude\"\nmax_repeats = 40\n\
              [output]\nroofline = true\nformats = [\"svg\"]\n"
                 .to_string(),
         ),

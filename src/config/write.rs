@@ -77,65 +77,38 @@ pub fn to_toml(config: &Config) -> String {
         });
         matrix.insert("exclude".into(), Value::Array(rules.collect()));
     }
-    let s = &config.measure;
-    let mut measure = Table::new();
-    for (key, value) in [
-        ("warmup", Value::Integer(s.warmup as i64)),
-        ("warmup_seconds", Value::Float(s.warmup_seconds)),
-        ("iterations", Value::Integer(s.iterations as i64)),
-        ("repeats", Value::Integer(s.repeats as i64)),
-        ("min_duration_s", Value::Float(s.min_duration_s)),
-        ("timeout_s", Value::Float(s.timeout_s)),
-        ("retries", Value::Integer(s.retries as i64)),
-        ("cooldown_s", Value::Float(s.cooldown_s)),
-        (
-            "sample_interval_ms",
-            Value::Integer(s.sample_interval_ms as i64),
-        ),
-        ("seed", Value::Integer(s.seed as i64)),
-        ("check_outputs", Value::Boolean(s.check_outputs)),
-        ("outliers", Value::String(s.outliers.to_string())),
-        ("max_repeats", Value::Integer(s.max_repeats as i64)),
-        ("rerun_disturbed", Value::Integer(s.rerun_disturbed as i64)),
-    ] {
-        measure.insert(key.into(), value);
-    }
-    if let Some(target) = s.target_ci {
-        measure.insert("target_ci".into(), Value::Float(target));
-    }
-    let mut output = Table::new();
-    output.insert("dir".into(), Value::String(path(&config.output.dir)));
-    output.insert(
-        "formats".into(),
-        strings(&mut config.output.formats.iter().cloned()),
-    );
-    output.insert("roofline".into(), Value::Boolean(config.output.roofline));
+    // The measure and output sections (and the command's and frameworks') are written from
+    // their fields: a key added to one is saved with no change here (None is left out, and
+    // read back as its default). Every value of a parsed config came from TOML, so each is
+    // representable; were one not, its section would be left out and read back as defaults.
+    let section =
+        |value: Result<Value, toml::ser::Error>| value.unwrap_or(Value::Table(Table::new()));
+    let measure = section(Value::try_from(&config.measure));
+    let output = section(Value::try_from(&config.output));
     let mut top = Table::new();
     top.insert("name".into(), Value::String(config.name.clone()));
     top.insert("matrix".into(), Value::Table(matrix));
-    top.insert("measure".into(), Value::Table(measure));
-    top.insert("output".into(), Value::Table(output));
+    top.insert("measure".into(), measure);
+    top.insert("output".into(), output);
     if let Some(c) = &config.command {
-        let mut command = Table::new();
-        command.insert("program".into(), Value::String(path(&c.program)));
-        command.insert("args".into(), strings(&mut c.args.iter().cloned()));
-        top.insert("command".into(), Value::Table(command));
+        top.insert("command".into(), section(Value::try_from(c)));
     }
     if !config.frameworks.is_empty() {
-        let mut frameworks = Table::new();
-        for (name, f) in &config.frameworks {
-            let mut table = Table::new();
-            if let Some(p) = &f.python {
-                table.insert("python".into(), Value::String(path(p)));
-            }
-            if !f.options.is_empty() {
-                if let Ok(Value::Table(options)) = Value::try_from(&f.options) {
-                    table.insert("options".into(), Value::Table(options));
+        let mut frameworks = section(Value::try_from(&config.frameworks));
+        // No options is the same as `options = {}`: left out.
+        if let Value::Table(by_name) = &mut frameworks {
+            for (_, settings) in by_name.iter_mut() {
+                if let Value::Table(t) = settings {
+                    if t.get("options")
+                        .and_then(Value::as_table)
+                        .is_some_and(Table::is_empty)
+                    {
+                        t.remove("options");
+                    }
                 }
             }
-            frameworks.insert(name.clone(), Value::Table(table));
         }
-        top.insert("frameworks".into(), Value::Table(frameworks));
+        top.insert("frameworks".into(), frameworks);
     }
     if config.tune != Tune::default() {
         top.insert("tune".into(), tune_table(&config.tune));
