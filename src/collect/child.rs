@@ -4,8 +4,10 @@
 //! its own while its output is read, so a large input cannot deadlock against the output; what
 //! it prints is kept up to a bound (its last bytes), or streamed into a file; it is waited for
 //! in one blocking call (`collect::exit`) until it exits or its time is up, and then the whole
-//! group is killed. Workers with a protocol have their own loop (`runner::spawn`), fleet nodes
-//! theirs (tokio child processes in `fleet::run`).
+//! group is killed. Children that speak while they run have their own loop around the same
+//! parts ([`own_group`] before exec, `collect::exit` for the exit): workers with a protocol
+//! (`runner::spawn`) and training launchers (`train::session`); fleet nodes are tokio child
+//! processes (`fleet::run`).
 
 use crate::error::ChildFailed;
 use std::io::{Read, Write};

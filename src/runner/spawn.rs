@@ -360,8 +360,9 @@ pub fn run_worker(
         .args(&command.args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .process_group(0);
+        .stderr(Stdio::piped());
+    // Its own process group, gone with edgeprof (SIGKILL, lost SSH session): as every child.
+    crate::collect::child::own_group(&mut builder);
     // The condition's core set, made before the fork: the child only hands it to the kernel.
     let affinity = match &request.condition.cores {
         Some(cpus) => {
@@ -375,20 +376,18 @@ pub fn run_worker(
         }
         None => None,
     };
-    // SAFETY: the closure runs in the forked child before exec and only makes
-    // async-signal-safe system calls (prctl, sched_setaffinity) on data made before the fork.
-    unsafe {
-        builder.pre_exec(move || {
-            // If edgeprof itself dies (SIGKILL, lost SSH session), the worker goes too.
-            nix::sys::prctl::set_pdeathsig(Signal::SIGKILL).map_err(std::io::Error::from)?;
-            // Confined before the program starts, so before any engine creates its threads
-            // (which inherit the set).
-            if let Some(set) = &affinity {
-                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), set)
-                    .map_err(std::io::Error::from)?;
-            }
-            Ok(())
-        });
+    if let Some(set) = affinity {
+        // SAFETY: the closure runs in the forked child before exec (after own_group's) and
+        // only makes an async-signal-safe system call (sched_setaffinity) on data made before
+        // the fork.
+        unsafe {
+            builder.pre_exec(move || {
+                // Confined before the program starts, so before any engine creates its threads
+                // (which inherit the set).
+                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+                    .map_err(std::io::Error::from)
+            });
+        }
     }
     let tag = crate::collect::tree::new_tag();
     builder.env(crate::collect::tree::TAG_VAR, &tag);
