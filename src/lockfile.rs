@@ -11,7 +11,6 @@ use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, Write};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// Who holds a lock, as its holder wrote it in the file.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -181,8 +180,8 @@ impl LockFile {
         Ok(LockFile { _file: file })
     }
 
-    /// Takes the lock at `path`, waiting while another process holds it; `on_wait` hears who
-    /// holds it, once.
+    /// Takes the lock at `path`, waiting (without polling) while another process holds it;
+    /// `on_wait` hears who holds it, once.
     pub fn acquire_waiting(
         path: &Path,
         what: &str,
@@ -198,7 +197,12 @@ impl LockFile {
                         on_wait(&held);
                         told = true;
                     }
-                    std::thread::sleep(Duration::from_millis(200));
+                    // Asleep in the kernel until the holder lets go, then try again (another
+                    // waiter may take it first).
+                    wait_released(path).map_err(|source| LockError::Io {
+                        path: path.to_path_buf(),
+                        source,
+                    })?;
                 }
             }
         }
@@ -252,6 +256,41 @@ pub fn wait_released(path: &Path) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_waiting_taker_is_told_once_and_takes_the_lock_when_it_is_let_go() -> std::io::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("env.lock");
+        let held = match LockFile::try_acquire(&path, "edgeprof env setup") {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        };
+        let taker = {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut told = Vec::new();
+                let lock = LockFile::acquire_waiting(&path, "second", |e| told.push(e.to_string()));
+                (lock, told)
+            })
+        };
+        std::thread::sleep(Duration::from_millis(300));
+        assert!(!taker.is_finished(), "it took a held lock");
+        drop(held);
+        let (took, told) = match taker.join() {
+            Ok((Ok(lock), told)) => (lock, told),
+            Ok((Err(e), _)) => panic!("{e}"),
+            Err(_) => panic!("the taker panicked"),
+        };
+        assert_eq!(told.len(), 1, "{told:?}");
+        assert!(told[0].contains("edgeprof env setup"), "{told:?}");
+        // It holds the lock now, and says so.
+        assert_eq!(
+            holder(&path).and_then(|h| h.what),
+            Some("second".to_string())
+        );
+        Ok(())
+    }
 
     #[test]
     fn a_waiter_returns_when_the_holder_lets_go() -> std::io::Result<()> {
