@@ -277,14 +277,14 @@ mod tests {
         std::thread::sleep(Duration::from_millis(300));
         assert!(!taker.is_finished(), "it took a held lock");
         drop(held);
-        let (took, told) = match taker.join() {
+        let (_taken, told) = match taker.join() {
             Ok((Ok(lock), told)) => (lock, told),
             Ok((Err(e), _)) => panic!("{e}"),
             Err(_) => panic!("the taker panicked"),
         };
         assert_eq!(told.len(), 1, "{told:?}");
         assert!(told[0].contains("edgeprof env setup"), "{told:?}");
-        // It holds the lock now, and says so.
+        // It holds the lock now (`_taken`), and says so.
         assert_eq!(
             holder(&path).and_then(|h| h.what),
             Some("second".to_string())
