@@ -14,6 +14,23 @@ pub fn err(args: fmt::Arguments) -> bool {
     stream.write_fmt(args).and_then(|_| stream.flush()).is_ok()
 }
 
+/// The width of the terminal that standard output (`fd` 1) or standard error (2) writes to;
+/// None when it is not a terminal or says no width.
+pub fn columns(fd: i32) -> Option<usize> {
+    // SAFETY: isatty and TIOCGWINSZ only read the descriptor's state into the winsize owned
+    // here.
+    unsafe {
+        if libc::isatty(fd) != 1 {
+            return None;
+        }
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(fd, libc::TIOCGWINSZ, &mut size) != 0 || size.ws_col == 0 {
+            return None;
+        }
+        Some(usize::from(size.ws_col))
+    }
+}
+
 /// Writes to standard error without a line end; never panics.
 #[macro_export]
 macro_rules! err {

@@ -1,6 +1,8 @@
 //! Numbers, durations, timestamps and tables as plain text: shared by the reports, the error messages and
 //! both front-ends.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 /// 1234567 → "1,234,567".
 pub fn thousands(n: u64) -> String {
     let digits = n.to_string();
@@ -40,8 +42,101 @@ pub fn bytes(value: u64) -> String {
     format!("{value} B")
 }
 
-/// A left/right-aligned text table with a header rule.
+/// The width [`table`] fits its tables to; 0 for whole tables.
+static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
+
+/// Fits every table [`table`] makes from now on to `columns` (the terminal's width), or leaves
+/// them whole (None: output to a file or a pipe, or `--wide`).
+pub fn fit_tables_to(columns: Option<usize>) {
+    TABLE_WIDTH.store(columns.unwrap_or(0), Ordering::Relaxed);
+}
+
+/// The width tables are fitted to; None when they are printed whole.
+pub fn table_width() -> Option<usize> {
+    Some(TABLE_WIDTH.load(Ordering::Relaxed)).filter(|&w| w > 0)
+}
+
+/// Names made of `/`-separated parts (condition ids) without the parts that every one of them
+/// has in the same place, and the pattern they share (`*` where they differ:
+/// `*/*/3x224x224/b1/t0/cpu`). Names of different lengths, or fewer than two, come back
+/// whole, with no pattern.
+pub fn varying_parts(names: &[String]) -> (Vec<String>, Option<String>) {
+    let split: Vec<Vec<&str>> = names.iter().map(|n| n.split('/').collect()).collect();
+    let parts = split.first().map_or(0, Vec::len);
+    if names.len() < 2 || split.iter().any(|p| p.len() != parts) {
+        return (names.to_vec(), None);
+    }
+    let shared: Vec<bool> = (0..parts)
+        .map(|i| split.iter().all(|p| p[i] == split[0][i]))
+        .collect();
+    if !shared.contains(&true) || !shared.contains(&false) {
+        return (names.to_vec(), None);
+    }
+    let short = split
+        .iter()
+        .map(|p| {
+            let kept: Vec<&str> = (0..parts).filter(|&i| !shared[i]).map(|i| p[i]).collect();
+            kept.join("/")
+        })
+        .collect();
+    let pattern: Vec<&str> = (0..parts)
+        .map(|i| if shared[i] { split[0][i] } else { "*" })
+        .collect();
+    (short, Some(pattern.join("/")))
+}
+
+/// A left/right-aligned text table with a header rule, fitted to the width set with
+/// [`fit_tables_to`]: its columns are left out from the right (never the first) until it fits.
 pub fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
+    let width = TABLE_WIDTH.load(Ordering::Relaxed);
+    table_within(header, right, rows, (width > 0).then_some(width), &[])
+}
+
+/// [`table`] with its columns' order of importance: `keep` names the columns kept longest, the
+/// most important first; the others are left out before them, from the right.
+pub fn table_keeping(
+    header: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+    keep: &[usize],
+) -> String {
+    let width = TABLE_WIDTH.load(Ordering::Relaxed);
+    table_within(header, right, rows, (width > 0).then_some(width), keep)
+}
+
+/// The fewest characters a text column is cut to before columns are left out.
+const TEXT_FLOOR: usize = 16;
+
+/// `text` in at most `width` characters: cut in the middle (its start and its end, where names
+/// differ, stay) with `…`.
+pub fn cut_middle(text: &str, width: usize) -> String {
+    let n = text.chars().count();
+    if n <= width {
+        return text.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let head = (width - 1) / 3;
+    let tail = width - 1 - head;
+    let start: String = text.chars().take(head).collect();
+    let end: String = text.chars().skip(n - tail).collect();
+    format!("{start}…{end}")
+}
+
+/// A table in at most `width` columns (None: whole). Until it fits, text (left-aligned)
+/// columns are cut to no less than their header or 16 characters, then columns are left out
+/// by importance (`keep`, most important first; columns it does not name go first, from the
+/// right; the first column stays), and at last the text columns are cut further. What was left
+/// out is said under the table.
+pub fn table_within(
+    header: &[&str],
+    right: &[bool],
+    rows: &[Vec<String>],
+    width: Option<usize>,
+    keep: &[usize],
+) -> String {
+    let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
         for (i, cell) in row.iter().enumerate() {
@@ -50,26 +145,107 @@ pub fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
             }
         }
     }
-    let line = |cells: &mut dyn Iterator<Item = &str>| -> String {
-        let parts: Vec<String> = cells
-            .enumerate()
-            .map(|(i, c)| {
-                let w = widths.get(i).copied().unwrap_or(0);
-                if right.get(i).copied().unwrap_or(false) {
-                    format!("{c:>w$}")
-                } else {
+    let is_text = |i: usize| !right.get(i).copied().unwrap_or(false);
+    let mut shown: Vec<usize> = (0..n).collect();
+    let mut left_out: Vec<usize> = Vec::new();
+    if let Some(limit) = width {
+        let total = |shown: &[usize], widths: &[usize]| -> usize {
+            shown.iter().map(|&i| widths[i]).sum::<usize>() + 2 * shown.len().saturating_sub(1)
+        };
+        // Left out first: the columns `keep` does not name, from the right; then those it
+        // names, the least important first. The first column is never left out.
+        let mut order: Vec<usize> = (1..n).rev().filter(|i| !keep.contains(i)).collect();
+        order.extend(keep.iter().rev().copied().filter(|&i| i > 0 && i < n));
+        let mut order = order.into_iter();
+        // Cuts the text columns, the widest first, by up to `excess` characters, none below
+        // `floor(i)`; what could not be cut.
+        let cut = |widths: &mut Vec<usize>,
+                   shown: &[usize],
+                   mut excess: usize,
+                   floor: &dyn Fn(usize) -> usize|
+         -> usize {
+            while excess > 0 {
+                let widest = shown
+                    .iter()
+                    .copied()
+                    .filter(|&i| is_text(i) && widths[i] > floor(i))
+                    .max_by_key(|&i| widths[i]);
+                let Some(i) = widest else { break };
+                widths[i] -= 1;
+                excess -= 1;
+            }
+            excess
+        };
+        // With `keep`, the first column (the names) is cut only once the columns it does not
+        // name are gone; the other text columns are cut before anything goes.
+        let floor = |i: usize| header[i].chars().count().max(TEXT_FLOOR);
+        let whole_widths = widths.clone();
+        let others_only = |i: usize| if i == 0 { whole_widths[i] } else { floor(i) };
+        let unnamed = if keep.is_empty() {
+            0
+        } else {
+            (1..n).filter(|i| !keep.contains(i)).count()
+        };
+        let mut dropped = 0;
+        loop {
+            let excess = total(&shown, &widths).saturating_sub(limit);
+            if excess == 0 {
+                break;
+            }
+            let mut trial = widths.clone();
+            let names_may_be_cut = dropped >= unnamed;
+            let left = if names_may_be_cut {
+                cut(&mut trial, &shown, excess, &floor)
+            } else {
+                cut(&mut trial, &shown, excess, &others_only)
+            };
+            if left == 0 {
+                widths = trial;
+                break;
+            }
+            match order.next() {
+                Some(i) => {
+                    shown.retain(|&c| c != i);
+                    left_out.push(i);
+                    dropped += 1;
+                }
+                None => {
+                    cut(&mut widths, &shown, excess, &|_| 1);
+                    break;
+                }
+            }
+        }
+    }
+    let line = |cells: &[&str]| -> String {
+        let parts: Vec<String> = shown
+            .iter()
+            .map(|&i| {
+                let w = widths[i];
+                let c = cut_middle(cells.get(i).copied().unwrap_or(""), w);
+                if is_text(i) {
                     format!("{c:<w$}")
+                } else {
+                    format!("{c:>w$}")
                 }
             })
             .collect();
         parts.join("  ").trim_end().to_string() + "\n"
     };
-    let mut out = line(&mut header.iter().copied());
-    let rule: usize = widths.iter().sum::<usize>() + 2 * widths.len().saturating_sub(1);
+    let mut out = line(header);
+    let rule: usize =
+        shown.iter().map(|&i| widths[i]).sum::<usize>() + 2 * shown.len().saturating_sub(1);
     out.push_str(&"-".repeat(rule));
     out.push('\n');
     for row in rows {
-        out.push_str(&line(&mut row.iter().map(String::as_str)));
+        let cells: Vec<&str> = row.iter().map(String::as_str).collect();
+        out.push_str(&line(&cells));
+    }
+    if !left_out.is_empty() {
+        left_out.sort_unstable();
+        let names: Vec<&str> = left_out.iter().map(|&i| header[i]).collect();
+        let note = format!("(not shown: {}; --wide shows all)", names.join(", "));
+        out.push_str(&cut_middle(&note, width.unwrap_or(usize::MAX)));
+        out.push('\n');
     }
     out
 }
@@ -166,6 +342,93 @@ mod tests {
             &[vec!["xx".into(), "1".into()], vec!["y".into(), "22".into()]],
         );
         assert_eq!(t, "a    n\n------\nxx   1\ny   22\n");
+    }
+
+    fn rows() -> Vec<Vec<String>> {
+        vec![
+            vec![
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t4/cpu".into(),
+                "ok".into(),
+                "17.000".into(),
+                "0.310".into(),
+                "disturbed by chrome (41 % of a core)".into(),
+            ],
+            vec![
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t2/cpu".into(),
+                "ok".into(),
+                "21.500".into(),
+                "0.120".into(),
+                "clean".into(),
+            ],
+        ]
+    }
+    const HEADER: [&str; 5] = ["condition", "status", "mean ms", "±", "notes"];
+    const RIGHT: [bool; 5] = [false, false, true, true, false];
+
+    fn widest(text: &str) -> usize {
+        text.lines().map(|l| l.chars().count()).max().unwrap_or(0)
+    }
+
+    #[test]
+    fn a_table_that_fits_is_whole_and_one_that_does_not_is_cut_then_thinned() {
+        let whole = table_within(&HEADER, &RIGHT, &rows(), None, &[]);
+        assert_eq!(widest(&whole), 44 + 2 + 6 + 2 + 7 + 2 + 5 + 2 + 36);
+        assert_eq!(
+            table_within(&HEADER, &RIGHT, &rows(), Some(200), &[]),
+            whole
+        );
+        // At 80 columns the text columns are cut (in the middle: both ends of a name stay)
+        // and nothing is left out.
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(80), &[]);
+        assert!(widest(&t) <= 80, "{t}");
+        assert!(!t.contains("not shown"), "{t}");
+        assert!(t.contains("onnxrunt…"), "{t}");
+        assert!(t.contains("b1/t4/cpu") && t.contains("b1/t2/cpu"), "{t}");
+        // At 50 the last column goes, and the table says so.
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(50), &[]);
+        assert!(widest(&t) <= 50, "{t}");
+        assert!(t.ends_with("(not shown: notes; --wide shows all)\n"), "{t}");
+        // Importance decides which go: here notes outlive the numbers.
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(50), &[0, 4, 1]);
+        assert!(t.contains("distur") && t.contains("of a core)"), "{t}");
+        assert!(t.contains("(not shown: mean ms, ±;"), "{t}");
+        // Narrower than any column: the first column is cut to the width.
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(10), &[]);
+        assert!(
+            widest(&t.lines().take(4).collect::<Vec<_>>().join("\n")) <= 10,
+            "{t}"
+        );
+    }
+
+    #[test]
+    fn names_keep_the_parts_that_differ() {
+        let ids: Vec<String> = [
+            "tract/mobilenet_v2/3x32x32/b1/t0/cpu",
+            "onnxruntime/resnet18/3x32x32/b1/t0/cpu",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        let (short, pattern) = varying_parts(&ids);
+        assert_eq!(short, ["tract/mobilenet_v2", "onnxruntime/resnet18"]);
+        assert_eq!(pattern.as_deref(), Some("*/*/3x32x32/b1/t0/cpu"));
+        // Nothing shared, everything shared, one name or unequal names: whole.
+        for names in [
+            vec!["a/b".to_string(), "c/d".to_string()],
+            vec!["a/b".to_string(), "a/b".to_string()],
+            vec!["a/b".to_string()],
+            vec!["a/b".to_string(), "a/b/c".to_string()],
+        ] {
+            assert_eq!(varying_parts(&names), (names.clone(), None));
+        }
+    }
+
+    #[test]
+    fn names_are_cut_in_the_middle() {
+        assert_eq!(cut_middle("abcdefghij", 10), "abcdefghij");
+        assert_eq!(cut_middle("abcdefghij", 7), "ab…ghij");
+        assert_eq!(cut_middle("abcdefghij", 1), "…");
+        assert_eq!(cut_middle("abc", 0), "");
     }
 
     #[test]

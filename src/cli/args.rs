@@ -16,6 +16,11 @@ use super::*;
 pub struct Cli {
     #[command(subcommand)]
     pub(super) command: Option<Command>,
+    /// Print tables whole: on a terminal they are otherwise fitted to its width, cutting long
+    /// names in the middle and leaving the least important columns out (output to a file or
+    /// a pipe is always whole)
+    #[arg(long, global = true)]
+    pub(super) wide: bool,
 }
 
 #[derive(Subcommand, Debug)]

@@ -65,6 +65,12 @@ pub fn exit_code_for(error: &anyhow::Error) -> u8 {
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
+    // Tables fit the terminal that shows them; a file or a pipe gets them whole.
+    edgeprof::text::fit_tables_to(if cli.wide {
+        None
+    } else {
+        edgeprof::console::columns(1)
+    });
     let Some(command) = cli.command else {
         return tui(TuiArgs::default());
     };

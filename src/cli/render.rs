@@ -7,7 +7,7 @@ use edgeprof::runner::matrix::Plan;
 use edgeprof::stats::RunStats;
 use std::fmt::Write;
 
-pub use edgeprof::text::{bytes, duration, si, table, thousands};
+pub use edgeprof::text::{bytes, duration, si, table, table_keeping, thousands};
 
 fn shape(s: &[usize]) -> String {
     s.iter()

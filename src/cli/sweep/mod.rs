@@ -235,29 +235,45 @@ impl Progress {
             };
             ((self.index.saturating_sub(1)) as f64 + within) / self.total as f64
         };
-        let width = 24;
+        // One terminal line (short of its last column, where some terminals wrap) so the
+        // redraw does not scroll: the bar narrows, the condition's name is cut in the middle,
+        // and the extra figures go before the ETA does.
+        let columns = edgeprof::console::columns(2).unwrap_or(80).max(40) - 1;
+        let width = if columns >= 100 { 24 } else { 10 };
         let filled = ((frac * width as f64).round() as usize).min(width);
-        let mut line = format!(
-            "[{}{}] {}/{} {:>3.0}% {}",
+        let head = format!(
+            "[{}{}] {}/{} {:>3.0}% ",
             "#".repeat(filled),
             "-".repeat(width - filled),
             self.index,
             self.total,
             frac * 100.0,
-            self.current
         );
+        let mut extras = Vec::new();
         if let Some(rss) = self.rss {
-            let _ = write!(line, " · RSS {}", render::bytes(rss));
+            extras.push(format!(" · RSS {}", render::bytes(rss)));
         }
         if let Some(gpu) = self.gpu_load {
-            let _ = write!(line, " · GPU {gpu:.0} %");
+            extras.push(format!(" · GPU {gpu:.0} %"));
         }
         if let Some(w) = self.power_w {
-            let _ = write!(line, " · {w:.1} W");
+            extras.push(format!(" · {w:.1} W"));
         }
-        let _ = write!(line, " · ETA {}", render::duration(self.eta()));
-        // Keep to one terminal line so the redraw does not scroll.
-        let line: String = line.chars().take(160).collect();
+        let eta = format!(" · ETA {}", render::duration(self.eta()));
+        let len = |s: &str| s.chars().count();
+        // The name keeps at least 16 characters while extras can go instead.
+        while !extras.is_empty()
+            && len(&head) + 16 + extras.iter().map(|e| len(e)).sum::<usize>() + len(&eta) > columns
+        {
+            extras.pop();
+        }
+        let room = columns
+            .saturating_sub(len(&head) + extras.iter().map(|e| len(e)).sum::<usize>() + len(&eta));
+        let name = edgeprof::text::cut_middle(&self.current, room);
+        let line: String = format!("{head}{name}{}{eta}", extras.concat())
+            .chars()
+            .take(columns)
+            .collect();
         self.out.status(&line);
     }
 

@@ -127,8 +127,46 @@ pub fn engine_comparison(rows: &[summary::Row]) -> String {
     right.extend(engines.iter().map(|_| true));
     format!(
         "\nframeworks side by side:\n{}",
-        render::table(&header, &right, &table)
+        fitted_conditions(&header, &right, table, &[])
     )
+}
+
+/// A table whose first column names conditions, fitted to the terminal (`keep`: the columns
+/// that stay longest, most important first): when it does not fit, the names lose the parts
+/// every condition shares, which a line above the table gives once.
+fn fitted_conditions(
+    header: &[&str],
+    right: &[bool],
+    mut rows: Vec<Vec<String>>,
+    keep: &[usize],
+) -> String {
+    let Some(width) = edgeprof::text::table_width() else {
+        return render::table(header, right, &rows);
+    };
+    let whole = edgeprof::text::table_within(header, right, &rows, None, keep);
+    if whole.lines().all(|l| l.chars().count() <= width) {
+        return whole;
+    }
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| r.first().cloned().unwrap_or_default())
+        .collect();
+    let (short, pattern) = edgeprof::text::varying_parts(&names);
+    let mut out = String::new();
+    if let Some(pattern) = pattern {
+        out.push_str(&edgeprof::text::cut_middle(
+            &format!("(every condition is {pattern})"),
+            width,
+        ));
+        out.push('\n');
+        for (row, name) in rows.iter_mut().zip(short) {
+            if let Some(first) = row.first_mut() {
+                *first = name;
+            }
+        }
+    }
+    out.push_str(&render::table_keeping(header, right, &rows, keep));
+    out
 }
 
 /// Tables and terminal charts of a stored sweep (what `run` and `report` print).
@@ -179,20 +217,23 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             ]
         })
         .collect();
-    out.push_str(&render::table(
-        &[
-            "condition",
-            "status",
-            "mean ms",
-            "±",
-            "p99 ms",
-            "inf/s",
-            "peak RSS",
-            "CPU %",
-            "notes",
-        ],
-        &[false, false, true, true, true, true, true, true, false],
-        &table_rows,
+    let header = [
+        "condition",
+        "status",
+        "mean ms",
+        "±",
+        "p99 ms",
+        "inf/s",
+        "peak RSS",
+        "CPU %",
+        "notes",
+    ];
+    let right = [false, false, true, true, true, true, true, true, false];
+    out.push_str(&fitted_conditions(
+        &header,
+        &right,
+        table_rows,
+        &[0, 1, 2, 8, 3, 5],
     ));
     let failures: Vec<&summary::Row> = rows
         .iter()
@@ -276,10 +317,11 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
                 ]
             })
             .collect();
-        out.push_str(&render::table(
+        out.push_str(&fitted_conditions(
             &["condition", "reference", "max |diff|", "relative", "agree"],
             &[false, false, true, true, false],
-            &table,
+            table,
+            &[0, 4, 1],
         ));
     }
     if charts {

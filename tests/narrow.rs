@@ -1,0 +1,100 @@
+//! Headless output on a narrow terminal: in an 80-column terminal (tmux, `stty cols 80`) the
+//! tables fit, long names cut in the middle and the least important columns left out and
+//! named; `--wide`, a file or a pipe get them whole. tmux must be installed (.ci/run installs
+//! it).
+
+mod common;
+
+use common::tmux::Tmux;
+use common::{edgeprof, temp_dir};
+
+/// The tables among `lines`: each header, its rule of dashes, and its rows up to a blank line.
+fn tables<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if i > 0 && !l.is_empty() && l.chars().all(|c| c == '-') {
+            out.push(lines[i - 1]);
+            out.extend(lines[i..].iter().take_while(|l| !l.is_empty()));
+        }
+    }
+    out
+}
+
+/// The lines between `start` and `end` in `text`.
+fn between<'a>(text: &'a str, start: &str, end: &str) -> Vec<&'a str> {
+    text.lines()
+        .skip_while(|l| !l.contains(start))
+        .skip(1)
+        .take_while(|l| !l.contains(end))
+        .collect()
+}
+
+#[test]
+fn a_report_fits_an_80_column_terminal_and_wide_or_piped_output_is_whole() {
+    let dir = temp_dir();
+    let bin = edgeprof().get_program().to_string_lossy().into_owned();
+    // A copy: `report` writes the summaries into the directory.
+    let copy = dir.path().join("default");
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/default"),
+        )
+        .arg(&copy)
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "cannot copy the fixture");
+    let results = copy.display().to_string();
+    let report = format!("'{bin}' report --no-charts '{results}'");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "stty cols 80 rows 24; echo NARROW; {report}; echo WIDE; '{bin}' --wide report \
+             --no-charts '{results}'; echo PIPED; {report} | cat; echo END; \
+             echo done > finished.txt"
+        ),
+    );
+    t.wait_file("finished.txt", 60);
+    // The whole history, lines that the terminal wrapped joined again.
+    let text = t.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", "s"]);
+    let widest = |lines: &[&str]| lines.iter().map(|l| l.chars().count()).max().unwrap_or(0);
+    let narrow = between(&text, "NARROW", "WIDE");
+    let wide = between(&text, "WIDE", "PIPED");
+    let piped = between(&text, "PIPED", "END");
+    assert!(narrow.len() > 10, "{text}");
+    // The tables: a header, its rule, and rows up to a blank line.
+    let narrow_tables = tables(&narrow);
+    assert!(narrow_tables.len() > 48, "{}", narrow.join("\n"));
+    assert!(
+        widest(&narrow_tables) <= 80,
+        "a table line over 80 columns:\n{}",
+        narrow.join("\n")
+    );
+    // Every condition's row stays distinguishable: the summary's 48 names differ.
+    let names: std::collections::BTreeSet<&str> = narrow_tables
+        .iter()
+        .skip(2)
+        .take(48)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert_eq!(names.len(), 48, "{}", narrow.join("\n"));
+    assert!(
+        narrow
+            .iter()
+            .any(|l| l.starts_with("(every condition is */*/")),
+        "{}",
+        narrow.join("\n")
+    );
+    assert!(
+        narrow.iter().any(|l| l.starts_with("(not shown: ")),
+        "{}",
+        narrow.join("\n")
+    );
+    for whole in [&wide, &piped] {
+        assert!(widest(whole) > 80, "{}", whole.join("\n"));
+        assert!(
+            !whole.iter().any(|l| l.contains("not shown")),
+            "{}",
+            whole.join("\n")
+        );
+    }
+}
