@@ -167,6 +167,20 @@ fn without_a_terminal_the_ui_says_what_to_use_instead() {
     common::assert_bad_input(&["tui"], "edgeprof run CONFIG");
 }
 
+/// `edgeprof --ascii` (no `tui`) draws with ASCII only, as `edgeprof tui --ascii` does; the UI's
+/// options are refused beside another command.
+#[test]
+fn the_uis_options_work_on_edgeprof_alone() {
+    let tmp = temp_dir();
+    let t = Tmux::start(tmp.path(), &script("--ascii --theme monochrome", ""));
+    let screen = t.wait_for("Frameworks", 20);
+    assert!(screen.is_ascii(), "{screen}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert_restored(&t);
+    common::assert_bad_input(&["--ascii", "models", "list"], "are the terminal UI's");
+}
+
 #[test]
 fn monitor_on_a_terminal_opens_the_monitor_tab() {
     let tmp = temp_dir();

@@ -16,6 +16,9 @@ use super::*;
 pub struct Cli {
     #[command(subcommand)]
     pub(super) command: Option<Command>,
+    /// The terminal UI's options, for `edgeprof` alone
+    #[command(flatten)]
+    pub(super) ui: UiArgs,
     /// Print tables whole: on a terminal they are otherwise fitted to its width, cutting long
     /// names in the middle and leaving the least important columns out (output to a file or
     /// a pipe is always whole)
@@ -116,6 +119,14 @@ pub(super) enum Command {
 pub(super) struct TuiArgs {
     /// Config to start from (default: configs/default.toml when it is here, else the defaults)
     pub(super) config: Option<PathBuf>,
+    #[command(flatten)]
+    pub(super) ui: UiArgs,
+}
+
+/// How the terminal UI looks and what it opens: taken by `edgeprof tui` and by `edgeprof`
+/// alone.
+#[derive(Args, Debug, Default)]
+pub(super) struct UiArgs {
     /// Colour theme: dark, light, high-contrast, monochrome, a theme under
     /// ~/.config/edgeprof/themes/, or a TOML file (NO_COLOR selects monochrome)
     #[arg(long)]

@@ -33,9 +33,9 @@ pub use edgeprof::error::BadInput;
 fn tui(args: TuiArgs) -> anyhow::Result<()> {
     crate::tui::main(crate::tui::TuiOptions {
         config: args.config,
-        theme: args.theme,
-        ascii: args.ascii,
-        open: args.open,
+        theme: args.ui.theme,
+        ascii: args.ui.ascii,
+        open: args.ui.open,
         monitor: None,
     })
 }
@@ -71,11 +71,27 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     } else {
         edgeprof::console::columns(1)
     });
+    let ui_flags = cli.ui.ascii || cli.ui.theme.is_some() || cli.ui.open.is_some();
+    if ui_flags && !matches!(cli.command, None | Some(Command::Tui(_))) {
+        anyhow::bail!(BadInput::from(
+            "--ascii, --theme and --open are the terminal UI's: give them to edgeprof alone or \
+             to edgeprof tui"
+        ));
+    }
     let Some(command) = cli.command else {
-        return tui(TuiArgs::default());
+        return tui(TuiArgs {
+            config: None,
+            ui: cli.ui,
+        });
     };
     match command {
-        Command::Tui(args) => tui(args),
+        // `edgeprof --ascii tui`: the UI's options on either side of `tui`.
+        Command::Tui(mut args) => {
+            args.ui.ascii |= cli.ui.ascii;
+            args.ui.theme = args.ui.theme.or(cli.ui.theme);
+            args.ui.open = args.ui.open.or(cli.ui.open);
+            tui(args)
+        }
         Command::Models(ModelsCommand::List { json }) => models_list(json),
         Command::Models(ModelsCommand::Info { name, shape, json }) => {
             let model = zoo::build(&name, &shape.params())?;

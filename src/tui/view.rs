@@ -99,6 +99,45 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if app.help {
         draw_help(frame, app);
     }
+    if app.ascii {
+        to_ascii(frame.buffer_mut());
+    }
+}
+
+/// An ASCII stand-in for a character the views draw (a terminal without Unicode fonts would
+/// show a box or a question mark instead).
+fn ascii_for(c: char) -> char {
+    match c {
+        '·' | '•' | '∙' => '.',
+        '×' => 'x',
+        '—' | '–' | '─' | '━' => '-',
+        '…' => '~',
+        '±' => '~',
+        '→' | '▶' | '►' => '>',
+        '←' | '◀' => '<',
+        '↑' | '▲' => '^',
+        '↓' | '▼' => 'v',
+        '°' => 'o',
+        'µ' | 'μ' => 'u',
+        '│' | '┃' => '|',
+        '≤' => '<',
+        '≥' => '>',
+        '█' | '▇' | '▆' | '▅' => '#',
+        '▄' | '▃' | '▂' | '▁' => '_',
+        c if c.is_ascii() => c,
+        _ => '?',
+    }
+}
+
+/// Every cell of `buffer` in ASCII: what `--ascii` promises, whatever a view or a name drew.
+fn to_ascii(buffer: &mut ratatui::buffer::Buffer) {
+    for cell in buffer.content.iter_mut() {
+        let symbol = cell.symbol();
+        if !symbol.is_ascii() {
+            let plain: String = symbol.chars().map(ascii_for).collect();
+            cell.set_symbol(&plain);
+        }
+    }
 }
 
 fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
