@@ -11,7 +11,11 @@ use clap::Parser;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
-    let args = cli::Cli::parse();
+    let args = match cli::Cli::try_parse() {
+        Ok(args) => args,
+        // Help, version and usage errors, as clap prints them (exit 0 or 2).
+        Err(error) => cli::without_hidden_suggestions(error).exit(),
+    };
     match cli::run(args) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {

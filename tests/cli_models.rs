@@ -219,3 +219,22 @@ fn help_reads_well() {
             predicate::str::contains("--threads").and(predicate::str::contains("--iterations")),
         );
 }
+
+/// A typo's tips name commands a user runs, never the internal ones edgeprof starts itself.
+#[test]
+fn typo_tips_leave_internal_commands_out() {
+    let out = edgeprof().arg("place-work").assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("unrecognized subcommand 'place-work'"),
+        "{err}"
+    );
+    assert!(err.contains("'place'"), "{err}");
+    assert!(
+        !err.contains("place-worker") && !err.contains("gpu-bench-worker"),
+        "{err}"
+    );
+    let out = edgeprof().arg("reap").assert().code(2);
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(!err.contains("reap-guard"), "{err}");
+}

@@ -8,10 +8,13 @@ use super::*;
     name = "edgeprof",
     version,
     about = "Evaluate deep-learning frameworks on edge devices and learn what to optimise next",
-    long_about = "edgeprof benchmarks deep-learning models on the board it runs on: a built-in zoo of \
-                  the classic edge CNNs (or your own ONNX file), exact analytic costs per layer, and an \
-                  embedded tract engine that needs nothing installed. Without a subcommand it \
-                  opens the terminal UI."
+    long_about = "edgeprof evaluates deep-learning frameworks on the board it runs on: tract and \
+                  candle built in, onnxruntime, PyTorch, TensorFlow and TFLite set up on demand \
+                  (edgeprof env setup), on a zoo of edge CNNs or your own ONNX file. It measures \
+                  in child processes with live telemetry, draws hierarchical rooflines that say \
+                  what to optimise next, tunes threads, cores, engine and batch with a learned \
+                  cost model, runs fleets of boards over SSH and distributed-training scaling. \
+                  Without a subcommand it opens the terminal UI."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -24,6 +27,39 @@ pub struct Cli {
     /// a pipe is always whole)
     #[arg(long, global = true)]
     pub(super) wide: bool,
+}
+
+/// A command-line error without the internal (hidden) subcommands among its "similar
+/// subcommand" tips: a typo should lead to a command a user runs.
+pub fn without_hidden_suggestions(mut error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    use clap::CommandFactory;
+    let names = match error.remove(ContextKind::SuggestedSubcommand) {
+        Some(ContextValue::Strings(names)) => names,
+        Some(ContextValue::String(name)) => vec![name],
+        Some(other) => {
+            error.insert(ContextKind::SuggestedSubcommand, other);
+            return error;
+        }
+        None => return error,
+    };
+    let command = Cli::command();
+    let hidden: Vec<&str> = command
+        .get_subcommands()
+        .filter(|c| c.is_hide_set())
+        .map(|c| c.get_name())
+        .collect();
+    let kept: Vec<String> = names
+        .into_iter()
+        .filter(|n| !hidden.contains(&n.as_str()))
+        .collect();
+    if !kept.is_empty() {
+        error.insert(
+            ContextKind::SuggestedSubcommand,
+            ContextValue::Strings(kept),
+        );
+    }
+    error
 }
 
 #[derive(Subcommand, Debug)]
@@ -244,7 +280,7 @@ pub(super) enum RooflineCommand {
         model: String,
         #[command(flatten)]
         shape: ShapeArgs,
-        /// tract's threads (default: all cores)
+        /// tract's threads (0 or left out: all available cores)
         #[arg(long)]
         threads: Option<usize>,
         /// Profiled inferences (each layer's time is the median run; the ranking's steadiness
@@ -538,7 +574,7 @@ pub(super) struct BenchArgs {
     /// Number of output classes of a zoo model
     #[arg(long, default_value_t = 1000)]
     pub(super) classes: usize,
-    /// Threads for the engine's executor [default: all available cores]
+    /// Threads for the engine's executor (0 or left out: all available cores)
     #[arg(long)]
     pub(super) threads: Option<usize>,
     /// Untimed iterations before timing

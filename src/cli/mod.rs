@@ -26,8 +26,8 @@ use edgeprof::models::InputShape;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-pub use args::Cli;
 use args::*;
+pub use args::{without_hidden_suggestions, Cli};
 pub use edgeprof::error::BadInput;
 
 fn tui(args: TuiArgs) -> anyhow::Result<()> {
@@ -166,9 +166,6 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             top,
             chart,
         }) => {
-            if threads == Some(0) {
-                bail!(BadInput("--threads must be at least 1".into()));
-            }
             let model = zoo::build(&model, &shape.params())?;
             roofline::layers(
                 &model,
@@ -595,9 +592,6 @@ fn is_file_model(model: &str) -> bool {
 }
 
 fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
-    if args.threads == Some(0) {
-        bail!(BadInput("--threads must be at least 1".into()));
-    }
     let threads = edgeprof::runner::resolve_threads(args.threads.unwrap_or(0));
     let model = if is_file_model(&args.model) {
         let input_shape = match (args.input, args.batch) {
