@@ -181,6 +181,25 @@ fn the_uis_options_work_on_edgeprof_alone() {
     common::assert_bad_input(&["--ascii", "models", "list"], "are the terminal UI's");
 }
 
+/// The first frame does not wait for the frameworks' interpreters: they read "finding out"
+/// until they have answered, then their state.
+#[test]
+fn the_frameworks_state_arrives_after_the_first_frame() {
+    let tmp = temp_dir();
+    let t = Tmux::start(tmp.path(), &script("", ""));
+    t.wait_for("Frameworks", 20);
+    let until = Instant::now() + Duration::from_secs(30);
+    let mut screen = t.screen();
+    while screen.contains("finding out") {
+        assert!(Instant::now() < until, "never answered:\n{screen}");
+        std::thread::sleep(Duration::from_millis(100));
+        screen = t.screen();
+    }
+    assert!(screen.contains("onnxruntime"), "{screen}");
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+}
+
 #[test]
 fn monitor_on_a_terminal_opens_the_monitor_tab() {
     let tmp = temp_dir();

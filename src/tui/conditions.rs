@@ -7,6 +7,17 @@ use edgeprof::models::InputShape;
 use edgeprof::runner::matrix;
 use std::path::{Path, PathBuf};
 
+/// What an external framework's state reads until its interpreter has answered.
+pub const FINDING_OUT: &str = "finding out whether it is set up …";
+
+/// The `command` engine: the user's own program.
+fn command_engine() -> (String, Result<String, String>) {
+    (
+        "command".to_string(),
+        Ok("your program, named in [command]".to_string()),
+    )
+}
+
 /// What this machine offers the selection: facts gathered once when the UI starts.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Offer {
@@ -25,8 +36,52 @@ pub struct Offer {
 }
 
 impl Offer {
-    /// What this machine offers, found by probing it (telemetry under `root`).
-    pub fn probe(root: &Path, configured: &std::collections::BTreeMap<String, PathBuf>) -> Offer {
+    /// Every engine with whether it can run here: the external frameworks' interpreters are
+    /// asked (a Python start and imports, about half a second), so the UI does it after its
+    /// first frame.
+    pub fn engines(
+        configured: &std::collections::BTreeMap<String, PathBuf>,
+    ) -> Vec<(String, Result<String, String>)> {
+        use edgeprof::engines::env::Readiness;
+        let mut engines: Vec<(String, Result<String, String>)> =
+            edgeprof::engines::env::engines_here(configured)
+                .into_iter()
+                .map(|(name, r)| {
+                    let state = match r {
+                        Readiness::BuiltIn { .. } | Readiness::Ready(_) => Ok(r.describe()),
+                        _ => Err(r.describe()),
+                    };
+                    (name, state)
+                })
+                .collect();
+        engines.push(command_engine());
+        engines
+    }
+
+    /// What this machine offers before the external frameworks are asked: they read
+    /// "finding out …" until [`Offer::engines`] answers.
+    pub fn quick(root: &Path) -> Offer {
+        let mut engines: Vec<(String, Result<String, String>)> = edgeprof::engines::BUILT_IN
+            .iter()
+            .map(|&e| {
+                let version = edgeprof::engines::version(e).unwrap_or("unknown");
+                (e.to_string(), Ok(format!("built in ({version})")))
+            })
+            .collect();
+        engines.extend(
+            edgeprof::engines::external::FRAMEWORKS
+                .iter()
+                .map(|f| (f.name.to_string(), Err(FINDING_OUT.to_string()))),
+        );
+        engines.push(command_engine());
+        Offer {
+            engines,
+            ..Offer::probe_with(root, Vec::new())
+        }
+    }
+
+    /// What this machine offers, found by probing it (telemetry under `root`), with `engines`.
+    fn probe_with(root: &Path, engines: Vec<(String, Result<String, String>)>) -> Offer {
         use edgeprof::collect::telemetry;
         let readers = telemetry::readers(root);
         let probes: Vec<(&str, Result<String, String>)> =
@@ -53,25 +108,7 @@ impl Offer {
             .ok_or_else(|| "no power source here (INA3221 rails, RAPL or NVML)".to_string());
         Offer {
             cores: edgeprof::collect::device::available_cores(),
-            engines: {
-                use edgeprof::engines::env::Readiness;
-                let mut engines: Vec<(String, Result<String, String>)> =
-                    edgeprof::engines::env::engines_here(configured)
-                        .into_iter()
-                        .map(|(name, r)| {
-                            let state = match r {
-                                Readiness::BuiltIn { .. } | Readiness::Ready(_) => Ok(r.describe()),
-                                _ => Err(r.describe()),
-                            };
-                            (name, state)
-                        })
-                        .collect();
-                engines.push((
-                    "command".to_string(),
-                    Ok("your program, named in [command]".to_string()),
-                ));
-                engines
-            },
+            engines,
             gpus,
             gpu_telemetry,
             power,

@@ -60,6 +60,8 @@ pub enum Message {
     ),
     Layers(String, Shown<Vec<edgeprof::roofline::Program>>),
     Probed(Vec<edgeprof::scorecard::here::Here>),
+    /// Whether each engine can run here, once the frameworks' interpreters have answered.
+    Engines(Vec<(String, Result<String, String>)>),
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
     Followed(PathBuf),
@@ -313,6 +315,7 @@ impl Session {
             Message::Event(Event::Train(_)) => {}
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Probed(found) => app.frameworks_probed(found),
+            Message::Engines(engines) => app.conditions.offer.engines = engines,
             Message::Followed(dir) => follow_update(app, &dir),
             Message::Ceilings(processor, result) => {
                 *app.roofline.ceilings_of(processor) = Some(result);
@@ -369,7 +372,9 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     let configured = initial_config(options.config.as_deref())
         .map(|(_, c)| c.interpreters())
         .unwrap_or_default();
-    let offer = conditions::Offer::probe(&session.telemetry_root, &configured);
+    // The frameworks are asked after the first frame (a Python start and its imports take
+    // about half a second); until then they read "finding out".
+    let offer = conditions::Offer::quick(&session.telemetry_root);
     let mut app = new_app(&options, offer)?;
     if let Some(dir) = &options.open {
         open_results(&mut app, dir);
@@ -412,6 +417,19 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
             return Err(e).context("cannot set up the terminal");
         }
     };
+    {
+        let tx = session.tx.clone();
+        let asked = configured.clone();
+        let spawned = std::thread::Builder::new()
+            .name("engines".into())
+            .spawn(move || {
+                let _ = tx.send(Message::Engines(conditions::Offer::engines(&asked)));
+            });
+        if spawned.is_err() {
+            // No thread to spare: ask here, before the first frame.
+            app.conditions.offer.engines = conditions::Offer::engines(&configured);
+        }
+    }
     let hangup = AtomicBool::new(false);
     let exit = runtime.block_on(event_loop(
         &mut terminal,
