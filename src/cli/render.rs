@@ -299,10 +299,42 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
         plan.excluded,
         duration(estimated_seconds)
     );
-    for s in &plan.skipped {
-        let _ = writeln!(out, "  skipped {}: {}", s.condition.id, s.reason);
+    for line in skipped_lines(&plan.skipped) {
+        let _ = writeln!(out, "{line}");
     }
     out
+}
+
+/// The skipped conditions, a line per reason: a reason that holds for one condition names it,
+/// one that holds for several counts them and names their engines (a framework not set up
+/// skips every condition of it, and its set-up command is said once).
+pub fn skipped_lines(skipped: &[edgeprof::runner::matrix::Skipped]) -> Vec<String> {
+    let mut reasons: Vec<(&str, Vec<&edgeprof::runner::matrix::Skipped>)> = Vec::new();
+    for s in skipped {
+        match reasons.iter_mut().find(|(r, _)| *r == s.reason) {
+            Some((_, all)) => all.push(s),
+            None => reasons.push((&s.reason, vec![s])),
+        }
+    }
+    reasons
+        .into_iter()
+        .map(|(reason, all)| match all.as_slice() {
+            [one] => format!("  skipped {}: {reason}", one.condition.id),
+            _ => {
+                let mut engines: Vec<&str> = Vec::new();
+                for s in &all {
+                    if !engines.contains(&s.condition.engine.as_str()) {
+                        engines.push(&s.condition.engine);
+                    }
+                }
+                format!(
+                    "  skipped {} conditions of {}: {reason}",
+                    all.len(),
+                    engines.join(", ")
+                )
+            }
+        })
+        .collect()
 }
 
 /// Progress of a running benchmark, on stderr.
@@ -324,5 +356,48 @@ pub fn progress_line(event: BenchEvent) {
             }
         }
         BenchEvent::Profiling { runs } => errln!("profiling node by node over {runs} runs …"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::skipped_lines;
+    use edgeprof::config::{Device, ModelRef};
+    use edgeprof::models::InputShape;
+    use edgeprof::runner::matrix::{Condition, Skipped};
+
+    fn skipped(engine: &str, batch: usize, reason: &str) -> Skipped {
+        let input = InputShape {
+            channels: 3,
+            height: 32,
+            width: 32,
+        };
+        Skipped {
+            condition: Condition::new(
+                engine,
+                ModelRef::Zoo("resnet34".into()),
+                input,
+                batch,
+                0,
+                Device::Cpu,
+            ),
+            reason: reason.to_string(),
+        }
+    }
+
+    #[test]
+    fn skips_read_a_line_per_reason() {
+        let lines = skipped_lines(&[
+            skipped("pytorch", 1, "pytorch is not set up"),
+            skipped("onnxruntime", 1, "too big"),
+            skipped("pytorch", 2, "pytorch is not set up"),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "  skipped 2 conditions of pytorch: pytorch is not set up",
+                "  skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: too big",
+            ]
+        );
     }
 }

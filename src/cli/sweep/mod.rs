@@ -517,8 +517,8 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         dir.display(),
         std::process::id()
     ));
-    for s in &manifest.skipped {
-        out.line(&format!("  skipped {}: {}", s.condition.id, s.reason));
+    for line in render::skipped_lines(&manifest.skipped) {
+        out.line(&line);
     }
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let mut writer = results::Writer::open(&dir)?;
