@@ -181,6 +181,30 @@ fn the_uis_options_work_on_edgeprof_alone() {
     common::assert_bad_input(&["--ascii", "models", "list"], "are the terminal UI's");
 }
 
+/// Ctrl-C during a run asks first, as q does; a second one cancels the run, restores the
+/// terminal, says how to finish the run and exits 130.
+#[test]
+fn ctrl_c_twice_cancels_a_run_and_says_how_to_resume_it() {
+    let tmp = temp_dir();
+    small_config(tmp.path(), 100_000, "\"resnet50\"");
+    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    t.wait_for("timed iterations", 60);
+    t.keys(&["C-c"]);
+    t.wait_for("again, or Q", 20);
+    t.keys(&["C-c"]);
+    assert_eq!(t.wait_file("exit.txt", 30).trim(), "EXIT=130");
+    assert_restored(&t);
+    let screen = t.screen();
+    assert!(
+        screen.contains(
+            "interrupted with 0 of 1 condition(s) done; finish with: edgeprof run --resume"
+        ),
+        "{screen}"
+    );
+}
+
 /// The first frame does not wait for the frameworks' interpreters: they read "finding out"
 /// until they have answered, then their state.
 #[test]

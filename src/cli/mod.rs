@@ -4,14 +4,14 @@
 mod args;
 mod compare;
 mod env;
-mod fleet;
+pub(crate) mod fleet;
 mod frameworks;
 mod monitor;
 mod nodes;
 mod place;
 pub mod render;
 mod roofline;
-mod sweep;
+pub(crate) mod sweep;
 mod train;
 mod tune;
 

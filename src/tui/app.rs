@@ -190,8 +190,11 @@ impl App {
 
     /// What a key does; the command the loop must carry out, if any.
     pub fn key(&mut self, key: KeyEvent) -> Option<Command> {
+        // Ctrl-C is q: it quits, and during a run asks first (the terminal's usual way to
+        // stop a program should not lose a run on one slip).
         if key.modifiers.contains(KeyModifiers::CONTROL) && key.code == KeyCode::Char('c') {
-            return self.quit_request(true);
+            let again = std::mem::replace(&mut self.quit_asked, true);
+            return self.quit_request(again);
         }
         if let Some(prompt) = &mut self.prompt {
             match key.code {
@@ -438,8 +441,8 @@ impl App {
         if self.run.active && !force {
             self.say(
                 Severity::Warn,
-                "a run is in progress: q again (or Q) cancels it and quits; c on the Run tab \
-                 cancels it",
+                "a run is in progress: q (or Ctrl-C) again, or Q, cancels it and quits; c on \
+                 the Run tab cancels it",
             );
             return None;
         }

@@ -458,12 +458,37 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
             std::process::exit(143);
         }
         Ok(Exit::Quit) => {
+            let was_running = app.run.active;
             if let Some(handle) = session.run.take() {
                 let _ = handle.join();
+            }
+            if was_running {
+                return Err(cancelled_run(&mut app, &mut session));
             }
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// What a run cancelled by quitting left, as the error that ends edgeprof with exit code 130
+/// and says how to finish it (a sweep) or where the nodes' results are (a fleet run).
+fn cancelled_run(app: &mut App, session: &mut Session) -> anyhow::Error {
+    // The run's last events, its end among them, arrived after the loop stopped.
+    while let Ok(message) = session.rx.try_recv() {
+        if let Message::Event(Event::Run(event)) = message {
+            app.run_event(event);
+        }
+    }
+    let r = &app.run;
+    let dir = r.dir.clone().unwrap_or_default();
+    if r.nodes.is_empty() {
+        let (done, total) = (r.done_before + r.ok + r.failed, r.total);
+        crate::cli::sweep::Interrupted { done, total, dir }.into()
+    } else {
+        let done = r.nodes.iter().map(|n| n.ok + n.failed).sum();
+        let total = r.nodes.iter().map(|n| n.total).sum();
+        crate::cli::fleet::FleetCancelled { done, total, dir }.into()
     }
 }
 

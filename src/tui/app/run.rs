@@ -79,6 +79,8 @@ pub struct RunView {
     pub active: bool,
     pub dir: Option<PathBuf>,
     pub total: usize,
+    /// Conditions an earlier run of the directory finished (a resumption's).
+    pub done_before: usize,
     pub index: usize,
     pub current: String,
     pub attempt: usize,
@@ -168,6 +170,7 @@ impl App {
                     )],
                     dir: Some(dir),
                     total,
+                    done_before,
                     index: done_before,
                     estimates,
                     iterations,
