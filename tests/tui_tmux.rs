@@ -115,13 +115,20 @@ fn a_panic_leaves_the_terminal_restored() {
     );
 }
 
-/// Opens the UI on `dir`'s small.toml, starts the run, and sends `signal` to edgeprof once the
-/// first condition is timing.
-fn signal_mid_run(dir: &Path, signal: &str) -> Tmux {
+/// Opens the UI on `dir`'s small.toml and starts the run; returns once its first condition is
+/// timing.
+fn running(dir: &Path) -> Tmux {
     let t = Tmux::start(dir, &script("tui small.toml", ""));
     t.wait_for("Frameworks", 20);
     t.keys(&["r"]);
     t.wait_for("timed iterations", 60);
+    t
+}
+
+/// Opens the UI on `dir`'s small.toml, starts the run, and sends `signal` to edgeprof once the
+/// first condition is timing.
+fn signal_mid_run(dir: &Path, signal: &str) -> Tmux {
+    let t = running(dir);
     let pid = t.edgeprof_pid();
     let _ = Command::new("kill")
         .args([signal, &pid.to_string()])
@@ -187,10 +194,7 @@ fn the_uis_options_work_on_edgeprof_alone() {
 fn ctrl_c_twice_cancels_a_run_and_says_how_to_resume_it() {
     let tmp = temp_dir();
     small_config(tmp.path(), 100_000, "\"resnet50\"");
-    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
-    t.wait_for("Frameworks", 20);
-    t.keys(&["r"]);
-    t.wait_for("timed iterations", 60);
+    let t = running(tmp.path());
     t.keys(&["C-c"]);
     t.wait_for("again, or Q", 20);
     t.keys(&["C-c"]);
@@ -247,10 +251,7 @@ fn monitor_on_a_terminal_opens_the_monitor_tab() {
 fn the_ui_follows_a_resize_and_c_cancels_the_run() {
     let tmp = temp_dir();
     small_config(tmp.path(), 100_000, "\"resnet50\"");
-    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
-    t.wait_for("Frameworks", 20);
-    t.keys(&["r"]);
-    t.wait_for("timed iterations", 60);
+    let t = running(tmp.path());
     // From 100×30 down to 80×24: the frame is redrawn to the new size.
     t.tmux(&["resize-window", "-t", "s", "-x", "80", "-y", "24"]);
     let until = Instant::now() + Duration::from_secs(10);
@@ -401,10 +402,7 @@ fn capital_r_resumes_a_cancelled_run_to_completion() {
     let tmp = temp_dir();
     // Two conditions of a few seconds each, cancelled during the first.
     small_config(tmp.path(), 3000, "\"shufflenet_v2_x0_5\", \"mobilenet_v2\"");
-    let t = Tmux::start(tmp.path(), &script("tui small.toml", ""));
-    t.wait_for("Frameworks", 20);
-    t.keys(&["r"]);
-    t.wait_for("timed iterations", 60);
+    let t = running(tmp.path());
     t.keys(&["c"]);
     let screen = t.wait_for("cancelled after 0 ok, 0 failed", 60);
     assert!(screen.contains("R resumes it"), "{screen}");
