@@ -36,10 +36,14 @@ pub struct Offer {
 }
 
 impl Offer {
-    /// Every engine with whether it can run here: the external frameworks' interpreters are
+    /// Finds whether each engine can run here: the external frameworks' interpreters are
     /// asked (a Python start and imports, about half a second), so the UI does it after its
     /// first frame.
-    pub fn engines(
+    pub fn ask_engines(&mut self, configured: &std::collections::BTreeMap<String, PathBuf>) {
+        self.engines = Offer::engines(configured);
+    }
+
+    fn engines(
         configured: &std::collections::BTreeMap<String, PathBuf>,
     ) -> Vec<(String, Result<String, String>)> {
         use edgeprof::engines::env::Readiness;
@@ -59,7 +63,7 @@ impl Offer {
     }
 
     /// What this machine offers before the external frameworks are asked: they read
-    /// "finding out …" until [`Offer::engines`] answers.
+    /// "finding out …" until [`Offer::ask_engines`] answers.
     pub fn quick(root: &Path) -> Offer {
         let mut engines: Vec<(String, Result<String, String>)> = edgeprof::engines::BUILT_IN
             .iter()

@@ -60,8 +60,8 @@ pub enum Message {
     ),
     Layers(String, Shown<Vec<edgeprof::roofline::Program>>),
     Probed(Vec<edgeprof::scorecard::here::Here>),
-    /// Whether each engine can run here, once the frameworks' interpreters have answered.
-    Engines(Vec<(String, Result<String, String>)>),
+    /// What this machine offers, once the frameworks' interpreters have answered.
+    Offer(Box<conditions::Offer>),
     /// The results directory being followed changed on disk (another edgeprof is writing it),
     /// or its writer ended.
     Followed(PathBuf),
@@ -315,7 +315,7 @@ impl Session {
             Message::Event(Event::Train(_)) => {}
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Probed(found) => app.frameworks_probed(found),
-            Message::Engines(engines) => app.conditions.offer.engines = engines,
+            Message::Offer(offer) => app.conditions.offer = *offer,
             Message::Followed(dir) => follow_update(app, &dir),
             Message::Ceilings(processor, result) => {
                 *app.roofline.ceilings_of(processor) = Some(result);
@@ -419,15 +419,19 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     };
     {
         let tx = session.tx.clone();
-        let asked = configured.clone();
+        let mut offer = app.conditions.offer.clone();
         let spawned = std::thread::Builder::new()
             .name("engines".into())
             .spawn(move || {
-                let _ = tx.send(Message::Engines(conditions::Offer::engines(&asked)));
+                offer.ask_engines(&configured);
+                let _ = tx.send(Message::Offer(Box::new(offer)));
             });
-        if spawned.is_err() {
-            // No thread to spare: ask here, before the first frame.
-            app.conditions.offer.engines = conditions::Offer::engines(&configured);
+        if let Err(e) = spawned {
+            // No thread to spare: the frameworks stay unknown, and the UI says why.
+            app.say(
+                Severity::Warn,
+                format!("cannot ask the frameworks whether they are set up: {e}"),
+            );
         }
     }
     let hangup = AtomicBool::new(false);
