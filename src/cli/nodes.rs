@@ -40,8 +40,8 @@ fn nodes_of(config: Option<&Path>) -> anyhow::Result<Vec<Node>> {
     let config = edgeprof::config::load(&path)?;
     if config.nodes.is_empty() {
         anyhow::bail!(BadInput(format!(
-            "{} has no [[nodes]]: add one per board (destination = \"user@host\"; see README, \
-             Nodes)",
+            "{} has no [[nodes]]: add one per board (destination = \"user@host\"; see \
+             docs/commands/nodes.md)",
             path.display()
         )));
     }

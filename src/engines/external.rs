@@ -24,7 +24,7 @@ pub struct Framework {
     pub model: ModelInput,
     /// Runs on a GPU where the framework sees one.
     pub gpu: bool,
-    /// What the harness measures, in a sentence (README, `env list`).
+    /// What the harness measures, in a sentence (`env list`, docs/commands/env.md).
     pub measures: &'static str,
 }
 

@@ -200,7 +200,7 @@ pub struct GitHubFigures {
     pub source: String,
 }
 
-/// The API completeness rubric: one point per criterion (README, "API completeness").
+/// The API completeness rubric: one point per criterion (docs/frameworks.md, "API completeness").
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Api {

@@ -344,7 +344,7 @@ impl Conditions {
                 if self.config.nodes.is_empty() {
                     items.push(fact(
                         "",
-                        "other boards: add [[nodes]] to the config (README, Configuration)".into(),
+                        "other boards: add [[nodes]] to the config (docs/configuration.md)".into(),
                     ));
                 }
                 items
