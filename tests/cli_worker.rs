@@ -47,6 +47,56 @@ fn worker_speaks_the_protocol_in_order() {
     assert_eq!(records[4]["repeat"], 1);
 }
 
+/// A long repeat says how far it has got, about once a second, before its latencies: a
+/// 2000-iteration repeat (at least 3 s of it) shows moving progress within 2 s.
+#[test]
+fn a_long_repeat_reports_its_progress_every_second() {
+    use std::io::{BufRead, BufReader, Write};
+    use std::process::Stdio;
+    use std::time::{Duration, Instant};
+    let request = REQUEST
+        .replace(
+            "\"iterations\":3",
+            "\"iterations\":2000,\"min_duration_s\":3.0",
+        )
+        .replace("\"repeats\":2", "\"repeats\":1");
+    let mut child = match std::process::Command::new(env!("CARGO_BIN_EXE_edgeprof"))
+        .arg("worker")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot run edgeprof: {e}"),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = stdin.write_all(request.as_bytes());
+    }
+    let Some(stdout) = child.stdout.take() else {
+        panic!("no stdout")
+    };
+    let mut warmed = None;
+    let mut progress = Vec::new();
+    for line in BufReader::new(stdout).lines() {
+        let line = line.unwrap_or_default();
+        let v: serde_json::Value = serde_json::from_str(&line).unwrap_or_default();
+        match v["type"].as_str() {
+            Some("warmup") => warmed = Some(Instant::now()),
+            Some("progress") => {
+                let after = warmed.map(|t| t.elapsed()).unwrap_or_default();
+                progress.push((v["done"].as_u64().unwrap_or(0), after));
+            }
+            Some("iterations") => break,
+            _ => {}
+        }
+    }
+    let _ = child.wait();
+    assert!(progress.len() >= 2, "{progress:?}");
+    let (first, after) = progress[0];
+    assert!(first > 0 && after < Duration::from_secs(2), "{progress:?}");
+    assert!(progress.windows(2).all(|w| w[1].0 > w[0].0), "{progress:?}");
+}
+
 #[test]
 fn worker_reports_a_bad_request_as_an_error_record() {
     edgeprof()

@@ -10,6 +10,8 @@
 //! | `warmup` | `latencies_ms` (list) | optional: the untimed iterations |
 //! | `iteration` | `latency_ms`, optional `repeat` (default 0) | one per timed iteration, or … |
 //! | `iterations` | `latencies_ms` (list), optional `repeat` | … a batch of them |
+//! | `progress` | `done`, optional `repeat` | optional: iterations done so far in a repeat under way, about once a second |
+//! | `counters` | `iterations`, `line_bytes`, `counts`, `unavailable` | optional: hardware events over the timed iterations |
 //! | `summary` | optional `note` | once, last |
 //! | `error` | `message` | instead of the rest, when the run fails |
 //!
@@ -96,6 +98,14 @@ pub enum WorkerMessage {
         #[serde(default)]
         repeat: usize,
     },
+    /// How many timed iterations repeat `repeat` has done so far, sent about once a second
+    /// during a long repeat so that progress moves; its latencies come in its `iterations`
+    /// record.
+    Progress {
+        done: usize,
+        #[serde(default)]
+        repeat: usize,
+    },
     /// Hardware event counts over all timed iterations (after the last `iterations` record).
     Counters {
         iterations: usize,
@@ -175,6 +185,8 @@ pub struct Collector {
     ready: bool,
     finished: bool,
     lines: usize,
+    /// The repeat under way and the iterations it said it has done.
+    in_progress: Option<(usize, usize)>,
 }
 
 /// Most characters of an offending line quoted back in an error.
@@ -236,6 +248,7 @@ impl Collector {
                     WorkerMessage::Warmup { .. } => "warmup",
                     WorkerMessage::Summary { .. } => "summary",
                     WorkerMessage::Counters { .. } => "counters",
+                    WorkerMessage::Progress { .. } => "progress",
                     _ => "iteration",
                 };
                 return Err(before_ready(record));
@@ -256,6 +269,20 @@ impl Collector {
                 repeat,
             } => {
                 self.push(repeat, &latencies_ms, line)?;
+            }
+            WorkerMessage::Progress { done, repeat } => {
+                // Only for a repeat whose latencies have not come yet.
+                let reported = self.run.repeats.get(repeat).is_some_and(|r| !r.is_empty());
+                if repeat > 10_000 || reported {
+                    return Err(ProtocolError::Malformed {
+                        line,
+                        reason: format!(
+                            "progress of repeat {repeat}, which is over or out of range"
+                        ),
+                        text: String::new(),
+                    });
+                }
+                self.in_progress = Some((repeat, done));
             }
             WorkerMessage::Counters {
                 iterations,
@@ -306,11 +333,13 @@ impl Collector {
     /// Whether `ready` has arrived, how many timed iterations so far, and how many repeats
     /// they span (the highest repeat index reported, plus one).
     pub fn progress(&self) -> (bool, usize, usize) {
-        (
-            self.ready,
-            self.run.repeats.iter().map(Vec::len).sum(),
-            self.run.repeats.len(),
-        )
+        let reported: usize = self.run.repeats.iter().map(Vec::len).sum();
+        // A repeat under way counts what it said it has done until its latencies arrive.
+        let under_way = match self.in_progress {
+            Some((repeat, done)) if self.run.repeats.get(repeat).is_none_or(Vec::is_empty) => done,
+            _ => 0,
+        };
+        (self.ready, reported + under_way, self.run.repeats.len())
     }
 
     /// Ends the output: the run, or why it is incomplete.
@@ -334,6 +363,37 @@ mod tests {
             collector.feed(line)?;
         }
         collector.finish()
+    }
+
+    #[test]
+    fn progress_counts_a_repeat_under_way_until_its_latencies_come() {
+        let mut c = Collector::default();
+        let feed = |c: &mut Collector, line: &str| match c.feed(line) {
+            Ok(()) => {}
+            Err(e) => panic!("{line}: {e}"),
+        };
+        // Before ready it is out of order, like any timing record.
+        assert!(matches!(
+            c.feed("{\"type\":\"progress\",\"done\":3}"),
+            Err(ProtocolError::BeforeReady { .. })
+        ));
+        feed(&mut c, "{\"type\":\"ready\",\"init_ms\":1.0}");
+        feed(&mut c, "{\"type\":\"progress\",\"done\":700}");
+        assert_eq!(c.progress(), (true, 700, 0));
+        feed(&mut c, "{\"type\":\"progress\",\"done\":1400}");
+        assert_eq!(c.progress(), (true, 1400, 0));
+        // The repeat's latencies replace what it said.
+        feed(
+            &mut c,
+            "{\"type\":\"iterations\",\"latencies_ms\":[1.0,1.0,1.0]}",
+        );
+        assert_eq!(c.progress(), (true, 3, 1));
+        feed(&mut c, "{\"type\":\"progress\",\"done\":5,\"repeat\":1}");
+        assert_eq!(c.progress(), (true, 8, 1));
+        // Progress of a repeat that has reported is a protocol error.
+        assert!(c
+            .feed("{\"type\":\"progress\",\"done\":9,\"repeat\":0}")
+            .is_err());
     }
 
     #[test]

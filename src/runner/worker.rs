@@ -143,7 +143,12 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         if let Some(c) = counting {
             c.resume();
         }
-        let times = timed_repeat(&session, request.iterations.max(1), request.min_duration_s);
+        let times = timed_repeat(
+            &session,
+            request.iterations.max(1),
+            request.min_duration_s,
+            &mut |done| emit(out, &WorkerMessage::Progress { done, repeat }),
+        );
         if let Some(c) = counting {
             c.stop();
         }
@@ -187,18 +192,33 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
 /// The name cache simulation toggles on: only the inferences inside it are counted.
 pub const TIMED_REPEAT_SYMBOL: &str = "*edgeprof::runner::worker::timed_repeat*";
 
+/// How often a long repeat says how far it has got.
+const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
+
 /// One repeat: at least `iterations` inferences and at least `min_duration_s` of timed work.
-/// Never inlined, so that valgrind can count what happens inside it alone.
+/// Every [`PROGRESS_EVERY`] it tells `progress` how many it has done (between two timed
+/// inferences, never inside one: a line a second). Never inlined, so that valgrind can count
+/// what happens inside it alone.
 #[inline(never)]
 fn timed_repeat(
     session: &Loaded,
     iterations: usize,
     min_duration_s: f64,
+    progress: &mut dyn FnMut(usize) -> anyhow::Result<()>,
 ) -> anyhow::Result<Vec<f64>> {
     let mut times = Vec::with_capacity(iterations);
     let repeat_start = std::time::Instant::now();
-    while times.len() < iterations || repeat_start.elapsed().as_secs_f64() < min_duration_s {
+    let mut told = repeat_start;
+    loop {
+        let now = std::time::Instant::now();
+        let elapsed = now.duration_since(repeat_start).as_secs_f64();
+        if times.len() >= iterations && elapsed >= min_duration_s {
+            return Ok(times);
+        }
+        if now.duration_since(told) >= PROGRESS_EVERY {
+            progress(times.len())?;
+            told = now;
+        }
         times.push(ms(session.time_one()?));
     }
-    Ok(times)
 }

@@ -141,8 +141,15 @@ def main():
     min_duration = request.get("min_duration_s", 0.0)
     for repeat in range(max(request["repeats"], 1)):
         times = []
-        repeat_start = time.perf_counter()
-        while len(times) < iterations or time.perf_counter() - repeat_start < min_duration:
+        repeat_start = told = time.perf_counter()
+        while True:
+            now = time.perf_counter()
+            if len(times) >= iterations and now - repeat_start >= min_duration:
+                break
+            # About once a second, between two timed inferences: how far the repeat has got.
+            if now - told >= 1.0:
+                emit({"type": "progress", "done": len(times), "repeat": repeat})
+                told = now
             times.append(timed(session)[0])
         emit({"type": "iterations", "latencies_ms": times, "repeat": repeat})
     summary = {"type": "summary"}
