@@ -42,6 +42,51 @@ pub fn bytes(value: u64) -> String {
     format!("{value} B")
 }
 
+/// `text` broken at spaces into lines of at most `width` characters, the lines after the first
+/// starting with `indent`; a word longer than a line is cut.
+pub fn wrap(text: &str, width: usize, indent: &str) -> String {
+    let width = width.max(indent.chars().count() + 10);
+    let mut out = String::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split(' ') {
+        let mut word: Vec<char> = word.chars().collect();
+        loop {
+            let sep = usize::from(len > 0);
+            if len + sep + word.len() <= width {
+                if sep == 1 {
+                    line.push(' ');
+                }
+                line.extend(word.iter());
+                len += sep + word.len();
+                break;
+            }
+            let fresh = indent.chars().count();
+            if len > fresh || (len > 0 && out.is_empty()) {
+                // Start a new line for the word.
+                out.push_str(&line);
+                out.push('\n');
+                line = indent.to_string();
+                len = fresh;
+                continue;
+            }
+            // A word longer than a whole line: cut it.
+            let room = width - len - sep;
+            if sep == 1 {
+                line.push(' ');
+            }
+            line.extend(word.iter().take(room));
+            out.push_str(&line);
+            out.push('\n');
+            word.drain(..room);
+            line = indent.to_string();
+            len = fresh;
+        }
+    }
+    out.push_str(&line);
+    out
+}
+
 /// The width [`table`] fits its tables to; 0 for whole tables.
 static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
 
@@ -421,6 +466,24 @@ mod tests {
         ] {
             assert_eq!(varying_parts(&names), (names.clone(), None));
         }
+    }
+
+    #[test]
+    fn prose_wraps_at_spaces_with_an_indent() {
+        let text = "[1/4] tract/mobilenet_v2/3x224x224/b1/t0/cpu: ok, mean 2.000 ms ± 0.000, 500.0 inferences/s";
+        let w = wrap(text, 50, "    ");
+        assert!(w.lines().all(|l| l.chars().count() <= 50), "{w}");
+        assert!(w.lines().skip(1).all(|l| l.starts_with("    ")), "{w}");
+        assert_eq!(
+            w.split_whitespace().collect::<Vec<_>>(),
+            text.split(' ').collect::<Vec<_>>()
+        );
+        assert_eq!(wrap("short", 40, "  "), "short");
+        // A word longer than a line is cut, nothing lost.
+        let long = "x".repeat(50);
+        let w = wrap(&long, 20, "  ");
+        assert!(w.lines().all(|l| l.chars().count() <= 20), "{w}");
+        assert_eq!(w.chars().filter(|&c| c == 'x').count(), 50);
     }
 
     #[test]

@@ -98,3 +98,63 @@ fn a_report_fits_an_80_column_terminal_and_wide_or_piped_output_is_whole() {
         );
     }
 }
+
+/// The main job headless in an 80-column terminal: every line it prints fits (long record
+/// lines wrap at spaces with an indent, the tables fit) and the skipped framework is one line.
+#[test]
+fn a_headless_run_fits_an_80_column_terminal() {
+    let dir = temp_dir();
+    let bin = edgeprof().get_program().to_string_lossy().into_owned();
+    let worker = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/workers/slow.sh")
+        .display()
+        .to_string();
+    common::write(
+        &dir.path().join("c.toml"),
+        &format!(
+            "name = \"a-config-with-a-rather-long-name-for-80-columns\"\n[command]\n\
+             program = \"{worker}\"\nargs = [\"0.3\"]\n[matrix]\n\
+             engines = [\"command\", \"pytorch\"]\n\
+             models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\"]\ninputs = [\"3x224x224\"]\n\
+             batch = [1, 2]\n[measure]\nsample_interval_ms = 50\n"
+        ),
+    );
+    let data = dir.path().join("data");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "stty cols 80 rows 24; echo START; EDGEPROF_DATA_DIR='{}' PATH=/usr/bin:/bin '{bin}' \
+             run c.toml --output out --no-charts; echo END; echo done > finished.txt",
+            data.display()
+        ),
+    );
+    t.wait_file("finished.txt", 120);
+    let text = t.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", "s"]);
+    let lines = between(&text, "START", "END");
+    assert!(lines.len() > 5, "{text}");
+    let long: Vec<&&str> = lines.iter().filter(|l| l.chars().count() > 80).collect();
+    assert!(
+        long.is_empty(),
+        "lines over 80 columns:\n{}",
+        lines.join("\n")
+    );
+    let skips: Vec<&&str> = lines.iter().filter(|l| l.contains("skipped")).collect();
+    assert!(
+        skips
+            .iter()
+            .any(|l| l.contains("skipped 4 conditions of pytorch")),
+        "{}",
+        lines.join("\n")
+    );
+    let words = lines
+        .join(" ")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    assert!(words.contains("4 ok, 0 failed"), "{}", lines.join("\n"));
+    assert!(
+        words.contains("why: 4 skipped condition(s) of pytorch: pytorch is not set up"),
+        "{}",
+        lines.join("\n")
+    );
+}

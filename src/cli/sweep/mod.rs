@@ -152,9 +152,14 @@ impl Output {
         self.say(text);
     }
 
-    /// A line for stderr only.
+    /// A line for stderr only; on a terminal, wrapped at its width (continued lines indented)
+    /// rather than left to the terminal to break anywhere.
     fn say(&mut self, text: &str) {
-        if self.terminal() && !edgeprof::console::err(format_args!("{text}\n")) {
+        let wrapped = match edgeprof::console::columns(2).filter(|_| self.tty) {
+            Some(columns) => edgeprof::text::wrap(text, columns, "    "),
+            None => text.to_string(),
+        };
+        if self.terminal() && !edgeprof::console::err(format_args!("{wrapped}\n")) {
             self.stderr = false;
         }
     }

@@ -237,10 +237,31 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
     ));
     let failures: Vec<&summary::Row> = rows
         .iter()
-        .filter(|r| r.status != "ok" && r.reason.is_some())
+        .filter(|r| r.status != "ok" && r.status != "skipped" && r.reason.is_some())
         .collect();
-    if !failures.is_empty() {
+    // Skipped conditions a line per reason (a framework not set up skips all of its own).
+    let mut skips: Vec<(&str, Vec<&str>, usize)> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "skipped") {
+        let reason = r.reason.as_deref().unwrap_or("skipped");
+        match skips.iter_mut().find(|(why, ..)| *why == reason) {
+            Some((_, engines, n)) => {
+                *n += 1;
+                if !engines.contains(&r.engine.as_str()) {
+                    engines.push(&r.engine);
+                }
+            }
+            None => skips.push((reason, vec![&r.engine], 1)),
+        }
+    }
+    if !failures.is_empty() || !skips.is_empty() {
         out.push_str("\nwhy:\n");
+        for (reason, engines, n) in &skips {
+            let _ = writeln!(
+                out,
+                "  {n} skipped condition(s) of {}: {reason}",
+                engines.join(", ")
+            );
+        }
         for r in failures {
             let _ = writeln!(
                 out,
@@ -345,7 +366,24 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             &report::cpu_timeline(&stored.runs, &stored.samples),
         ));
     }
-    out
+    // On a terminal the prose lines (the header, the reasons, the engines) wrap at its width
+    // like the tables fit it.
+    match edgeprof::text::table_width() {
+        Some(width) => {
+            out.lines()
+                .map(|l| {
+                    if l.chars().count() > width {
+                        edgeprof::text::wrap(l, width, "    ")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n"
+        }
+        None => out,
+    }
 }
 
 /// `edgeprof report DIR`. The tables go to stdout whatever happens to the files: a directory
