@@ -306,6 +306,18 @@ pub fn duration(seconds: f64) -> String {
 }
 
 /// Now, as RFC 3339 UTC.
+/// The time now in UTC, RFC 3339 to the millisecond: `2026-12-02T15:58:31.123Z`.
+pub fn now_rfc3339_millis() -> String {
+    let now = time::OffsetDateTime::now_utc();
+    now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
+        .ok()
+        .and_then(|t| {
+            t.format(&time::format_description::well_known::Rfc3339)
+                .ok()
+        })
+        .unwrap_or_else(|| "unknown".to_string())
+}
+
 pub fn now_rfc3339() -> String {
     time::OffsetDateTime::now_utc()
         .replace_nanosecond(0)

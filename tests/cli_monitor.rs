@@ -217,6 +217,12 @@ fn monitoring_a_jetson_tree_gives_gpu_power_and_offline_cores() {
         None,
         &["--headless", "--interval", "50ms", "--duration", "120ms"],
     );
+    // Wall-clock time, UTC to the millisecond, beside the offset from the start.
+    let stamp = v["timestamp"].as_str().unwrap_or_default();
+    assert!(
+        stamp.len() == 24 && stamp.ends_with('Z') && stamp.as_bytes()[19] == b'.',
+        "{v}"
+    );
     assert_eq!(v["gpus"][0]["name"], "jetson gpu");
     assert_eq!(v["gpus"][0]["load_pct"], 45.3);
     assert_eq!(v["gpus"][0]["freq_mhz"], 921);

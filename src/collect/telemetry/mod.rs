@@ -59,7 +59,8 @@ pub struct Reading {
 pub struct Sample {
     /// Seconds since monitoring started.
     pub t_s: f64,
-    /// Wall-clock time when the source gives one (a tegrastats log line's own stamp).
+    /// Wall-clock time: when the sample was taken (UTC, to the millisecond), or a tegrastats
+    /// log line's own stamp.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -235,6 +236,8 @@ impl Sampler {
     pub fn take(&mut self) -> Sample {
         let mut sample = Sample {
             t_s: self.start.elapsed().as_secs_f64(),
+            // Wall-clock time, so that samples line up with other logs of the board.
+            timestamp: Some(crate::text::now_rfc3339_millis()),
             ..Sample::default()
         };
         for r in &mut self.readers {
