@@ -117,6 +117,8 @@ pub enum PromptFor {
     LoadConfig,
     OpenResults,
     Add(Axis),
+    /// The Results tab's filter.
+    Filter,
 }
 
 impl PromptFor {
@@ -128,6 +130,7 @@ impl PromptFor {
             PromptFor::Add(Axis::Models) => "add an ONNX model file",
             PromptFor::Add(Axis::Inputs) => "add an input shape (CxHxW)",
             PromptFor::Add(_) => "add a value",
+            PromptFor::Filter => "show the conditions whose name holds (empty: all)",
         }
     }
 }
@@ -205,6 +208,13 @@ impl App {
                 KeyCode::Char(c) => prompt.text.push(c),
                 KeyCode::Enter => {
                     let p = self.prompt.take()?;
+                    if p.purpose == PromptFor::Filter {
+                        self.results.filter = p.text.trim().to_string();
+                        self.results.refresh_rows();
+                        let said = self.results.shown();
+                        self.say(Severity::Info, said);
+                        return None;
+                    }
                     let path = PathBuf::from(p.text.trim());
                     if p.text.trim().is_empty() {
                         self.say(Severity::Warn, "no path given; nothing done");
@@ -221,6 +231,7 @@ impl App {
                         PromptFor::SaveConfig => Command::SaveConfig(path),
                         PromptFor::LoadConfig => Command::LoadConfig(path),
                         PromptFor::OpenResults => Command::OpenResults(path),
+                        PromptFor::Filter => return None,
                     });
                 }
                 _ => {}
@@ -318,6 +329,20 @@ impl App {
                         let said = self.results.toggle_baseline();
                         self.say(Severity::Info, said);
                     }
+                    KeyCode::Char('h') => {
+                        self.results.hide_skipped = !self.results.hide_skipped;
+                        self.results.refresh_rows();
+                        let said = self.results.shown();
+                        self.say(Severity::Info, said);
+                    }
+                    KeyCode::Char('/') => {
+                        self.prompt = Some(Prompt {
+                            purpose: PromptFor::Filter,
+                            text: self.results.filter.clone(),
+                        });
+                    }
+                    KeyCode::Enter => self.results.detail = !self.results.detail,
+                    KeyCode::Esc if self.results.detail => self.results.detail = false,
                     _ => {}
                 }
                 None

@@ -35,15 +35,31 @@ pub fn open_results(app: &mut App, dir: &Path) {
         .filter_map(|r| Some((r.condition.id.clone(), r.kept_repeats()?)))
         .filter(|(_, l)| l.iter().any(|r| !r.is_empty()))
         .collect();
+    // A failed condition's last attempt: what its worker said last on stderr.
+    let stderr_tails = stored
+        .runs
+        .iter()
+        .filter(|r| r.last)
+        .filter_map(|r| {
+            let tail = r.failure.as_ref()?.stderr_tail().trim().to_string();
+            (!tail.is_empty()).then(|| (r.condition.id.clone(), tail))
+        })
+        .collect();
+    // What the reader chose stays: the filter, hiding skipped rows, the detail pane.
+    let kept = std::mem::take(&mut app.results);
     app.results = app::ResultsView {
         dir: Some(dir.to_path_buf()),
-        rows,
+        all: rows,
         utilisation,
         latencies,
+        stderr_tails,
+        hide_skipped: kept.hide_skipped,
+        filter: kept.filter,
+        detail: kept.detail,
         ..app::ResultsView::default()
     };
-    app.results.sort_rows();
-    app.scorecard.rejoin(&app.results.rows);
+    app.results.refresh_rows();
+    app.scorecard.rejoin(&app.results.all);
     match stored.warnings.first() {
         Some(w) => app.say(
             Severity::Warn,
@@ -189,7 +205,7 @@ pub(super) fn follow_update(app: &mut App, dir: &Path) {
     open_results(app, dir);
     app.results.sort = sort;
     app.results.descending = descending;
-    app.results.sort_rows();
+    app.results.refresh_rows();
     app.results.selected = selected.min(app.results.rows.len().saturating_sub(1));
     let Some(listing) = results::listing::describe(dir) else {
         return;

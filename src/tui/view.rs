@@ -190,7 +190,7 @@ pub fn footer_keys(app: &App) -> &'static str {
             "↑↓ axis  → choose  r run  w save  L load  o open results  ? help  q quit"
         }
         Tab::Run => "c cancel  Tab next tab  o open results  ? help  q quit",
-        Tab::Results => "↑↓ row  ←→/s sort  r reverse  o open  ? help  q quit",
+        Tab::Results => "↑↓ row  Enter detail  / filter  h hide skipped  s sort  r reverse  q quit",
         Tab::Roofline if app.roofline.layers.is_some() => {
             "↑↓ layer  l/Esc back to programs  p precision  ? help  q quit"
         }
@@ -361,6 +361,14 @@ pub const HELP: &[(&str, &str)] = &[
     ("Run / Results: R", "resume the interrupted run shown"),
     ("Tune: t / c", "tune the selection's first model / cancel"),
     ("Results: ←/→ or s, r", "sort column, reverse"),
+    (
+        "Results: Enter",
+        "the selected condition's every figure (again: charts)",
+    ),
+    (
+        "Results: / or h",
+        "show names holding a text / hide skipped",
+    ),
     (
         "Results: b",
         "compare with the selected condition (again: stop)",

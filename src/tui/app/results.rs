@@ -6,7 +6,18 @@ use super::*;
 #[derive(Debug, Clone, Default)]
 pub struct ResultsView {
     pub dir: Option<PathBuf>,
+    /// Every condition of the directory.
+    pub all: Vec<Row>,
+    /// The conditions shown: `all` less the hidden, sorted.
     pub rows: Vec<Row>,
+    /// Leave skipped (and not run) conditions out (h).
+    pub hide_skipped: bool,
+    /// Show only conditions whose name holds this (/).
+    pub filter: String,
+    /// The selected condition's every figure in place of the charts (Enter).
+    pub detail: bool,
+    /// The last lines a failed condition's worker wrote on stderr, by condition.
+    pub stderr_tails: std::collections::HashMap<String, String>,
     pub error: Option<String>,
     pub sort: usize,
     pub descending: bool,
@@ -25,9 +36,10 @@ pub struct ResultsView {
 const TUI_ROUNDS: usize = 500;
 
 /// The sortable columns of the results table.
-pub const RESULT_COLUMNS: [&str; 7] = [
+pub const RESULT_COLUMNS: [&str; 8] = [
     "condition",
     "status",
+    "median ms",
     "mean ms",
     "p99 ms",
     "inf/s",
@@ -88,29 +100,77 @@ impl ResultsView {
         )
     }
 
+    /// What the table shows, in words: how many of the conditions, and what hides the rest.
+    pub fn shown(&self) -> String {
+        let mut why = Vec::new();
+        if !self.filter.is_empty() {
+            why.push(format!("names holding \"{}\"", self.filter));
+        }
+        if self.hide_skipped {
+            why.push("skipped ones hidden (h shows them)".to_string());
+        }
+        if why.is_empty() {
+            format!("all {} condition(s) shown", self.all.len())
+        } else {
+            format!(
+                "{} of {} condition(s) shown: {}",
+                self.rows.len(),
+                self.all.len(),
+                why.join(", ")
+            )
+        }
+    }
+
+    /// Shows the conditions that pass the filter (and are not hidden), sorted, keeping the
+    /// selected one selected when it is still shown.
+    pub fn refresh_rows(&mut self) {
+        let was = self.rows.get(self.selected).map(|r| r.id.clone());
+        let filter = self.filter.to_lowercase();
+        self.rows = self
+            .all
+            .iter()
+            .filter(|r| !(self.hide_skipped && matches!(r.status.as_str(), "skipped" | "not run")))
+            .filter(|r| filter.is_empty() || r.id.to_lowercase().contains(&filter))
+            .cloned()
+            .collect();
+        self.sort_rows();
+        self.selected = was
+            .and_then(|id| self.rows.iter().position(|r| r.id == id))
+            .unwrap_or(0)
+            .min(self.rows.len().saturating_sub(1));
+    }
+
+    /// Sorts the shown rows by the chosen column. Rows without the figure (skipped, failed)
+    /// come last either way.
     pub fn sort_rows(&mut self) {
-        let key = |r: &Row| -> f64 {
+        let key = |r: &Row| -> Option<f64> {
             match self.sort {
-                2 => r.mean_ms.unwrap_or(f64::INFINITY),
-                3 => r.p99_ms.unwrap_or(f64::INFINITY),
-                4 => r.inferences_per_s.unwrap_or(-1.0),
-                5 => r.peak_rss_bytes.map_or(-1.0, |b| b as f64),
-                6 => r.cpu_mean_pct.unwrap_or(-1.0),
-                _ => 0.0,
+                2 => r.median_ms,
+                3 => r.mean_ms,
+                4 => r.p99_ms,
+                5 => r.inferences_per_s,
+                6 => r.peak_rss_bytes.map(|b| b as f64),
+                7 => r.cpu_mean_pct,
+                _ => None,
             }
         };
-        let sort = self.sort;
-        self.rows.sort_by(|a, b| {
-            let order = match sort {
-                0 => a.id.cmp(&b.id),
-                1 => status_word(a).cmp(status_word(b)).then(a.id.cmp(&b.id)),
-                _ => key(a).total_cmp(&key(b)),
-            };
-            if self.descending {
+        let (sort, descending) = (self.sort, self.descending);
+        let directed = |order: std::cmp::Ordering| {
+            if descending {
                 order.reverse()
             } else {
                 order
             }
+        };
+        self.rows.sort_by(|a, b| match sort {
+            0 => directed(a.id.cmp(&b.id)),
+            1 => directed(status_word(a).cmp(status_word(b))).then(a.id.cmp(&b.id)),
+            _ => match (key(a), key(b)) {
+                (Some(x), Some(y)) => directed(x.total_cmp(&y)),
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (None, None) => a.id.cmp(&b.id),
+            },
         });
     }
 }

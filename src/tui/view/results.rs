@@ -49,17 +49,36 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     };
     let [table_area, charts] =
         Layout::vertical([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(area);
-    let title = format!("Results: {}", dir.display());
+    // Names without the parts every shown condition shares, which the title says once.
+    let ids: Vec<String> = res.rows.iter().map(|r| r.id.clone()).collect();
+    let (names, pattern) = edgeprof::text::varying_parts(&ids);
+    let mut title = format!("Results: {}", dir.display());
+    if let Some(p) = &pattern {
+        title.push_str(&format!(" · every condition is {p}"));
+    }
+    if res.rows.len() < res.all.len() {
+        title.push_str(&format!(" · {} of {} shown", res.rows.len(), res.all.len()));
+    }
     let b = block(app, &title, true);
     let inner = b.inner(table_area);
     frame.render_widget(b, table_area);
-    let widths = [0usize, 9, 9, 9, 8, 10, 6];
+    let widths = [0usize, 9, 9, 9, 9, 8, 9, 5];
+    // Under 100 columns p99 and CPU % make room for the names (the detail pane has them).
+    let shown: Vec<usize> = if inner.width < 100 {
+        vec![0, 1, 2, 3, 5, 6]
+    } else {
+        (0..widths.len()).collect()
+    };
     let id_width = (inner.width as usize)
-        .saturating_sub(widths.iter().sum::<usize>() + widths.len())
+        .saturating_sub(shown.iter().map(|&k| widths[k] + 1).sum::<usize>())
         .max(12);
     let cell = |k: usize, text: String| -> String {
         let w = if k == 0 { id_width } else { widths[k] };
-        let t: String = text.chars().take(w).collect();
+        let t = if k == 0 {
+            edgeprof::text::cut_middle(&text, w)
+        } else {
+            text.chars().take(w).collect()
+        };
         if k <= 1 {
             format!("{t:<w$}")
         } else {
@@ -70,6 +89,7 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let header: Vec<Span> = RESULT_COLUMNS
         .iter()
         .enumerate()
+        .filter(|(k, _)| shown.contains(k))
         .map(|(k, name)| {
             let name = if k == res.sort {
                 format!("{name}{arrow}")
@@ -100,9 +120,11 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
             },
             _ => "",
         };
+        let name = names.get(k).map_or(r.id.as_str(), String::as_str);
         let values = [
-            format!("{mark}{}", r.id),
+            format!("{mark}{name}"),
             crate::tui::app::status_word(r).to_string(),
+            opt(r.median_ms, 3),
             opt(r.mean_ms, 3),
             opt(r.p99_ms, 3),
             opt(r.inferences_per_s, 1),
@@ -112,6 +134,7 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
         let text: Vec<String> = values
             .into_iter()
             .enumerate()
+            .filter(|(c, _)| shown.contains(c))
             .map(|(c, v)| cell(c, v))
             .collect();
         let style = if k == res.selected {
@@ -147,6 +170,10 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
         )));
     }
     frame.render_widget(Paragraph::new(lines), inner);
+    if res.detail {
+        draw_detail(frame, app, charts);
+        return;
+    }
     let [bars, lines_area] =
         Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)]).areas(charts);
     let b = block(app, "Mean latency (ms) and peak RSS (MiB)", false);
@@ -222,4 +249,133 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
         let max = data.iter().copied().max().unwrap_or(1).max(100);
         frame.render_widget(sparkline(app, &data, Some(max), k), chart);
     }
+}
+
+/// The selected condition's every figure, its verdict and why, why it failed and what its
+/// worker said last, and its timed iterations as a small chart (Enter shows it, Enter or Esc
+/// goes back to the charts).
+fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
+    let res = &app.results;
+    let Some(r) = res.rows.get(res.selected) else {
+        frame.render_widget(
+            Paragraph::new(Span::styled("no condition selected", app.theme.muted())).block(block(
+                app,
+                "Condition",
+                false,
+            )),
+            area,
+        );
+        return;
+    };
+    let title = format!("{} (Enter: charts)", r.id);
+    let b = block(app, &title, false);
+    let inner = b.inner(area);
+    frame.render_widget(b, area);
+    let ms = |label: &str, v: Option<f64>| v.map(|x| format!("{label} {x:.3} ms"));
+    let figures: Vec<String> = [
+        r.median_ms.map(|m| match r.median_ci_ms {
+            Some(ci) => format!("median {m:.3} ms ±{ci:.3}"),
+            None => format!("median {m:.3} ms"),
+        }),
+        r.mean_ms.map(|m| match r.mean_spread_ms {
+            Some(s) => format!("mean {m:.3} ms ± {s:.3}"),
+            None => format!("mean {m:.3} ms"),
+        }),
+        ms("trimmed mean", r.trimmed_mean_ms),
+        ms("MAD", r.mad_ms),
+        ms("std", r.std_ms),
+        ms("p90", r.p90_ms),
+        ms("p99", r.p99_ms),
+        ms("min", r.min_ms),
+        ms("max", r.max_ms),
+        ms("first inference", r.first_inference_ms),
+        ms("load", r.init_ms),
+        r.inferences_per_s.map(|v| format!("{v:.1} inferences/s")),
+        r.iterations
+            .zip(r.repeats)
+            .map(|(i, n)| format!("{i} timed iterations in {n} repeat(s)")),
+        r.outliers
+            .filter(|&n| n > 0)
+            .map(|n| format!("{n} outliers")),
+        r.cv.map(|cv| format!("CV {:.1} %", cv * 100.0)),
+        r.peak_rss_bytes
+            .map(|b| format!("peak RSS {}", render::bytes(b))),
+        r.cpu_mean_pct.map(|c| format!("CPU {c:.0} % of a core")),
+        r.engine_version
+            .as_ref()
+            .map(|v| format!("{} {v}", r.engine)),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    // Its verdict (or why it failed) first, then every figure.
+    let status = crate::tui::app::status_word(r);
+    let mut lines = vec![match (&r.verdict_reason, &r.reason) {
+        (Some(why), _) => Line::from(Span::styled(format!("{status}: {why}"), app.theme.warn())),
+        (None, Some(why)) => {
+            Line::from(Span::styled(format!("{status}: {why}"), app.theme.error()))
+        }
+        (None, None) => Line::from(Span::styled(status.to_string(), app.theme.muted())),
+    }];
+    lines.push(Line::from(Span::styled(
+        figures.join(" · "),
+        app.theme.text(),
+    )));
+    if let Some(tail) = res.stderr_tails.get(&r.id) {
+        lines.push(Line::from(Span::styled(
+            "its worker's last words on stderr:",
+            app.theme.muted(),
+        )));
+        for l in tail
+            .lines()
+            .rev()
+            .take(5)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+        {
+            lines.push(Line::from(Span::styled(
+                format!("  | {l}"),
+                app.theme.muted(),
+            )));
+        }
+    }
+    let latencies: Vec<f64> = res
+        .latencies
+        .get(&r.id)
+        .map(|repeats| repeats.iter().flatten().copied().collect())
+        .unwrap_or_default();
+    let chart_rows: u16 = if latencies.is_empty() { 0 } else { 3 };
+    let [text_area, chart_area] =
+        Layout::vertical([Constraint::Min(1), Constraint::Length(chart_rows)]).areas(inner);
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), text_area);
+    if latencies.is_empty() {
+        return;
+    }
+    // Each column the mean of the iterations falling in it, in microseconds above the fastest
+    // (so that the spread shows, not the offset all of them share).
+    let width = chart_area.width.max(1) as usize;
+    let fastest = latencies.iter().copied().fold(f64::INFINITY, f64::min);
+    let data: Vec<u64> = (0..width)
+        .map(|c| {
+            let from = (c * latencies.len() / width).min(latencies.len() - 1);
+            let to = ((c + 1) * latencies.len() / width).clamp(from + 1, latencies.len());
+            let part = &latencies[from..to];
+            let mean = part.iter().sum::<f64>() / part.len() as f64;
+            ((mean - fastest) * 1000.0).round() as u64 + 1
+        })
+        .collect();
+    let [label, spark] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1)]).areas(chart_area);
+    frame.render_widget(
+        Paragraph::new(Span::styled(
+            format!(
+                "its {} timed iterations in order (latency above the fastest, {fastest:.3} ms)",
+                latencies.len()
+            ),
+            app.theme.muted(),
+        )),
+        label,
+    );
+    frame.render_widget(sparkline(app, &data, None, 0), spark);
 }

@@ -295,7 +295,7 @@ fn results_and_roofline_tabs() {
         crossterm::event::KeyModifiers::NONE,
     ));
     assert_eq!(a.results.sort, 2);
-    // Sorted by mean latency: shufflenet first.
+    // Sorted by median latency: shufflenet first.
     assert!(
         a.results.rows[0].id.contains("shufflenet"),
         "{:?}",
@@ -317,11 +317,16 @@ fn results_and_roofline_tabs() {
     );
     a.results.selected = 1;
     let screen_text = screen(&a, (120, 40));
-    assert!(screen_text.contains("* tract/shufflenet"), "{screen_text}");
+    // The names without what every condition shares (the title says it once).
     assert!(
-        screen_text.contains("+ tract/mobilenet_v2"),
+        screen_text.contains("every condition is tract/*/3x32x32/b1/t1/cpu"),
         "{screen_text}"
     );
+    assert!(
+        screen_text.contains("* shufflenet_v2_x0_5"),
+        "{screen_text}"
+    );
+    assert!(screen_text.contains("+ mobilenet_v2"), "{screen_text}");
     assert!(
         screen_text.contains("slower vs tract/shufflenet"),
         "{screen_text}"
@@ -660,4 +665,77 @@ fn monitor_tab() {
         a.monitor_sample(s);
     }
     snap("monitor", &a);
+}
+
+fn key(a: &mut App, code: crossterm::event::KeyCode) {
+    a.key(crossterm::event::KeyEvent::new(
+        code,
+        crossterm::event::KeyModifiers::NONE,
+    ));
+}
+
+/// Enter shows the selected condition's every figure; `/` keeps the conditions whose name holds
+/// a text; `h` hides skipped ones, which sort last whichever way a figure sorts.
+#[test]
+fn results_detail_filter_and_hidden_skips() {
+    use crossterm::event::KeyCode;
+    let mut a = default_app();
+    a.tab = Tab::Results;
+    super::super::open_results(&mut a, &fixture_results());
+    a.results.dir = Some(PathBuf::from("results/small"));
+    a.status = None;
+    let selected = a.results.rows[a.results.selected].id.clone();
+    key(&mut a, KeyCode::Enter);
+    assert!(a.results.detail);
+    snap("results_detail", &a);
+    let screen_text = screen(&a, (120, 40));
+    assert!(
+        screen_text.contains(&format!("{selected} (Enter: charts)")),
+        "{screen_text}"
+    );
+    assert!(
+        screen_text.contains("clean") && screen_text.contains("first inference"),
+        "{screen_text}"
+    );
+    key(&mut a, KeyCode::Esc);
+    assert!(!a.results.detail);
+    // A skipped condition, as a framework not set up leaves one.
+    let mut skipped = a.results.all[0].clone();
+    skipped.id = "pytorch/mobilenet_v2/3x32x32/b1/t1/cpu".into();
+    skipped.status = "skipped".into();
+    skipped.median_ms = None;
+    skipped.mean_ms = None;
+    skipped.reason = Some("pytorch is not set up here".into());
+    a.results.all.push(skipped);
+    a.results.refresh_rows();
+    assert_eq!(a.results.rows.len(), 3);
+    key(&mut a, KeyCode::Right);
+    key(&mut a, KeyCode::Right);
+    for descending in [false, true] {
+        a.results.descending = descending;
+        a.results.sort_rows();
+        assert_eq!(
+            a.results.rows[2].status, "skipped",
+            "descending {descending}"
+        );
+    }
+    key(&mut a, KeyCode::Char('h'));
+    assert_eq!(a.results.rows.len(), 2);
+    assert!(a.status.as_ref().is_some_and(|s| s.1.contains("2 of 3")));
+    key(&mut a, KeyCode::Char('h'));
+    // `/` then a text: only the names holding it.
+    key(&mut a, KeyCode::Char('/'));
+    for c in "mobile".chars() {
+        key(&mut a, KeyCode::Char(c));
+    }
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.results.rows.len(), 2, "{:?}", a.results.rows);
+    assert!(a.results.rows.iter().all(|r| r.id.contains("mobile")));
+    // An empty filter shows every condition again.
+    key(&mut a, KeyCode::Char('/'));
+    for _ in 0.."mobile".len() {
+        key(&mut a, KeyCode::Backspace);
+    }
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.results.rows.len(), 3);
 }
