@@ -26,6 +26,7 @@ use edgeprof::runner::spawn::WorkerEvent;
 use edgeprof::runner::sweep::{SweepEvent, SweepOutcome};
 use std::collections::VecDeque;
 use std::path::PathBuf;
+use std::time::{Duration, Instant};
 
 /// The tabs, in order (keys 1–7).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -157,7 +158,16 @@ pub struct App {
     pub scorecard: ScorecardView,
     pub prompt: Option<Prompt>,
     pub status: Option<(Severity, String)>,
+    /// When the status line was said (it clears after a while: see [`App::status_expires`]).
+    pub status_at: Option<Instant>,
+    /// Everything said on the status line, oldest first, with its time of day (UTC).
+    pub said: std::collections::VecDeque<(String, Severity, String)>,
+    /// The message log is open (M).
+    pub log_open: bool,
 }
+
+/// Messages the log keeps.
+const SAID_KEPT: usize = 300;
 
 impl App {
     pub fn new(conditions: Conditions, theme: Theme, ascii: bool) -> App {
@@ -180,11 +190,35 @@ impl App {
             scorecard: ScorecardView::default(),
             prompt: None,
             status: None,
+            status_at: None,
+            said: std::collections::VecDeque::new(),
+            log_open: false,
         }
     }
 
+    /// Says `text` on the status line and keeps it in the message log (M).
     pub fn say(&mut self, severity: Severity, text: impl Into<String>) {
-        self.status = Some((severity, text.into()));
+        let text = text.into();
+        let now = edgeprof::text::now_rfc3339();
+        let time = now.get(11..19).unwrap_or("").to_string();
+        if self.said.len() == SAID_KEPT {
+            self.said.pop_front();
+        }
+        self.said.push_back((time, severity, text.clone()));
+        self.status = Some((severity, text));
+        self.status_at = Some(Instant::now());
+    }
+
+    /// When the status line clears: a note after 10 s, a warning after 30 s, an error after
+    /// a minute (the message log keeps them all).
+    pub fn status_expires(&self) -> Option<Instant> {
+        let (severity, _) = self.status.as_ref()?;
+        let keep = match severity {
+            Severity::Info => 10,
+            Severity::Warn => 30,
+            Severity::Error => 60,
+        };
+        Some(self.status_at? + Duration::from_secs(keep))
     }
 
     fn current_axis(&self) -> Axis {
@@ -238,6 +272,15 @@ impl App {
             }
             return None;
         }
+        if self.log_open {
+            if matches!(
+                key.code,
+                KeyCode::Esc | KeyCode::Char('M') | KeyCode::Char('q') | KeyCode::Enter
+            ) {
+                self.log_open = false;
+            }
+            return None;
+        }
         if self.help {
             if matches!(
                 key.code,
@@ -253,6 +296,10 @@ impl App {
         match key.code {
             KeyCode::Char('?') => {
                 self.help = true;
+                return None;
+            }
+            KeyCode::Char('M') => {
+                self.log_open = true;
                 return None;
             }
             // A second q in a row, while a run goes on, cancels it and quits.

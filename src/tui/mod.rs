@@ -566,6 +566,11 @@ async fn event_loop(
         } else {
             run_started = None;
         }
+        // A status line that has been read long enough clears (the message log keeps it).
+        if app.status_expires().is_some_and(|at| Instant::now() >= at) {
+            app.status = None;
+            dirty = true;
+        }
         let since = last_draw.elapsed();
         if !headless
             && (dirty && since >= Duration::from_millis(50)
@@ -590,6 +595,14 @@ async fn event_loop(
             Some(Duration::from_millis(50).saturating_sub(last_draw.elapsed()))
         } else {
             None
+        };
+        // Wake when the status line is due to clear, too.
+        let wait = match (wait, app.status_expires()) {
+            (w, Some(at)) => {
+                let until = at.saturating_duration_since(Instant::now());
+                Some(w.map_or(until, |w| w.min(until)))
+            }
+            (w, None) => w,
         };
         let message = tokio::select! {
             message = session.rx.recv() => match message {

@@ -99,6 +99,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if app.help {
         draw_help(frame, app);
     }
+    if app.log_open {
+        draw_log(frame, app);
+    }
     if app.ascii {
         to_ascii(frame.buffer_mut());
     }
@@ -340,6 +343,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("1-7, Tab, Shift-Tab", "switch tab"),
     ("?", "this help (Esc closes)"),
     ("q / Q", "quit (Q, or q twice, cancels a run)"),
+    ("M", "the message log: everything the status line said"),
     ("o", "open a results directory"),
     ("Conditions: up/down", "choose an axis, or an item in it"),
     (
@@ -414,6 +418,60 @@ fn draw_help(frame: &mut Frame, app: &App) {
         })
         .collect();
     frame.render_widget(Paragraph::new(lines).block(block(app, "Keys", true)), popup);
+}
+
+/// The message log (M): everything the status line said, newest last, with its time (UTC).
+fn draw_log(frame: &mut Frame, app: &App) {
+    let area = frame.area();
+    let width = area.width.saturating_sub(2).min(110);
+    let height = area.height.saturating_sub(2);
+    let popup = Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height.saturating_sub(height)) / 2,
+        width,
+        height,
+    );
+    frame.render_widget(Clear, popup);
+    let b = block(app, "Messages (M or Esc closes)", true);
+    let inner = b.inner(popup);
+    frame.render_widget(b, popup);
+    if app.said.is_empty() {
+        frame.render_widget(
+            Paragraph::new(Span::styled("nothing said yet", app.theme.muted())),
+            inner,
+        );
+        return;
+    }
+    // The newest at the bottom: as many of the last ones as fit, wrapped.
+    // Counted as if lines were a little narrower: wrapping at spaces leaves some room unused.
+    let width = (inner.width as usize).saturating_sub(10).max(10);
+    let mut rows = 0;
+    let shown = app
+        .said
+        .iter()
+        .rev()
+        .take_while(|(time, _, text)| {
+            rows += (time.chars().count() + 1 + text.chars().count()).div_ceil(width);
+            rows <= inner.height as usize
+        })
+        .count();
+    let lines: Vec<Line> = app
+        .said
+        .iter()
+        .skip(app.said.len() - shown)
+        .map(|(time, severity, text)| {
+            let style = match severity {
+                Severity::Info => app.theme.text(),
+                Severity::Warn => app.theme.warn(),
+                Severity::Error => app.theme.error(),
+            };
+            Line::from(vec![
+                Span::styled(format!("{time} "), app.theme.muted()),
+                Span::styled(text.clone(), style),
+            ])
+        })
+        .collect();
+    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
 #[cfg(test)]

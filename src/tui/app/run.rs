@@ -148,6 +148,7 @@ impl RunView {
 impl App {
     /// A sweep's progress.
     pub fn run_event(&mut self, event: RunEvent) {
+        let mut announce = None;
         let r = &mut self.run;
         match event {
             RunEvent::Started {
@@ -398,7 +399,7 @@ impl App {
                     ),
                     (None, None) => (Severity::Warn, "the run ended".to_string()),
                 };
-                self.status = Some(line.clone());
+                announce = Some(line.clone());
                 r.log.push(line);
                 r.outcome = outcome;
                 r.error = error;
@@ -406,6 +407,9 @@ impl App {
                     r.dir = dir;
                 }
             }
+        }
+        if let Some((severity, text)) = announce {
+            self.say(severity, text);
         }
     }
 

@@ -162,15 +162,20 @@ impl App {
                 t.active = false;
                 t.current = None;
                 t.result = result;
-                if let Some(e) = &error {
-                    self.status = Some((Severity::Error, format!("tuning failed: {e}")));
-                } else if let Some(d) = &t.dir {
-                    self.status = Some((
-                        Severity::Info,
-                        format!("tuning done; results in {}", d.display()),
-                    ));
-                }
+                let said = if let Some(e) = &error {
+                    Some((Severity::Error, format!("tuning failed: {e}")))
+                } else {
+                    t.dir.as_ref().map(|d| {
+                        (
+                            Severity::Info,
+                            format!("tuning done; results in {}", d.display()),
+                        )
+                    })
+                };
                 t.error = error;
+                if let Some((severity, text)) = said {
+                    self.say(severity, text);
+                }
             }
         }
     }

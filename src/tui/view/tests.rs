@@ -739,3 +739,33 @@ fn results_detail_filter_and_hidden_skips() {
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.results.rows.len(), 3);
 }
+
+/// M opens the message log: everything the status line said, with its time, newest last; the
+/// status line itself clears after a while.
+#[test]
+fn the_message_log_keeps_what_the_status_line_said() {
+    use crossterm::event::KeyCode;
+    let mut a = default_app();
+    a.say(Severity::Info, "opened results/small");
+    a.say(Severity::Warn, "a run is in progress");
+    assert_eq!(a.said.len(), 2);
+    let Some(at) = a.status_expires() else {
+        panic!("a warning never clears")
+    };
+    assert!(at > std::time::Instant::now() + std::time::Duration::from_secs(20));
+    // Fixed times for the snapshot.
+    a.said.clear();
+    for (time, severity, text) in [
+        ("10:00:01", Severity::Info, "opened results/20261202T100000Z-default"),
+        ("10:00:05", Severity::Warn, "a run is in progress: q (or Ctrl-C) again, or Q, cancels it and quits; c on the Run tab cancels it"),
+        ("10:01:00", Severity::Error, "cannot open /nowhere: No such file or directory (os error 2)"),
+    ] {
+        a.said.push_back((time.to_string(), severity, text.to_string()));
+    }
+    a.status = None;
+    key(&mut a, KeyCode::Char('M'));
+    assert!(a.log_open);
+    snap("message_log", &a);
+    key(&mut a, KeyCode::Esc);
+    assert!(!a.log_open);
+}
