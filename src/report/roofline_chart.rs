@@ -14,6 +14,28 @@ pub struct Mark {
 }
 
 /// The letter of the `index`-th program: A … Z, then again from A.
+/// The chart's roofs, for its legend: the flat ones (compute peaks in FLOP/s, top to bottom)
+/// and the slanted ones (bandwidths in bytes/s, left to right, each with its ridge point in
+/// FLOP/byte against the peak of `precision`). A roof the ceilings lack is left out.
+pub type Roofs = (Vec<(Precision, f64)>, Vec<(Level, f64, f64)>);
+
+pub fn roofs(ceilings: &Ceilings, precision: Precision) -> Roofs {
+    let flat = [Precision::Fp32, Precision::Fp64, Precision::Fp16]
+        .iter()
+        .filter_map(|&p| ceilings.peak(p).map(|v| (p, v)))
+        .collect();
+    let peak = ceilings.peak(precision).unwrap_or(0.0);
+    let slanted = [Level::L1, Level::L2, Level::L3, Level::Dram]
+        .iter()
+        .filter_map(|&l| {
+            ceilings
+                .bandwidth(l)
+                .map(|bw| (l, bw, crate::roofline::ridge(peak, bw)))
+        })
+        .collect();
+    (flat, slanted)
+}
+
 pub fn letter(index: usize) -> char {
     char::from(b'A' + (index % 26) as u8)
 }

@@ -434,11 +434,13 @@ impl App {
                         });
                     }
                     KeyCode::Up | KeyCode::Char('k') => {
-                        self.roofline.selected = self.roofline.selected.saturating_sub(1)
+                        self.roofline.selected = self.roofline.selected.saturating_sub(1);
+                        self.roofline.advice_scroll = 0;
                     }
                     KeyCode::Down | KeyCode::Char('j') => {
                         self.roofline.selected =
-                            (self.roofline.selected + 1).min(n.saturating_sub(1))
+                            (self.roofline.selected + 1).min(n.saturating_sub(1));
+                        self.roofline.advice_scroll = 0;
                     }
                     KeyCode::Char('m') => {
                         return Some(Command::MeasureCeilings(self.roofline.processor))
@@ -451,13 +453,33 @@ impl App {
                         }
                     }
                     KeyCode::Char('p') => {
+                        // Only the precisions these ceilings have a roof for.
                         use edgeprof::roofline::Precision;
-                        self.roofline.precision = Some(match self.roofline.precision {
-                            None | Some(Precision::Fp32) => Precision::Fp64,
-                            Some(Precision::Fp64) => Precision::Fp16,
-                            Some(_) => Precision::Fp32,
-                        });
-                        self.refresh_roofline();
+                        let offered: Vec<Precision> =
+                            [Precision::Fp32, Precision::Fp64, Precision::Fp16]
+                                .into_iter()
+                                .filter(|&p| match &self.roofline.ceilings {
+                                    Some(Shown::Ready((c, _))) => c.peak(p).is_some(),
+                                    _ => p == Precision::Fp32,
+                                })
+                                .collect();
+                        let now = self.roofline.precision.unwrap_or(Precision::Fp32);
+                        let at = offered.iter().position(|&p| p == now).unwrap_or(0);
+                        match offered.get((at + 1) % offered.len().max(1)) {
+                            Some(&next) if offered.len() > 1 => {
+                                self.roofline.precision = Some(next);
+                                self.roofline.advice_scroll = 0;
+                                self.refresh_roofline();
+                            }
+                            _ => self.say(
+                                Severity::Info,
+                                format!("these ceilings have only the {now} roof"),
+                            ),
+                        }
+                    }
+                    KeyCode::PageDown => self.roofline.advice_scroll += 5,
+                    KeyCode::PageUp => {
+                        self.roofline.advice_scroll = self.roofline.advice_scroll.saturating_sub(5)
                     }
                     _ => {}
                 }

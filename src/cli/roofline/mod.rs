@@ -327,23 +327,15 @@ pub fn roofline_text(
     out.push_str(&edgeprof::report::roofline_chart::render(
         ceilings, precision, &marks, width, height, ascii,
     ));
-    let peaks: Vec<String> = [Precision::Fp32, Precision::Fp64, Precision::Fp16]
+    let (flat, slanted) = edgeprof::report::roofline_chart::roofs(ceilings, precision);
+    let peaks: Vec<String> = flat
         .iter()
-        .filter_map(|&p| ceilings.peak(p).map(|v| format!("{p} peak {}", gflops(v))))
+        .map(|(p, v)| format!("{p} peak {}", gflops(*v)))
         .collect();
     let _ = writeln!(out, "\nflat roofs (top to bottom): {}", peaks.join(", "));
-    let peak = ceilings.peak(precision).unwrap_or(0.0);
-    let slopes: Vec<String> = [Level::L1, Level::L2, Level::L3, Level::Dram]
+    let slopes: Vec<String> = slanted
         .iter()
-        .filter_map(|&l| {
-            ceilings.bandwidth(l).map(|bw| {
-                format!(
-                    "{l} {} (ridge {:.2} FLOP/byte)",
-                    gbytes(bw),
-                    edgeprof::roofline::ridge(peak, bw)
-                )
-            })
-        })
+        .map(|(l, bw, ridge)| format!("{l} {} (ridge {ridge:.2} FLOP/byte)", gbytes(*bw)))
         .collect();
     let _ = writeln!(out, "slanted roofs (left to right): {}", slopes.join(", "));
     for note in &ceilings.notes {

@@ -54,6 +54,8 @@ pub struct RooflineView {
     /// kept in the results directory); `g` swaps in the other side.
     pub processor: edgeprof::roofline::Processor,
     pub other: RooflineSide,
+    /// Lines of the advice scrolled past (PgUp/PgDn).
+    pub advice_scroll: u16,
 }
 
 /// The side of the Roofline tab not shown: its ceilings and points.

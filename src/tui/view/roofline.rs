@@ -64,6 +64,29 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, &title, false);
     let inner = b.inner(chart_area);
     frame.render_widget(b, chart_area);
+    // Under the chart, which roof is which: the flat ones top to bottom, the slanted ones left
+    // to right.
+    let (flat, slanted) = edgeprof::report::roofline_chart::roofs(&ceilings.0, precision);
+    let flat: Vec<String> = flat
+        .iter()
+        .map(|(p, v)| format!("{p} {:.1}", v / 1e9))
+        .collect();
+    let slanted: Vec<String> = slanted
+        .iter()
+        .map(|(l, bw, _)| format!("{l} {:.1}", bw / 1e9))
+        .collect();
+    let legend_text = format!(
+        "flat: {} GFLOP/s · slanted: {} GB/s",
+        flat.join(", "),
+        slanted.join(", ")
+    );
+    let legend_rows = (legend_text.chars().count() as u16).div_ceil(inner.width.max(1));
+    let [inner, legend_area] =
+        Layout::vertical([Constraint::Min(3), Constraint::Length(legend_rows)]).areas(inner);
+    frame.render_widget(
+        Paragraph::new(Span::styled(legend_text, app.theme.muted())).wrap(Wrap { trim: true }),
+        legend_area,
+    );
     // The drill-down draws the highest-ranked layers instead of the sweep's programs.
     let layers = match &rv.layers {
         Some(Shown::Ready(l)) => Some(l),
@@ -185,7 +208,15 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
         list
     };
     frame.render_widget(list, inner);
-    let b = block(app, "Advice, in order", false);
+    let advice_title = if rv.advice_scroll > 0 {
+        format!(
+            "Advice, in order (PgUp/PgDn; {} lines down)",
+            rv.advice_scroll
+        )
+    } else {
+        "Advice, in order (PgUp/PgDn)".to_string()
+    };
+    let b = block(app, &advice_title, false);
     let inner = b.inner(advice);
     frame.render_widget(b, advice);
     let analysis = match layers {
@@ -226,5 +257,11 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             lines
         }
     };
-    frame.render_widget(Paragraph::new(text).wrap(Wrap { trim: true }), inner);
+    // PgUp/PgDn scroll a long advice.
+    frame.render_widget(
+        Paragraph::new(text)
+            .wrap(Wrap { trim: true })
+            .scroll((rv.advice_scroll, 0)),
+        inner,
+    );
 }

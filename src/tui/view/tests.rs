@@ -769,3 +769,40 @@ fn the_message_log_keeps_what_the_status_line_said() {
     key(&mut a, KeyCode::Esc);
     assert!(!a.log_open);
 }
+
+/// `p` offers only the precisions the ceilings have a roof for; PgDn scrolls the advice.
+#[test]
+fn the_roofline_offers_only_the_precisions_it_has() {
+    use crossterm::event::KeyCode;
+    use edgeprof::roofline::Precision;
+    let mut a = default_app();
+    a.tab = Tab::Roofline;
+    a.roofline.ceilings = Some(Shown::Ready((
+        fixture_ceilings(),
+        "ceilings-pi4.json".into(),
+    )));
+    assert!(fixture_ceilings().peak(Precision::Fp16).is_none());
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        key(&mut a, KeyCode::Char('p'));
+        seen.push(a.roofline.precision);
+    }
+    assert_eq!(
+        seen,
+        [
+            Some(Precision::Fp64),
+            Some(Precision::Fp32),
+            Some(Precision::Fp64),
+            Some(Precision::Fp32)
+        ]
+    );
+    key(&mut a, KeyCode::PageDown);
+    assert_eq!(a.roofline.advice_scroll, 5);
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.roofline.advice_scroll, 0);
+    let screen_text = screen(&a, (80, 24));
+    assert!(
+        screen_text.contains("flat: fp32 48.0, fp64 24.0 GFLOP/s"),
+        "{screen_text}"
+    );
+}
