@@ -631,10 +631,18 @@ async fn event_loop(
             () = tick(wait) => None,
         };
         if let Some(message) = message {
+            // A telemetry sample changes the screen only where telemetry shows: the Monitor
+            // tab, or the Run tab during a run. Elsewhere the idle UI draws nothing for it.
+            let shown = match &message {
+                Message::Event(Event::Telemetry(_)) => {
+                    app.tab == Tab::Monitor || app.tab == Tab::Run && app.run.active
+                }
+                _ => true,
+            };
             if let Some(command) = session.apply(app, message) {
                 session.execute(app, command);
             }
-            dirty = true;
+            dirty |= shown;
         }
     }
 }
