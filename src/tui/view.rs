@@ -145,8 +145,16 @@ fn to_ascii(buffer: &mut ratatui::buffer::Buffer) {
 
 fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
     let mut spans = vec![Span::styled("edgeprof ", app.theme.accent())];
+    // Under 100 columns the tabs other than the current one show their number and first
+    // letters, so that the run's state keeps its place.
+    let narrow = area.width < 100;
     for (k, tab) in TABS.iter().enumerate() {
-        let label = format!("{} {} ", k + 1, tab.title());
+        let title: String = if narrow && *tab != app.tab {
+            tab.title().chars().take(4).collect()
+        } else {
+            tab.title().to_string()
+        };
+        let label = format!("{} {title} ", k + 1);
         let style = if *tab == app.tab {
             app.theme.selected()
         } else {

@@ -22,7 +22,6 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
             )),
         ]
     } else {
-        let width = (inner.width as usize).saturating_sub(34).clamp(10, 60);
         let state = if r.active {
             format!("ETA {}", render::duration(r.eta_s()))
         } else if r.error.is_some() {
@@ -48,20 +47,22 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
         if r.active && r.attempt > 1 {
             current.push_str(&format!(" (attempt {} of {})", r.attempt, r.attempts));
         }
+        let label = format!(
+            " {}/{} {:>3.0}% · {} ok · {} failed · {state}",
+            r.index,
+            r.total,
+            100.0 * r.fraction(),
+            r.ok,
+            r.failed
+        );
+        // The bar takes what the words leave, so the ETA is never cut.
+        let width = (inner.width as usize)
+            .saturating_sub(label.chars().count())
+            .clamp(5, 60);
         vec![
             Line::from(vec![
                 Span::styled(bar(app, r.fraction(), width), app.theme.accent()),
-                Span::styled(
-                    format!(
-                        " {}/{} {:>3.0}% · {} ok · {} failed · {state}",
-                        r.index,
-                        r.total,
-                        100.0 * r.fraction(),
-                        r.ok,
-                        r.failed
-                    ),
-                    app.theme.text(),
-                ),
+                Span::styled(label, app.theme.text()),
             ]),
             Line::from(Span::styled(current, app.theme.muted())),
         ]
