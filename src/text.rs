@@ -87,6 +87,12 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// The last `n` lines of `text`, in order.
+pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
+    let lines: Vec<&str> = text.lines().collect();
+    lines[lines.len().saturating_sub(n)..].to_vec()
+}
+
 /// The width [`table`] fits its tables to; 0 for whole tables.
 static TABLE_WIDTH: AtomicUsize = AtomicUsize::new(0);
 

@@ -240,26 +240,20 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
         .filter(|r| r.status != "ok" && r.status != "skipped" && r.reason.is_some())
         .collect();
     // Skipped conditions a line per reason (a framework not set up skips all of its own).
-    let mut skips: Vec<(&str, Vec<&str>, usize)> = Vec::new();
-    for r in rows.iter().filter(|r| r.status == "skipped") {
-        let reason = r.reason.as_deref().unwrap_or("skipped");
-        match skips.iter_mut().find(|(why, ..)| *why == reason) {
-            Some((_, engines, n)) => {
-                *n += 1;
-                if !engines.contains(&r.engine.as_str()) {
-                    engines.push(&r.engine);
-                }
-            }
-            None => skips.push((reason, vec![&r.engine], 1)),
-        }
-    }
+    let skips = render::skip_groups(
+        rows.iter()
+            .filter(|r| r.status == "skipped")
+            .map(|r| (r.engine.as_str(), r.reason.as_deref().unwrap_or("skipped"))),
+    );
     if !failures.is_empty() || !skips.is_empty() {
         out.push_str("\nwhy:\n");
-        for (reason, engines, n) in &skips {
+        for g in &skips {
             let _ = writeln!(
                 out,
-                "  {n} skipped condition(s) of {}: {reason}",
-                engines.join(", ")
+                "  {} skipped condition(s) of {}: {}",
+                g.count,
+                g.engines.join(", "),
+                g.reason
             );
         }
         for r in failures {
@@ -278,14 +272,7 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
                 .and_then(|x| x.failure.as_ref())
                 .map(|f| f.stderr_tail().to_string())
                 .unwrap_or_default();
-            for line in tail
-                .lines()
-                .rev()
-                .take(5)
-                .collect::<Vec<_>>()
-                .into_iter()
-                .rev()
-            {
+            for line in edgeprof::text::last_lines(&tail, 5) {
                 let _ = writeln!(out, "      | {line}");
             }
         }

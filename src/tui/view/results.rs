@@ -326,14 +326,7 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
             "its worker's last words on stderr:",
             app.theme.muted(),
         )));
-        for l in tail
-            .lines()
-            .rev()
-            .take(5)
-            .collect::<Vec<_>>()
-            .into_iter()
-            .rev()
-        {
+        for l in edgeprof::text::last_lines(tail, 5) {
             lines.push(Line::from(Span::styled(
                 format!("  | {l}"),
                 app.theme.muted(),
