@@ -88,7 +88,8 @@ pub(super) enum Command {
     /// Compare two results directories condition by condition: the ratio of medians with its
     /// 95 % bootstrap interval and a verdict (faster, slower, no significant difference)
     Compare(super::compare::CompareArgs),
-    /// The hierarchical roofline: this CPU's ceilings
+    /// The hierarchical roofline: this device's CPU and GPU ceilings, where each condition sits
+    /// under them, and what to optimise next
     #[command(subcommand)]
     Roofline(RooflineCommand),
     /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
