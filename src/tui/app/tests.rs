@@ -180,3 +180,24 @@ fn eta_scales_with_how_finished_conditions_compared() {
     // Two left at twice the estimate, less the 5 s the current one has run.
     assert!((r.eta_s() - 35.0).abs() < 1e-9);
 }
+
+/// What the status line says goes to the message log too; the line itself clears after a while
+/// (a warning after 30 s), and M opens the log.
+#[test]
+fn the_status_line_clears_and_the_log_keeps_it() {
+    let mut a = app();
+    a.say(Severity::Info, "opened results/small");
+    a.say(Severity::Warn, "a run is in progress");
+    assert_eq!(a.said.len(), 2);
+    assert_eq!(a.said[1].2, "a run is in progress");
+    let Some(at) = a.status_expires() else {
+        panic!("a warning never clears")
+    };
+    let now = std::time::Instant::now();
+    assert!(at > now + std::time::Duration::from_secs(20));
+    assert!(at <= now + std::time::Duration::from_secs(30));
+    press(&mut a, KeyCode::Char('M'));
+    assert!(a.log_open);
+    press(&mut a, KeyCode::Char('q'));
+    assert!(!a.log_open && !a.quit);
+}
