@@ -179,12 +179,7 @@ fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             Span::styled("  (Enter: ok, Esc: cancel)", app.theme.muted()),
         ])
     } else if let Some((severity, text)) = &app.status {
-        let style = match severity {
-            Severity::Info => app.theme.ok(),
-            Severity::Warn => app.theme.warn(),
-            Severity::Error => app.theme.error(),
-        };
-        Line::from(Span::styled(text.clone(), style))
+        Line::from(Span::styled(text.clone(), severity_style(app, *severity)))
     } else {
         Line::from("")
     };
@@ -405,10 +400,12 @@ pub const HELP: &[(&str, &str)] = &[
     ),
 ];
 
-fn draw_help(frame: &mut Frame, app: &App) {
+/// A cleared area in the middle of the screen, at most `width` × `height` and a cell short of
+/// each edge, for an overlay.
+fn centred_popup(frame: &mut Frame, width: u16, height: u16) -> Rect {
     let area = frame.area();
-    let width = area.width.saturating_sub(2).min(78);
-    let height = (HELP.len() as u16 + 4).min(area.height.saturating_sub(2));
+    let width = area.width.saturating_sub(2).min(width);
+    let height = height.min(area.height.saturating_sub(2));
     let popup = Rect::new(
         area.x + (area.width - width) / 2,
         area.y + (area.height.saturating_sub(height)) / 2,
@@ -416,6 +413,20 @@ fn draw_help(frame: &mut Frame, app: &App) {
         height,
     );
     frame.render_widget(Clear, popup);
+    popup
+}
+
+/// How a message of `severity` is drawn.
+fn severity_style(app: &App, severity: Severity) -> Style {
+    match severity {
+        Severity::Info => app.theme.ok(),
+        Severity::Warn => app.theme.warn(),
+        Severity::Error => app.theme.error(),
+    }
+}
+
+fn draw_help(frame: &mut Frame, app: &App) {
+    let popup = centred_popup(frame, 78, HELP.len() as u16 + 4);
     let lines: Vec<Line> = HELP
         .iter()
         .map(|(keys, what)| {
@@ -430,16 +441,7 @@ fn draw_help(frame: &mut Frame, app: &App) {
 
 /// The message log (M): everything the status line said, newest last, with its time (UTC).
 fn draw_log(frame: &mut Frame, app: &App) {
-    let area = frame.area();
-    let width = area.width.saturating_sub(2).min(110);
-    let height = area.height.saturating_sub(2);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height.saturating_sub(height)) / 2,
-        width,
-        height,
-    );
-    frame.render_widget(Clear, popup);
+    let popup = centred_popup(frame, 110, frame.area().height);
     let b = block(app, "Messages (M or Esc closes)", true);
     let inner = b.inner(popup);
     frame.render_widget(b, popup);
