@@ -330,60 +330,10 @@ pub fn write_svgs(
     dir: &Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let cpu = report::cpu_timeline(&stored.runs, &stored.samples);
-    let rss = report::rss_timeline(&stored.runs, &stored.samples);
-    let system_cpu = report::system_cpu_timeline(&stored.runs, &stored.telemetry);
-    let gpu = report::gpu_timeline(&stored.runs, &stored.telemetry);
-    let system_memory = report::system_memory_timeline(&stored.runs, &stored.telemetry);
-    let gpu_memory = report::gpu_memory_timeline(&stored.runs, &stored.telemetry);
-    // Lines with no points (no GPU here, an older results directory) are left off the chart.
-    type Series<'a> = (&'static str, &'a [(f64, f64)]);
-    fn present<'a>(lines: [Series<'a>; 3]) -> Vec<Series<'a>> {
-        lines
-            .into_iter()
-            .filter(|(_, points)| !points.is_empty())
-            .collect()
-    }
-    let utilisation = present([
-        ("worker CPU (% of one core)", &cpu),
-        ("machine CPU (mean core, %)", &system_cpu),
-        ("GPU (%)", &gpu),
-    ]);
-    let memory = present([
-        ("worker RSS", &rss),
-        ("machine memory used", &system_memory),
-        ("GPU memory used", &gpu_memory),
-    ]);
-    let charts = [
-        (
-            "latency.svg",
-            report::svg::bars(
-                "Mean latency per condition (mean of repeat means)",
-                "ms",
-                &report::latency_groups(rows),
-            )?,
-        ),
-        (
-            "peak_memory.svg",
-            report::svg::bars(
-                "Peak resident memory of the worker",
-                "MiB",
-                &report::memory_groups(rows),
-            )?,
-        ),
-        (
-            "cpu_utilization.svg",
-            report::svg::lines("CPU and GPU utilisation over the sweep", "%", &utilisation)?,
-        ),
-        (
-            "memory.svg",
-            report::svg::lines("Memory over the sweep", "MiB", &memory)?,
-        ),
-    ];
     let mut paths = Vec::new();
-    for (name, svg) in charts {
-        let path = dir.join(name);
-        results::write_atomic(&path, svg.as_bytes())?;
+    for chart in report::charts(stored, rows)? {
+        let path = dir.join(chart.file);
+        results::write_atomic(&path, chart.svg.as_bytes())?;
         paths.push(path);
     }
     Ok(paths)

@@ -35,6 +35,11 @@ fn broken_configs_name_file_line_key_and_value() {
             "measure.outliers = \"drop\": unknown outlier policy \"drop\"; use keep or exclude",
         ),
         (
+            "more_processes_than_repeats.toml",
+            3,
+            "measure.processes = 4: must be at most measure.repeats (3)",
+        ),
+        (
             "zero_iterations.toml",
             3,
             "measure.iterations = 0: must be a whole number from 1 to",

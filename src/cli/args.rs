@@ -142,6 +142,19 @@ pub(super) enum Command {
         #[arg(long)]
         prefix: String,
     },
+    /// A shell's completion script, on standard output (e.g. `edgeprof completions bash >
+    /// ~/.local/share/bash-completion/completions/edgeprof`)
+    Completions {
+        /// bash, zsh, fish, elvish or powershell
+        shell: clap_complete::Shell,
+    },
+    /// The manual page (roff) on standard output, or with --dir a page per command written there
+    /// (e.g. `edgeprof man --dir ~/.local/share/man/man1`)
+    Man {
+        /// Write edgeprof.1 and one page per command (edgeprof-run.1, …) into this directory
+        #[arg(long, value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
     /// List every telemetry source and engine, and whether it works here (and why not)
     Probe {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
@@ -419,6 +432,10 @@ pub(super) struct ReportArgs {
     /// Print tables only, no terminal charts
     #[arg(long)]
     pub(super) no_charts: bool,
+    /// Write one self-contained HTML file instead (tables, every chart, the roofline and its
+    /// advice, the device) that opens offline in any browser: FILE, or DIR/report.html
+    #[arg(long, value_name = "FILE", num_args = 0..=1)]
+    pub(super) html: Option<Option<PathBuf>>,
 }
 
 #[derive(Args, Debug)]

@@ -11,6 +11,7 @@ mod nodes;
 mod place;
 pub mod render;
 mod roofline;
+mod shell;
 pub(crate) mod sweep;
 mod train;
 mod tune;
@@ -260,6 +261,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Compare(args) => compare::run(args),
         Command::Report(args) => {
             let fleet = args.dir.join(edgeprof::fleet::run::FLEET);
+            if let Some(file) = &args.html {
+                return report_html(&args.dir, file.as_deref(), fleet.is_file());
+            }
             if !fleet.is_file() {
                 return sweep::report_command(&args.dir, !args.no_charts, args.svg_dir.as_deref());
             }
@@ -324,6 +328,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Nodes(command) => nodes::run(command),
         Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
+        Command::Completions { shell } => shell::completions(shell),
+        Command::Man { dir } => shell::man(dir.as_deref()),
         Command::ReapGuard { prefix } => {
             edgeprof::collect::tree::guard_main(&prefix);
             Ok(())
@@ -344,6 +350,47 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             edgeprof::runner::worker::run(std::io::stdin().lock(), &mut out)
         }
     }
+}
+
+/// `report DIR --html [FILE]`: one HTML file, or one per node of a fleet run in the node's
+/// results directory.
+fn report_html(dir: &Path, file: Option<&Path>, fleet: bool) -> anyhow::Result<()> {
+    let wrote = |path: &Path| {
+        let size = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+        print_out(&format!(
+            "wrote {} ({}): one file, no network needed to open it\n",
+            path.display(),
+            render::bytes(size)
+        ))
+    };
+    if !fleet {
+        return wrote(&sweep::write_html(dir, file)?);
+    }
+    if file.is_some() {
+        return Err(BadInput(format!(
+            "{} is a fleet run, which gets one HTML report per node (in each node's \
+             directory): leave the file name out",
+            dir.display()
+        ))
+        .into());
+    }
+    let fleet = dir.join(edgeprof::fleet::run::FLEET);
+    let text = std::fs::read_to_string(&fleet)
+        .with_context(|| format!("cannot read {}", fleet.display()))?;
+    let manifest: edgeprof::fleet::run::FleetManifest =
+        serde_json::from_str(&text).with_context(|| format!("{} is damaged", fleet.display()))?;
+    for node in &manifest.nodes {
+        let node_dir = edgeprof::fleet::run::node_dir(dir, &node.name);
+        if !node_dir.join(edgeprof::results::MANIFEST).is_file() {
+            errln!("{}: no results from this node", node.name);
+            continue;
+        }
+        match sweep::write_html(&node_dir, None) {
+            Ok(path) => wrote(&path)?,
+            Err(e) => errln!("edgeprof: {}: {e:#}", node.name),
+        }
+    }
+    Ok(())
 }
 
 pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {

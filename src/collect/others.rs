@@ -21,6 +21,8 @@ struct Seen {
     ppid: u32,
     ticks: u64,
     processor: Option<usize>,
+    /// Resident pages.
+    rss_pages: u64,
 }
 
 /// Every process's CPU time at one moment, and each CPU's busy and stolen ticks.
@@ -52,7 +54,7 @@ fn parse(text: &str) -> Option<Seen> {
     let close = text.rfind(')')?;
     let name = text.get(open + 1..close)?.to_string();
     let fields: Vec<&str> = text.get(close + 1..)?.split_whitespace().collect();
-    // After the name: state is field 3, ppid 4, utime 14, stime 15, processor 39.
+    // After the name: state is field 3, ppid 4, utime 14, stime 15, rss 24, processor 39.
     let ppid = fields.get(1)?.parse().ok()?;
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
@@ -61,6 +63,7 @@ fn parse(text: &str) -> Option<Seen> {
         ppid,
         ticks: utime.saturating_add(stime),
         processor: fields.get(36).and_then(|p| p.parse().ok()),
+        rss_pages: fields.get(21).and_then(|p| p.parse().ok()).unwrap_or(0),
     })
 }
 
@@ -89,6 +92,18 @@ impl Scan {
         self.at
     }
 
+    /// The CPU ticks `pid`, seen later as `seen`, took since this scan. A pid whose ticks went
+    /// down is another process (the number reused): it counts from zero. The name is no test: a
+    /// kernel worker renames itself with its work.
+    fn ticks_since(&self, pid: u32, seen: &Seen) -> u64 {
+        let earlier = self
+            .by_pid
+            .get(&pid)
+            .filter(|b| b.ticks <= seen.ticks)
+            .map_or(0, |b| b.ticks);
+        seen.ticks - earlier
+    }
+
     /// Whether `pid` is `own` or descends from it in this scan.
     fn is_ours(&self, mut pid: u32, own: u32) -> bool {
         for _ in 0..64 {
@@ -102,6 +117,50 @@ impl Scan {
         }
         false
     }
+}
+
+/// One process of the machine between two scans, for a process list (the Monitor tab's).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProcessRow {
+    pub pid: u32,
+    pub ppid: u32,
+    pub name: String,
+    /// Percent of one core between the scans.
+    pub cpu_pct: f64,
+    pub rss_bytes: u64,
+    /// edgeprof itself or something it started (a sweep's workers, their children).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ours: bool,
+}
+
+/// Bytes per page of `/proc/PID/stat`'s `rss`.
+fn page_bytes() -> u64 {
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::PAGE_SIZE) {
+        Ok(Some(n)) if n > 0 => n as u64,
+        _ => 4096,
+    }
+}
+
+/// Every process in `after` with its CPU share since `before` and its resident memory, the
+/// ones that are `own` or descend from it marked; most CPU first.
+pub fn table(before: &Scan, after: &Scan, own: u32) -> Vec<ProcessRow> {
+    let wall = after.at.duration_since(before.at).as_secs_f64();
+    let per_tick = 100.0 / crate::collect::proc::ticks_per_second() / wall.max(1e-3);
+    let page = page_bytes();
+    let mut rows: Vec<ProcessRow> = after
+        .by_pid
+        .iter()
+        .map(|(pid, seen)| ProcessRow {
+            pid: *pid,
+            ppid: seen.ppid,
+            name: seen.name.clone(),
+            cpu_pct: before.ticks_since(*pid, seen) as f64 * per_tick,
+            rss_bytes: seen.rss_pages.saturating_mul(page),
+            ours: after.is_ours(*pid, own),
+        })
+        .collect();
+    rows.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct).then(a.pid.cmp(&b.pid)));
+    rows
 }
 
 /// Another process's share of the condition's time.
@@ -190,14 +249,7 @@ pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize
             _ => true,
         })
         .filter_map(|(pid, seen)| {
-            // A pid whose ticks went down is another process (the number reused): it counts
-            // from zero. The name is no test: a kernel worker renames itself with its work.
-            let earlier = before
-                .by_pid
-                .get(pid)
-                .filter(|b| b.ticks <= seen.ticks)
-                .map_or(0, |b| b.ticks);
-            let ticks = seen.ticks - earlier;
+            let ticks = before.ticks_since(*pid, seen);
             (ticks > 0).then(|| Other {
                 pid: *pid,
                 name: seen.name.clone(),
@@ -275,6 +327,7 @@ mod tests {
             ppid,
             ticks,
             processor: Some(0),
+            rss_pages: 2,
         };
         let t0 = Instant::now();
         let before = Scan {
@@ -305,6 +358,12 @@ mod tests {
         };
         let o = each_between(&bare(&before), &bare(&after), 10, Some(&[0]));
         assert_eq!(o.len(), 1);
+        // The process list: every process, ours marked, most CPU first.
+        let rows = table(&before, &after, 10);
+        assert_eq!(rows.iter().map(|r| r.pid).collect::<Vec<_>>(), [10, 20]);
+        assert!(rows[0].ours && !rows[1].ours);
+        assert_eq!(rows[0].cpu_pct, 20.0 * per_tick);
+        assert_eq!(rows[1].rss_bytes, 2 * page_bytes());
     }
 
     #[test]
@@ -318,6 +377,7 @@ mod tests {
         assert_eq!(seen.ppid, 1);
         assert_eq!(seen.ticks, 300);
         assert_eq!(seen.processor, Some(3));
+        assert_eq!(seen.rss_pages, 100);
     }
 
     #[test]

@@ -136,6 +136,10 @@ pub struct Matrix {
 /// The node name of this machine in `matrix.nodes`.
 pub const LOCAL_NODE: &str = "local";
 
+/// `measure.processes` when the config does not say: a condition's repeats run in up to three
+/// worker processes, so that its interval sees how much processes differ.
+pub const DEFAULT_PROCESSES: usize = 3;
+
 /// How each condition is measured.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct Measure {
@@ -143,6 +147,10 @@ pub struct Measure {
     pub warmup_seconds: f64,
     pub iterations: usize,
     pub repeats: usize,
+    /// The worker processes a condition's repeats are spread over (each loads the model and
+    /// warms up anew), so that the interval of the median also covers what differs between two
+    /// processes: memory layout, thread placement, the moment. At most `repeats`.
+    pub processes: usize,
     pub min_duration_s: f64,
     pub timeout_s: f64,
     pub retries: usize,

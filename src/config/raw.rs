@@ -98,6 +98,7 @@ pub(super) struct RawMeasure {
     pub(super) warmup_seconds: Option<Spanned<f64>>,
     pub(super) iterations: Option<Spanned<i64>>,
     pub(super) repeats: Option<Spanned<i64>>,
+    pub(super) processes: Option<Spanned<i64>>,
     pub(super) min_duration_s: Option<Spanned<f64>>,
     pub(super) timeout_s: Option<Spanned<f64>>,
     pub(super) retries: Option<Spanned<i64>>,

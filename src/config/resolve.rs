@@ -530,6 +530,21 @@ impl Resolver<'_> {
             }
             None => (4 * repeats).max(20),
         };
+        // DEFAULT_PROCESSES unless there are fewer repeats; never more processes than repeats.
+        let processes = match &raw.processes {
+            Some(v) => {
+                let n = self.int_in("measure.processes", v, 1, 1000)?;
+                if n > repeats {
+                    return Err(self.at(
+                        "measure.processes",
+                        v,
+                        format!("must be at most measure.repeats ({repeats})"),
+                    ));
+                }
+                n
+            }
+            None => repeats.min(DEFAULT_PROCESSES),
+        };
         Ok(Measure {
             target_ci: raw
                 .target_ci
@@ -542,6 +557,7 @@ impl Resolver<'_> {
             warmup_seconds: float("warmup_seconds", &raw.warmup_seconds, 0.0, 3600.0, 0.0)?,
             iterations: int("iterations", &raw.iterations, 1, 10_000_000, 100)?,
             repeats,
+            processes,
             min_duration_s: float("min_duration_s", &raw.min_duration_s, 0.0, 86_400.0, 0.0)?,
             timeout_s: float("timeout_s", &raw.timeout_s, 1.0, 86_400.0, 600.0)?,
             retries: int("retries", &raw.retries, 0, 100, 1)?,

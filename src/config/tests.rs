@@ -21,7 +21,11 @@ fn empty_config_resolves_to_documented_defaults() {
     );
     assert_eq!(c.measure.iterations, 100);
     assert_eq!(c.measure.repeats, 5);
+    assert_eq!(c.measure.processes, DEFAULT_PROCESSES);
     assert_eq!(c.measure.sample_interval_ms, 500);
+    // One repeat cannot be spread.
+    let one = parse_str("[measure]\nrepeats = 1\n").map(|c| c.measure.processes);
+    assert_eq!(one.ok(), Some(1));
     assert_eq!(c.output.dir, PathBuf::from("results"));
 }
 
@@ -49,7 +53,7 @@ fn written_configs_read_back_the_same() {
             dir.join("x.toml"),
             "name = \"x\"\n[matrix]\nthreads = [1, 2]\ndevices = [\"cpu\", \"gpu:1\"]\n\
              [[matrix.exclude]]\nthreads = 2\nmodel = \"resnet34\"\n[measure]\ncooldown_s = 1.5\ntarget_ci = 0.02\n\
-             rerun_disturbed = 2\noutliers = \"exclude\"\nmax_repeats = 40\n\
+             rerun_disturbed = 2\noutliers = \"exclude\"\nmax_repeats = 40\nprocesses = 5\n\
              [output]\nroofline = true\nformats = [\"svg\"]\n"
                 .to_string(),
         ),

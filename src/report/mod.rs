@@ -2,6 +2,7 @@
 //! hand, lines with textplots' braille canvas) and as SVG files (plotters' SVG backend, which
 //! writes text elements and needs no font library).
 
+pub mod html;
 pub mod roofline_chart;
 pub mod scorecard;
 pub mod svg;
@@ -221,6 +222,70 @@ pub fn terminal_line_xy(title: &str, x_label: &str, points: &[(f64, f64)]) -> St
     out.push_str(&chart.to_string());
     out.push_str(&format!("  {x_label}\n"));
     out
+}
+
+/// One of a results directory's charts.
+pub struct Chart {
+    /// Its file under `charts/`.
+    pub file: &'static str,
+    /// What it shows, in a few words.
+    pub caption: &'static str,
+    pub svg: String,
+}
+
+/// The seeds' chart set: latency and peak memory per condition, utilisation and memory over
+/// the sweep.
+pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> anyhow::Result<Vec<Chart>> {
+    let cpu = cpu_timeline(&stored.runs, &stored.samples);
+    let rss = rss_timeline(&stored.runs, &stored.samples);
+    let system_cpu = system_cpu_timeline(&stored.runs, &stored.telemetry);
+    let gpu = gpu_timeline(&stored.runs, &stored.telemetry);
+    let system_memory = system_memory_timeline(&stored.runs, &stored.telemetry);
+    let gpu_memory = gpu_memory_timeline(&stored.runs, &stored.telemetry);
+    // Lines with no points (no GPU here, an older results directory) are left off the chart.
+    type Series<'a> = (&'static str, &'a [(f64, f64)]);
+    fn present<'a>(lines: [Series<'a>; 3]) -> Vec<Series<'a>> {
+        lines
+            .into_iter()
+            .filter(|(_, points)| !points.is_empty())
+            .collect()
+    }
+    let utilisation = present([
+        ("worker CPU (% of one core)", &cpu),
+        ("machine CPU (mean core, %)", &system_cpu),
+        ("GPU (%)", &gpu),
+    ]);
+    let memory = present([
+        ("worker RSS", &rss),
+        ("machine memory used", &system_memory),
+        ("GPU memory used", &gpu_memory),
+    ]);
+    let latency = "Mean latency per condition (mean of repeat means)";
+    let peak = "Peak resident memory of the worker";
+    let over_time = "CPU and GPU utilisation over the sweep";
+    let memory_title = "Memory over the sweep";
+    Ok(vec![
+        Chart {
+            file: "latency.svg",
+            caption: latency,
+            svg: svg::bars(latency, "ms", &latency_groups(rows))?,
+        },
+        Chart {
+            file: "peak_memory.svg",
+            caption: peak,
+            svg: svg::bars(peak, "MiB", &memory_groups(rows))?,
+        },
+        Chart {
+            file: "cpu_utilization.svg",
+            caption: over_time,
+            svg: svg::lines(over_time, "%", &utilisation)?,
+        },
+        Chart {
+            file: "memory.svg",
+            caption: memory_title,
+            svg: svg::lines(memory_title, "MiB", &memory)?,
+        },
+    ])
 }
 
 #[cfg(test)]

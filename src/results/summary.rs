@@ -381,21 +381,25 @@ fn fixed(v: Option<f64>, places: usize) -> String {
         .unwrap_or_else(|| "–".to_string())
 }
 
-pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -> String {
+/// "Started …, ended …. 3 ok, 1 failed, 0 not run, 2 skipped."
+pub fn outcome_line(manifest: &Manifest, rows: &[Row]) -> String {
     let (ok, failed, not_run, skipped) = counts(rows);
-    let mut out = format!(
-        "# {}\n\nStarted {}, ended {}. {} ok, {} failed, {} not run, {} skipped.\n\n",
-        manifest.name,
+    format!(
+        "Started {}, ended {}. {} ok, {} failed, {} not run, {} skipped.",
         manifest.started,
         manifest.ended.as_deref().unwrap_or("(not finished)"),
         ok,
         failed,
         not_run,
         skipped
-    );
+    )
+}
+
+/// "Device: Jetson Orin Nano (aarch64), 6 CPUs, 7.4 GiB memory, kernel 5.15."
+pub fn device_line(manifest: &Manifest) -> String {
     let d = &manifest.device;
-    out.push_str(&format!(
-        "Device: {} ({}), {} CPUs, {} memory, kernel {}.\n\n",
+    format!(
+        "Device: {} ({}), {} CPUs, {} memory, kernel {}.",
         d.board
             .as_deref()
             .or(d.cpu_model.as_deref())
@@ -406,51 +410,80 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
             .map(|b| format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64))
             .unwrap_or_else(|| "unknown".to_string()),
         d.kernel.as_deref().unwrap_or("unknown"),
-    ));
-    out.push_str("| condition | status | mean ms | ± | median | p90 | p99 | inf/s | peak RSS MiB | CPU % | notes |\n");
+    )
+}
+
+/// The headings of the conditions' table in the Markdown summary and the HTML report.
+pub const TABLE_HEADINGS: [&str; 11] = [
+    "condition",
+    "status",
+    "mean ms",
+    "±",
+    "median",
+    "p90",
+    "p99",
+    "inf/s",
+    "peak RSS MiB",
+    "CPU %",
+    "notes",
+];
+
+/// A row's cells under [`TABLE_HEADINGS`], as plain text.
+pub fn table_cells(r: &Row) -> [String; 11] {
+    let mut notes = Vec::new();
+    if r.noisy == Some(true) {
+        notes.push(format!("noisy (CV {:.1} %)", 100.0 * r.cv.unwrap_or(0.0)));
+    }
+    if let Some(n) = r.outliers.filter(|&n| n > 0) {
+        notes.push(if r.outliers_excluded == Some(true) {
+            format!("{n} outliers (left out of the mean)")
+        } else {
+            format!("{n} outliers")
+        });
+    }
+    if let (Some("disturbed"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
+        notes.push(format!("disturbed: {why}"));
+    }
+    if let (Some("throttled"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
+        notes.push(format!("throttled: {why}"));
+    }
+    if r.target_reached == Some(false) {
+        notes.push("interval target not reached".to_string());
+    }
+    if let Some(reason) = &r.reason {
+        notes.push(reason.clone());
+    }
+    let median = match (r.median_ms, r.median_ci_ms) {
+        (Some(m), Some(ci)) => format!("{m:.3} ±{ci:.3}"),
+        (m, _) => fixed(m, 3),
+    };
+    [
+        r.id.clone(),
+        r.status.clone(),
+        fixed(r.mean_ms, 3),
+        fixed(r.mean_spread_ms, 3),
+        median,
+        fixed(r.p90_ms, 3),
+        fixed(r.p99_ms, 3),
+        fixed(r.inferences_per_s, 1),
+        fixed(r.peak_rss_bytes.map(|b| b as f64 / (1u64 << 20) as f64), 1),
+        fixed(r.cpu_mean_pct, 0),
+        notes.join("; "),
+    ]
+}
+
+pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -> String {
+    let mut out = format!(
+        "# {}\n\n{}\n\n{}\n\n",
+        manifest.name,
+        outcome_line(manifest, rows),
+        device_line(manifest)
+    );
+    out.push_str(&format!("| {} |\n", TABLE_HEADINGS.join(" | ")));
     out.push_str("|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n");
     for r in rows {
-        let mut notes = Vec::new();
-        if r.noisy == Some(true) {
-            notes.push(format!("noisy (CV {:.1} %)", 100.0 * r.cv.unwrap_or(0.0)));
-        }
-        if let Some(n) = r.outliers.filter(|&n| n > 0) {
-            notes.push(if r.outliers_excluded == Some(true) {
-                format!("{n} outliers (left out of the mean)")
-            } else {
-                format!("{n} outliers")
-            });
-        }
-        if let (Some("disturbed"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
-            notes.push(format!("disturbed: {why}"));
-        }
-        if let (Some("throttled"), Some(why)) = (r.verdict.as_deref(), &r.verdict_reason) {
-            notes.push(format!("throttled: {why}"));
-        }
-        if r.target_reached == Some(false) {
-            notes.push("interval target not reached".to_string());
-        }
-        if let Some(reason) = &r.reason {
-            notes.push(reason.clone());
-        }
-        let median = match (r.median_ms, r.median_ci_ms) {
-            (Some(m), Some(ci)) => format!("{m:.3} ±{ci:.3}"),
-            (m, _) => fixed(m, 3),
-        };
-        out.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |\n",
-            md_cell(&r.id),
-            r.status,
-            fixed(r.mean_ms, 3),
-            fixed(r.mean_spread_ms, 3),
-            median,
-            fixed(r.p90_ms, 3),
-            fixed(r.p99_ms, 3),
-            fixed(r.inferences_per_s, 1),
-            fixed(r.peak_rss_bytes.map(|b| b as f64 / (1u64 << 20) as f64), 1),
-            fixed(r.cpu_mean_pct, 0),
-            md_cell(&notes.join("; ")),
-        ));
+        let cells = table_cells(r).map(|c| md_cell(&c));
+        out.push_str(&format!("| {} |\n", cells.join(" | ")));
     }
     if !agreement.is_empty() {
         out.push_str(&format!(

@@ -226,8 +226,9 @@ pub const ESTIMATE_RUN_OVERHEAD_S: f64 = 1.0;
 /// Assumed per-inference time of an ONNX file or a user's program (no analytic cost known).
 pub const ESTIMATE_FILE_INFERENCE_S: f64 = 0.05;
 
-/// Estimated wall time of one condition's run, in seconds: one worker process loads the model,
-/// runs the first inference and the warm-up, then every repeat; the cool-down follows.
+/// Estimated wall time of one condition's run, in seconds: each of its worker processes loads
+/// the model and runs the first inference and the warm-up, then its share of the repeats; the
+/// cool-down follows.
 pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
     let ms = &config.measure;
     // Estimates use the cores of the machine that checks the config.
@@ -254,7 +255,9 @@ pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
     };
     let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
     let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);
-    ESTIMATE_RUN_OVERHEAD_S + warm + ms.repeats as f64 * repeat + ms.cooldown_s
+    ms.processes.max(1) as f64 * (ESTIMATE_RUN_OVERHEAD_S + warm)
+        + ms.repeats as f64 * repeat
+        + ms.cooldown_s
 }
 
 /// Estimated wall time of the whole plan, in seconds.
@@ -265,23 +268,34 @@ pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
         .sum()
 }
 
-/// Seconds left in a sweep: the estimates of the conditions not finished, scaled by how the
-/// `finished` ones compared with their estimates on this machine (`elapsed_done` of
-/// `estimated_done`), less the `in_current` seconds the current one has already run.
+/// Seconds left of a sweep: the estimates of the conditions not finished (`estimates` from
+/// `finished` on, the current one first), scaled by how the finished ones compared with their
+/// estimates on this machine. The current condition has run `in_current` seconds; once a tenth
+/// of its timed iterations are done (`current_fraction`), its own pace says what is left of it,
+/// so a condition slower than its estimate does not read "0 s" while it runs on.
 pub fn eta_seconds(
     estimates: &[f64],
     finished: usize,
     estimated_done: f64,
     elapsed_done: f64,
     in_current: f64,
+    current_fraction: Option<f64>,
 ) -> f64 {
-    let remaining: f64 = estimates.iter().skip(finished).sum();
     let ratio = if estimated_done > 0.0 {
         elapsed_done / estimated_done
     } else {
         1.0
     };
-    (remaining * ratio - in_current).max(0.0)
+    let current = estimates.get(finished).copied().unwrap_or(0.0) * ratio;
+    let after: f64 = estimates.iter().skip(finished + 1).sum::<f64>() * ratio;
+    let current_left = match current_fraction {
+        // Its own pace; the load and warm-up in `in_current` make this high early on, and
+        // exact at the end.
+        Some(f) if (0.1..1.0).contains(&f) => in_current * (1.0 - f) / f,
+        Some(f) if f >= 1.0 => 0.0,
+        _ => (current - in_current).max(0.0),
+    };
+    (after + current_left).max(0.0)
 }
 
 #[cfg(test)]
@@ -381,21 +395,39 @@ mod tests {
     }
 
     #[test]
+    fn the_eta_follows_the_current_conditions_own_pace() {
+        // Three conditions of 10 s estimated; the first took 20 s (this machine is twice as
+        // slow), the second has run 30 s.
+        let eta = |fraction| eta_seconds(&[10.0, 10.0, 10.0], 1, 10.0, 20.0, 30.0, fraction);
+        // Without its progress, it is past its scaled estimate: only the last one is left.
+        assert_eq!(eta(None), 20.0);
+        // Half its iterations done in 30 s: 30 s more, then the last one.
+        assert_eq!(eta(Some(0.5)), 50.0);
+        // Too early to trust its pace; and done.
+        assert_eq!(eta(Some(0.05)), 20.0);
+        assert_eq!(eta(Some(1.0)), 20.0);
+        // Between conditions: the scaled estimates of what is left.
+        assert_eq!(eta_seconds(&[10.0, 10.0], 1, 10.0, 20.0, 0.0, None), 20.0);
+        assert_eq!(eta_seconds(&[10.0], 1, 10.0, 20.0, 0.0, None), 0.0);
+    }
+
+    #[test]
     fn estimate_counts_every_inference_of_every_repeat() {
         let (config, plan) = plan_of(
             "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 9\niterations = 90\nrepeats = 2\n",
         );
         let flops = 8_217_431_528.0; // resnet50 at 3x224x224, see models::cost
         let per_inference = flops / (2.0 * ESTIMATE_FLOPS_PER_THREAD);
-        // One process: load, first + 9 warm-up, then 2 repeats of 90.
-        let expected = ESTIMATE_RUN_OVERHEAD_S + (10.0 + 180.0) * per_inference;
+        // Two processes (one repeat each): load, first + 9 warm-up; then 2 repeats of 90.
+        let expected =
+            2.0 * (ESTIMATE_RUN_OVERHEAD_S + 10.0 * per_inference) + 180.0 * per_inference;
         let got = estimate_seconds(&config, &plan, 8);
         assert!((got - expected).abs() < 1e-6, "{got}");
         // Minimum durations stretch the short parts.
         let (config, plan) = plan_of(
             "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 0\niterations = 1\nrepeats = 3\nmin_duration_s = 10\nwarmup_seconds = 4\ncooldown_s = 2\n",
         );
-        let expected = ESTIMATE_RUN_OVERHEAD_S + 4.0 + 30.0 + 2.0;
+        let expected = 3.0 * (ESTIMATE_RUN_OVERHEAD_S + 4.0) + 30.0 + 2.0;
         let got = estimate_seconds(&config, &plan, 8);
         assert!((got - expected).abs() < 1e-6, "{got}");
     }

@@ -150,7 +150,7 @@ pub fn description_file(
 }
 
 /// The interpreters of the external frameworks a sweep runs, or why each cannot run.
-pub type Interpreters = BTreeMap<String, Result<PathBuf, String>>;
+pub type Interpreters = BTreeMap<String, Result<PathBuf, crate::error::Unavailable>>;
 
 /// Finds the interpreter of every external framework among `conditions`.
 pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
@@ -175,7 +175,7 @@ pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
             let readiness = crate::engines::env::readiness(f, configured.get(f.name));
             let found = match readiness.interpreter() {
                 Some(i) => Ok(i.python.clone()),
-                None => Err(readiness.blocker(f.name).unwrap_or_default()),
+                None => Err(readiness.blocker(f.name).unwrap_or_default().into()),
             };
             out.insert(f.name.to_string(), found);
         }

@@ -30,7 +30,8 @@ const SCAN_AT_LEAST: Duration = Duration::from_millis(20);
 /// whether its statistics leave it out.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RepeatNote {
-    /// 1 for the condition's first worker run, 2, 3, … for the runs that added repeats.
+    /// 1 for the condition's first worker run, 2, 3, … for the plan's other processes and the
+    /// runs that added repeats.
     pub run: usize,
     /// Other processes' CPU time on the condition's cores during the repeat, in percent of one
     /// core (None when no scan covered it).
@@ -55,7 +56,7 @@ impl RepeatNote {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Repetition {
     pub repeats: Vec<RepeatNote>,
-    /// Worker runs made for the condition (1 when nothing was added).
+    /// Worker runs made for the condition (`measure.processes` when nothing was added).
     pub runs: usize,
     /// Disturbed repeats measured again.
     #[serde(default)]
@@ -300,6 +301,9 @@ impl Watch {
 /// Why a condition gets more repeats.
 #[derive(Debug, Clone, PartialEq)]
 pub enum More {
+    /// The plan's next share of `measure.repeats`, in a worker process of its own
+    /// (`measure.processes`); no addition, so front-ends need not announce it.
+    Spread { repeats: usize },
     /// Measure this many again: disturbed repeats left fewer than `measure.repeats` clean ones.
     Disturbed { repeats: usize, by: Vec<Other> },
     /// This many more to narrow the median's interval from `relative` towards the target.
@@ -309,13 +313,16 @@ pub enum More {
 impl More {
     pub fn repeats(&self) -> usize {
         match self {
-            More::Disturbed { repeats, .. } | More::Interval { repeats, .. } => *repeats,
+            More::Spread { repeats }
+            | More::Disturbed { repeats, .. }
+            | More::Interval { repeats, .. } => *repeats,
         }
     }
 
     /// "2 repeats disturbed by yes (pid 42) 97 %" / "median ±3.4 %, target ±2.0 %".
     pub fn reason(&self, target: Option<f64>) -> String {
         match self {
+            More::Spread { .. } => "the next worker process of the plan".to_string(),
             More::Disturbed { repeats, by } => format!(
                 "{repeats} repeat{} disturbed by {}",
                 if *repeats == 1 { "" } else { "s" },
@@ -351,15 +358,33 @@ pub fn relative_half_width(kept: &[Vec<f64>]) -> Option<f64> {
     (median > 0.0).then(|| (high - low) / 2.0 / median)
 }
 
+/// The repeats worker process `index` (from 0) of a condition measures when its `repeats` are
+/// spread over `processes` (the earlier processes take one more when they do not divide).
+pub fn share(repeats: usize, processes: usize, index: usize) -> usize {
+    let processes = processes.clamp(1, repeats.max(1));
+    if index >= processes {
+        return 0;
+    }
+    repeats / processes + usize::from(index < repeats % processes)
+}
+
 /// What to measure next, if anything: `notes` and `raw` cover every repeat so far (notes already
-/// through [`exclude_disturbed`]); `disturbed_rounds` is how many re-measurements of disturbed
-/// repeats were made. Replacing disturbed repeats comes first.
+/// through [`exclude_disturbed`]), made by `runs` worker processes; `disturbed_rounds` is how
+/// many re-measurements of disturbed repeats were made. The plan's own processes come first,
+/// then replacing disturbed repeats, then narrowing the interval.
 pub fn next(
     m: &Measure,
     notes: &[RepeatNote],
     raw: &[Vec<f64>],
+    runs: usize,
     disturbed_rounds: usize,
 ) -> Option<More> {
+    if raw.len() < m.repeats {
+        let repeats = share(m.repeats, m.processes, runs).min(m.repeats - raw.len());
+        if repeats > 0 {
+            return Some(More::Spread { repeats });
+        }
+    }
     let room = m.max_repeats.saturating_sub(raw.len());
     if room == 0 {
         return None;
@@ -438,13 +463,13 @@ mod tests {
             [false, true, true]
         );
         let raw = vec![repeat(10, 1.0); 3];
-        let Some(More::Disturbed { repeats, by }) = next(&m, &notes, &raw, 0) else {
+        let Some(More::Disturbed { repeats, by }) = next(&m, &notes, &raw, 2, 0) else {
             panic!("nothing re-measured")
         };
         assert_eq!(repeats, 2);
         assert_eq!(by[0].name, "hog");
         // The one round allowed is spent: nothing more for disturbance (and no target).
-        assert_eq!(next(&m, &notes, &raw, 1), None);
+        assert_eq!(next(&m, &notes, &raw, 2, 1), None);
     }
 
     #[test]
@@ -463,10 +488,46 @@ mod tests {
         let mut notes = vec![note(0.0), note(95.0), note(90.0)];
         exclude_disturbed(&m, &mut notes);
         let raw = vec![repeat(10, 1.0); 3];
-        assert_eq!(next(&m, &notes, &raw, 0).map(|x| x.repeats()), Some(1));
+        assert_eq!(next(&m, &notes, &raw, 2, 0).map(|x| x.repeats()), Some(1));
         let raw = vec![repeat(10, 1.0); 4];
         notes.push(note(0.0));
-        assert_eq!(next(&m, &notes, &raw, 1), None);
+        assert_eq!(next(&m, &notes, &raw, 2, 1), None);
+    }
+
+    #[test]
+    fn repeats_are_spread_over_the_processes_before_anything_is_added() {
+        assert_eq!(
+            (0..3).map(|i| share(5, 2, i)).collect::<Vec<_>>(),
+            [3, 2, 0]
+        );
+        assert_eq!(
+            (0..3).map(|i| share(3, 3, i)).collect::<Vec<_>>(),
+            [1, 1, 1]
+        );
+        // More processes than repeats: one repeat each, as many as there are repeats.
+        assert_eq!(
+            (0..3).map(|i| share(2, 5, i)).collect::<Vec<_>>(),
+            [1, 1, 0]
+        );
+        assert_eq!(share(1, 1, 0), 1);
+        let mut m = measure(5, 20, 1, Some(0.0001));
+        m.processes = 2;
+        // The first process measured 3 of 5, one disturbed: the plan's second process comes
+        // first, with the 2 it was planned to measure.
+        let mut notes = vec![note(0.0), note(95.0), note(0.0)];
+        exclude_disturbed(&m, &mut notes);
+        let raw = vec![repeat(10, 1.0); 3];
+        assert_eq!(
+            next(&m, &notes, &raw, 1, 0),
+            Some(More::Spread { repeats: 2 })
+        );
+        // Then the disturbed one is replaced.
+        notes.extend([note(0.0), note(0.0)]);
+        let raw = vec![repeat(10, 1.0); 5];
+        assert!(matches!(
+            next(&m, &notes, &raw, 2, 0),
+            Some(More::Disturbed { repeats: 1, .. })
+        ));
     }
 
     #[test]
@@ -474,7 +535,7 @@ mod tests {
         let m = measure(2, 1000, 0, Some(0.01));
         let raw = vec![repeat(20, 4.0); 2];
         let notes = vec![note(0.0); 2];
-        let Some(More::Interval { repeats, relative }) = next(&m, &notes, &raw, 0) else {
+        let Some(More::Interval { repeats, relative }) = next(&m, &notes, &raw, 2, 0) else {
             panic!("no repeats added")
         };
         assert!(relative > 0.01, "{relative}");
@@ -483,7 +544,7 @@ mod tests {
         assert_eq!(repeats, expected);
         // A target already met asks for nothing.
         let loose = measure(2, 1000, 0, Some(0.5));
-        assert_eq!(next(&loose, &notes, &raw, 0), None);
+        assert_eq!(next(&loose, &notes, &raw, 2, 0), None);
     }
 
     #[test]

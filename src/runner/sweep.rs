@@ -128,7 +128,8 @@ impl Sweep<'_> {
             warmup_seconds: m.warmup_seconds,
             iterations: m.iterations,
             min_duration_s: m.min_duration_s,
-            repeats: m.repeats,
+            // The first of the processes the repeats are spread over.
+            repeats: repetition::share(m.repeats, m.processes, 0),
             seed: m.seed,
             classes: self.config.matrix.classes,
             counters: self.config.output.roofline,
@@ -140,10 +141,11 @@ impl Sweep<'_> {
     }
 
     /// Adds repeats to a condition's first worker run `run` (whose repeats `first` describes)
-    /// while [`repetition::next`] asks for them: disturbed ones measured again (after a pause
-    /// that doubles from 1 s, so that a passing disturbance can end), then more until the
-    /// median's interval meets the target, each batch in a worker run of its own. `run` gets
-    /// the added raw times.
+    /// while [`repetition::next`] asks for them: the rest of the plan's repeats in the other
+    /// processes they are spread over, disturbed ones measured again (after a pause that
+    /// doubles from 1 s, so that a passing disturbance can end), then more until the median's
+    /// interval meets the target, each batch in a worker run of its own. `run` gets the added
+    /// raw times.
     fn repeat_more(
         &self,
         first_run: FirstRun,
@@ -175,15 +177,20 @@ impl Sweep<'_> {
         let mut disturbed_rounds = 0;
         loop {
             repetition::exclude_disturbed(m, &mut r.repeats);
-            let Some(more) = repetition::next(m, &r.repeats, &run.repeats, disturbed_rounds) else {
+            let Some(more) =
+                repetition::next(m, &r.repeats, &run.repeats, r.runs, disturbed_rounds)
+            else {
                 break;
             };
             let n = more.repeats();
-            on_event(SweepEvent::MoreRepeats {
-                repeats: n,
-                iterations: n * m.iterations,
-                reason: more.reason(m.target_ci),
-            });
+            // The plan's own processes are no addition: their iterations are in its total.
+            if !matches!(more, More::Spread { .. }) {
+                on_event(SweepEvent::MoreRepeats {
+                    repeats: n,
+                    iterations: n * m.iterations,
+                    reason: more.reason(m.target_ci),
+                });
+            }
             if let More::Disturbed { .. } = more {
                 pause(f64::from(1u32 << disturbed_rounds.min(3)), self.cancel);
                 disturbed_rounds += 1;

@@ -95,6 +95,8 @@ pub enum Command {
     },
     /// Probe which frameworks are installed here and what they see (child interpreters).
     ProbeFrameworks,
+    /// Sample the Monitor tab's telemetry at this interval from now on.
+    MonitorInterval(Duration),
     Quit,
 }
 
@@ -154,6 +156,7 @@ pub struct App {
     pub results: ResultsView,
     pub roofline: RooflineView,
     pub monitor: Live,
+    pub monitor_settings: MonitorSettings,
     pub tune: TuneView,
     pub scorecard: ScorecardView,
     pub prompt: Option<Prompt>,
@@ -186,6 +189,7 @@ impl App {
             results: ResultsView::default(),
             roofline: RooflineView::default(),
             monitor: Live::default(),
+            monitor_settings: MonitorSettings::default(),
             tune: TuneView::default(),
             scorecard: ScorecardView::default(),
             prompt: None,
@@ -485,7 +489,7 @@ impl App {
                 }
                 None
             }
-            Tab::Monitor => None,
+            Tab::Monitor => self.monitor_key(key),
             Tab::Tune => self.tune_key(key),
             Tab::Scorecard => self.scorecard_key(key),
         }

@@ -116,6 +116,10 @@ pub struct Session {
     pub cancel: Cancel,
     pub run: Option<std::thread::JoinHandle<()>>,
     pub telemetry_root: PathBuf,
+    /// The Monitor tab's sampling interval in ms, which its sampler reads after each sample.
+    pub monitor_interval_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    /// Whether the Monitor tab shows, so that its sampler lists the processes too.
+    pub processes_wanted: std::sync::Arc<AtomicBool>,
 }
 
 impl Session {
@@ -128,6 +132,8 @@ impl Session {
             run: None,
             telemetry_root: std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
                 .map_or_else(|| PathBuf::from("/"), PathBuf::from),
+            monitor_interval_ms: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(500)),
+            processes_wanted: std::sync::Arc::new(AtomicBool::new(false)),
         }
     }
 
@@ -189,6 +195,9 @@ impl Session {
                 Err(e) => app.say(Severity::Error, format!("{e:#}")),
             },
             Command::OpenResults(dir) => open_results(app, &dir),
+            Command::MonitorInterval(interval) => self
+                .monitor_interval_ms
+                .store(interval.as_millis() as u64, Ordering::Relaxed),
             Command::Layers { condition, classes } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
@@ -335,15 +344,39 @@ impl Default for Session {
 /// A background job: config text and file in, progress out as messages, stopped by the flag.
 type Job = fn(String, PathBuf, Sender<Message>, Cancel, PathBuf) -> std::thread::JoinHandle<()>;
 
-/// Samples telemetry for the Monitor tab every `interval` until `stop`.
-fn spawn_monitor(tx: Sender<Message>, root: PathBuf, interval: Duration, stop: Stop) {
+/// Samples telemetry for the Monitor tab every `interval` (in ms, changed by the tab's keys:
+/// read after each sample) until `stop`; while `processes` is set (the tab shows), with every
+/// process's CPU and memory since the sample before.
+fn spawn_monitor(
+    tx: Sender<Message>,
+    root: PathBuf,
+    interval: std::sync::Arc<std::sync::atomic::AtomicU64>,
+    processes: std::sync::Arc<AtomicBool>,
+    stop: Stop,
+) {
+    let every = |ms: &std::sync::atomic::AtomicU64| {
+        Duration::from_millis(ms.load(Ordering::Relaxed).max(10))
+    };
     std::thread::spawn(move || {
-        let mut sampler = telemetry::Sampler::new(telemetry::working_readers(&root), interval);
+        let readers = telemetry::working_readers(&root);
+        let mut sampler = telemetry::Sampler::new(readers, every(&interval));
+        let mut scan: Option<edgeprof::collect::others::Scan> = None;
+        let own = std::process::id();
         while sampler.wait(&stop) {
-            let sample = Box::new(sampler.take());
+            let mut sample = Box::new(sampler.take());
+            if processes.load(Ordering::Relaxed) {
+                let now = edgeprof::collect::others::Scan::take(&root);
+                if let Some(before) = &scan {
+                    sample.processes = edgeprof::collect::others::table(before, &now, own);
+                }
+                scan = Some(now);
+            } else {
+                scan = None;
+            }
             if tx.send(Message::Event(Event::Telemetry(sample))).is_err() {
                 return;
             }
+            sampler.set_interval(every(&interval));
         }
     });
 }
@@ -402,10 +435,15 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         Signals::new().context("cannot install the signal handlers")?
     };
     let stop_monitor = Stop::new();
+    session
+        .monitor_interval_ms
+        .store(interval.as_millis() as u64, Ordering::Relaxed);
+    app.monitor_settings.interval = interval;
     spawn_monitor(
         session.tx.clone(),
         session.telemetry_root.clone(),
-        interval,
+        session.monitor_interval_ms.clone(),
+        session.processes_wanted.clone(),
         stop_monitor.clone(),
     );
     // ratatui installs a panic hook that restores the terminal before the message prints.
@@ -642,6 +680,10 @@ async fn event_loop(
             if let Some(command) = session.apply(app, message) {
                 session.execute(app, command);
             }
+            // The process list costs a scan of /proc per sample: only while it shows.
+            session
+                .processes_wanted
+                .store(app.tab == Tab::Monitor, Ordering::Relaxed);
             dirty |= shown;
         }
     }

@@ -206,7 +206,7 @@ pub fn footer_keys(app: &App) -> &'static str {
         Tab::Roofline => {
             "↑↓ program  l layers  g GPU  p precision  m measure  o open  ? help  q quit"
         }
-        Tab::Monitor => "Tab next tab  ? help  q quit",
+        Tab::Monitor => "space pause  +/- interval  s sort  Tab next tab  ? help  q quit",
         Tab::Tune if app.tune.active => "c cancel  Tab next tab  ? help  q quit",
         Tab::Tune => "t tune the selection's first model  Tab next tab  ? help  q quit",
         Tab::Scorecard => "↑↓ framework  PgUp/PgDn scroll  p probe this device  ? help  q quit",
@@ -307,7 +307,8 @@ fn gpu_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) {
     );
 }
 
-/// One line per core: id, a load bar and the load.
+/// One line per core: its id, its load over the last samples (newest on the right), its load
+/// now and its clock.
 fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
     let Some(sample) = &live.last else {
         return vec![Line::from(Span::styled(
@@ -315,7 +316,15 @@ fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
             app.theme.muted(),
         ))];
     };
-    let bar_width = width.saturating_sub(14).clamp(4, 40);
+    let with_freq = sample.cores.iter().any(|c| c.freq_mhz.is_some());
+    let history_width = width
+        .saturating_sub(6 + 5 + if with_freq { 7 } else { 0 })
+        .clamp(4, 60);
+    let levels: &[char] = if app.ascii {
+        &[' ', '.', ':', '-', '=', '+', '*', '#', '@']
+    } else {
+        &[' ', '▁', '▂', '▃', '▄', '▅', '▆', '▇', '█']
+    };
     sample
         .cores
         .iter()
@@ -332,11 +341,34 @@ fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
             } else {
                 app.theme.ok()
             };
-            Line::from(vec![
+            let history: String = match live.core_load.get(&c.id) {
+                Some(points) => {
+                    let shown = tail(points, history_width);
+                    let pad = history_width - shown.len();
+                    std::iter::repeat_n(' ', pad)
+                        .chain(shown.iter().map(|&v| {
+                            let step = (v.min(100) as usize * (levels.len() - 1)).div_ceil(100);
+                            levels[step.min(levels.len() - 1)]
+                        }))
+                        .collect()
+                }
+                None => bar(app, load / 100.0, history_width),
+            };
+            let mut spans = vec![
                 Span::styled(format!("cpu{:<3}", c.id), app.theme.text()),
-                Span::styled(bar(app, load / 100.0, bar_width), style),
+                Span::styled(history, style),
                 Span::styled(format!(" {load:>3.0}%"), app.theme.text()),
-            ])
+            ];
+            if with_freq {
+                spans.push(Span::styled(
+                    match c.freq_mhz {
+                        Some(f) => format!(" {:>4.2}G", f64::from(f) / 1000.0),
+                        None => "      ".to_string(),
+                    },
+                    app.theme.muted(),
+                ));
+            }
+            Line::from(spans)
         })
         .collect()
 }
@@ -397,6 +429,14 @@ pub const HELP: &[(&str, &str)] = &[
     (
         "Roofline: g",
         "switch between the CPU's and GPU 0's roofline",
+    ),
+    (
+        "Monitor: space, + / -",
+        "pause and resume; sample more / less often",
+    ),
+    (
+        "Monitor: s",
+        "sort the processes by CPU, memory or GPU memory",
     ),
 ];
 

@@ -131,7 +131,7 @@ pub fn measured_of(record: &RunRecord) -> Option<Measured> {
 }
 
 /// What one measurement gave: the figures, or why there are none; None when cancelled.
-type Run = Option<Result<Measured, String>>;
+type Run = Option<Result<Measured, search::CandidateFailed>>;
 
 impl LiveTune<'_> {
     /// Runs one condition through the sweep machinery (retries, telemetry, records).
@@ -173,7 +173,8 @@ impl LiveTune<'_> {
         let Some(m) = measured_of(&record) else {
             return Ok(Some(Err(record
                 .reason
-                .unwrap_or_else(|| "no timed iterations".into()))));
+                .unwrap_or_else(|| "no timed iterations".into())
+                .into())));
         };
         if let (Some(limit), Some(peak)) = (self.max_memory, m.peak_rss_bytes) {
             if peak > limit {
@@ -182,7 +183,8 @@ impl LiveTune<'_> {
                     "peak memory {:.1} MiB exceeds the limit of {:.1} MiB",
                     mib(peak),
                     mib(limit)
-                ))));
+                )
+                .into())));
             }
         }
         Ok(Some(Ok(m)))

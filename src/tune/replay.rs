@@ -109,6 +109,7 @@ pub fn replay(table: &Table, space: &Space, objective: Objective, settings: Sett
                     .failure
                     .clone()
                     .unwrap_or_else(|| "failed when the table was measured".into())
+                    .into()
             }))
         },
         |_| {},

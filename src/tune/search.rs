@@ -311,8 +311,26 @@ fn stalled(trials: &[Trial], stall: usize) -> bool {
     }
 }
 
+/// Why a candidate gave no cost (its run failed, it went over the memory limit), in one
+/// sentence.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct CandidateFailed(pub String);
+
+impl From<String> for CandidateFailed {
+    fn from(why: String) -> CandidateFailed {
+        CandidateFailed(why)
+    }
+}
+
+impl From<&str> for CandidateFailed {
+    fn from(why: &str) -> CandidateFailed {
+        CandidateFailed(why.to_string())
+    }
+}
+
 /// What measuring one candidate gave.
-pub type Outcome = Result<f64, String>;
+pub type Outcome = Result<f64, CandidateFailed>;
 
 /// Runs a search: proposes, has `measure` run each candidate, records, and stops at the
 /// budget, a stall, the end of the space or when `measure` returns None (cancelled).
@@ -340,7 +358,7 @@ pub fn run(
         };
         let (cost, failure) = match outcome {
             Ok(c) => (Some(c), None),
-            Err(why) => (None, Some(why)),
+            Err(why) => (None, Some(why.0)),
         };
         search.record(proposal.index, cost);
         if let Some(c) = cost {

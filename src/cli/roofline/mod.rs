@@ -327,6 +327,19 @@ pub fn roofline_text(
     out.push_str(&edgeprof::report::roofline_chart::render(
         ceilings, precision, &marks, width, height, ascii,
     ));
+    out.push_str(&roofs_and_advice(ceilings, programs, left_out, precision));
+    out
+}
+
+/// What follows the roofline's chart: its roofs, where the points' figures come from, and each
+/// point (lettered as on the chart) with its ordered advice.
+pub fn roofs_and_advice(
+    ceilings: &Ceilings,
+    programs: &[edgeprof::roofline::Program],
+    left_out: &[(String, String)],
+    precision: Precision,
+) -> String {
+    let mut out = String::new();
     let (flat, slanted) = edgeprof::report::roofline_chart::roofs(ceilings, precision);
     let peaks: Vec<String> = flat
         .iter()

@@ -2,8 +2,10 @@
 //! tables and charts of a results directory (`run`, `report`) and `edgeprof runs` are in
 //! `tables.rs`.
 
+mod html;
 mod tables;
 
+pub use html::write_html;
 pub use tables::*;
 
 use crate::cli::{print_out, render, BadInput};
@@ -203,18 +205,20 @@ struct Progress {
 
 impl Progress {
     /// Seconds left: the estimates of the conditions not finished, scaled by how the finished
-    /// ones compared with their estimates on this machine, less the time the current one has
-    /// already run.
+    /// ones compared with their estimates on this machine, the current one by its own pace.
     fn eta(&self) -> f64 {
         let in_current = self
             .current_started
             .map_or(0.0, |t| t.elapsed().as_secs_f64());
+        let fraction = (self.current_started.is_some() && self.iterations > 0)
+            .then(|| self.timed as f64 / self.iterations as f64);
         matrix::eta_seconds(
             &self.estimates,
             self.finished,
             self.estimated_done,
             self.elapsed_done,
             in_current,
+            fraction,
         )
     }
 

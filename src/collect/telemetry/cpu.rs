@@ -85,6 +85,9 @@ pub struct CpuReader {
     freq: std::collections::BTreeMap<usize, Reread>,
     /// Whether cpufreq is here at all (looked at once).
     has_cpufreq: Option<bool>,
+    /// `/proc/loadavg` and `/proc/uptime`, kept open.
+    loadavg: Reread,
+    uptime: Reread,
 }
 
 impl CpuReader {
@@ -97,6 +100,8 @@ impl CpuReader {
             possible: None,
             freq: Default::default(),
             has_cpufreq: None,
+            loadavg: Reread::new(&root.join("proc/loadavg")),
+            uptime: Reread::new(&root.join("proc/uptime")),
         }
     }
 
@@ -173,6 +178,12 @@ impl Reader for CpuReader {
             })
             .collect();
         self.previous = now;
+        sample.load_avg = self.loadavg.read().and_then(parse_loadavg);
+        sample.uptime_s = self
+            .uptime
+            .read()
+            .and_then(|t| t.split_whitespace().next()?.parse::<f64>().ok())
+            .filter(|s| s.is_finite() && *s >= 0.0);
     }
 
     fn dropped(&self) -> Dropped {
@@ -220,13 +231,38 @@ impl Reader for MemoryReader {
         let kib = |key| crate::collect::proc::kib_field(text, key);
         if let (Some(total), Some(free)) = (kib("SwapTotal"), kib("SwapFree")) {
             sample.swap_used_bytes = Some(total.saturating_sub(free));
+            sample.swap_total_bytes = Some(total);
         }
     }
+}
+
+/// The 1, 5 and 15-minute load averages of `/proc/loadavg` ("0.52 0.40 0.33 1/123 4567").
+pub fn parse_loadavg(text: &str) -> Option<[f64; 3]> {
+    let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    let mut load = [0.0; 3];
+    for slot in &mut load {
+        *slot = fields
+            .next()
+            .flatten()
+            .filter(|v| v.is_finite() && *v >= 0.0)?;
+    }
+    Some(load)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn load_averages() {
+        assert_eq!(
+            parse_loadavg("0.52 0.40 0.33 1/123 4567\n"),
+            Some([0.52, 0.40, 0.33])
+        );
+        assert_eq!(parse_loadavg("0.52 0.40"), None);
+        assert_eq!(parse_loadavg("x 0.40 0.33 1/1 1"), None);
+        assert_eq!(parse_loadavg("-1 0 0 1/1 1"), None);
+    }
 
     const STAT_BEFORE: &str = "cpu  400 0 200 1400 0 0 0 0 0 0
 cpu0 100 0 50 350 0 0 0 0 0 0

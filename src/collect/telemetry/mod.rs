@@ -71,6 +71,14 @@ pub struct Sample {
     pub mem_total_bytes: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub swap_used_bytes: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub swap_total_bytes: Option<u64>,
+    /// The 1, 5 and 15-minute load averages (runnable and uninterruptible tasks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_avg: Option<[f64; 3]>,
+    /// Seconds since the machine booted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uptime_s: Option<f64>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Gpu>,
     /// Temperatures in °C (offline sensors left out).
@@ -91,6 +99,10 @@ pub struct Sample {
     /// The monitored process, when one is given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub process: Option<crate::collect::proc::ProcSample>,
+    /// Every process since the sample before, most CPU first (filled by the terminal UI's
+    /// Monitor tab while it shows; empty elsewhere).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub processes: Vec<crate::collect::others::ProcessRow>,
 }
 
 impl Sample {
@@ -214,6 +226,17 @@ impl Sampler {
     /// How long after the start the next sample is due.
     pub fn next_offset(&self) -> std::time::Duration {
         self.interval * self.tick
+    }
+
+    /// Samples every `interval` from now on (the first due within `interval`), keeping the
+    /// start the samples' times count from.
+    pub fn set_interval(&mut self, interval: std::time::Duration) {
+        if interval.is_zero() || interval == self.interval {
+            return;
+        }
+        let elapsed = self.start.elapsed().as_secs_f64() / interval.as_secs_f64();
+        self.interval = interval;
+        self.tick = elapsed.floor() as u32 + 1;
     }
 
     /// When the next sample is due.
@@ -399,20 +422,22 @@ fn flatten(s: &Sample) -> Vec<(String, String)> {
     };
     put("timestamp".into(), s.timestamp.clone());
     put("cpu_pct".into(), s.cpu_load_pct().map(num));
-    const MB: f64 = (1u64 << 20) as f64;
-    put(
-        "mem_used_mb".into(),
-        s.mem_used_bytes.map(|b| num(b as f64 / MB)),
-    );
-    put(
-        "mem_total_mb".into(),
-        s.mem_total_bytes.map(|b| num(b as f64 / MB)),
-    );
+    let mb = |bytes: Option<u64>| bytes.map(|b| num(b as f64 / (1u64 << 20) as f64));
+    put("mem_used_mb".into(), mb(s.mem_used_bytes));
+    put("mem_total_mb".into(), mb(s.mem_total_bytes));
     put("power_w".into(), s.power_w.map(num));
     put(
         "throttling".into(),
         (!s.throttling.is_empty()).then(|| s.throttling.join("; ").replace(',', " ")),
     );
+    put("swap_used_mb".into(), mb(s.swap_used_bytes));
+    put("swap_total_mb".into(), mb(s.swap_total_bytes));
+    if let Some([one, five, fifteen]) = s.load_avg {
+        put("load_1m".into(), Some(num(one)));
+        put("load_5m".into(), Some(num(five)));
+        put("load_15m".into(), Some(num(fifteen)));
+    }
+    put("uptime_s".into(), s.uptime_s.map(num));
     for c in &s.cores {
         let value = if c.online {
             c.load_pct.map(num)
@@ -428,10 +453,7 @@ fn flatten(s: &Sample) -> Vec<(String, String)> {
     for (i, g) in s.gpus.iter().enumerate() {
         put(format!("gpu{i}_pct"), g.load_pct.map(num));
         put(format!("gpu{i}_mhz"), g.freq_mhz.map(|f| f.to_string()));
-        put(
-            format!("gpu{i}_mem_used_mb"),
-            g.mem_used_bytes.map(|b| num(b as f64 / MB)),
-        );
+        put(format!("gpu{i}_mem_used_mb"), mb(g.mem_used_bytes));
         put(format!("gpu{i}_temp_c"), g.temp_c.map(num));
         put(format!("gpu{i}_power_w"), g.power_w.map(num));
     }
@@ -446,14 +468,8 @@ fn flatten(s: &Sample) -> Vec<(String, String)> {
     }
     if let Some(p) = &s.process {
         put("process_cpu_pct".into(), p.cpu_pct.map(num));
-        put(
-            "process_rss_mb".into(),
-            p.rss_bytes.map(|b| num(b as f64 / MB)),
-        );
-        put(
-            "process_hwm_mb".into(),
-            p.hwm_bytes.map(|b| num(b as f64 / MB)),
-        );
+        put("process_rss_mb".into(), mb(p.rss_bytes));
+        put("process_hwm_mb".into(), mb(p.hwm_bytes));
     }
     row
 }

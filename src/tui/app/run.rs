@@ -23,9 +23,97 @@ pub struct Live {
     pub mem_used_mib: VecDeque<f64>,
     pub cpu_mean: VecDeque<f64>,
     pub power_w: VecDeque<f64>,
+    /// Each core's load (%), by core id, over the same points.
+    pub core_load: std::collections::BTreeMap<usize, VecDeque<f64>>,
     /// The latest sample, whole.
     pub last: Option<Sample>,
     pub samples: usize,
+}
+
+/// The sampling intervals the Monitor tab's `+` and `-` step through.
+pub const MONITOR_INTERVALS: [Duration; 6] = [
+    Duration::from_millis(100),
+    Duration::from_millis(250),
+    Duration::from_millis(500),
+    Duration::from_secs(1),
+    Duration::from_secs(2),
+    Duration::from_secs(5),
+];
+
+/// What the Monitor tab's process list is sorted by (most first).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum ProcessSort {
+    #[default]
+    Cpu,
+    Memory,
+    GpuMemory,
+}
+
+impl ProcessSort {
+    pub fn next(self) -> ProcessSort {
+        match self {
+            ProcessSort::Cpu => ProcessSort::Memory,
+            ProcessSort::Memory => ProcessSort::GpuMemory,
+            ProcessSort::GpuMemory => ProcessSort::Cpu,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            ProcessSort::Cpu => "CPU",
+            ProcessSort::Memory => "memory",
+            ProcessSort::GpuMemory => "GPU memory",
+        }
+    }
+}
+
+/// The Monitor tab's own settings: its sampling interval, whether it is paused, and the order
+/// of its process list.
+#[derive(Debug, Clone)]
+pub struct MonitorSettings {
+    pub interval: Duration,
+    /// Paused: samples are not shown (the screen holds still to be read).
+    pub paused: bool,
+    pub sort: ProcessSort,
+}
+
+impl Default for MonitorSettings {
+    fn default() -> MonitorSettings {
+        MonitorSettings {
+            interval: Duration::from_millis(500),
+            paused: false,
+            sort: ProcessSort::default(),
+        }
+    }
+}
+
+/// The processes of a sample in the list's order, each with its GPU memory (summed over the
+/// GPUs that say, None where none does).
+pub fn process_rows(
+    sample: &Sample,
+    sort: ProcessSort,
+) -> Vec<(&edgeprof::collect::others::ProcessRow, Option<u64>)> {
+    let gpu_bytes = |pid: u32| -> Option<u64> {
+        let used: Vec<u64> = sample
+            .gpus
+            .iter()
+            .flat_map(|g| g.processes.iter())
+            .filter(|(p, _)| *p == pid)
+            .map(|(_, b)| *b)
+            .collect();
+        (!used.is_empty()).then(|| used.iter().sum())
+    };
+    let mut rows: Vec<_> = sample
+        .processes
+        .iter()
+        .map(|p| (p, gpu_bytes(p.pid)))
+        .collect();
+    match sort {
+        ProcessSort::Cpu => {}
+        ProcessSort::Memory => rows.sort_by_key(|r| std::cmp::Reverse(r.0.rss_bytes)),
+        ProcessSort::GpuMemory => rows.sort_by_key(|r| std::cmp::Reverse(r.1)),
+    }
+    rows
 }
 
 impl Live {
@@ -53,6 +141,11 @@ impl Live {
         }
         if let Some(w) = sample.power_w {
             push(&mut self.power_w, w);
+        }
+        for c in &sample.cores {
+            if let Some(l) = c.load_pct.filter(|_| c.online) {
+                push(self.core_load.entry(c.id).or_default(), l);
+            }
         }
         self.samples += 1;
         self.last = Some(sample);
@@ -130,17 +223,21 @@ impl RunView {
     }
 
     /// Seconds left: the estimates not finished, scaled by how the finished ones compared with
-    /// their estimates here, less what the current one has run.
+    /// their estimates here, the current one by its own pace.
     pub fn eta_s(&self) -> f64 {
         let in_current = self
             .current_started_s
             .map_or(0.0, |t| (self.elapsed_s - t).max(0.0));
+        let expected = self.iterations + self.more_iterations;
+        let fraction = (self.current_started_s.is_some() && expected > 0)
+            .then(|| self.timed as f64 / expected as f64);
         edgeprof::runner::matrix::eta_seconds(
             &self.estimates,
             self.finished,
             self.estimated_done,
             self.elapsed_done,
             in_current,
+            fraction,
         )
     }
 }
@@ -415,6 +512,67 @@ impl App {
 
     /// A telemetry sample from the monitor thread.
     pub fn monitor_sample(&mut self, sample: Sample) {
-        self.monitor.add(sample);
+        // Paused, the Monitor tab holds still; a run's own figures go on.
+        if !self.monitor_settings.paused || self.run.active {
+            self.monitor.add(sample);
+        }
+    }
+
+    /// The Monitor tab's keys: space pauses and resumes, `+` and `-` sample more or less often,
+    /// `s` sorts the processes by CPU, memory or GPU memory.
+    pub(super) fn monitor_key(&mut self, key: KeyEvent) -> Option<Command> {
+        let settings = &mut self.monitor_settings;
+        let at = MONITOR_INTERVALS
+            .iter()
+            .position(|i| *i >= settings.interval)
+            .unwrap_or(MONITOR_INTERVALS.len() - 1);
+        let next = match key.code {
+            KeyCode::Char(' ') | KeyCode::Char('p') => {
+                settings.paused = !settings.paused;
+                let said = if settings.paused {
+                    "monitor paused (space resumes)"
+                } else {
+                    "monitor resumed"
+                };
+                self.say(Severity::Info, said);
+                return None;
+            }
+            KeyCode::Char('s') => {
+                settings.sort = settings.sort.next();
+                let said = format!("processes by {}", settings.sort.name());
+                self.say(Severity::Info, said);
+                return None;
+            }
+            KeyCode::Char('+') | KeyCode::Char('=') => at.saturating_sub(1),
+            KeyCode::Char('-') | KeyCode::Char('_') => (at + 1).min(MONITOR_INTERVALS.len() - 1),
+            _ => return None,
+        };
+        let interval = MONITOR_INTERVALS[next];
+        if interval == settings.interval {
+            let end = if next == 0 { "shortest" } else { "longest" };
+            self.say(
+                Severity::Info,
+                format!(
+                    "sampling every {} already, the {end}",
+                    duration_text(interval)
+                ),
+            );
+            return None;
+        }
+        settings.interval = interval;
+        self.say(
+            Severity::Info,
+            format!("sampling every {}", duration_text(interval)),
+        );
+        Some(Command::MonitorInterval(interval))
+    }
+}
+
+/// "250 ms", "2 s".
+pub fn duration_text(d: Duration) -> String {
+    if d < Duration::from_secs(1) {
+        format!("{} ms", d.as_millis())
+    } else {
+        format!("{} s", d.as_secs_f64())
     }
 }

@@ -20,7 +20,7 @@ fn app(text: &str, ascii: bool) -> App {
     App::new(conditions(text), theme, ascii)
 }
 
-fn default_app() -> App {
+pub(super) fn default_app() -> App {
     app(include_str!("../../../configs/default.toml"), false)
 }
 
@@ -36,7 +36,7 @@ fn screen(app: &App, (w, h): (u16, u16)) -> String {
 }
 
 /// Snapshots of `app` at both sizes, named `name_WxH`.
-fn snap(name: &str, app: &App) {
+pub(super) fn snap(name: &str, app: &App) {
     for size in SIZES {
         insta::assert_snapshot!(format!("{name}_{}x{}", size.0, size.1), screen(app, size));
     }
@@ -54,7 +54,7 @@ fn fixture_ceilings() -> edgeprof::roofline::Ceilings {
     }
 }
 
-fn sample(t_s: f64, gpu: f64, cpu: [f64; 4]) -> Sample {
+pub(super) fn sample(t_s: f64, gpu: f64, cpu: [f64; 4]) -> Sample {
     Sample {
         t_s,
         cores: cpu
@@ -650,21 +650,6 @@ fn tune_tab() {
     });
     assert!(!a.tune.active);
     snap("tune_done", &a);
-}
-
-#[test]
-fn monitor_tab() {
-    let mut a = default_app();
-    a.tab = Tab::Monitor;
-    snap("monitor_empty", &a);
-    for k in 0..40 {
-        let mut s = sample(k as f64, (k * 13 % 100) as f64, [55.0, 20.0, 100.0, 0.0]);
-        if k == 39 {
-            s.throttling = vec!["under-voltage".into()];
-        }
-        a.monitor_sample(s);
-    }
-    snap("monitor", &a);
 }
 
 fn key(a: &mut App, code: crossterm::event::KeyCode) {
