@@ -97,10 +97,13 @@ impl Repetition {
         Some((hit.len(), merge_top(hit.iter().flat_map(|n| n.top.iter()))))
     }
 
-    /// "target ±2.0 % not reached (±3.1 %): 20 repeats, …", or None.
+    /// "target ±2.0 % not reached (±3.1 %): 20 repeats, …"; without a target, why a worker run
+    /// of the plan failed ("worker run 2 of the condition failed: …"); else None.
     pub fn shortfall(&self) -> Option<String> {
-        if self.reached() != Some(false) {
-            return None;
+        match self.reached() {
+            Some(false) => {}
+            Some(true) => return None,
+            None => return self.short.clone(),
         }
         let target = self.target_ci.unwrap_or(0.0);
         let got = self
@@ -598,5 +601,15 @@ mod tests {
             ..r
         };
         assert_eq!(met.shortfall(), None);
+        // Without a target: only a failed worker run is worth a word.
+        let failed = Repetition {
+            short: Some("worker run 2 of the condition failed: signal 11".into()),
+            ..Repetition::default()
+        };
+        assert_eq!(
+            failed.shortfall().as_deref(),
+            Some("worker run 2 of the condition failed: signal 11")
+        );
+        assert_eq!(Repetition::default().shortfall(), None);
     }
 }

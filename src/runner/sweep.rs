@@ -247,7 +247,10 @@ impl Sweep<'_> {
                     break;
                 }
                 Err(failure) => {
-                    r.short = Some(format!("a worker run adding repeats failed: {failure}"));
+                    r.short = Some(format!(
+                        "worker run {} of the condition failed: {failure}",
+                        r.runs + 1
+                    ));
                     break;
                 }
             }

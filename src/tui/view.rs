@@ -308,7 +308,8 @@ fn gpu_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) {
 }
 
 /// One line per core: its id, its load over the last samples (newest on the right), its load
-/// now and its clock.
+/// now, its clock now and, where the panel has room, the range its clock took over the samples
+/// shown.
 fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
     let Some(sample) = &live.last else {
         return vec![Line::from(Span::styled(
@@ -317,8 +318,10 @@ fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
         ))];
     };
     let with_freq = sample.cores.iter().any(|c| c.freq_mhz.is_some());
+    // " 0.6-1.8" beside the clock when a history of 16 points still fits.
+    let with_range = with_freq && width >= 6 + 5 + 7 + 8 + 16;
     let history_width = width
-        .saturating_sub(6 + 5 + if with_freq { 7 } else { 0 })
+        .saturating_sub(6 + 5 + if with_freq { 7 } else { 0 } + if with_range { 8 } else { 0 })
         .clamp(4, 60);
     let levels: &[char] = if app.ascii {
         &[' ', '.', ':', '-', '=', '+', '*', '#', '@']
@@ -367,6 +370,20 @@ fn core_lines(app: &App, live: &Live, width: usize) -> Vec<Line<'static>> {
                     },
                     app.theme.muted(),
                 ));
+            }
+            if with_range {
+                let shown = live
+                    .core_mhz
+                    .get(&c.id)
+                    .map(|points| tail(points, history_width))
+                    .unwrap_or_default();
+                let range = match (shown.iter().min(), shown.iter().max()) {
+                    (Some(&low), Some(&high)) => {
+                        format!(" {:.1}-{:.1}", low as f64 / 1000.0, high as f64 / 1000.0)
+                    }
+                    _ => String::new(),
+                };
+                spans.push(Span::styled(range, app.theme.muted()));
             }
             Line::from(spans)
         })

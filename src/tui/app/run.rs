@@ -25,6 +25,8 @@ pub struct Live {
     pub power_w: VecDeque<f64>,
     /// Each core's load (%), by core id, over the same points.
     pub core_load: std::collections::BTreeMap<usize, VecDeque<f64>>,
+    /// Each core's clock (MHz), by core id, where cpufreq says.
+    pub core_mhz: std::collections::BTreeMap<usize, VecDeque<f64>>,
     /// The latest sample, whole.
     pub last: Option<Sample>,
     pub samples: usize,
@@ -145,6 +147,9 @@ impl Live {
         for c in &sample.cores {
             if let Some(l) = c.load_pct.filter(|_| c.online) {
                 push(self.core_load.entry(c.id).or_default(), l);
+            }
+            if let Some(f) = c.freq_mhz.filter(|_| c.online) {
+                push(self.core_mhz.entry(c.id).or_default(), f64::from(f));
             }
         }
         self.samples += 1;
