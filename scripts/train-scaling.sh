@@ -7,7 +7,7 @@
 #   scripts/train-scaling.sh [-- EDGEPROF_TRAIN_ARGS...]
 #
 # e.g. scripts/train-scaling.sh -- --nodes 1,2,4,8 --epochs 5 --data ~/cifar-10-batches-bin
-# Defaults: --nodes 1,2,4 --epochs 3 --synthetic 2000 --model shufflenet_v2_x0_5.
+# Defaults: --nodes 1,2,4 --epochs 3 --synthetic 2000 (the model: cnn).
 # PyTorch comes from `edgeprof env setup pytorch` (EDGEPROF_DATA_DIR chooses where; PIP_ARGS in
 # the environment go to pip, e.g. PIP_ARGS="--index-url https://download.pytorch.org/whl/cpu").
 set -euo pipefail

@@ -212,3 +212,22 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
         report: result.map(Box::new).map_err(|e| format!("{e:#}")),
     }));
 }
+
+/// A distributed-training study: the config's `[train]` on its `[[nodes]]` (or processes on this
+/// machine), each cluster size in turn, into a results directory under its output directory.
+pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
+    let result = (|| -> anyhow::Result<crate::train::session::Finished> {
+        let config = crate::config::parse(text, file)?;
+        let Some(t) = &config.train else {
+            anyhow::bail!("the config has no [train] section");
+        };
+        let study = crate::train::session::Study::of(t, &config.nodes, config.output.dir.clone())?;
+        if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
+            crate::train::cluster::python_for(study.framework)?;
+        }
+        crate::train::session::run(&study, cancel, &|event| send(Event::Train(event)))
+    })();
+    send(Event::Train(crate::train::session::TrainEvent::Finished {
+        result: result.map(Box::new).map_err(|e| format!("{e:#}")),
+    }));
+}

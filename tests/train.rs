@@ -9,8 +9,9 @@ mod common;
 use common::{edgeprof, read, temp_dir, write};
 use std::path::Path;
 
-/// A stand-in for `python -m torch.distributed.run … --nproc-per-node K harness --epochs E …`:
-/// K ranks take 12/K seconds, accuracy 0.5 (validation 0.4) whatever K; `fail_at` ranks fail.
+/// A stand-in for `python -m torch.distributed.run --nnodes K --node-rank R … harness --epochs E
+/// …`, one per member: K members take 12/K seconds, accuracy 0.5 (validation 0.4) whatever K;
+/// rank 0 reports, as the harness does; with `fail_at` K members, the last one fails.
 fn fake_python(dir: &Path, fail_at: Option<usize>) -> String {
     let path = dir.join("fake-python");
     let fail = fail_at.map(|k| k.to_string()).unwrap_or_default();
@@ -19,17 +20,20 @@ fn fake_python(dir: &Path, fail_at: Option<usize>) -> String {
         &format!(
             r#"#!/bin/sh
 [ "$1" = "-m" ] && [ "$2" = "torch.distributed.run" ] || {{ echo "not the launcher: $*" >&2; exit 2; }}
-k=""; e=""; data=""
+k=""; r=""; e=""; data=""
+[ -n "$OMP_NUM_THREADS" ] || {{ echo "no OMP_NUM_THREADS" >&2; exit 4; }}
 while [ $# -gt 0 ]; do
     case "$1" in
-        --nproc-per-node) k=$2; shift ;;
+        --nnodes) k=$2; shift ;;
+        --node-rank) r=$2; shift ;;
         --epochs) e=$2; shift ;;
         --data) data=$2; shift ;;
     esac
     shift
 done
 [ -f "$data/data_batch_1.bin" ] && [ -f "$data/test_batch.bin" ] || {{ echo "no CIFAR files in $data" >&2; exit 3; }}
-if [ "$k" = "{fail}" ]; then echo "RuntimeError: Connection closed by peer (rank 3)" >&2; exit 1; fi
+if [ "$k" = "{fail}" ] && [ "$r" = "$((k - 1))" ]; then echo "RuntimeError: Connection closed by peer (rank 0)" >&2; exit 1; fi
+[ "$r" = "0" ] || exit 0
 echo "[W socket] launcher chatter"
 i=1
 while [ $i -le $e ]; do
@@ -109,13 +113,27 @@ fn one_launch_per_node_count_gives_the_scaling_table_and_its_charts() {
     let results = results_dir(&out_dir);
     for file in [
         "scaling.json",
-        "ddp.py",
         "charts/speedup.svg",
+        "charts/improvement.svg",
         "charts/accuracy.svg",
+        "nodes/4-local-3.json",
     ] {
         assert!(results.join(file).is_file(), "{file}");
     }
     assert!(read(&results.join("charts/speedup.svg")).contains("speedup over one node"));
+    // Each member wrote the harness and the same data in its own working directory.
+    let work = results.join("work/local-3/train");
+    let study = results_dir(&work);
+    assert!(study.join("ddp.py").is_file());
+    assert_eq!(
+        std::fs::read(study.join("cifar-synthetic/test_batch.bin")).ok(),
+        std::fs::read(results.join("cifar-synthetic/test_batch.bin")).ok()
+    );
+    let record: serde_json::Value =
+        serde_json::from_str(&read(&results.join("nodes/4-local-3.json"))).unwrap_or_default();
+    assert_eq!(record["rank"], 3);
+    assert!(record["fingerprint"]["arch"].is_string(), "{record}");
+    assert_eq!(record["end"]["ok"], true, "{record}");
     // The synthetic set: 100 training and 20 test records of 3073 bytes.
     let bytes = |f: &str| {
         std::fs::metadata(results.join("cifar-synthetic").join(f))
@@ -166,11 +184,11 @@ fn a_failed_node_count_is_reported_and_the_others_still_make_the_table() {
     ]);
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("[4 node(s)] failed: the launcher ended"),
+        err.contains("[4 node(s)] failed: local-3: the launcher ended"),
         "{err}"
     );
     assert!(
-        err.contains("RuntimeError: Connection closed by peer (rank 3)"),
+        err.contains("RuntimeError: Connection closed by peer (rank 0)"),
         "{err}"
     );
     assert!(err.contains("training failed on 4 node(s)"), "{err}");
@@ -180,20 +198,25 @@ fn a_failed_node_count_is_reported_and_the_others_still_make_the_table() {
     // Bad counts are refused before anything runs.
     let (code, _, err) = run(&["train", "--nodes", "0,2", "--python", &python]);
     assert_eq!(code, Some(2));
-    assert!(err.contains("--nodes takes counts from 1"), "{err}");
+    assert!(err.contains("--sizes takes cluster sizes from 1"), "{err}");
 }
 
-/// The harness parses under the machine's Python (no torch needed to compile it).
+/// The harnesses parse under the machine's Python (no framework needed to compile them).
 #[test]
-fn the_harness_is_valid_python() {
+fn the_harnesses_are_valid_python() {
     let dir = temp_dir();
-    let harness = dir.path().join("ddp.py");
-    write(&harness, include_str!("../src/train/ddp.py"));
-    let status = std::process::Command::new("python3")
-        .args(["-m", "py_compile"])
-        .arg(&harness)
-        .status();
-    assert!(status.is_ok_and(|s| s.success()), "ddp.py does not compile");
+    for (name, text) in [
+        ("ddp.py", include_str!("../src/train/ddp.py")),
+        ("tf_mwms.py", include_str!("../src/train/tf_mwms.py")),
+    ] {
+        let harness = dir.path().join(name);
+        write(&harness, text);
+        let status = std::process::Command::new("python3")
+            .args(["-m", "py_compile"])
+            .arg(&harness)
+            .status();
+        assert!(status.is_ok_and(|s| s.success()), "{name} does not compile");
+    }
 }
 
 /// A stand-in launcher that writes its pid to `pid_file`, reports one epoch at once and ends.
@@ -340,7 +363,7 @@ fn a_launch_past_its_time_limit_is_stopped_and_reported_even_if_a_rank_holds_its
     }
     assert_eq!(code, Some(1), "{err}");
     assert!(
-        err.contains("[1 node(s)] failed: it did not finish within 1 s"),
+        err.contains("[1 node(s)] failed: local-0: it did not finish within 1 s"),
         "{err}"
     );
     assert!(took < std::time::Duration::from_secs(20), "took {took:?}");
@@ -361,8 +384,12 @@ fn ctrl_c_stops_the_launch_in_progress_and_keeps_what_finished() {
         &path,
         &format!(
             r#"#!/bin/sh
-k=""
-while [ $# -gt 0 ]; do [ "$1" = "--nproc-per-node" ] && k=$2; shift; done
+k=""; r=""
+while [ $# -gt 0 ]; do
+    [ "$1" = "--nnodes" ] && k=$2
+    [ "$1" = "--node-rank" ] && r=$2
+    shift
+done
 if [ "$k" = "1" ]; then
     echo '{{"epoch": 1, "train_acc": 0.5, "loss": 1.1, "val_acc": 0.4, "elapsed_s": 0.1}}'
     echo '{{"epoch": 2, "train_acc": 0.6, "loss": 0.9, "val_acc": 0.5, "elapsed_s": 0.2}}'
@@ -370,6 +397,7 @@ if [ "$k" = "1" ]; then
     exit 0
 fi
 sleep 60 &
+[ "$r" = "0" ] || {{ wait; exit 0; }}
 echo $! > '{}'
 echo '{{"epoch": 1, "train_acc": 0.5, "loss": 1.1, "val_acc": 0.4, "elapsed_s": 0.1}}'
 wait
@@ -447,4 +475,34 @@ wait
     assert_eq!(value["cancelled"], serde_json::json!([2, 4]));
     let stored = read(&results_dir(&out_dir).join("scaling.json"));
     assert!(stored.contains("\"cancelled\""), "{stored}");
+}
+
+/// A config's `[train]` is a task `edgeprof run` carries out: the study, not the matrix.
+#[test]
+fn a_config_with_a_train_section_runs_the_study_through_run() {
+    let dir = temp_dir();
+    let python = fake_python(dir.path(), None);
+    let out_dir = dir.path().join("out");
+    let config = dir.path().join("study.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"study\"\n[output]\ndir = \"{}\"\n[train]\nsizes = [1, 2]\nepochs = 1\n\
+             synthetic = 30\npython = \"{python}\"\n",
+            out_dir.display()
+        ),
+    );
+    let (code, out, err) = run(&["run", &config.display().to_string()]);
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("val-acc-imp"), "{out}");
+    assert!(err.contains("[2 node(s)] epoch 1/1"), "{err}");
+    let results = results_dir(&out_dir);
+    let value: serde_json::Value =
+        serde_json::from_str(&read(&results.join("scaling.json"))).unwrap_or_default();
+    assert_eq!(
+        value["scaling"].as_array().map(Vec::len),
+        Some(2),
+        "{value}"
+    );
+    assert_eq!(value["framework"], "pytorch");
 }

@@ -135,6 +135,14 @@ pub(super) enum Command {
     /// it over SSH
     #[command(hide = true)]
     NodeInfo,
+    /// Train one rank of a cluster for `train` (JSON spec on stdin, whose end stops it; JSON
+    /// lines on stdout); `train` runs it on every member, over SSH or here
+    #[command(hide = true)]
+    TrainRank {
+        /// Where the harness, the data and the rank's files go
+        #[arg(long, value_name = "DIR")]
+        workdir: PathBuf,
+    },
     /// Wait for standard input to end, then kill the processes a sweep's workers left behind
     /// (started by edgeprof itself, so they die with it however it dies)
     #[command(hide = true)]

@@ -13,7 +13,7 @@ pub mod render;
 mod roofline;
 mod shell;
 pub(crate) mod sweep;
-mod train;
+pub(crate) mod train;
 mod tune;
 
 use anyhow::{bail, Context};
@@ -328,6 +328,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Nodes(command) => nodes::run(command),
         Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
+        Command::TrainRank { workdir } => {
+            let mut out = std::io::stdout().lock();
+            edgeprof::train::cluster::serve(
+                std::io::BufReader::new(std::io::stdin()),
+                &workdir,
+                &mut out,
+            )
+        }
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(dir.as_deref()),
         Command::ReapGuard { prefix } => {

@@ -7,47 +7,82 @@ use super::sweep::install_stop_handlers;
 use super::{print_json, print_out, render};
 use clap::Args;
 use edgeprof::collect::stop::Cancel;
-use edgeprof::train::session::{self, Data, Finished, Outcome, Study, TrainEvent};
+use edgeprof::train::session::{self, Finished, Outcome, Study, TrainEvent};
 use std::path::PathBuf;
-use std::time::Duration;
 use thiserror::Error;
 
+/// Every option overrides the config's `[train]` (or its default, in brackets).
 #[derive(Args, Debug)]
 pub struct TrainArgs {
-    /// Node counts to train on, each a separate run (processes on this machine, one rank each)
-    #[arg(long, value_delimiter = ',', default_value = "1,2,4")]
-    nodes: Vec<usize>,
-    /// Epochs per run
-    #[arg(long, default_value_t = 2)]
-    epochs: usize,
-    /// torchvision model: shufflenet_v2_x0_5, mobilenet_v2, resnet18 …
-    #[arg(long, default_value = "shufflenet_v2_x0_5")]
-    model: String,
-    /// A CIFAR-10 directory in the standard binary format (data_batch_1..5.bin, test_batch.bin)
+    /// Cluster sizes, each a training of its own on the first K members [1, 2, 4, … up to the
+    /// members, and all of them]
+    #[arg(
+        long,
+        visible_alias = "nodes",
+        value_delimiter = ',',
+        value_name = "K,…"
+    )]
+    sizes: Vec<usize>,
+    /// A config: its [train] section and the [[nodes]] (boards over SSH) to train on; without
+    /// nodes, every member is a process on this machine
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// The members in rank order: names of the config's [[nodes]], or `local` for this machine
+    /// (rank 0, the first, hosts the rendezvous) [every node]
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_name = "NAME,…",
+        requires = "config"
+    )]
+    on: Vec<String>,
+    /// pytorch (DDP over gloo, launched by torchrun) or tensorflow (MultiWorkerMirroredStrategy,
+    /// one worker per node told the cluster by TF_CONFIG) [pytorch]
+    #[arg(long, value_parser = edgeprof::config::TRAIN_FRAMEWORKS)]
+    framework: Option<String>,
+    /// Epochs per training [2]
+    #[arg(long)]
+    epochs: Option<usize>,
+    /// The model: cnn (a small CIFAR-10 CNN, in both frameworks), or a torchvision
+    /// (shufflenet_v2_x0_5, resnet18 …) or Keras applications (mobilenet_v2 …) name [cnn]
+    #[arg(long)]
+    model: Option<String>,
+    /// A CIFAR-10 directory in the standard binary format (data_batch_1..5.bin, test_batch.bin),
+    /// at this path on every member
     #[arg(long, value_name = "DIR", conflicts_with = "synthetic")]
     data: Option<PathBuf>,
-    /// Write a synthetic set of this many training images (and a fifth as many test images) in
-    /// CIFAR-10's format instead
-    #[arg(long, value_name = "N", default_value_t = 2000)]
-    synthetic: usize,
-    /// Images per rank per step
-    #[arg(long, default_value_t = 32)]
-    batch: usize,
-    /// SGD learning rate (momentum 0.9), the same for every node count
-    #[arg(long, default_value_t = 0.01)]
-    lr: f64,
-    #[arg(long, default_value_t = 1)]
-    seed: u64,
-    /// The Python with torch and torchvision (default: where `edgeprof env setup pytorch` put
-    /// them, else the system's)
+    /// Train on a synthetic set of this many training images (and a fifth as many test
+    /// images) in CIFAR-10's format, written by every member [2000]
+    #[arg(long, value_name = "N")]
+    synthetic: Option<usize>,
+    /// Images per rank per step [32]
+    #[arg(long)]
+    batch: Option<usize>,
+    /// SGD learning rate (momentum 0.9), the same for every cluster size [0.01]
+    #[arg(long)]
+    lr: Option<f64>,
+    /// [1]
+    #[arg(long)]
+    seed: Option<u64>,
+    /// Threads per rank [a member's cores, shared among the ranks on this machine]
+    #[arg(long, value_name = "N")]
+    threads: Option<usize>,
+    /// The first port: rank r listens on PORT+r, torchrun's rendezvous on rank 0's [29500]
+    #[arg(long)]
+    port: Option<u16>,
+    /// This machine's address as the boards reach it, when `local` trains with them [127.0.0.1]
+    #[arg(long, value_name = "ADDRESS")]
+    local_address: Option<String>,
+    /// The Python with the framework, at this path on every member [where `edgeprof env setup
+    /// pytorch|tensorflow` put it on each]
     #[arg(long, value_name = "PYTHON")]
     python: Option<PathBuf>,
-    /// Create the results directory under DIR (default: results)
+    /// Create the results directory under DIR [the config's output.dir, else results]
     #[arg(long, value_name = "DIR")]
     output: Option<PathBuf>,
-    /// Seconds one run may take
-    #[arg(long, default_value_t = 3600)]
-    timeout_s: u64,
+    /// Seconds one cluster size may take [3600]
+    #[arg(long)]
+    timeout_s: Option<u64>,
     #[arg(long)]
     json: bool,
 }
@@ -59,12 +94,22 @@ pub struct TrainCancelled {
     pub dir: PathBuf,
 }
 
-/// One line of progress for an event.
-fn progress_line(event: &TrainEvent) -> String {
-    match event {
+/// One line of progress for an event (None: nothing to say on a terminal).
+fn progress_line(event: &TrainEvent) -> Option<String> {
+    let line = match event {
         TrainEvent::Started { data, .. } => data.clone(),
-        TrainEvent::Launch { nodes, model } => {
-            format!("[{nodes} node(s)] training {model} with torchrun (gloo) …")
+        TrainEvent::Launch {
+            nodes,
+            model,
+            framework,
+            members,
+        } => format!(
+            "[{nodes} node(s)] training {model} with {} on {} …",
+            framework.launcher(),
+            members.join(", ")
+        ),
+        TrainEvent::NodeReady { nodes, node, device } => {
+            format!("[{nodes} node(s)] {node} started its rank: {device}")
         }
         TrainEvent::Epoch {
             nodes,
@@ -84,7 +129,10 @@ fn progress_line(event: &TrainEvent) -> String {
             Outcome::Failed(why) => format!("[{nodes} node(s)] failed: {why}"),
             Outcome::Cancelled => format!("[{nodes} node(s)] cancelled"),
         },
-    }
+        // The samples go to each node's record; the end is the table below.
+        TrainEvent::NodeSample { .. } | TrainEvent::Finished { .. } => return None,
+    };
+    Some(line)
 }
 
 /// The scaling table, the two terminal charts and where the files are.
@@ -102,6 +150,7 @@ fn table(f: &Finished) -> String {
                 format!("{:.2}", s.efficiency),
                 format!("{:.3}", s.acc_imp),
                 format!("{:.3}", s.val_acc_imp),
+                format!("{:.2}", s.link_mb_s),
             ]
         })
         .collect();
@@ -115,20 +164,21 @@ fn table(f: &Finished) -> String {
             "efficiency",
             "acc-imp",
             "val-acc-imp",
+            "link MB/s",
         ],
-        &[true; 8],
+        &[true; 9],
         &rows,
     );
     out.push('\n');
-    out.push_str(&edgeprof::report::terminal_line_xy(
-        "speedup over one node",
-        "nodes →",
-        &f.points(|s| s.speedup),
+    out.push_str(&edgeprof::report::terminal_lines_xy(
+        "speedup over one node (and the ideal line)",
+        "cluster size →",
+        &[&f.points(|s| s.speedup), &f.points(|s| s.nodes as f64)],
     ));
-    out.push_str(&edgeprof::report::terminal_line_xy(
-        "validation accuracy",
-        "nodes →",
-        &f.points(|s| s.val_acc),
+    out.push_str(&edgeprof::report::terminal_lines_xy(
+        "acc-imp and val-acc-imp over cluster size",
+        "cluster size →",
+        &[&f.points(|s| s.acc_imp), &f.points(|s| s.val_acc_imp)],
     ));
     out.push_str(&format!(
         "\nresults in {}: {}\n",
@@ -139,37 +189,87 @@ fn table(f: &Finished) -> String {
 }
 
 pub fn run(args: TrainArgs) -> anyhow::Result<()> {
-    let study = Study {
-        nodes: args.nodes,
-        epochs: args.epochs,
-        model: args.model,
-        data: match args.data {
-            Some(dir) => Data::Dir(dir),
-            None => Data::Synthetic {
-                train: args.synthetic,
-            },
-        },
-        batch: args.batch,
-        lr: args.lr,
-        seed: args.seed,
-        python: PathBuf::new(),
-        parent: args.output.unwrap_or_else(|| PathBuf::from("results")),
-        timeout: Duration::from_secs(args.timeout_s),
+    let config = args
+        .config
+        .as_deref()
+        .map(edgeprof::config::load)
+        .transpose()?;
+    let nodes = config.as_ref().map(|c| c.nodes.clone()).unwrap_or_default();
+    let mut t = config
+        .as_ref()
+        .and_then(|c| c.train.clone())
+        .unwrap_or_default();
+    if !args.sizes.is_empty() {
+        t.sizes = args.sizes;
+    }
+    if !args.on.is_empty() {
+        t.nodes = args.on;
+    }
+    if let Some(data) = args.data {
+        t.data = Some(data);
+    }
+    if let Some(n) = args.synthetic {
+        t.synthetic = n;
+        t.data = None;
+    }
+    t.framework = args.framework.unwrap_or(t.framework);
+    t.epochs = args.epochs.unwrap_or(t.epochs);
+    t.model = args.model.unwrap_or(t.model);
+    t.batch = args.batch.unwrap_or(t.batch);
+    t.lr = args.lr.unwrap_or(t.lr);
+    t.seed = args.seed.unwrap_or(t.seed);
+    t.threads = args.threads.or(t.threads);
+    t.port = args.port.unwrap_or(t.port);
+    t.local_address = args.local_address.unwrap_or(t.local_address);
+    t.python = args.python.or(t.python);
+    t.timeout_s = args.timeout_s.unwrap_or(t.timeout_s);
+    let parent = args
+        .output
+        .or_else(|| config.as_ref().map(|c| c.output.dir.clone()))
+        .unwrap_or_else(|| PathBuf::from("results"));
+    study(&t, &nodes, parent, args.json)
+}
+
+/// `edgeprof run` of a config with `[train]`.
+pub fn run_config(
+    config: &edgeprof::config::Config,
+    output: Option<PathBuf>,
+) -> anyhow::Result<()> {
+    let Some(t) = &config.train else {
+        anyhow::bail!("the config has no [train] section");
     };
-    study.check()?;
-    let study = Study {
-        python: session::python_for_pytorch(args.python.as_deref())?,
-        ..study
-    };
+    study(
+        t,
+        &config.nodes,
+        output.unwrap_or_else(|| config.output.dir.clone()),
+        false,
+    )
+}
+
+/// Runs the study `t` describes, printing its progress and its table.
+fn study(
+    t: &edgeprof::config::Train,
+    nodes: &[edgeprof::config::Node],
+    parent: PathBuf,
+    json: bool,
+) -> anyhow::Result<()> {
+    let study = Study::of(t, nodes, parent)?;
+    // This machine trains too: its framework must be there before anything starts.
+    if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
+        edgeprof::train::cluster::python_for(study.framework)?;
+    }
     let cancel = Cancel::new();
     let hangup = install_stop_handlers(&cancel)?;
     let finished = session::run(&study, &cancel, &|event| {
         // After a hang-up the study goes on, with no terminal to tell.
-        if !hangup.load(std::sync::atomic::Ordering::Relaxed) {
-            errln!("{}", progress_line(&event));
+        if let (false, Some(line)) = (
+            hangup.load(std::sync::atomic::Ordering::Relaxed),
+            progress_line(&event),
+        ) {
+            errln!("{line}");
         }
     })?;
-    if args.json {
+    if json {
         print_json(&finished)?;
     } else {
         print_out(&table(&finished))?;

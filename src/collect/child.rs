@@ -76,7 +76,7 @@ fn read_tail(mut stream: impl Read, limit: usize) -> String {
 }
 
 /// Reads `stream` on a thread of its own, keeping its last `limit` bytes.
-fn keep_tail<R: Read + Send + 'static>(
+pub fn keep_tail<R: Read + Send + 'static>(
     stream: Option<R>,
     limit: usize,
 ) -> std::thread::JoinHandle<String> {

@@ -5,7 +5,9 @@
 pub mod node_name;
 mod raw;
 mod resolve;
+mod train;
 pub mod tuning;
+pub use train::{Train, FRAMEWORKS as TRAIN_FRAMEWORKS};
 mod write;
 
 use raw::RawConfig;
@@ -214,6 +216,9 @@ pub struct Config {
     pub tune: Tune,
     /// Boards reached over SSH (`[[nodes]]`).
     pub nodes: Vec<Node>,
+    /// A distributed-training study (`[train]`): when there is one, `edgeprof run` carries it
+    /// out instead of the matrix.
+    pub train: Option<Train>,
 }
 
 /// A board reached over SSH with the system's `ssh` client (`[[nodes]]`), so
@@ -232,6 +237,9 @@ pub struct Node {
     pub edgeprof: String,
     /// Where runs keep their files on the node; `~/` is the remote home.
     pub workdir: String,
+    /// The address the other nodes reach it at when they train together (default: the
+    /// destination's host, which must then resolve on every node).
+    pub address: Option<String>,
     /// More `ssh -o KEY=VALUE` options.
     pub ssh_options: Vec<String>,
 }
@@ -469,6 +477,7 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
         command,
         frameworks: resolver.frameworks(raw.frameworks)?,
         tune: resolver.tune(raw.tune.unwrap_or_default())?,
+        train: raw.train.map(|t| resolver.train(t, &nodes)).transpose()?,
         nodes,
     })
 }

@@ -15,6 +15,7 @@ pub(super) struct RawConfig {
     pub(super) frameworks: Option<std::collections::BTreeMap<String, Spanned<RawFramework>>>,
     pub(super) tune: Option<RawTune>,
     pub(super) nodes: Option<Vec<Spanned<RawNode>>>,
+    pub(super) train: Option<super::train::RawTrain>,
 }
 
 #[derive(Deserialize, Default)]
@@ -26,6 +27,7 @@ pub(super) struct RawNode {
     pub(super) identity: Option<Spanned<String>>,
     pub(super) edgeprof: Option<Spanned<String>>,
     pub(super) workdir: Option<Spanned<String>>,
+    pub(super) address: Option<Spanned<String>>,
     pub(super) ssh_options: Option<Vec<Spanned<String>>>,
 }
 

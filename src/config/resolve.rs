@@ -377,6 +377,10 @@ impl Resolver<'_> {
                 Some(v) => printable(&at("workdir"), v)?,
                 None => DEFAULT_NODE_WORKDIR.to_string(),
             };
+            let address = match &node.address {
+                Some(v) => Some(printable(&at("address"), v)?),
+                None => None,
+            };
             let mut ssh_options = Vec::new();
             for (j, v) in node.ssh_options.iter().flatten().enumerate() {
                 let key = format!("nodes[{i}].ssh_options[{j}]");
@@ -401,6 +405,7 @@ impl Resolver<'_> {
                 identity,
                 edgeprof,
                 workdir,
+                address,
                 ssh_options,
             });
         }

@@ -114,6 +114,7 @@ fn nodes_take_defaults_and_names() {
             identity: None,
             edgeprof: DEFAULT_NODE_EDGEPROF.into(),
             workdir: DEFAULT_NODE_WORKDIR.into(),
+            address: None,
             ssh_options: Vec::new(),
         }]
     );
@@ -287,4 +288,74 @@ fn devices_parse() {
     assert_eq!("gpu:1".parse(), Ok(Device::Gpu(1)));
     assert_eq!("gpu".parse(), Ok(Device::Gpu(0)));
     assert_eq!("tpu".parse::<Device>(), Err(()));
+}
+
+#[test]
+fn a_train_section_reads_every_key_and_writes_back_the_same() {
+    let text =
+        "[[nodes]]\nname = \"pi-1\"\ndestination = \"pi@10.0.0.2\"\naddress = \"10.0.0.2\"\n\
+                [[nodes]]\nname = \"pi-2\"\ndestination = \"pi@10.0.0.3\"\n\
+                [train]\nframework = \"tensorflow\"\nmodel = \"mobilenet_v2\"\nepochs = 5\n\
+                batch = 64\nlr = 0.05\nseed = 7\ndata = \"cifar\"\nsizes = [1, 2, 3]\n\
+                nodes = [\"local\", \"pi-1\", \"pi-2\"]\nport = 23456\nthreads = 2\n\
+                python = \"/opt/tf/bin/python\"\nlocal_address = \"10.0.0.1\"\ntimeout_s = 600\n";
+    let c = match parse_str(text) {
+        Ok(c) => c,
+        Err(e) => panic!("{e}"),
+    };
+    let Some(t) = &c.train else {
+        panic!("no [train]")
+    };
+    assert_eq!(t.framework, "tensorflow");
+    assert_eq!((t.epochs, t.batch, t.seed, t.port), (5, 64, 7, 23456));
+    assert_eq!(t.sizes, [1, 2, 3]);
+    assert_eq!(t.nodes, ["local", "pi-1", "pi-2"]);
+    assert_eq!(t.threads, Some(2));
+    assert!(t.data.as_ref().is_some_and(|d| d.ends_with("cifar")));
+    assert_eq!(c.nodes[0].address.as_deref(), Some("10.0.0.2"));
+    // Written out and read again: the same config.
+    let again = parse_str(&to_toml(&c));
+    assert_eq!(again.as_ref().ok(), Some(&c), "{again:?}");
+    // Defaults: every node, or this machine.
+    let Ok(d) = parse_str("[train]\n") else {
+        panic!("[train] alone refused")
+    };
+    assert_eq!(d.train, Some(Train::default()));
+    assert_eq!(Train::default().members(&d.nodes), ["local"]);
+    assert_eq!(Train::default().members(&c.nodes), ["pi-1", "pi-2"]);
+    assert_eq!(parse_str("").map(|c| c.train).ok(), Some(None));
+}
+
+#[test]
+fn a_bad_train_section_names_the_key() {
+    for (text, key, says) in [
+        (
+            "[train]\nframework = \"jax\"\n",
+            "train.framework",
+            "must be one of",
+        ),
+        ("[train]\nepochs = 0\n", "train.epochs", "from 1"),
+        ("[train]\nsizes = []\n", "train.sizes", "at least one"),
+        (
+            "[[nodes]]\ndestination = \"pi\"\n[train]\nsizes = [1, 2]\n",
+            "train.sizes",
+            "a cluster of 2 needs 2 members",
+        ),
+        (
+            "[train]\nnodes = [\"pi\"]\n",
+            "train.nodes[0]",
+            "not a node",
+        ),
+        ("[train]\nmodel = \"a b\"\n", "train.model", "one word"),
+        ("[train]\nlr = -1.0\n", "train.lr", "must be a number"),
+        ("[train]\nwho = 1\n", "train.who", "unknown field"),
+    ] {
+        match parse_str(text) {
+            Ok(_) => panic!("accepted: {text}"),
+            Err(e) => {
+                assert_eq!(e.key, key, "{text}: {e}");
+                assert!(e.message.contains(says), "{text}: {e}");
+            }
+        }
+    }
 }

@@ -130,6 +130,9 @@ pub fn to_toml(config: &Config) -> String {
             }
             t.insert("edgeprof".into(), Value::String(n.edgeprof.clone()));
             t.insert("workdir".into(), Value::String(n.workdir.clone()));
+            if let Some(address) = &n.address {
+                t.insert("address".into(), Value::String(address.clone()));
+            }
             if !n.ssh_options.is_empty() {
                 t.insert(
                     "ssh_options".into(),
@@ -139,6 +142,9 @@ pub fn to_toml(config: &Config) -> String {
             Value::Table(t)
         });
         top.insert("nodes".into(), Value::Array(nodes.collect()));
+    }
+    if let Some(train) = &config.train {
+        top.insert("train".into(), Value::Table(super::train::to_table(train)));
     }
     format!(
         "# Written by edgeprof {}; run it with: edgeprof run FILE\n{}",

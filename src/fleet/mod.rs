@@ -383,6 +383,7 @@ mod tests {
             identity: Some("/k/id".into()),
             edgeprof: "~/.local/bin/edgeprof".into(),
             workdir: "~/work dir".into(),
+            address: None,
             ssh_options: vec!["StrictHostKeyChecking=accept-new".into()],
         }
     }

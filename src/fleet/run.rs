@@ -163,6 +163,8 @@ pub fn share_text(config_text: &str) -> anyhow::Result<String> {
         toml::from_str(config_text).context("cannot read the config again to share it")?;
     table.remove("nodes");
     table.remove("output");
+    // A node runs the matrix; a study is the controller's to run across them.
+    table.remove("train");
     if let Some(toml::Value::Table(matrix)) = table.get_mut("matrix") {
         matrix.remove("nodes");
     }

@@ -206,20 +206,48 @@ pub fn terminal_line(title: &str, points: &[(f64, f64)]) -> String {
 
 /// A line on textplots' braille canvas, the x axis named by `x_label`.
 pub fn terminal_line_xy(title: &str, x_label: &str, points: &[(f64, f64)]) -> String {
+    terminal_lines_xy(title, x_label, &[points])
+}
+
+/// Several lines on one terminal chart (e.g. a measured figure and its ideal), on shared axes.
+pub fn terminal_lines_xy(title: &str, x_label: &str, series: &[&[(f64, f64)]]) -> String {
     let mut out = format!("{title}\n");
-    if points.len() < 2 {
+    if series.iter().all(|points| points.len() < 2) {
         out.push_str("  (not enough samples)\n");
         return out;
     }
-    let pts: Vec<(f32, f32)> = points.iter().map(|&(x, y)| (x as f32, y as f32)).collect();
-    let xmax = pts.iter().map(|p| p.0).fold(0.0f32, f32::max).max(1e-3);
-    let ymax = pts.iter().map(|p| p.1).fold(0.0f32, f32::max).max(1.0) * 1.05;
-    let shape = textplots::Shape::Lines(&pts);
+    let all: Vec<Vec<(f32, f32)>> = series
+        .iter()
+        .map(|points| {
+            points
+                .iter()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .map(|&(x, y)| (x as f32, y as f32))
+                .collect()
+        })
+        .collect();
+    let xmax = all
+        .iter()
+        .flatten()
+        .map(|p| p.0)
+        .fold(0.0f32, f32::max)
+        .max(1e-3);
+    let ymax = all
+        .iter()
+        .flatten()
+        .map(|p| p.1)
+        .fold(0.0f32, f32::max)
+        .max(1.0)
+        * 1.05;
+    let shapes: Vec<textplots::Shape> = all.iter().map(|p| textplots::Shape::Lines(p)).collect();
     let mut chart = textplots::Chart::new_with_y_range(120, 40, 0.0, xmax, 0.0, ymax);
-    let chart = textplots::Plot::lineplot(&mut chart, &shape);
-    chart.axis();
-    chart.figures();
-    out.push_str(&chart.to_string());
+    let mut plot = &mut chart;
+    for shape in &shapes {
+        plot = textplots::Plot::lineplot(plot, shape);
+    }
+    plot.axis();
+    plot.figures();
+    out.push_str(&plot.to_string());
     out.push_str(&format!("  {x_label}\n"));
     out
 }

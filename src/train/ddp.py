@@ -1,5 +1,6 @@
 # edgeprof's distributed-training harness: one process per rank, started by
-# PyTorch's own launcher (torchrun), DistributedDataParallel over the gloo backend on CPUs.
+# PyTorch's own launcher (torchrun, one node per board, c10d rendezvous on the first),
+# DistributedDataParallel over the gloo backend on CPUs.
 # It trains a torchvision model on CIFAR-10 files in their standard binary format and prints,
 # from rank 0, one JSON line per epoch and one at the end. Python 3.6+.
 import argparse
@@ -34,10 +35,23 @@ def shard(n, world, rank, generator):
     return order[rank * per_rank:(rank + 1) * per_rank]
 
 
+def build(name):
+    if name == "cnn":
+        # The same small CIFAR-10 CNN as tf_mwms.py's (the classic Keras example).
+        nn = torch.nn
+        return nn.Sequential(
+            nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
+            nn.Flatten(), nn.Linear(64 * 6 * 6, 64), nn.ReLU(), nn.Linear(64, 10))
+    if name not in torchvision.models.__dict__:
+        raise SystemExit("ddp.py: unknown model %r: neither cnn nor a torchvision model" % name)
+    return torchvision.models.__dict__[name](num_classes=10)
+
+
 def main():
     p = argparse.ArgumentParser()
     p.add_argument("--data", required=True)
-    p.add_argument("--model", default="shufflenet_v2_x0_5")
+    p.add_argument("--model", default="cnn")
     p.add_argument("--epochs", type=int, default=2)
     p.add_argument("--batch", type=int, default=32)
     p.add_argument("--lr", type=float, default=0.01)
@@ -54,7 +68,7 @@ def main():
     std = train_x.std(dim=(0, 2, 3), keepdim=True).clamp_min(1e-6)
     train_x = (train_x - mean) / std
     test_x = (test_x - mean) / std
-    model = torchvision.models.__dict__[a.model](num_classes=10)
+    model = build(a.model)
     ddp = torch.nn.parallel.DistributedDataParallel(model)
     optimizer = torch.optim.SGD(ddp.parameters(), lr=a.lr, momentum=0.9, weight_decay=5e-4)
     start = time.perf_counter()
@@ -96,7 +110,7 @@ def main():
     dist.barrier()
     if rank == 0:
         print(json.dumps({"done": True, "wall_s": time.perf_counter() - start, "world": world,
-                          "torch": torch.__version__}), flush=True)
+                          "framework": "torch " + torch.__version__}), flush=True)
     dist.destroy_process_group()
 
 

@@ -9,10 +9,13 @@ use std::path::Path;
 use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
+pub mod cluster;
 pub mod session;
 
 /// The harness that PyTorch's launcher starts once per rank.
 pub const HARNESS: &str = include_str!("ddp.py");
+/// The harness each TensorFlow worker runs (MultiWorkerMirroredStrategy, `TF_CONFIG`).
+pub const TF_HARNESS: &str = include_str!("tf_mwms.py");
 
 /// One CIFAR-10 record: the label byte, then 32×32 red, green and blue planes.
 pub const RECORD: usize = 1 + 3 * 32 * 32;
@@ -126,7 +129,9 @@ pub struct Done {
     pub done: bool,
     pub wall_s: f64,
     pub world: usize,
-    pub torch: String,
+    /// The framework and its version (older harnesses said `torch`).
+    #[serde(alias = "torch")]
+    pub framework: String,
 }
 
 /// A line of the harness's output.
@@ -155,6 +160,13 @@ pub struct Trained {
     /// Time to the last epoch, as rank 0 measured it (process start-up not included).
     pub wall_s: f64,
     pub epochs: Vec<Epoch>,
+    /// The framework and its version, as rank 0 said it.
+    #[serde(default)]
+    pub framework: Option<String>,
+    /// The most bytes one member received and sent while it trained (over the interfaces
+    /// between the members).
+    #[serde(default)]
+    pub busiest_link_bytes: u64,
 }
 
 impl Trained {
@@ -180,6 +192,9 @@ pub struct Scaling {
     /// acc(n) / acc(1), training and validation.
     pub acc_imp: f64,
     pub val_acc_imp: f64,
+    /// The busiest member's traffic over the training, in MB/s: near the link's speed, the
+    /// link and not the cores limits the speedup.
+    pub link_mb_s: f64,
 }
 
 /// The scaling table against the run with the fewest nodes (one node, normally).
@@ -201,6 +216,7 @@ pub fn scaling(runs: &[Trained]) -> Vec<Scaling> {
                 efficiency: speedup / r.nodes as f64,
                 acc_imp: ratio(r.train_acc(), base.train_acc()),
                 val_acc_imp: ratio(r.val_acc(), base.val_acc()),
+                link_mb_s: ratio(r.busiest_link_bytes as f64 / 1e6, r.wall_s),
             }
         })
         .collect();
@@ -474,6 +490,8 @@ mod tests {
         let run = |nodes, wall_s, acc, val| Trained {
             nodes,
             wall_s,
+            framework: None,
+            busiest_link_bytes: 1_000_000 * nodes as u64,
             epochs: vec![Epoch {
                 epoch: 1,
                 train_acc: acc,

@@ -6,12 +6,14 @@ mod results;
 mod roofline;
 mod run;
 mod scorecard;
+mod train;
 mod tune;
 
 pub use results::*;
 pub use roofline::*;
 pub use run::*;
 pub use scorecard::*;
+pub use train::{SizeState, TrainView};
 pub use tune::*;
 
 use super::conditions::{Axis, Conditions, AXES, PARAMS};
@@ -77,6 +79,11 @@ pub enum Command {
     ResumeRun(PathBuf),
     /// Tune the selection's first model with its `[tune]` settings (config text and file).
     StartTune {
+        text: String,
+        file: PathBuf,
+    },
+    /// Train across the selection's members with its `[train]` settings (config text and file).
+    StartTrain {
         text: String,
         file: PathBuf,
     },
@@ -158,6 +165,7 @@ pub struct App {
     pub monitor: Live,
     pub monitor_settings: MonitorSettings,
     pub tune: TuneView,
+    pub train: TrainView,
     pub scorecard: ScorecardView,
     pub prompt: Option<Prompt>,
     pub status: Option<(Severity, String)>,
@@ -191,6 +199,7 @@ impl App {
             monitor: Live::default(),
             monitor_settings: MonitorSettings::default(),
             tune: TuneView::default(),
+            train: TrainView::default(),
             scorecard: ScorecardView::default(),
             prompt: None,
             status: None,
@@ -342,6 +351,13 @@ impl App {
         match self.tab {
             Tab::Conditions => self.conditions_key(key),
             Tab::Run => {
+                if key.code == KeyCode::Char('c') && self.train.active {
+                    self.say(
+                        Severity::Warn,
+                        "cancelling: the size in progress stops on every member",
+                    );
+                    return Some(Command::CancelRun);
+                }
                 if key.code == KeyCode::Char('c') && self.run.active {
                     self.say(Severity::Warn, "cancelling: the current condition stops");
                     return Some(Command::CancelRun);
@@ -501,7 +517,7 @@ impl App {
 
     /// `R`: finish `dir` when it is an interrupted sweep and nothing else runs.
     fn resume_request(&mut self, dir: Option<PathBuf>) -> Option<Command> {
-        if self.run.active || self.tune.active {
+        if self.run.active || self.tune.active || self.train.active {
             self.say(
                 Severity::Warn,
                 "a run is in progress: resume once it has ended",
@@ -536,7 +552,7 @@ impl App {
     }
 
     fn quit_request(&mut self, force: bool) -> Option<Command> {
-        if self.run.active && !force {
+        if (self.run.active || self.train.active) && !force {
             self.say(
                 Severity::Warn,
                 "a run is in progress: q (or Ctrl-C) again, or Q, cancels it and quits; c on \
@@ -583,6 +599,9 @@ impl App {
                         Some(i) if axis == Axis::Parameters => {
                             format!("{}: change it with + and -", i.label)
                         }
+                        Some(i) if axis == Axis::Training && i.ticked.is_none() => {
+                            format!("{}: {}", i.label, i.note)
+                        }
                         Some(i) => format!("{}: {}", i.label, i.note),
                         None => String::new(),
                     };
@@ -596,6 +615,19 @@ impl App {
             {
                 if let Some(&p) = PARAMS.get(*cursor) {
                     self.conditions.adjust(p, key.code != KeyCode::Char('-'));
+                }
+            }
+            KeyCode::Char('+') | KeyCode::Char('=') | KeyCode::Char('-')
+                if axis == Axis::Training =>
+            {
+                let up = key.code != KeyCode::Char('-');
+                if !self.conditions.adjust_training(*cursor, up) {
+                    let why = if self.conditions.config.train.is_none() {
+                        "tick train first: the task is the inference matrix"
+                    } else {
+                        "+ and - change the model, epochs, batch and the synthetic set's size"
+                    };
+                    self.say(Severity::Warn, why);
                 }
             }
             KeyCode::Char('a')
@@ -622,9 +654,16 @@ impl App {
                 });
             }
             KeyCode::Char('r') => {
-                if self.run.active || self.tune.active {
+                if self.run.active || self.tune.active || self.train.active {
                     self.say(Severity::Warn, "a run or a tuning is already in progress");
                     return None;
+                }
+                if self.conditions.config.train.is_some() {
+                    self.tab = Tab::Run;
+                    return Some(Command::StartTrain {
+                        text: self.conditions.to_toml(),
+                        file: self.conditions.file.clone(),
+                    });
                 }
                 let plan = self.conditions.plan();
                 if plan.to_run.is_empty() {

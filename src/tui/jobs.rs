@@ -49,3 +49,15 @@ pub(super) fn start_tune(
 ) -> std::thread::JoinHandle<()> {
     std::thread::spawn(move || jobs::tune(&text, &file, &cancel, &telemetry_root, &forward(tx)))
 }
+
+/// The training thread: the selection's `[train]` study, each cluster size in turn, into a
+/// results directory of its own.
+pub(super) fn start_train(
+    text: String,
+    file: PathBuf,
+    tx: Sender<Message>,
+    cancel: Cancel,
+    _telemetry_root: PathBuf,
+) -> std::thread::JoinHandle<()> {
+    std::thread::spawn(move || jobs::train(&text, &file, &cancel, &forward(tx)))
+}

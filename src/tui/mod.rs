@@ -26,6 +26,7 @@ use edgeprof::collect::telemetry;
 use edgeprof::event::Event;
 use edgeprof::results::{self, summary};
 use edgeprof::roofline::Processor;
+use edgeprof::train::session::TrainEvent;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -162,10 +163,16 @@ impl Session {
                     self.telemetry_root.clone(),
                 ));
                 app.run.active = true;
+                app.train.shown = false;
             }
             Command::StartRun { text, file } => {
                 self.start(start_run, text, file);
                 app.run.active = true;
+                app.train.shown = false;
+            }
+            Command::StartTrain { text, file } => {
+                self.start(start_train, text, file);
+                app.train.begin();
             }
             Command::StartTune { text, file } => {
                 self.start(start_tune, text, file);
@@ -320,8 +327,15 @@ impl Session {
                     }
                 }
             }
-            // The UI starts no training study (`edgeprof train` does), so none reports here.
-            Message::Event(Event::Train(_)) => {}
+            Message::Event(Event::Train(event)) => {
+                let finished = matches!(event, TrainEvent::Finished { .. });
+                app.train_event(event);
+                if finished {
+                    if let Some(handle) = self.run.take() {
+                        let _ = handle.join();
+                    }
+                }
+            }
             Message::Layers(condition, result) => app.layers_profiled(condition, result),
             Message::Probed(found) => app.frameworks_probed(found),
             Message::Offer(offer) => app.conditions.offer = *offer,
@@ -501,11 +515,23 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         }
         Ok(Exit::Quit) => {
             let was_running = app.run.active;
+            let was_training = app.train.active;
             if let Some(handle) = session.run.take() {
                 let _ = handle.join();
             }
             if was_running {
                 return Err(cancelled_run(&mut app, &mut session));
+            }
+            if was_training {
+                // The study stopped the size in progress on every member and kept what
+                // finished, as Ctrl-C does to `edgeprof train`.
+                while let Ok(message) = session.rx.try_recv() {
+                    if let Message::Event(Event::Train(event)) = message {
+                        app.train_event(event);
+                    }
+                }
+                let dir = app.train.dir.clone().unwrap_or_default();
+                return Err(crate::cli::train::TrainCancelled { dir }.into());
             }
             Ok(())
         }

@@ -8,6 +8,7 @@ mod results;
 mod roofline;
 mod run;
 mod scorecard;
+mod train;
 mod tune;
 
 use conditions::*;
@@ -16,6 +17,7 @@ use results::*;
 use roofline::*;
 use run::*;
 use scorecard::*;
+use train::*;
 use tune::*;
 
 use super::app::{App, Live, Severity, Tab, RESULT_COLUMNS, TABS};
@@ -87,6 +89,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     draw_header(frame, app, header);
     match app.tab {
         Tab::Conditions => draw_conditions(frame, app, body),
+        Tab::Run if app.train.shown => draw_train(frame, app, body),
         Tab::Run => draw_run(frame, app, body),
         Tab::Results => draw_results(frame, app, body),
         Tab::Roofline => draw_roofline(frame, app, body),
@@ -543,3 +546,5 @@ fn draw_log(frame: &mut Frame, app: &App) {
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod train_tests;

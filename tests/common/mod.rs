@@ -1,6 +1,7 @@
 //! Helpers shared by the integration tests.
 #![allow(dead_code)]
 
+pub mod sshd;
 pub mod tmux;
 
 use assert_cmd::Command;
@@ -116,15 +117,21 @@ fn run_ok(cmd: &mut std::process::Command) -> Result<(), String> {
 /// installed from PyPI when `check` fails, so the tests work on a fresh machine that can reach
 /// PyPI.
 pub fn test_python(check: &str, packages: &[&str]) -> std::path::PathBuf {
+    test_python_in("test-venv", "EDGEPROF_TEST_PYTHON", check, packages)
+}
+
+/// [`test_python`] in the virtual environment `target/VENV` (or `$VAR` when set): frameworks
+/// whose dependencies might not agree with the others' get one of their own.
+pub fn test_python_in(venv: &str, var: &str, check: &str, packages: &[&str]) -> std::path::PathBuf {
     let setup = || -> Result<std::path::PathBuf, String> {
         let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
         // Tests run in parallel (threads of one binary, and several binaries' set-ups may meet):
         // one makes the environment and installs into it while the others wait.
-        let _lock = Lock::take(&target.join("test-venv.lock"))?;
-        let python = match std::env::var_os("EDGEPROF_TEST_PYTHON") {
+        let _lock = Lock::take(&target.join(format!("{venv}.lock")))?;
+        let python = match std::env::var_os(var) {
             Some(p) => std::path::PathBuf::from(p),
             None => {
-                let venv = target.join("test-venv");
+                let venv = target.join(venv);
                 let python = venv.join("bin/python");
                 let ready = venv.join(".edgeprof-test-ready");
                 if !ready.is_file() {

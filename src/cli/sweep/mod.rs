@@ -421,6 +421,10 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     if let (None, Some(file)) = (&options.resume, &options.config) {
         if file.as_os_str() != "-" {
             let config = edgeprof::config::load(file)?;
+            if config.train.is_some() && !options.stream {
+                // The config's task is a distributed-training study, not the matrix.
+                return crate::cli::train::run_config(&config, options.output);
+            }
             if config.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
                 if options.stream {
                     anyhow::bail!(BadInput(

@@ -4,6 +4,7 @@
 //! panics on missing, garbled or truncated files: a value it cannot read stays empty.
 
 pub mod cpu;
+pub mod net;
 pub mod nvml;
 pub mod sysfs;
 

@@ -72,7 +72,7 @@ impl App {
     pub(super) fn tune_key(&mut self, key: KeyEvent) -> Option<Command> {
         match key.code {
             KeyCode::Char('t') => {
-                if self.tune.active || self.run.active {
+                if self.tune.active || self.run.active || self.train.active {
                     self.say(Severity::Warn, "a run or a tuning is already in progress");
                     return None;
                 }

@@ -72,7 +72,7 @@ pub(super) fn draw_conditions(frame: &mut Frame, app: &App, area: Rect) {
     let plan = app.conditions.plan();
     let c = &app.conditions.config;
     let m = &c.measure;
-    let summary = vec![
+    let mut summary = vec![
         Line::from(vec![
             Span::styled(
                 format!("{} conditions", plan.to_run.len()),
@@ -115,6 +115,13 @@ pub(super) fn draw_conditions(frame: &mut Frame, app: &App, area: Rect) {
             app.theme.muted(),
         )),
     ];
+    if let Some(study) = app.conditions.training_summary() {
+        // The task is the study: r trains, and the matrix waits.
+        summary[0] = Line::from(Span::styled(
+            study,
+            app.theme.accent().add_modifier(Modifier::BOLD),
+        ));
+    }
     frame.render_widget(
         Paragraph::new(summary)
             .wrap(Wrap { trim: true })

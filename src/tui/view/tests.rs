@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (120, 40)];
 
-fn app(text: &str, ascii: bool) -> App {
+pub(super) fn app(text: &str, ascii: bool) -> App {
     let Some(theme) = Theme::built_in("dark") else {
         panic!("no dark theme")
     };
