@@ -284,7 +284,7 @@ fn study(
             .map(|(n, _)| n.to_string())
             .collect();
         anyhow::bail!(
-            "training failed on {} node(s) (see above; results in {})",
+            "training failed for cluster size(s) {} (see above; results in {})",
             which.join(", "),
             finished.dir.display()
         );

@@ -130,7 +130,7 @@ impl Study {
             if let Some(m) = members.iter().filter(on_this_machine).find(loopback) {
                 return Err(BadInput(format!(
                     "{} trains with boards, which reach it at {}: give this machine's address \
-                     on their network (--local-address)",
+                     on their network (--local-address, or local_address in [train])",
                     m.name, m.address
                 )));
             }
