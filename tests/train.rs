@@ -191,7 +191,10 @@ fn a_failed_node_count_is_reported_and_the_others_still_make_the_table() {
         err.contains("RuntimeError: Connection closed by peer (rank 0)"),
         "{err}"
     );
-    assert!(err.contains("training failed for cluster size(s) 4"), "{err}");
+    assert!(
+        err.contains("training failed for cluster size(s) 4"),
+        "{err}"
+    );
     let value: serde_json::Value = serde_json::from_str(&out).unwrap_or_default();
     assert_eq!(value["scaling"].as_array().map(Vec::len), Some(2));
     assert_eq!(value["failures"][0][0], 4);

@@ -426,7 +426,10 @@ fn a_node_killed_mid_training_fails_its_size_and_leaves_nothing_running() {
         err.contains("[3 node(s)] failed: c: its stream ended"),
         "{err}"
     );
-    assert!(err.contains("training failed for cluster size(s) 3"), "{err}");
+    assert!(
+        err.contains("training failed for cluster size(s) 3"),
+        "{err}"
+    );
     assert_eq!(sizes_of(&value), [1, 2], "{value}");
     assert_eq!(value["failures"][0][0], 3);
     assert!(

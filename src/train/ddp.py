@@ -38,11 +38,15 @@ def shard(n, world, rank, generator):
 def build(name):
     if name == "cnn":
         # The same small CIFAR-10 CNN as tf_mwms.py's (the classic Keras example).
+        # Two convolution blocks with batch normalisation, global average pooling, two dense
+        # layers.
         nn = torch.nn
-        return nn.Sequential(
-            nn.Conv2d(3, 32, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Conv2d(32, 64, 3), nn.ReLU(), nn.MaxPool2d(2),
-            nn.Flatten(), nn.Linear(64 * 6 * 6, 64), nn.ReLU(), nn.Linear(64, 10))
+
+        def block(cin, cout):
+            return [nn.Conv2d(cin, cout, 3, bias=False), nn.BatchNorm2d(cout), nn.ReLU(),
+                    nn.MaxPool2d(2)]
+        return nn.Sequential(*block(3, 32), *block(32, 64), nn.AdaptiveAvgPool2d(1),
+                             nn.Flatten(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
     if name not in torchvision.models.__dict__:
         raise SystemExit("ddp.py: unknown model %r: neither cnn nor a torchvision model" % name)
     return torchvision.models.__dict__[name](num_classes=10)

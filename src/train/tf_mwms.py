@@ -1,8 +1,8 @@
 # edgeprof's distributed-training harness for TensorFlow: one process per worker (one worker per
 # node), each started by edgeprof with TF_CONFIG in its environment, MultiWorkerMirroredStrategy
-# with ring all-reduces over gRPC; without TF_CONFIG it trains alone. The twin of ddp.py: the same
-# arguments and CIFAR-10 files in their standard binary format, and from the chief (worker 0) one
-# JSON line per epoch and one at the end, nothing else on stdout. Python 3.8+.
+# with ring all-reduces over gRPC on CPUs; without TF_CONFIG it trains alone. The twin of ddp.py:
+# the same arguments and CIFAR-10 files in their standard binary format, and from the chief
+# (worker 0) one JSON line per epoch and one at the end, nothing else on stdout. Python 3.8+.
 import argparse
 import glob
 import json
@@ -13,8 +13,10 @@ import threading
 import time
 
 # With a cluster, TF's coordination service takes SIGTERM for itself (a preemption notice, and
-# training goes on). So SIGTERM is blocked here, before numpy or TF start any thread (threads
-# inherit the mask), and one thread of ours waits for it and ends the process at once.
+# training goes on). So SIGTERM is blocked here, before numpy or TF start a thread (threads
+# inherit the mask), and a thread of ours waits for it and ends the process. It needs the GIL:
+# while TF waits for the other workers to connect, which it does holding the GIL, a SIGTERM
+# waits too, and ends the process as soon as they have.
 signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
 
 
@@ -39,7 +41,7 @@ def load(paths, what):
     labels = table[:, 0].astype(np.int32)
     if labels.max() > 9:
         raise SystemExit("tf_mwms.py: labels above 9 in " + what)
-    # Files hold R, G, B planes (NCHW); TensorFlow's convolutions on CPUs want NHWC.
+    # The files hold R, G, B planes (NCHW); TensorFlow's convolutions on CPUs want NHWC.
     images = table[:, 1:].reshape(n, 3, 32, 32).transpose(0, 2, 3, 1).astype(np.float32) / 255.0
     return images, labels
 
@@ -53,13 +55,12 @@ def shard(n, world, index, seed, epoch):
 
 
 def model_maker(name, tf):
-    """A function that builds the model, found before any worker connects so that a bad name
-    fails at once, on every worker alike, instead of leaving the others waiting."""
+    # Looked up before the workers connect: a bad name fails at once, on every worker alike.
     layers = tf.keras.layers
     if name == "cnn":
         # The classic Keras CIFAR-10 example, small enough for 2 cores, with batch normalisation
         # (momentum as PyTorch's default) and global average pooling: without them SGD with
-        # momentum 0.9 diverges from lr 0.05 on, and learns little in 2 short epochs at lr 0.01.
+        # momentum 0.9 is unsteady at lr 0.05 and slow at lr 0.01 over 2 short epochs.
         def block(filters):
             return [layers.Conv2D(filters, 3, use_bias=False),
                     layers.BatchNormalization(momentum=0.9), layers.ReLU(), layers.MaxPooling2D()]
@@ -67,15 +68,14 @@ def model_maker(name, tf):
             [layers.Input((32, 32, 3))] + block(32) + block(64)
             + [layers.GlobalAveragePooling2D(), layers.Dense(64, activation="relu"),
                layers.Dense(10)])
-    # Any tf.keras.applications constructor, in snake_case: mobilenet_v2 -> MobileNetV2. Its
-    # modules (resnet50, mobilenet_v2) share the names but are not callable.
+    # Any tf.keras.applications constructor in snake_case: mobilenet_v2 -> MobileNetV2. Its
+    # modules (resnet50, mobilenet_v2) have the same names but are not callable.
     want = name.replace("_", "").lower()
     for attr in dir(tf.keras.applications):
         make = getattr(tf.keras.applications, attr)
         if attr.lower() == want and callable(make):
-            # Logits out (no softmax), as the loss below expects.
             return lambda: make(weights=None, input_shape=(32, 32, 3), classes=10,
-                                classifier_activation=None)
+                                classifier_activation=None)  # logits, as the loss expects
     raise SystemExit("tf_mwms.py: unknown model %r: neither cnn nor a tf.keras.applications "
                      "name in snake_case (e.g. mobilenet_v2)" % name)
 
@@ -93,29 +93,28 @@ def train(a, out):
     # Reads TF_CONFIG and waits here until every worker has connected.
     strategy = tf.distribute.MultiWorkerMirroredStrategy(communication_options=ring)
     resolver = strategy.cluster_resolver
-    spec = resolver.cluster_spec().as_dict()
-    world = len(spec.get("worker", [])) or 1
+    world = len(resolver.cluster_spec().as_dict().get("worker", [])) or 1
     index = resolver.task_id if resolver.task_type == "worker" else 0
-    # Replicas on this worker (one per GPU, else one CPU); each sees the same local batch.
+    # Replicas on this worker: one CPU, or one per GPU (each then sees the same local batch).
     local = len(strategy.extended.worker_devices)
 
-    train_x, train_y = load(sorted(glob.glob(os.path.join(a.data, "data_batch_*.bin"))),
-                            os.path.join(a.data, "data_batch_*.bin"))
-    test_x, test_y = load([os.path.join(a.data, "test_batch.bin")],
-                          os.path.join(a.data, "test_batch.bin"))
+    # Read once connected: the peers of a worker that cannot are told within the coordination
+    # service's heartbeat timeout (~10 s); before, they would wait for it to connect (1 h).
+    pattern = os.path.join(a.data, "data_batch_*.bin")
+    train_x, train_y = load(sorted(glob.glob(pattern)), pattern)
+    test_path = os.path.join(a.data, "test_batch.bin")
+    test_x, test_y = load([test_path], test_path)
     # Per-channel statistics of the training set, as ddp.py (torch.std is the n-1 one).
     mean = train_x.mean(axis=(0, 1, 2), keepdims=True)
     std = np.maximum(train_x.std(axis=(0, 1, 2), keepdims=True, ddof=1), 1e-6)
-    train_x = (train_x - mean) / std
-    test_x = (test_x - mean) / std
+    train_x, test_x = (train_x - mean) / std, (test_x - mean) / std
 
     with strategy.scope():  # variables mirrored, initial values broadcast from worker 0
         model = make_model()
         optimizer = tf.keras.optimizers.SGD(learning_rate=a.lr, momentum=0.9, weight_decay=5e-4)
 
     # One signature for full and short batches: no retracing (and no new collectives) per shape.
-    images = tf.TensorSpec([None, 32, 32, 3], tf.float32)
-    labels = tf.TensorSpec([None], tf.int32)
+    images, labels = tf.TensorSpec([None, 32, 32, 3], tf.float32), tf.TensorSpec([None], tf.int32)
 
     @tf.function(input_signature=[images, labels])
     def train_step(x, y):
@@ -133,11 +132,11 @@ def train(a, out):
             return tf.stack([tf.reduce_sum(tf.cast(hits, tf.float64)),
                              tf.cast(tf.size(y), tf.float64),
                              tf.reduce_sum(tf.cast(per_example, tf.float64))])
-        # This worker's counts, from its first replica (the others saw the same batch).
+        # This worker's counts, from its first replica (any others saw the same batch).
         return strategy.experimental_local_results(strategy.run(step, args=(x, y)))[0]
 
-    # Batch-norm statistics are not all-reduced: each worker's follow its own batches. Averaged
-    # before each validation, so that every worker evaluates the same model (DDP broadcasts them).
+    # Batch-norm statistics are not all-reduced: each worker's follow its own batches. They are
+    # averaged before each validation, so that every worker evaluates the same model.
     stats = [v for v in model.non_trainable_variables if "float" in str(v.dtype)]
 
     @tf.function
@@ -157,7 +156,7 @@ def train(a, out):
 
     @tf.function(input_signature=[tf.TensorSpec([5], tf.float64)])
     def all_sum(v):
-        # Every replica contributes this worker's counts: the sum counts each worker `local` times.
+        # Each replica gives its worker's counts: the sum has every worker's `local` times.
         summed = strategy.reduce(tf.distribute.ReduceOp.SUM, strategy.run(lambda: tf.identity(v)),
                                  axis=None)
         return summed / local
@@ -169,7 +168,7 @@ def train(a, out):
         for i in range(0, len(mine), a.batch):
             idx = mine[i:i + a.batch]
             counts[:3] += train_step(train_x[idx], train_y[idx]).numpy()
-        if stats:  # the same model on every worker, so the same collectives
+        if stats:  # the same model everywhere, so the same collectives on every worker
             average_stats()
         per_worker = (len(test_y) + world - 1) // world
         lo, hi = index * per_worker, min(len(test_y), (index + 1) * per_worker)
@@ -177,7 +176,7 @@ def train(a, out):
             j = min(hi, i + 256)
             counts[3] += float(np.sum(predict(test_x[i:j]).numpy() == test_y[i:j]))
             counts[4] += j - i
-        # One collective per epoch on every worker, whatever its share of the test set.
+        # One collective on every worker, whatever its share of the test set (maybe none).
         counts = all_sum(counts).numpy()
         if index == 0:
             out.write(json.dumps({
@@ -215,8 +214,8 @@ def main():
     if a.batch < 1:
         raise SystemExit("tf_mwms.py: --batch must be at least 1")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-    # stdout carries the JSON lines alone: keep a private copy of it for them, and send whatever
-    # else writes to it (Python prints, TensorFlow's C++ side) to stderr.
+    # stdout carries the JSON lines alone: they go to a copy of it, and whatever else writes to
+    # it (Python prints, TensorFlow's C++ side) goes to stderr.
     out = os.fdopen(os.dup(1), "w")
     os.dup2(2, 1)
     sys.stdout = sys.stderr
