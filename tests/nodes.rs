@@ -113,6 +113,9 @@ fn check_finds_ready_missing_and_unreachable_nodes_and_install_fills_the_gap() {
     let (ok, out, err) = run(&["nodes", "check", "--config", &config]);
     assert!(ok, "{err}");
     assert!(out.contains("2 of 3 node(s) ready"), "{out}");
+    // And which of them can train, with which framework.
+    assert!(out.contains("ready to train with pytorch: "), "{out}");
+    assert!(out.contains("ready to train with tensorflow: "), "{out}");
 }
 
 #[test]

@@ -182,6 +182,29 @@ fn check(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
         .filter(|c| matches!(c, Check::Ready { .. }))
         .count();
     out.push_str(&format!("\n{ready} of {} node(s) ready\n", nodes.len()));
+    // What `edgeprof train` needs on each member beside edgeprof: a training framework.
+    for framework in edgeprof::config::TRAIN_FRAMEWORKS {
+        let with: Vec<&str> = nodes
+            .iter()
+            .zip(&checks)
+            .filter(|(_, c)| match c {
+                Check::Ready { info, .. } => info
+                    .engines
+                    .iter()
+                    .any(|(name, ok, _)| *ok && name == framework),
+                _ => false,
+            })
+            .map(|(n, _)| n.name.as_str())
+            .collect();
+        out.push_str(&format!(
+            "ready to train with {framework}: {}\n",
+            if with.is_empty() {
+                format!("none (edgeprof env setup {framework} on each node)")
+            } else {
+                with.join(", ")
+            }
+        ));
+    }
     print_out(&out)
 }
 
