@@ -119,12 +119,7 @@ impl Study {
             )));
         }
         let on_this_machine = |m: &&Member| m.node.is_none();
-        let loopback = |m: &&Member| {
-            m.address == "localhost"
-                || m.address
-                    .parse::<std::net::IpAddr>()
-                    .is_ok_and(|ip| ip.is_loopback())
-        };
+        let loopback = |m: &&Member| crate::collect::telemetry::net::is_loopback(&m.address);
         let members = &self.cluster[..largest];
         if members.iter().any(|m| m.node.is_some()) {
             if let Some(m) = members.iter().filter(on_this_machine).find(loopback) {

@@ -65,16 +65,19 @@ pub enum Counted {
     External,
 }
 
+/// Whether `host` (a name or an address, IPv6 with or without brackets) is this machine's
+/// loopback.
+pub fn is_loopback(host: &str) -> bool {
+    let host = host.trim_start_matches('[').trim_end_matches(']');
+    host == "localhost"
+        || host
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|ip| ip.is_loopback())
+}
+
 /// The interfaces that carry traffic between `endpoints` (`address:port`).
 pub fn counted(endpoints: &[String]) -> Counted {
-    let loopback = |e: &String| {
-        let host = e.rsplit_once(':').map_or(e.as_str(), |(h, _)| h);
-        let host = host.trim_start_matches('[').trim_end_matches(']');
-        host == "localhost"
-            || host
-                .parse::<std::net::IpAddr>()
-                .is_ok_and(|ip| ip.is_loopback())
-    };
+    let loopback = |e: &String| is_loopback(e.rsplit_once(':').map_or(e.as_str(), |(h, _)| h));
     if !endpoints.is_empty() && endpoints.iter().all(loopback) {
         Counted::Loopback
     } else {
