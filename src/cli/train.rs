@@ -180,11 +180,14 @@ fn table(f: &Finished) -> String {
         "cluster size →",
         &[&f.points(|s| s.acc_imp), &f.points(|s| s.val_acc_imp)],
     ));
-    out.push_str(&format!(
-        "\nresults in {}: {}\n",
-        f.dir.display(),
-        session::FILES.join(", ")
-    ));
+    // Two lines, so that 80 columns hold each.
+    out.push_str(&format!("\nresults in {}\n", f.dir.display()));
+    let files = format!("{}, nodes/K-NAME.json", session::FILES.join(", "));
+    out.push_str("  ");
+    out.push_str(&edgeprof::text::wrap(&files, 76, "  "));
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
     out
 }
 
