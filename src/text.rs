@@ -311,17 +311,25 @@ pub fn duration(seconds: f64) -> String {
     }
 }
 
-/// Now, as RFC 3339 UTC.
 /// The time now in UTC, RFC 3339 to the millisecond: `2026-12-02T15:58:31.123Z`.
 pub fn now_rfc3339_millis() -> String {
-    let now = time::OffsetDateTime::now_utc();
-    now.replace_nanosecond(now.nanosecond() / 1_000_000 * 1_000_000)
-        .ok()
-        .and_then(|t| {
-            t.format(&time::format_description::well_known::Rfc3339)
-                .ok()
-        })
-        .unwrap_or_else(|| "unknown".to_string())
+    rfc3339_millis(time::OffsetDateTime::now_utc())
+}
+
+/// `t` in UTC, RFC 3339 with always three digits of milliseconds (`.420`, `.000`: the well-known
+/// format would drop trailing zeros, and readers of fixed-width stamps rely on them).
+fn rfc3339_millis(t: time::OffsetDateTime) -> String {
+    let t = t.to_offset(time::UtcOffset::UTC);
+    format!(
+        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z",
+        t.year(),
+        u8::from(t.month()),
+        t.day(),
+        t.hour(),
+        t.minute(),
+        t.second(),
+        t.millisecond()
+    )
 }
 
 pub fn now_rfc3339() -> String {
@@ -379,6 +387,20 @@ pub fn csv_split(line: &str) -> Option<Vec<String>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn millisecond_stamps_keep_three_digits() -> Result<(), time::error::ComponentRange> {
+        let at = |nanos: u32| -> Result<String, time::error::ComponentRange> {
+            let t = time::OffsetDateTime::from_unix_timestamp(1_796_313_437)?
+                .replace_nanosecond(nanos)?;
+            Ok(rfc3339_millis(t))
+        };
+        assert_eq!(at(420_000_000)?, "2026-12-03T15:57:17.420Z");
+        assert_eq!(at(0)?, "2026-12-03T15:57:17.000Z");
+        assert_eq!(at(7_999_999)?, "2026-12-03T15:57:17.007Z");
+        assert_eq!(now_rfc3339_millis().len(), 24);
+        Ok(())
+    }
 
     #[test]
     fn number_formats() {
