@@ -33,7 +33,6 @@ pub enum RunEvent {
         total: usize,
         done_before: usize,
         estimates: Vec<f64>,
-        iterations: usize,
     },
     /// The sweep's own events.
     Sweep(SweepEvent),

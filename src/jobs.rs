@@ -52,7 +52,6 @@ fn sweep_planned(
         total,
         done_before: plan.done_before,
         estimates,
-        iterations: config.measure.iterations * config.measure.repeats,
     }));
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let mut writer = results::Writer::open(&plan.dir)?;

@@ -163,6 +163,65 @@ pub fn median_interval_of_repeats(repeats: &[Vec<f64>], rounds: usize) -> Option
     ))
 }
 
+/// Each repeat's level: the median of its values over the median of all of them (1.0 for a
+/// repeat at the condition's level); none for fewer than two repeats with values.
+pub fn repeat_factors(repeats: &[Vec<f64>]) -> Vec<f64> {
+    let filled: Vec<&Vec<f64>> = repeats.iter().filter(|r| !r.is_empty()).collect();
+    let Some(all) = median(&repeats.concat()).filter(|m| *m > 0.0 && filled.len() >= 2) else {
+        return Vec::new();
+    };
+    filled
+        .iter()
+        .filter_map(|r| median(r))
+        .map(|m| m / all)
+        .filter(|f| f.is_finite() && *f > 0.0)
+        .collect()
+}
+
+/// The 95 % interval of the median of the repeats' values when the level of a repeat varies as
+/// `factors` do — the levels ([`repeat_factors`]) of the repeats of every condition measured
+/// alongside, whose worker processes took turns with this one's. How much one worker process
+/// runs slower or faster than another at another moment is a property of the machine more
+/// than of the condition, and a condition's own two or three processes say little about it:
+/// pooled over the conditions around it, it is known far better. Two-stage bootstrap: each
+/// drawn repeat's values, brought to the condition's level, are scaled by a drawn factor, then
+/// resampled. Joined with [`median_interval_of_repeats`], so it is never narrower than the
+/// condition's own repeats say; that alone with fewer than two repeats or no factors.
+pub fn median_interval_pooled(
+    repeats: &[Vec<f64>],
+    factors: &[f64],
+    rounds: usize,
+) -> Option<(f64, f64)> {
+    let own = median_interval_of_repeats(repeats, rounds)?;
+    let levelled: Vec<Vec<f64>> = repeats
+        .iter()
+        .zip(repeat_factors(repeats))
+        .map(|(r, f)| r.iter().map(|v| v / f).collect())
+        .collect();
+    if factors.is_empty() || levelled.len() < 2 || levelled.len() != repeats.len() {
+        return Some(own);
+    }
+    use rand::Rng;
+    let mut rng = bootstrap_rng();
+    let mut scratch = Vec::new();
+    let mut medians: Vec<f64> = (0..rounds.max(1))
+        .map(|_| {
+            scratch.clear();
+            for _ in 0..levelled.len() {
+                let r = &levelled[rng.random_range(0..levelled.len())];
+                let f = factors[rng.random_range(0..factors.len())];
+                scratch.extend((0..r.len()).map(|_| r[rng.random_range(0..r.len())] * f));
+            }
+            scratch.sort_by(f64::total_cmp);
+            quantile_sorted(&scratch, 0.5).unwrap_or(f64::NAN)
+        })
+        .collect();
+    medians.sort_by(f64::total_cmp);
+    let low = quantile_sorted(&medians, 0.025)?;
+    let high = quantile_sorted(&medians, 0.975)?;
+    Some((low.min(own.0), high.max(own.1)))
+}
+
 /// The 95 % bootstrap (percentile) interval of the median of `data`; None for fewer than two
 /// values.
 pub fn median_interval(data: &[f64], rounds: usize) -> Option<(f64, f64)> {
@@ -323,7 +382,8 @@ pub struct RunStats {
     #[serde(default)]
     pub excluded_from_mean: usize,
     /// The 95 % bootstrap interval of the median over every timed iteration (two-stage: repeats,
-    /// then iterations within them).
+    /// then iterations within them); a sweep widens it by how much the worker processes of the
+    /// conditions measured alongside differed ([`median_interval_pooled`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_interval_ms: Option<(f64, f64)>,
     /// Coefficient of variation over all timed iterations; above [`HIGH_CV`] the run is noisy.
@@ -604,6 +664,38 @@ mod tests {
         assert_eq!(
             median_interval_of_repeats(&[vec![1.0]], BOOTSTRAP_ROUNDS),
             None
+        );
+    }
+
+    #[test]
+    fn levels_pooled_from_the_conditions_alongside_widen_a_steady_conditions_interval() {
+        let steady: Vec<f64> = (0..30).map(|i| 10.0 + (i % 7) as f64 * 0.01).collect();
+        let three = vec![steady.clone(), steady.clone(), steady.clone()];
+        assert_eq!(repeat_factors(&three), vec![1.0, 1.0, 1.0]);
+        assert!(repeat_factors(std::slice::from_ref(&steady)).is_empty());
+        let own = median_interval_of_repeats(&three, BOOTSTRAP_ROUNDS);
+        // Alone (its own levels, or none), nothing changes.
+        assert_eq!(median_interval_pooled(&three, &[], BOOTSTRAP_ROUNDS), own);
+        // Alongside ones as steady: about its own (another draw of the same resampling).
+        let Some((low, high)) = median_interval_pooled(&three, &[1.0; 3], BOOTSTRAP_ROUNDS) else {
+            panic!("no interval")
+        };
+        assert!(own.is_some_and(|(l, h)| low <= l && high >= h && high - low < 2.0 * (h - l)));
+        // The processes around it ran up to 8 % apart: its three could have too.
+        let around = [0.92, 1.0, 1.0, 1.08, 0.97, 1.03, 1.0, 0.95, 1.05];
+        let Some((low, high)) = median_interval_pooled(&three, &around, BOOTSTRAP_ROUNDS) else {
+            panic!("no interval")
+        };
+        let Some((own_low, own_high)) = own else {
+            panic!("no interval of its own")
+        };
+        assert!(low <= own_low && high >= own_high);
+        assert!(high - low > 0.04 * 10.0, "[{low}, {high}]");
+        assert!(low < 10.0 && high > 10.06, "[{low}, {high}]");
+        // One repeat: its own interval, whatever the others did.
+        assert_eq!(
+            median_interval_pooled(std::slice::from_ref(&steady), &around, BOOTSTRAP_ROUNDS),
+            median_interval_of_repeats(&[steady], BOOTSTRAP_ROUNDS)
         );
     }
 }

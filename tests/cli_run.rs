@@ -755,22 +755,24 @@ fn a_cpu_hog_during_a_condition_marks_it_disturbed_and_is_named() {
     );
 }
 
-/// Run it with `cargo test --test cli_run -- --ignored`. Ignored because it fails about one run
-/// in three: the interval of a median covers the variation between repeats of one worker
-/// process, not between two processes, and two clean runs of one condition can differ by more
-/// (2.657 [2.409, 2.780] against 2.905 [2.819, 3.019] ms in a CI run). Giving the interval a
-/// between-process part is the open work this test waits for.
+/// Run it with `cargo test --test cli_run -- --ignored`. Ignored because it still fails now and
+/// then on a shared VM: with a condition's worker processes interleaved over the sweep and its
+/// interval widened by how much the processes of all the conditions alongside differed, 93 of
+/// 96 conditions agreed within their intervals over eight pairs of sweeps of this config (release
+/// build), but one of the three that did not was judged clean in both sweeps (3.721 [3.566,
+/// 4.064] against 3.248 [3.049, 3.509] ms: the machine ran 14 % slower for one sweep than the
+/// next, and nothing on it took the time) — about one run of this test in eight.
 #[test]
-#[ignore = "the median's interval lacks the between-process variation (fails about 1 run in 3)"]
+#[ignore = "a condition judged clean twice can still differ beyond its intervals on a shared VM (about 1 run in 8)"]
 fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
     let tmp = temp_dir();
     let config = tmp.path().join("twice.toml");
     write(
         &config,
         "name = \"twice\"\n[matrix]\nengines = [\"tract\"]\n\
-         models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\"]\ninputs = [\"3x32x32\"]\n\
-         threads = [1, 2]\n[measure]\nwarmup = 5\niterations = 30\nrepeats = 3\nretries = 0\n\
-         check_outputs = false\n",
+         models = [\"shufflenet_v2_x0_5\", \"mobilenet_v2\", \"resnet34\"]\n\
+         inputs = [\"3x32x32\", \"3x48x48\"]\nthreads = [1, 2]\n[measure]\nwarmup = 5\n\
+         iterations = 30\nrepeats = 3\nretries = 0\ncheck_outputs = false\n",
     );
     let sweep = |name: &str| -> PathBuf {
         let out = tmp.path().join(name);
@@ -799,7 +801,7 @@ fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
         serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default()
     };
     let (first, second) = (load(&a), load(&b));
-    assert_eq!(first.len(), 4);
+    assert_eq!(first.len(), 12);
     let summary_b = verdicts(&b);
     let summary_a = verdicts(&a);
     let verdict_of = |summary: &serde_json::Value, id: &str| -> String {
@@ -831,7 +833,9 @@ fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
             );
         }
     }
-    eprintln!("twice: {agree} of 4 within their intervals: {report:#?}");
+    eprintln!("twice: {agree} of 12 within their intervals: {report:#?}");
+    // At least 90 %: 11 of 12.
+    assert!(agree >= 11, "{agree} of 12: {report:#?}");
     // compare says the same: no condition significantly different unless a verdict explains it.
     let out = edgeprof()
         .args(["compare", "--json"])

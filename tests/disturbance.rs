@@ -56,8 +56,9 @@ fn config(dir: &Path, rerun: usize, core: usize) -> std::path::PathBuf {
     path
 }
 
-/// Runs the sweep on `core`, starting a hog pinned there for `hog_for` when the second
-/// condition starts; the records of runs.jsonl, and the summary's rows.
+/// Runs the sweep on `core`, starting a hog pinned there when the second condition starts and
+/// stopping it when the third does (or after `hog_for`) — the conditions' worker processes
+/// take turns, so it overlaps the second one's first process; the records of runs.jsonl, and the summary's rows.
 fn sweep_with_hog(
     dir: &Path,
     rerun: usize,
@@ -84,10 +85,12 @@ fn sweep_with_hog(
     let mut said = Vec::new();
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut hog: Option<std::thread::JoinHandle<()>> = None;
+    let (stop_hog, mut hog_stopped) = std::sync::mpsc::channel::<()>();
     for line in lines.by_ref() {
         let Ok(line) = line else { break };
-        if hog.is_none() && line.starts_with("[2/4]") && line.ends_with("running") {
-            // Someone else's busy process on the conditions' core, for `hog_for`.
+        if hog.is_none() && line.starts_with("[2/4]") && line.contains(": running") {
+            // Someone else's busy process on the conditions' core, for `hog_for` at most: the
+            // second condition's first worker process, until the third condition's begins.
             let mut busy: Child = match Command::new("taskset")
                 .args(["-c", &core.to_string(), "yes"])
                 .stdout(Stdio::null())
@@ -96,11 +99,15 @@ fn sweep_with_hog(
                 Ok(c) => c,
                 Err(e) => panic!("cannot start the hog: {e}"),
             };
+            let stopped = std::mem::replace(&mut hog_stopped, std::sync::mpsc::channel().1);
             hog = Some(std::thread::spawn(move || {
-                std::thread::sleep(hog_for);
+                let _ = stopped.recv_timeout(hog_for);
                 let _ = busy.kill();
                 let _ = busy.wait();
             }));
+        }
+        if line.starts_with("[3/4]") {
+            let _ = stop_hog.send(());
         }
         said.push(line);
         assert!(Instant::now() < deadline, "the sweep is stuck: {said:#?}");
@@ -211,7 +218,7 @@ fn a_hog_halfway_is_named_and_its_repeats_are_measured_again() {
             "{rows:#?}"
         );
     }
-    // The first condition ran before the hog started.
+    // The first condition's processes ran before the hog started and after it stopped.
     assert!(
         repeats(&records[0])
             .iter()

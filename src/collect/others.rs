@@ -20,6 +20,8 @@ struct Seen {
     name: String,
     ppid: u32,
     ticks: u64,
+    /// User + system ticks of its children that ended and were waited for (cutime + cstime).
+    reaped_ticks: u64,
     processor: Option<usize>,
     /// Resident pages.
     rss_pages: u64,
@@ -58,10 +60,17 @@ fn parse(text: &str) -> Option<Seen> {
     let ppid = fields.get(1)?.parse().ok()?;
     let utime: u64 = fields.get(11)?.parse().ok()?;
     let stime: u64 = fields.get(12)?.parse().ok()?;
+    let reaped = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<u64>().ok())
+            .unwrap_or(0)
+    };
     Some(Seen {
         name,
         ppid,
         ticks: utime.saturating_add(stime),
+        reaped_ticks: reaped(13).saturating_add(reaped(14)),
         processor: fields.get(36).and_then(|p| p.parse().ok()),
         rss_pages: fields.get(21).and_then(|p| p.parse().ok()).unwrap_or(0),
     })
@@ -193,6 +202,36 @@ impl Disturbance {
     pub fn by_whom(&self) -> String {
         by_whom(&self.top)
     }
+
+    /// One figure for several stretches of a condition (its worker runs, when other conditions'
+    /// runs came between them): each stretch's figures weighted by its wall seconds, a process
+    /// seen in several added up, the three that took most kept.
+    pub fn combine(parts: &[(Disturbance, f64)]) -> Disturbance {
+        let wall: f64 = parts.iter().map(|(_, w)| w.max(0.0)).sum();
+        let weight = |w: f64| if wall > 0.0 { w.max(0.0) / wall } else { 0.0 };
+        let mut top: Vec<Other> = Vec::new();
+        for (d, w) in parts {
+            for o in &d.top {
+                let share = o.cpu_pct * weight(*w);
+                match top.iter_mut().find(|t| t.pid == o.pid && t.name == o.name) {
+                    Some(t) => t.cpu_pct += share,
+                    None => top.push(Other {
+                        cpu_pct: share,
+                        ..o.clone()
+                    }),
+                }
+            }
+        }
+        top.sort_by(|a, b| b.cpu_pct.total_cmp(&a.cpu_pct));
+        top.truncate(3);
+        Disturbance {
+            others_cpu_pct: parts
+                .iter()
+                .map(|(d, w)| d.others_cpu_pct * weight(*w))
+                .sum(),
+            top,
+        }
+    }
 }
 
 /// "yes (pid 42) 98 %, unseen processes 12 %, …".
@@ -283,14 +322,24 @@ pub fn each_between(before: &Scan, after: &Scan, own: u32, cores: Option<&[usize
     };
     let steady = ours_in(before) == ours_in(after);
     if let (true, Some(busy), Some(steal)) = (steady, delta(|c| c.0), delta(|c| c.1)) {
+        // Our processes' own time, and that of our children which ended between the scans (a
+        // worker that started after the first and was waited for before the second): the
+        // kernel adds it to the parent's reaped ticks, on whichever cores the child ran.
         let ours: u64 = after
             .by_pid
             .iter()
             .filter(|(pid, _)| after.is_ours(**pid, own))
-            .filter(|(_, seen)| seen.processor.is_none_or(|p| on(&p)))
             .map(|(pid, seen)| {
-                let earlier = before.by_pid.get(pid).map_or(0, |b| b.ticks);
-                seen.ticks.saturating_sub(earlier)
+                let (ticks, reaped) = before
+                    .by_pid
+                    .get(pid)
+                    .map_or((0, 0), |b| (b.ticks, b.reaped_ticks));
+                let own_ticks = if seen.processor.is_none_or(|p| on(&p)) {
+                    seen.ticks.saturating_sub(ticks)
+                } else {
+                    0
+                };
+                own_ticks + seen.reaped_ticks.saturating_sub(reaped)
             })
             .sum();
         let named: f64 = others.iter().map(|o| o.cpu_pct).sum();
@@ -326,6 +375,7 @@ mod tests {
             },
             ppid,
             ticks,
+            reaped_ticks: 0,
             processor: Some(0),
             rss_pages: 2,
         };
@@ -364,6 +414,37 @@ mod tests {
         assert!(rows[0].ours && !rows[1].ours);
         assert_eq!(rows[0].cpu_pct, 20.0 * per_tick);
         assert_eq!(rows[1].rss_bytes, 2 * page_bytes());
+    }
+
+    #[test]
+    fn a_worker_that_started_and_ended_between_the_scans_is_ours_not_unseen() {
+        let edgeprof = |ticks: u64, reaped_ticks: u64| Seen {
+            name: "edgeprof".into(),
+            ppid: 1,
+            ticks,
+            reaped_ticks,
+            processor: Some(1),
+            rss_pages: 2,
+        };
+        let t0 = Instant::now();
+        let before = Scan {
+            at: t0,
+            by_pid: HashMap::from([(10, edgeprof(5, 0))]),
+            cpus: HashMap::from([(0, (0, 0)), (1, (0, 0))]),
+        };
+        // Its worker ran 40 ticks on core 0 and was waited for; edgeprof itself took 2 on core
+        // 1; core 0 was busy 45 ticks: 5 nobody seen took.
+        let after = Scan {
+            at: t0 + std::time::Duration::from_secs(1),
+            by_pid: HashMap::from([(10, edgeprof(7, 40))]),
+            cpus: HashMap::from([(0, (45, 0)), (1, (2, 0))]),
+        };
+        let per_tick = 100.0 / crate::collect::proc::ticks_per_second();
+        let o = each_between(&before, &after, 10, Some(&[0]));
+        assert_eq!(o.len(), 1, "{o:?}");
+        assert_eq!(o[0].name, UNSEEN);
+        assert_eq!(o[0].cpu_pct, 5.0 * per_tick);
+        assert!(!between(&before, &after, 10, Some(&[0])).disturbed());
     }
 
     #[test]
@@ -412,5 +493,33 @@ mod tests {
         let summary = between(&before, &after, u32::MAX, None);
         assert!(summary.disturbed(), "{summary:?}");
         assert!(summary.top.len() <= 3);
+    }
+
+    #[test]
+    fn stretches_combine_weighted_by_their_wall_time() {
+        let other = |pid: u32, name: &str, cpu_pct: f64| Other {
+            pid,
+            name: name.into(),
+            cpu_pct,
+        };
+        // 1 s with a hog at 90 %, 3 s quiet but for a shell at 4 %.
+        let busy = Disturbance {
+            others_cpu_pct: 90.0,
+            top: vec![other(7, "yes", 90.0)],
+        };
+        let quiet = Disturbance {
+            others_cpu_pct: 4.0,
+            top: vec![other(8, "sh", 4.0)],
+        };
+        let d = Disturbance::combine(&[(busy.clone(), 1.0), (quiet, 3.0)]);
+        assert!((d.others_cpu_pct - 25.5).abs() < 1e-9, "{d:?}");
+        assert_eq!(d.top[0].name, "yes");
+        assert!((d.top[0].cpu_pct - 22.5).abs() < 1e-9);
+        assert!(d.disturbed());
+        // The same process in two stretches adds up; no wall time at all reads 0.
+        let twice = Disturbance::combine(&[(busy.clone(), 1.0), (busy.clone(), 1.0)]);
+        assert_eq!(twice.top.len(), 1);
+        assert!((twice.top[0].cpu_pct - 90.0).abs() < 1e-9);
+        assert_eq!(Disturbance::combine(&[(busy, 0.0)]).others_cpu_pct, 0.0);
     }
 }

@@ -268,36 +268,6 @@ pub fn estimate_seconds(config: &Config, plan: &Plan, cores: usize) -> f64 {
         .sum()
 }
 
-/// Seconds left of a sweep: the estimates of the conditions not finished (`estimates` from
-/// `finished` on, the current one first), scaled by how the finished ones compared with their
-/// estimates on this machine. The current condition has run `in_current` seconds; once a tenth
-/// of its timed iterations are done (`current_fraction`), its own pace says what is left of it,
-/// so a condition slower than its estimate does not read "0 s" while it runs on.
-pub fn eta_seconds(
-    estimates: &[f64],
-    finished: usize,
-    estimated_done: f64,
-    elapsed_done: f64,
-    in_current: f64,
-    current_fraction: Option<f64>,
-) -> f64 {
-    let ratio = if estimated_done > 0.0 {
-        elapsed_done / estimated_done
-    } else {
-        1.0
-    };
-    let current = estimates.get(finished).copied().unwrap_or(0.0) * ratio;
-    let after: f64 = estimates.iter().skip(finished + 1).sum::<f64>() * ratio;
-    let current_left = match current_fraction {
-        // Its own pace; the load and warm-up in `in_current` make this high early on, and
-        // exact at the end.
-        Some(f) if (0.1..1.0).contains(&f) => in_current * (1.0 - f) / f,
-        Some(f) if f >= 1.0 => 0.0,
-        _ => (current - in_current).max(0.0),
-    };
-    (after + current_left).max(0.0)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -392,23 +362,6 @@ mod tests {
             ..onnx
         };
         assert_eq!(unsupported(&onnx), None);
-    }
-
-    #[test]
-    fn the_eta_follows_the_current_conditions_own_pace() {
-        // Three conditions of 10 s estimated; the first took 20 s (this machine is twice as
-        // slow), the second has run 30 s.
-        let eta = |fraction| eta_seconds(&[10.0, 10.0, 10.0], 1, 10.0, 20.0, 30.0, fraction);
-        // Without its progress, it is past its scaled estimate: only the last one is left.
-        assert_eq!(eta(None), 20.0);
-        // Half its iterations done in 30 s: 30 s more, then the last one.
-        assert_eq!(eta(Some(0.5)), 50.0);
-        // Too early to trust its pace; and done.
-        assert_eq!(eta(Some(0.05)), 20.0);
-        assert_eq!(eta(Some(1.0)), 20.0);
-        // Between conditions: the scaled estimates of what is left.
-        assert_eq!(eta_seconds(&[10.0, 10.0], 1, 10.0, 20.0, 0.0, None), 20.0);
-        assert_eq!(eta_seconds(&[10.0], 1, 10.0, 20.0, 0.0, None), 0.0);
     }
 
     #[test]

@@ -5,6 +5,7 @@
 pub mod cachesim;
 pub mod matrix;
 pub mod prepare;
+pub mod progress;
 pub mod protocol;
 pub mod repetition;
 pub mod spawn;

@@ -353,10 +353,11 @@ pub fn exclude_disturbed(m: &Measure, notes: &mut [RepeatNote]) {
     }
 }
 
-/// The relative half-width of the 95 % interval of the median over `kept` repeats.
-pub fn relative_half_width(kept: &[Vec<f64>]) -> Option<f64> {
+/// The relative half-width of the 95 % interval of the median over `kept` repeats, the levels
+/// of the repeats measured alongside being `pool` ([`crate::stats::median_interval_pooled`]).
+pub fn relative_half_width(kept: &[Vec<f64>], pool: &[f64]) -> Option<f64> {
     let (low, high) =
-        crate::stats::median_interval_of_repeats(kept, crate::stats::BOOTSTRAP_ROUNDS)?;
+        crate::stats::median_interval_pooled(kept, pool, crate::stats::BOOTSTRAP_ROUNDS)?;
     let median = crate::stats::median(&kept.concat())?;
     (median > 0.0).then(|| (high - low) / 2.0 / median)
 }
@@ -373,7 +374,8 @@ pub fn share(repeats: usize, processes: usize, index: usize) -> usize {
 
 /// What to measure next, if anything: `notes` and `raw` cover every repeat so far (notes already
 /// through [`exclude_disturbed`]), made by `runs` worker processes; `disturbed_rounds` is how
-/// many re-measurements of disturbed repeats were made. The plan's own processes come first,
+/// many re-measurements of disturbed repeats were made; `pool` the levels of the repeats
+/// measured alongside (for the interval). The plan's own processes come first,
 /// then replacing disturbed repeats, then narrowing the interval.
 pub fn next(
     m: &Measure,
@@ -381,6 +383,7 @@ pub fn next(
     raw: &[Vec<f64>],
     runs: usize,
     disturbed_rounds: usize,
+    pool: &[f64],
 ) -> Option<More> {
     if raw.len() < m.repeats {
         let repeats = share(m.repeats, m.processes, runs).min(m.repeats - raw.len());
@@ -404,7 +407,7 @@ pub fn next(
     }
     let target = m.target_ci?;
     let kept = kept(notes, raw);
-    let relative = relative_half_width(&kept)?;
+    let relative = relative_half_width(&kept, pool)?;
     if relative <= target {
         return None;
     }
@@ -466,13 +469,13 @@ mod tests {
             [false, true, true]
         );
         let raw = vec![repeat(10, 1.0); 3];
-        let Some(More::Disturbed { repeats, by }) = next(&m, &notes, &raw, 2, 0) else {
+        let Some(More::Disturbed { repeats, by }) = next(&m, &notes, &raw, 2, 0, &[]) else {
             panic!("nothing re-measured")
         };
         assert_eq!(repeats, 2);
         assert_eq!(by[0].name, "hog");
         // The one round allowed is spent: nothing more for disturbance (and no target).
-        assert_eq!(next(&m, &notes, &raw, 2, 1), None);
+        assert_eq!(next(&m, &notes, &raw, 2, 1, &[]), None);
     }
 
     #[test]
@@ -491,10 +494,13 @@ mod tests {
         let mut notes = vec![note(0.0), note(95.0), note(90.0)];
         exclude_disturbed(&m, &mut notes);
         let raw = vec![repeat(10, 1.0); 3];
-        assert_eq!(next(&m, &notes, &raw, 2, 0).map(|x| x.repeats()), Some(1));
+        assert_eq!(
+            next(&m, &notes, &raw, 2, 0, &[]).map(|x| x.repeats()),
+            Some(1)
+        );
         let raw = vec![repeat(10, 1.0); 4];
         notes.push(note(0.0));
-        assert_eq!(next(&m, &notes, &raw, 2, 1), None);
+        assert_eq!(next(&m, &notes, &raw, 2, 1, &[]), None);
     }
 
     #[test]
@@ -521,14 +527,14 @@ mod tests {
         exclude_disturbed(&m, &mut notes);
         let raw = vec![repeat(10, 1.0); 3];
         assert_eq!(
-            next(&m, &notes, &raw, 1, 0),
+            next(&m, &notes, &raw, 1, 0, &[]),
             Some(More::Spread { repeats: 2 })
         );
         // Then the disturbed one is replaced.
         notes.extend([note(0.0), note(0.0)]);
         let raw = vec![repeat(10, 1.0); 5];
         assert!(matches!(
-            next(&m, &notes, &raw, 2, 0),
+            next(&m, &notes, &raw, 2, 0, &[]),
             Some(More::Disturbed { repeats: 1, .. })
         ));
     }
@@ -538,7 +544,7 @@ mod tests {
         let m = measure(2, 1000, 0, Some(0.01));
         let raw = vec![repeat(20, 4.0); 2];
         let notes = vec![note(0.0); 2];
-        let Some(More::Interval { repeats, relative }) = next(&m, &notes, &raw, 2, 0) else {
+        let Some(More::Interval { repeats, relative }) = next(&m, &notes, &raw, 2, 0, &[]) else {
             panic!("no repeats added")
         };
         assert!(relative > 0.01, "{relative}");
@@ -547,7 +553,7 @@ mod tests {
         assert_eq!(repeats, expected);
         // A target already met asks for nothing.
         let loose = measure(2, 1000, 0, Some(0.5));
-        assert_eq!(next(&loose, &notes, &raw, 2, 0), None);
+        assert_eq!(next(&loose, &notes, &raw, 2, 0, &[]), None);
     }
 
     #[test]

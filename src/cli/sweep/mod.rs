@@ -183,19 +183,11 @@ impl Output {
 /// Progress of a sweep, drawn through an [`Output`].
 struct Progress {
     out: Output,
-    /// Estimated seconds of each condition still to run in this sweep, in order.
-    estimates: Vec<f64>,
+    tracker: edgeprof::runner::progress::Tracker,
     started: Instant,
-    /// Estimated and actual seconds of the conditions finished so far in this sweep.
-    estimated_done: f64,
-    elapsed_done: f64,
-    current_started: Option<Instant>,
-    finished: usize,
     current: String,
     index: usize,
     total: usize,
-    iterations: usize,
-    timed: usize,
     rss: Option<u64>,
     /// The latest telemetry figures worth a place on the status line.
     gpu_load: Option<f64>,
@@ -204,22 +196,9 @@ struct Progress {
 }
 
 impl Progress {
-    /// Seconds left: the estimates of the conditions not finished, scaled by how the finished
-    /// ones compared with their estimates on this machine, the current one by its own pace.
+    /// Seconds left (see [`edgeprof::runner::progress::Tracker::eta_s`]).
     fn eta(&self) -> f64 {
-        let in_current = self
-            .current_started
-            .map_or(0.0, |t| t.elapsed().as_secs_f64());
-        let fraction = (self.current_started.is_some() && self.iterations > 0)
-            .then(|| self.timed as f64 / self.iterations as f64);
-        matrix::eta_seconds(
-            &self.estimates,
-            self.finished,
-            self.estimated_done,
-            self.elapsed_done,
-            in_current,
-            fraction,
-        )
+        self.tracker.eta_s(self.started.elapsed().as_secs_f64())
     }
 
     fn draw(&mut self) {
@@ -234,16 +213,7 @@ impl Progress {
             return;
         }
         self.last_draw = Some(now);
-        let frac = if self.total == 0 {
-            1.0
-        } else {
-            let within = if self.iterations > 0 {
-                (self.timed as f64 / self.iterations as f64).min(1.0)
-            } else {
-                0.0
-            };
-            ((self.index.saturating_sub(1)) as f64 + within) / self.total as f64
-        };
+        let frac = self.tracker.fraction();
         // One terminal line (short of its last column, where some terminals wrap) so the
         // redraw does not scroll: the bar narrows, the condition's name is cut in the middle,
         // and the extra figures go before the ETA does.
@@ -286,7 +256,9 @@ impl Progress {
         self.out.status(&line);
     }
 
-    fn event(&mut self, event: SweepEvent, per_condition_iterations: usize) {
+    fn event(&mut self, event: SweepEvent) {
+        self.tracker
+            .event(&event, self.started.elapsed().as_secs_f64());
         match event {
             SweepEvent::Start {
                 index,
@@ -294,24 +266,33 @@ impl Progress {
                 condition,
                 attempt,
                 attempts,
+                process,
+                processes,
                 ..
             } => {
                 self.index = index;
                 self.total = total;
-                if self.current_started.is_none() {
-                    self.current_started = Some(Instant::now());
-                }
                 self.current = condition.id.clone();
-                self.timed = 0;
                 self.rss = None;
-                self.iterations = per_condition_iterations;
                 self.last_draw = None;
-                let retry = if attempt > 1 {
-                    format!(" (attempt {attempt} of {attempts})")
+                let mut notes = Vec::new();
+                if attempt > 1 {
+                    notes.push(format!("attempt {attempt} of {attempts}"));
+                }
+                if processes > 1 {
+                    notes.push(format!("process {process} of {processes}"));
+                }
+                let line = if process > 1 {
+                    format!("[{index}/{total}] {}: {}", condition.id, notes.join(", "))
+                } else if notes.is_empty() {
+                    format!("[{index}/{total}] {}: running", condition.id)
                 } else {
-                    String::new()
+                    format!(
+                        "[{index}/{total}] {}: running ({})",
+                        condition.id,
+                        notes.join(", ")
+                    )
                 };
-                let line = format!("[{index}/{total}] {}: running{retry}", condition.id);
                 if self.out.tty {
                     self.out.log_line(&line);
                     self.draw();
@@ -319,10 +300,7 @@ impl Progress {
                     self.out.line(&line);
                 }
             }
-            SweepEvent::Worker(WorkerEvent::Timed(n)) => {
-                self.timed = n;
-                self.draw();
-            }
+            SweepEvent::Worker(WorkerEvent::Timed(_)) => self.draw(),
             SweepEvent::Worker(WorkerEvent::Sample(s)) => {
                 self.rss = s.rss_bytes.or(self.rss);
                 self.draw();
@@ -341,29 +319,19 @@ impl Progress {
                 retry,
             } => {
                 self.out.clear_status();
-                if !retry {
-                    self.estimated_done +=
-                        self.estimates.get(self.finished).copied().unwrap_or(0.0);
-                    self.elapsed_done = self.started.elapsed().as_secs_f64();
-                    self.finished += 1;
-                    self.current_started = None;
-                }
                 let mut line = format!(
                     "[{index}/{total}] {}: {}",
                     record.condition.id,
                     summary::record_line(&record, retry)
                 );
-                if !retry && self.finished < self.estimates.len() {
+                if !retry && !self.tracker.finished() {
                     let _ = write!(line, " (ETA {})", render::duration(self.eta()));
                 }
                 self.out.line(&line);
             }
             SweepEvent::MoreRepeats {
-                repeats,
-                iterations,
-                reason,
+                repeats, reason, ..
             } => {
-                self.iterations += iterations;
                 let line = format!(
                     "[{}/{}] {}: {repeats} more repeat(s): {reason}",
                     self.index, self.total, self.current
@@ -551,29 +519,26 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     };
     let mut progress = Progress {
         out,
-        estimates,
+        tracker: edgeprof::runner::progress::Tracker::new(
+            estimates,
+            manifest.conditions.len(),
+            done_before,
+        ),
         started: Instant::now(),
-        estimated_done: 0.0,
-        elapsed_done: 0.0,
-        current_started: None,
-        finished: 0,
         current: String::new(),
         index: 0,
         total: manifest.conditions.len(),
-        iterations: 0,
-        timed: 0,
         rss: None,
         gpu_load: None,
         power_w: None,
         last_draw: None,
     };
-    let per_condition = config.measure.iterations * config.measure.repeats;
     let stream = options.stream;
     let swept = sweep.run(&mut writer, |event| {
         if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
             stream_line(&edgeprof::fleet::Line::Record(record.clone()));
         }
-        progress.event(event, per_condition)
+        progress.event(event)
     });
     let mut out = progress.out;
     let outcome = match swept {

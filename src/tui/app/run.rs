@@ -183,17 +183,18 @@ pub struct RunView {
     pub current: String,
     pub attempt: usize,
     pub attempts: usize,
+    /// The current worker process of the condition, of how many.
+    pub process: usize,
+    pub processes: usize,
+    /// Timed iterations planned for the current worker run.
     pub iterations: usize,
     /// Timed iterations the current condition got beyond `iterations` (repeats added to it).
     pub more_iterations: usize,
     pub timed: usize,
     /// Seconds since the run started (the loop advances it; tests set it).
     pub elapsed_s: f64,
-    pub estimates: Vec<f64>,
-    pub finished: usize,
-    pub estimated_done: f64,
-    pub elapsed_done: f64,
-    pub current_started_s: Option<f64>,
+    /// How far the sweep is and how long it has left.
+    pub tracker: edgeprof::runner::progress::Tracker,
     pub ok: usize,
     pub failed: usize,
     pub rss_mib: VecDeque<f64>,
@@ -205,45 +206,20 @@ pub struct RunView {
 }
 
 impl RunView {
-    /// Share of the plan done, counting the current condition's timed iterations.
+    /// Share of the plan done, counting the current worker run's timed iterations.
     pub fn fraction(&self) -> f64 {
         if self.total == 0 {
             return 0.0;
         }
-        if !self.nodes.is_empty() {
+        if !self.nodes.is_empty() || !self.active {
             return ((self.ok + self.failed) as f64 / self.total as f64).min(1.0);
         }
-        let expected = self.iterations + self.more_iterations;
-        let within = if expected > 0 && self.active {
-            (self.timed as f64 / expected as f64).min(1.0)
-        } else {
-            0.0
-        };
-        let done = if self.active {
-            self.index.saturating_sub(1) as f64 + within
-        } else {
-            (self.ok + self.failed) as f64
-        };
-        (done / self.total as f64).min(1.0)
+        self.tracker.fraction()
     }
 
-    /// Seconds left: the estimates not finished, scaled by how the finished ones compared with
-    /// their estimates here, the current one by its own pace.
+    /// Seconds left (see [`edgeprof::runner::progress::Tracker::eta_s`]).
     pub fn eta_s(&self) -> f64 {
-        let in_current = self
-            .current_started_s
-            .map_or(0.0, |t| (self.elapsed_s - t).max(0.0));
-        let expected = self.iterations + self.more_iterations;
-        let fraction = (self.current_started_s.is_some() && expected > 0)
-            .then(|| self.timed as f64 / expected as f64);
-        edgeprof::runner::matrix::eta_seconds(
-            &self.estimates,
-            self.finished,
-            self.estimated_done,
-            self.elapsed_done,
-            in_current,
-            fraction,
-        )
+        self.tracker.eta_s(self.elapsed_s)
     }
 }
 
@@ -252,13 +228,15 @@ impl App {
     pub fn run_event(&mut self, event: RunEvent) {
         let mut announce = None;
         let r = &mut self.run;
+        if let RunEvent::Sweep(e) = &event {
+            r.tracker.event(e, r.elapsed_s);
+        }
         match event {
             RunEvent::Started {
                 dir,
                 total,
                 done_before,
                 estimates,
-                iterations,
             } => {
                 *r = RunView {
                     active: true,
@@ -275,8 +253,11 @@ impl App {
                     total,
                     done_before,
                     index: done_before,
-                    estimates,
-                    iterations,
+                    tracker: edgeprof::runner::progress::Tracker::new(
+                        estimates,
+                        total,
+                        done_before,
+                    ),
                     ..RunView::default()
                 };
             }
@@ -286,18 +267,21 @@ impl App {
                 condition,
                 attempt,
                 attempts,
+                process,
+                processes,
+                iterations,
             }) => {
                 let condition = condition.id;
                 r.index = index;
                 r.total = total;
                 r.attempt = attempt;
                 r.attempts = attempts;
+                r.process = process;
+                r.processes = processes;
+                r.iterations = iterations;
                 r.timed = 0;
                 r.more_iterations = 0;
-                if r.current_started_s.is_none() {
-                    r.current_started_s = Some(r.elapsed_s);
-                }
-                if attempt > 1 {
+                if attempt > 1 && process == 1 {
                     r.log.push((
                         Severity::Warn,
                         format!("{condition}: attempt {attempt} of {attempts}"),
@@ -318,10 +302,6 @@ impl App {
             RunEvent::Sweep(SweepEvent::Telemetry(s)) => r.live.add(*s),
             RunEvent::Sweep(SweepEvent::Done { record, retry, .. }) => {
                 if !retry {
-                    r.estimated_done += r.estimates.get(r.finished).copied().unwrap_or(0.0);
-                    r.elapsed_done = r.elapsed_s;
-                    r.finished += 1;
-                    r.current_started_s = None;
                     if record.ok {
                         r.ok += 1;
                     } else {
@@ -469,7 +449,6 @@ impl App {
                 error,
             } => {
                 r.active = false;
-                r.current_started_s = None;
                 let line = match (&outcome, &error) {
                     (_, Some(e)) => (Severity::Error, format!("the run stopped: {e}")),
                     // A fleet run is not resumed as one: each node kept what it finished.

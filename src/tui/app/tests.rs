@@ -168,17 +168,40 @@ fn prompts_produce_commands() {
 
 #[test]
 fn eta_scales_with_how_finished_conditions_compared() {
-    let r = RunView {
+    let mut a = app();
+    a.run_event(RunEvent::Started {
+        dir: PathBuf::from("results/r"),
+        total: 3,
+        done_before: 0,
         estimates: vec![10.0, 10.0, 10.0],
-        finished: 1,
-        estimated_done: 10.0,
-        elapsed_done: 20.0,
-        elapsed_s: 25.0,
-        current_started_s: Some(20.0),
-        ..RunView::default()
+    });
+    let start = |index: usize| {
+        RunEvent::Sweep(edgeprof::runner::sweep::SweepEvent::Start {
+            index,
+            total: 3,
+            condition: edgeprof::runner::matrix::Condition::new(
+                "tract",
+                edgeprof::config::ModelRef::Zoo("resnet34".into()),
+                edgeprof::models::InputShape::default(),
+                1,
+                0,
+                edgeprof::config::Device::Cpu,
+            ),
+            attempt: 1,
+            attempts: 1,
+            process: 1,
+            processes: 1,
+            iterations: 100,
+        })
     };
+    a.run_event(start(1));
+    // The first condition took 20 s, twice its estimate; the second has run 5 s.
+    a.run.elapsed_s = 20.0;
+    a.run_event(start(2));
+    a.run.elapsed_s = 25.0;
     // Two left at twice the estimate, less the 5 s the current one has run.
-    assert!((r.eta_s() - 35.0).abs() < 1e-9);
+    assert!((a.run.eta_s() - 35.0).abs() < 1e-9, "{}", a.run.eta_s());
+    assert!((a.run.fraction() - 1.0 / 3.0).abs() < 1e-9);
 }
 
 /// What the status line says goes to the message log too; the line itself clears after a while

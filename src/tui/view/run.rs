@@ -32,8 +32,13 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
             "done".to_string()
         };
         let mut current = if r.active {
+            let process = if r.processes > 1 {
+                format!(", process {} of {}", r.process, r.processes)
+            } else {
+                String::new()
+            };
             format!(
-                "{}: {}/{} timed iterations",
+                "{}{process}: {}/{} timed iterations",
                 r.current,
                 r.timed,
                 r.iterations + r.more_iterations

@@ -220,7 +220,6 @@ fn run_tab() {
         total: 8,
         done_before: 0,
         estimates: vec![10.0; 8],
-        iterations: 500,
     });
     a.run_event(RunEvent::Sweep(SweepEvent::Start {
         index: 1,
@@ -239,6 +238,9 @@ fn run_tab() {
         ),
         attempt: 1,
         attempts: 2,
+        process: 1,
+        processes: 1,
+        iterations: 500,
     }));
     for k in 0..60 {
         let t = k as f64 * 0.5;

@@ -1,0 +1,491 @@
+//! One condition of a sweep, from its first worker run to its record: the runs that follow it
+//! (the rest of its repeats, spread over its processes; disturbed ones measured again; more for
+//! the target interval), each watched for telemetry and for other processes on its cores.
+
+use super::{measured_seconds, pause, State, Sweep, SweepEvent};
+use crate::collect::others::{self, Disturbance, Scan};
+use crate::collect::proc::ProcSample;
+use crate::collect::telemetry::{Recorder, Sample};
+use crate::results::{RunRecord, Writer};
+use crate::runner::matrix::Condition;
+use crate::runner::prepare::{self, Interpreters, Prepared};
+use crate::runner::protocol::{WorkerRequest, WorkerRun};
+use crate::runner::repetition::{self, More, RepeatNote, Repetition, Watch};
+use crate::runner::spawn::{self, Resources, RunFailure, WorkerCommand, WorkerEvent};
+use crate::stats;
+use crate::text::now_rfc3339;
+use std::time::Instant;
+
+/// What starting a condition came to.
+pub(super) enum Started {
+    /// Its first worker run gave times; the rest of its runs are to come.
+    Measuring(Box<Pending>),
+    /// It could not be prepared, or every attempt failed (each one recorded).
+    Failed,
+    Cancelled,
+}
+
+/// A condition between its first worker run and its record: what its runs gave so far.
+pub(super) struct Pending {
+    index: usize,
+    condition: Condition,
+    command: WorkerCommand,
+    request: WorkerRequest,
+    attempt: usize,
+    attempts: usize,
+    /// When the attempt began (for the record), and its clock (for the samples' times).
+    started: String,
+    began: Instant,
+    run: WorkerRun,
+    repetition: Repetition,
+    resources: Option<Resources>,
+    samples: Vec<ProcSample>,
+    telemetry: Vec<Sample>,
+    /// Other processes on its cores during each of its worker runs, with the run's wall time.
+    disturbance: Vec<(Disturbance, f64)>,
+    measured_s: f64,
+    /// Iterations timed since its latest [`SweepEvent::Start`]: later runs count on from there.
+    timed: usize,
+}
+
+impl Pending {
+    fn new(index: usize, condition: &Condition, prepared: &Prepared, attempt: usize) -> Pending {
+        Pending {
+            index,
+            condition: condition.clone(),
+            command: prepared.command.clone(),
+            request: prepared.request.clone(),
+            attempt,
+            attempts: 0,
+            started: now_rfc3339(),
+            began: Instant::now(),
+            run: WorkerRun::default(),
+            repetition: Repetition::default(),
+            resources: None,
+            samples: Vec::new(),
+            telemetry: Vec::new(),
+            disturbance: Vec::new(),
+            measured_s: 0.0,
+            timed: 0,
+        }
+    }
+}
+
+impl Pending {
+    /// Puts the levels of its kept repeats into the window's pool.
+    fn note_levels(&self, st: &mut State) {
+        let kept = self.repetition.kept(&self.run.repeats);
+        st.levels
+            .insert(self.condition.id.clone(), stats::repeat_factors(&kept));
+    }
+}
+
+impl Sweep<'_> {
+    fn request(&self, condition: &Condition) -> WorkerRequest {
+        let m = &self.config.measure;
+        WorkerRequest {
+            condition: condition.clone(),
+            warmup: m.warmup,
+            warmup_seconds: m.warmup_seconds,
+            iterations: m.iterations,
+            min_duration_s: m.min_duration_s,
+            // The first of the processes the repeats are spread over.
+            repeats: repetition::share(m.repeats, m.processes, 0),
+            seed: m.seed,
+            classes: self.config.matrix.classes,
+            counters: self.config.output.roofline,
+            model_file: None,
+            input_file: None,
+            output_file: None,
+            options: None,
+        }
+    }
+
+    /// The worker processes a condition's repeats are spread over.
+    pub(super) fn processes(&self) -> usize {
+        let m = &self.config.measure;
+        m.processes.clamp(1, m.repeats.max(1))
+    }
+
+    /// Prepares condition `k` and makes its first worker run, attempt after attempt until one
+    /// gives times (each failed attempt is recorded at once).
+    pub(super) fn start(
+        &self,
+        st: &mut State,
+        k: usize,
+        interpreters: &Interpreters,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> anyhow::Result<Started> {
+        let condition = &self.conditions[k];
+        let index = self.done_before + k + 1;
+        let m = &self.config.measure;
+        let attempts = 1 + m.retries;
+        let prepared = prepare::prepare(
+            self.config,
+            condition,
+            self.request(condition),
+            self.edgeprof,
+            self.dir,
+            interpreters,
+        );
+        let prepared = match prepared {
+            Ok(p) => p,
+            Err(e) => {
+                // Nothing to retry: the condition cannot start here.
+                on_event(SweepEvent::Start {
+                    index,
+                    total: self.total,
+                    condition: condition.clone(),
+                    attempt: 1,
+                    attempts: 1,
+                    process: 1,
+                    processes: self.processes(),
+                    iterations: 0,
+                });
+                let failure = RunFailure::Prepare {
+                    reason: format!("{e:#}"),
+                };
+                let record = RunRecord {
+                    telemetry: None,
+                    condition: condition.clone(),
+                    attempt: 1,
+                    last: true,
+                    started: now_rfc3339(),
+                    ok: false,
+                    reason: Some(failure.to_string()),
+                    failure: Some(failure),
+                    run: None,
+                    stats: None,
+                    resources: Default::default(),
+                    repetition: None,
+                };
+                writer.run(&record)?;
+                on_event(SweepEvent::Done {
+                    index,
+                    total: self.total,
+                    record: Box::new(record),
+                    retry: false,
+                });
+                st.outcome.failed += 1;
+                return Ok(Started::Failed);
+            }
+        };
+        let first = self
+            .attempts_before
+            .get(&condition.id)
+            .map_or(1, |&made| (made + 1).min(attempts));
+        for attempt in first..=attempts {
+            if self.cancel.is_raised() {
+                return Ok(Started::Cancelled);
+            }
+            on_event(SweepEvent::Start {
+                index,
+                total: self.total,
+                condition: condition.clone(),
+                attempt,
+                attempts,
+                process: 1,
+                processes: self.processes(),
+                iterations: prepared.request.repeats * m.iterations,
+            });
+            let mut p = Pending::new(index, condition, &prepared, attempt);
+            p.attempts = attempts;
+            let request = p.request.clone();
+            match self.watched(st, &mut p, &request, on_event) {
+                Ok((run, notes)) => {
+                    p.run = run;
+                    p.repetition = Repetition {
+                        repeats: notes,
+                        runs: 1,
+                        target_ci: m.target_ci,
+                        ..Repetition::default()
+                    };
+                    p.note_levels(st);
+                    return Ok(Started::Measuring(Box::new(p)));
+                }
+                Err(RunFailure::Cancelled) => return Ok(Started::Cancelled),
+                Err(failure) => {
+                    let last = attempt == attempts;
+                    self.store(st, p, Some(failure), last, writer, on_event)?;
+                    if !last && m.cooldown_s > 0.0 {
+                        on_event(SweepEvent::Cooldown {
+                            seconds: m.cooldown_s,
+                        });
+                        pause(m.cooldown_s, self.cancel);
+                    }
+                }
+            }
+        }
+        Ok(Started::Failed)
+    }
+
+    /// Worker process `process` (from 1) of `p`'s condition: its share of the repeats, unless
+    /// an earlier one failed. False when the sweep was cancelled.
+    pub(super) fn spread(
+        &self,
+        st: &mut State,
+        p: &mut Pending,
+        process: usize,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> bool {
+        let m = &self.config.measure;
+        if self.cancel.is_raised() {
+            return false;
+        }
+        let n = repetition::share(m.repeats, m.processes, process - 1);
+        if n == 0 || p.repetition.short.is_some() {
+            return true;
+        }
+        on_event(SweepEvent::Start {
+            index: p.index,
+            total: self.total,
+            condition: p.condition.clone(),
+            attempt: p.attempt,
+            attempts: p.attempts,
+            process,
+            processes: self.processes(),
+            iterations: n * m.iterations,
+        });
+        p.timed = 0;
+        self.more(st, p, n, on_event)
+    }
+
+    /// Another worker run of `p`'s condition for `repeats` repeats, its times added to the
+    /// first run's; a failed one ends the condition's repetition with what it has. False when
+    /// the sweep was cancelled.
+    fn more(
+        &self,
+        st: &mut State,
+        p: &mut Pending,
+        repeats: usize,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> bool {
+        let request = WorkerRequest {
+            repeats,
+            // The first run already wrote the output and counted the events.
+            output_file: None,
+            counters: false,
+            ..p.request.clone()
+        };
+        match self.watched(st, p, &request, on_event) {
+            Ok((run, notes)) => {
+                p.repetition.runs += 1;
+                p.repetition.repeats.extend(notes);
+                p.run.repeats.extend(run.repeats);
+                p.note_levels(st);
+                true
+            }
+            Err(RunFailure::Cancelled) => false,
+            Err(failure) => {
+                p.repetition.short = Some(format!(
+                    "worker run {} of the condition failed: {failure}",
+                    p.repetition.runs + 1
+                ));
+                true
+            }
+        }
+    }
+
+    /// One worker run of `p`'s condition, with the telemetry recorder and the watch on other
+    /// processes around it; what it cost and what they saw go into `p`.
+    fn watched(
+        &self,
+        st: &mut State,
+        p: &mut Pending,
+        request: &WorkerRequest,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> Result<(WorkerRun, Vec<RepeatNote>), RunFailure> {
+        let own = std::process::id();
+        let cores = p.condition.cores.clone();
+        // Samples count their time from the attempt's start.
+        let shift = p.began.elapsed().as_secs_f64();
+        let offset = p.timed;
+        // Who else runs meanwhile: every process's CPU time before and after, and per repeat
+        // from the scans the watch takes as the worker reports.
+        let before = Scan::take(self.telemetry_root);
+        let recorder =
+            Recorder::start(st.readers.take().unwrap_or_default(), st.telemetry_interval);
+        let mut watch = Watch::start(self.telemetry_root, own, cores.as_deref());
+        let attempt = spawn::run_worker(&p.command, request, st.limits, self.cancel, |event| {
+            watch.event(&event);
+            for sample in recorder.fresh() {
+                on_event(SweepEvent::Telemetry(Box::new(sample)));
+            }
+            let event = match event {
+                WorkerEvent::Timed(k) => WorkerEvent::Timed(offset + k),
+                e => e,
+            };
+            on_event(SweepEvent::Worker(event))
+        });
+        let (telemetry, back) = recorder.finish();
+        st.readers = Some(back);
+        let after = Scan::take(self.telemetry_root);
+        p.disturbance.push((
+            others::between(&before, &after, own, cores.as_deref()),
+            attempt.resources.wall_s,
+        ));
+        p.telemetry.extend(telemetry.into_iter().map(|mut s| {
+            s.t_s += shift;
+            s
+        }));
+        p.samples.extend(attempt.samples.into_iter().map(|mut s| {
+            s.t_s += shift;
+            s
+        }));
+        match &mut p.resources {
+            Some(r) => r.absorb(&attempt.resources),
+            None => p.resources = Some(attempt.resources),
+        }
+        let run = attempt.outcome?;
+        p.measured_s += measured_seconds(&run);
+        p.timed += run.repeats.iter().map(Vec::len).sum::<usize>();
+        let notes = watch.finish(&run.repeats, p.repetition.runs + 1);
+        Ok((run, notes))
+    }
+
+    /// Adds what `p` still needs — disturbed repeats measured again (after a pause that doubles
+    /// from 1 s, so that a passing disturbance can end), then repeats until the median's
+    /// interval meets the target, each batch in a worker run of its own — and stores its
+    /// record. False when the sweep was cancelled meanwhile (nothing stored).
+    pub(super) fn finish(
+        &self,
+        st: &mut State,
+        mut p: Box<Pending>,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> anyhow::Result<bool> {
+        let m = &self.config.measure;
+        let mut disturbed_rounds = 0;
+        while p.repetition.short.is_none() {
+            let r = &mut p.repetition;
+            repetition::exclude_disturbed(m, &mut r.repeats);
+            let pool = st.pool();
+            let Some(more) = repetition::next(
+                m,
+                &r.repeats,
+                &p.run.repeats,
+                r.runs,
+                disturbed_rounds,
+                &pool,
+            ) else {
+                break;
+            };
+            let n = more.repeats();
+            // The plan's own processes are no addition: their iterations are in its total.
+            if !matches!(more, More::Spread { .. }) {
+                on_event(SweepEvent::MoreRepeats {
+                    repeats: n,
+                    iterations: n * m.iterations,
+                    reason: more.reason(m.target_ci),
+                });
+            }
+            if let More::Disturbed { .. } = more {
+                pause(f64::from(1u32 << disturbed_rounds.min(3)), self.cancel);
+                disturbed_rounds += 1;
+                r.remeasured += n;
+            }
+            if self.cancel.is_raised() || !self.more(st, &mut p, n, on_event) {
+                return Ok(false);
+            }
+        }
+        let r = &mut p.repetition;
+        repetition::exclude_disturbed(m, &mut r.repeats);
+        p.note_levels(st);
+        let r = &mut p.repetition;
+        r.relative_half_width =
+            repetition::relative_half_width(&r.kept(&p.run.repeats), &st.pool());
+        if r.reached() == Some(false) && r.short.is_none() {
+            r.short = Some(if p.run.repeats.len() >= m.max_repeats {
+                format!(
+                    "{} repeats, the most measure.max_repeats allows",
+                    p.run.repeats.len()
+                )
+            } else {
+                "stopped early".to_string()
+            });
+        }
+        self.store(st, *p, None, true, writer, on_event)?;
+        Ok(true)
+    }
+
+    /// Writes `p`'s record — its attempt failed with `failure`, or gave times — with its raw
+    /// samples and telemetry, and tells the front-end; `last` when no attempt follows a failure.
+    fn store(
+        &self,
+        st: &mut State,
+        p: Pending,
+        failure: Option<RunFailure>,
+        last: bool,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) -> anyhow::Result<()> {
+        let resources = p.resources.unwrap_or_default();
+        st.outcome.attempts += 1;
+        st.outcome.worker_s += resources.wall_s;
+        st.outcome.measured_s += p.measured_s;
+        let (run, stats, failure, repetition) = match failure {
+            None => {
+                // Disturbed repeats that were measured again stay in the raw times but leave
+                // the statistics.
+                let kept = p.repetition.kept(&p.run.repeats);
+                let mut stats = stats::run_stats(
+                    p.run.init_ms,
+                    p.run.first_inference_ms,
+                    &p.run.warmup_ms,
+                    &kept,
+                    p.condition.batch,
+                    self.config.measure.outliers,
+                );
+                // The interval also covers how much worker processes differ here, as the
+                // window's conditions saw it.
+                if let Some(s) = &mut stats {
+                    s.median_interval_ms =
+                        stats::median_interval_pooled(&kept, &st.pool(), stats::BOOTSTRAP_ROUNDS);
+                }
+                let failure = stats.is_none().then(|| RunFailure::Reported {
+                    message: "the worker reported no timed iterations".to_string(),
+                    stderr_tail: String::new(),
+                });
+                (Some(p.run), stats, failure, Some(p.repetition))
+            }
+            Some(failure) => (None, None, Some(failure), None),
+        };
+        let ok = failure.is_none();
+        let last = ok || last;
+        let mut telemetry =
+            crate::throttle::summarize(&p.telemetry, stats.as_ref().map(|s| s.latency.mean_ms));
+        telemetry.disturbance = Some(Disturbance::combine(&p.disturbance));
+        let record = RunRecord {
+            telemetry: Some(telemetry),
+            condition: p.condition,
+            attempt: p.attempt,
+            last,
+            started: p.started,
+            ok,
+            reason: failure.as_ref().map(|f| f.to_string()),
+            failure,
+            run,
+            stats,
+            resources,
+            repetition,
+        };
+        writer.run(&record)?;
+        writer.samples(&record.condition.id, record.attempt, &p.samples)?;
+        writer.telemetry(&record.condition.id, record.attempt, &p.telemetry)?;
+        on_event(SweepEvent::Done {
+            index: p.index,
+            total: self.total,
+            record: Box::new(record),
+            retry: !last,
+        });
+        if last {
+            if ok {
+                st.outcome.ok += 1;
+            } else {
+                st.outcome.failed += 1;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,272 @@
+//! The sweep: every planned condition measured in worker processes, with retries, cool-downs
+//! and a stop on request; every condition's record is appended to the results directory as soon
+//! as it is complete. Progress goes out as [`SweepEvent`]s; nothing here prints.
+//!
+//! A condition's repeats are spread over `measure.processes` worker processes, and those are
+//! interleaved across neighbouring conditions: every condition of a window gets its first
+//! process, then every one its second, and so on. The processes of one condition so lie minutes
+//! apart rather than back to back, and the interval of its median sees how the machine itself
+//! drifts over that time (a shared or thermally limited board's speed wanders by several per
+//! cent within a minute); back to back, two sweeps of the same config disagreed beyond their
+//! intervals far more often. A window holds about [`INTERLEAVE_WINDOW_S`] of estimated work, so
+//! a stopped sweep loses at most that much: conditions without their record are measured again
+//! on resumption.
+
+mod condition;
+
+use crate::collect::stop::Cancel;
+use crate::config::Config;
+use crate::results::{RunRecord, Writer};
+use crate::runner::matrix::Condition;
+use crate::runner::protocol::WorkerRun;
+use crate::runner::spawn::{RunLimits, WorkerEvent};
+use condition::{Pending, Started};
+use std::time::{Duration, Instant};
+
+/// Estimated seconds of work whose conditions' worker processes are interleaved (see the
+/// module's description).
+pub const INTERLEAVE_WINDOW_S: f64 = 180.0;
+
+/// What happens during a sweep, for progress display: owned, so that a front-end can pass it
+/// across threads as it is (the terminal UI's run thread sends it to the UI loop unchanged).
+#[derive(Debug, Clone)]
+pub enum SweepEvent {
+    /// One of a condition's worker processes begins: `process` of `processes` (the first one
+    /// of an attempt, or a later one of the repeats spread over them), planned for
+    /// `iterations` timed iterations. `index` counts from 1 over the whole plan (resumed runs
+    /// included). Worker events that follow count its timed iterations from 0.
+    Start {
+        index: usize,
+        total: usize,
+        condition: Condition,
+        attempt: usize,
+        attempts: usize,
+        process: usize,
+        processes: usize,
+        iterations: usize,
+    },
+    Worker(WorkerEvent),
+    /// What the telemetry sources saw, as the attempt runs.
+    Telemetry(Box<crate::collect::telemetry::Sample>),
+    /// An attempt ended and was stored; `retry` when another attempt follows.
+    Done {
+        index: usize,
+        total: usize,
+        record: Box<RunRecord>,
+        retry: bool,
+    },
+    Cooldown {
+        seconds: f64,
+    },
+    /// The condition gets `repeats` more repeats (another worker run of about `iterations`
+    /// timed iterations, counted on from those of its latest `Start`), and why: disturbed repeats measured again, or the median's interval
+    /// still wider than `measure.target_ci`.
+    MoreRepeats {
+        repeats: usize,
+        iterations: usize,
+        reason: String,
+    },
+}
+
+/// How a sweep ended.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SweepOutcome {
+    /// Conditions that got their result in this sweep.
+    pub ok: usize,
+    pub failed: usize,
+    pub interrupted: bool,
+    pub attempts: usize,
+    /// Wall time of the worker processes, start to exit.
+    pub worker_s: f64,
+    /// Of that, the work the workers measured: load, first inference, warm-up, timed iterations.
+    pub measured_s: f64,
+    pub wall_s: f64,
+}
+
+/// The figures of a sweep's plan.
+pub struct Sweep<'a> {
+    pub config: &'a Config,
+    /// The conditions still to run, in order.
+    pub conditions: &'a [Condition],
+    /// Conditions of the whole plan, and how many had their result before this sweep.
+    pub total: usize,
+    pub done_before: usize,
+    /// This edgeprof binary, run as `edgeprof worker` for the built-in engines.
+    pub edgeprof: &'a std::path::Path,
+    pub cancel: &'a Cancel,
+    /// Where telemetry is read (`/`, or a fixture tree in tests).
+    pub telemetry_root: &'a std::path::Path,
+    /// The results directory (the conditions' first outputs go under it).
+    pub dir: &'a std::path::Path,
+    /// Attempts made at a condition before this sweep (a resumed one): its attempt numbers
+    /// continue from there and its retries are what is left of the configured number.
+    pub attempts_before: &'a std::collections::HashMap<String, usize>,
+}
+
+/// Seconds of work a worker measured (its own figures, not its process's life).
+pub fn measured_seconds(run: &WorkerRun) -> f64 {
+    let timed: f64 = run.repeats.iter().flatten().sum();
+    let warm: f64 = run.warmup_ms.iter().sum();
+    (run.init_ms + run.first_inference_ms.unwrap_or(0.0) + warm + timed) / 1e3
+}
+
+/// Sleeps, waking the moment the sweep is cancelled.
+fn pause(seconds: f64, cancel: &Cancel) {
+    let (tx, raised) = std::sync::mpsc::channel();
+    let _registered = cancel.on_raise(move || {
+        let _ = tx.send(());
+    });
+    let _ = raised.recv_timeout(Duration::from_secs_f64(seconds));
+}
+
+/// The conditions (by position) whose worker processes are interleaved, in order: consecutive
+/// ones while their estimated seconds stay within `limit_s`, one at least.
+pub fn windows(estimates: &[f64], limit_s: f64) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let (mut from, mut sum) = (0, 0.0);
+    for (i, e) in estimates.iter().enumerate() {
+        if i > from && sum + e > limit_s {
+            out.push(from..i);
+            (from, sum) = (i, 0.0);
+        }
+        sum += e;
+    }
+    if from < estimates.len() {
+        out.push(from..estimates.len());
+    }
+    out
+}
+
+/// What a sweep carries from one worker run to the next.
+struct State {
+    limits: RunLimits,
+    /// Telemetry sources that work here, sampled on their own thread during each worker run.
+    readers: Option<Vec<Box<dyn crate::collect::telemetry::Reader>>>,
+    telemetry_interval: Duration,
+    outcome: SweepOutcome,
+    /// The levels of the repeats of the window's conditions so far
+    /// ([`crate::stats::repeat_factors`]), by condition id: how much their worker processes
+    /// differ, for every condition's interval.
+    levels: std::collections::HashMap<String, Vec<f64>>,
+}
+
+impl State {
+    /// Every level of the window so far.
+    fn pool(&self) -> Vec<f64> {
+        self.levels.values().flatten().copied().collect()
+    }
+}
+
+impl Sweep<'_> {
+    /// Runs the sweep, storing every attempt through `writer`.
+    pub fn run(
+        &self,
+        writer: &mut Writer,
+        mut on_event: impl FnMut(SweepEvent),
+    ) -> anyhow::Result<SweepOutcome> {
+        let start = Instant::now();
+        // Whatever the workers start dies with edgeprof, even if edgeprof is killed.
+        crate::collect::tree::start_guard(self.edgeprof);
+        let m = &self.config.measure;
+        let limits = RunLimits {
+            timeout: Duration::from_secs_f64(m.timeout_s),
+            sample_interval: Duration::from_millis(m.sample_interval_ms),
+        };
+        let mut st = State {
+            limits,
+            readers: Some(crate::collect::telemetry::working_readers(
+                self.telemetry_root,
+            )),
+            telemetry_interval: limits.sample_interval.max(Duration::from_millis(50)),
+            outcome: SweepOutcome::default(),
+            levels: Default::default(),
+        };
+        let interpreters = crate::runner::prepare::interpreters(self.config, self.conditions);
+        let cores = crate::collect::device::available_cores();
+        let estimates: Vec<f64> = self
+            .conditions
+            .iter()
+            .map(|c| crate::runner::matrix::estimate_condition(self.config, c, cores))
+            .collect();
+        let processes = self.processes();
+        let windows = windows(&estimates, INTERLEAVE_WINDOW_S);
+        let last_window = windows.len().saturating_sub(1);
+        'sweep: for (w, window) in windows.into_iter().enumerate() {
+            // Round r gives every condition of the window its r-th worker process; the last
+            // round's runs are followed by what each still needs, and its record.
+            let mut pending: Vec<Box<Pending>> = Vec::new();
+            st.levels.clear();
+            for round in 1..=processes {
+                let last_round = round == processes;
+                let items: Vec<Result<usize, Box<Pending>>> = if round == 1 {
+                    window.clone().map(Ok).collect()
+                } else {
+                    pending.drain(..).map(Err).collect()
+                };
+                let count = items.len();
+                for (i, item) in items.into_iter().enumerate() {
+                    let p = match item {
+                        Ok(k) => {
+                            match self.start(&mut st, k, &interpreters, writer, &mut on_event)? {
+                                Started::Measuring(p) => Some(p),
+                                Started::Failed => None,
+                                Started::Cancelled => break 'sweep,
+                            }
+                        }
+                        Err(mut p) => {
+                            if !self.spread(&mut st, &mut p, round, &mut on_event) {
+                                break 'sweep;
+                            }
+                            Some(p)
+                        }
+                    };
+                    if let Some(p) = p {
+                        if !last_round {
+                            pending.push(p);
+                        } else if !self.finish(&mut st, p, writer, &mut on_event)? {
+                            break 'sweep;
+                        }
+                    }
+                    let more = !(w == last_window && last_round && i + 1 == count);
+                    if m.cooldown_s > 0.0 && more {
+                        on_event(SweepEvent::Cooldown {
+                            seconds: m.cooldown_s,
+                        });
+                        pause(m.cooldown_s, self.cancel);
+                    }
+                }
+            }
+        }
+        let mut outcome = st.outcome;
+        // Stopped before every condition had its record: a resumed sweep measures the rest.
+        outcome.interrupted = outcome.ok + outcome.failed < self.conditions.len();
+        outcome.wall_s = start.elapsed().as_secs_f64();
+        Ok(outcome)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn measured_work_is_load_first_warmup_and_timed() {
+        let run = WorkerRun {
+            init_ms: 100.0,
+            first_inference_ms: Some(50.0),
+            warmup_ms: vec![10.0, 10.0],
+            repeats: vec![vec![5.0; 10], vec![5.0; 10]],
+            ..WorkerRun::default()
+        };
+        assert!((measured_seconds(&run) - 0.27).abs() < 1e-12);
+    }
+
+    #[test]
+    fn a_cancelled_pause_returns_at_once() {
+        let cancel = Cancel::new();
+        cancel.raise();
+        let t = Instant::now();
+        pause(30.0, &cancel);
+        assert!(t.elapsed() < Duration::from_secs(5));
+    }
+}
