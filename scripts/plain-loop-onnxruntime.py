@@ -5,6 +5,7 @@ and times `InferenceSession.run` with time.perf_counter. Prints one JSON line: t
 every latency, in ms.
 
     python plain-loop-onnxruntime.py MODEL.onnx [--threads N] [--warmup N] [--iterations N]
+                                     [--device cpu|cuda]
 
 Run it with the interpreter edgeprof uses for onnxruntime (`edgeprof env list` names it), on the
 same model edgeprof runs (`edgeprof models export NAME --input CxHxW -o MODEL.onnx`), and
@@ -24,11 +25,13 @@ parser.add_argument("--threads", type=int, default=1)
 parser.add_argument("--warmup", type=int, default=10)
 parser.add_argument("--iterations", type=int, default=100)
 parser.add_argument("--batch", type=int, default=1)
+parser.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
 args = parser.parse_args()
 
 options = ort.SessionOptions()
 options.intra_op_num_threads = args.threads
-session = ort.InferenceSession(args.model, options, providers=["CPUExecutionProvider"])
+provider = "CUDAExecutionProvider" if args.device == "cuda" else "CPUExecutionProvider"
+session = ort.InferenceSession(args.model, options, providers=[provider])
 first = session.get_inputs()[0]
 shape = [args.batch if not isinstance(d, int) else d for d in first.shape]
 feed = {first.name: np.random.default_rng(0).random(shape, dtype=np.float32)}
