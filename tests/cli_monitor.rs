@@ -544,3 +544,37 @@ fn every_board_tree_is_sampled_with_what_it_has() {
         assert!(why.contains(expected), "{name}: {why}");
     }
 }
+
+/// Every GPU of a machine is sampled: a fixture tree with two amdgpu cards gives two GPUs in
+/// every sample, each with its own load and memory.
+#[test]
+fn two_gpus_are_both_monitored() {
+    let lines = monitor_lines(
+        &board("two-gpus"),
+        Some("/usr/bin:/bin"),
+        &["--interval", "50ms", "--duration", "120ms"],
+    );
+    assert!(!lines.is_empty());
+    for line in &lines {
+        let v: Value = serde_json::from_str(line).unwrap_or_default();
+        let gpus = v["gpus"].as_array().cloned().unwrap_or_default();
+        let seen: Vec<(Option<&str>, Option<f64>, Option<u64>)> = gpus
+            .iter()
+            .map(|g| {
+                (
+                    g["name"].as_str(),
+                    g["load_pct"].as_f64(),
+                    g["mem_used_bytes"].as_u64(),
+                )
+            })
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                (Some("amdgpu card1"), Some(37.0), Some(2 << 30)),
+                (Some("amdgpu card2"), Some(64.0), Some(1 << 30)),
+            ],
+            "{line}"
+        );
+    }
+}

@@ -443,10 +443,20 @@ fn a_node_killed_mid_training_fails_its_size_and_leaves_nothing_running() {
     let waited = Instant::now();
     let mut left = Vec::new();
     for name in ["a", "b", "c"] {
-        let pids = read(&node_study(dir.path(), name).join(format!(
+        let file = node_study(dir.path(), name).join(format!(
             "pids-3-{}.txt",
             ["a", "b", "c"].iter().position(|n| *n == name).unwrap_or(0)
-        )));
+        ));
+        // A member still preparing when the size failed starts its launcher only to stop it at
+        // once (its control channel has ended): give its pids a moment to appear; a member
+        // that never launched left nothing.
+        while !file.exists() && waited.elapsed() < Duration::from_secs(5) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !file.exists() {
+            continue;
+        }
+        let pids = read(&file);
         for pid in pids.split_whitespace() {
             while !gone(pid) && waited.elapsed() < Duration::from_secs(10) {
                 std::thread::sleep(Duration::from_millis(50));

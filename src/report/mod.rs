@@ -2,6 +2,7 @@
 //! hand, lines with textplots' braille canvas) and as SVG files (plotters' SVG backend, which
 //! writes text elements and needs no font library).
 
+pub mod curves;
 pub mod html;
 pub mod roofline_chart;
 pub mod scorecard;
@@ -292,7 +293,7 @@ pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> anyhow::Result<V
     let peak = "Peak resident memory of the worker";
     let over_time = "CPU and GPU utilisation over the sweep";
     let memory_title = "Memory over the sweep";
-    Ok(vec![
+    let mut charts = vec![
         Chart {
             file: "latency.svg",
             caption: latency,
@@ -313,8 +314,75 @@ pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> anyhow::Result<V
             caption: memory_title,
             svg: svg::lines(memory_title, "MiB", &memory)?,
         },
-    ])
+    ];
+    charts.extend(condition_charts(stored)?);
+    Ok(charts)
 }
+
+/// Per-condition curves of GPU load, GPU memory and the machine's CPU load, a panel per
+/// framework, when the telemetry has GPU figures (without a GPU there is nothing per model to
+/// compare that the sweep's CPU chart does not show).
+pub fn condition_charts(stored: &crate::results::Stored) -> anyhow::Result<Vec<Chart>> {
+    if !condition_charts_wanted(stored) {
+        return Ok(Vec::new());
+    }
+    let mut out = Vec::new();
+    for (file, caption, figure, unit) in CONDITION_CURVES {
+        let groups = curves::by_framework(stored, figure);
+        if groups.is_empty() {
+            continue;
+        }
+        let panels: Vec<svg::Panel> = groups
+            .iter()
+            .map(|g| {
+                let lines = g
+                    .curves
+                    .iter()
+                    .map(|c| (c.label.as_str(), c.points.as_slice()))
+                    .collect();
+                (g.engine.as_str(), lines)
+            })
+            .collect();
+        out.push(Chart {
+            file,
+            caption,
+            svg: svg::panels(caption, unit, &panels)?,
+        });
+    }
+    Ok(out)
+}
+
+/// Whether a results directory's telemetry has GPU figures, for per-condition curves.
+pub fn condition_charts_wanted(stored: &crate::results::Stored) -> bool {
+    stored.telemetry.iter().any(|t| {
+        t.sample
+            .gpus
+            .iter()
+            .any(|g| g.load_pct.is_some() || g.mem_used_bytes.is_some())
+    })
+}
+
+/// The per-condition charts: file, caption, figure, unit.
+pub const CONDITION_CURVES: [(&str, &str, curves::Figure, &str); 3] = [
+    (
+        "gpu_per_condition.svg",
+        "GPU load per condition, by framework",
+        curves::gpu_load,
+        "%",
+    ),
+    (
+        "gpu_memory_per_condition.svg",
+        "GPU memory per condition, by framework",
+        curves::gpu_memory_mib,
+        "MiB",
+    ),
+    (
+        "cpu_per_condition.svg",
+        "Machine CPU load per condition, by framework",
+        curves::cpu_load,
+        "%",
+    ),
+];
 
 #[cfg(test)]
 mod tests {

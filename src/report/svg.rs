@@ -169,6 +169,66 @@ pub fn lines_xy(
     Ok(svg)
 }
 
+/// A panel of [`panels`]: its name and its named lines.
+pub type Panel<'a> = (&'a str, Vec<(&'a str, &'a [(f64, f64)])>);
+
+/// Lines over time in one panel per group (a framework's conditions, say), stacked under one
+/// title, each panel with its own legend, on a shared scale, as SVG text.
+pub fn panels(title: &str, y_desc: &str, groups: &[Panel]) -> anyhow::Result<String> {
+    let all = || {
+        groups
+            .iter()
+            .flat_map(|g| g.1.iter().flat_map(|s| s.1.iter()))
+    };
+    let xmax = all().map(|p| p.0).fold(0.0f64, f64::max).max(1e-3);
+    let ymax = all().map(|p| p.1).fold(0.0f64, f64::max).max(1.0) * 1.05;
+    let panel_height = 300u32;
+    let height = 50 + panel_height * groups.len().max(1) as u32;
+    let mut svg = String::new();
+    {
+        let root = SVGBackend::with_string(&mut svg, (WIDTH, height)).into_drawing_area();
+        root.fill(&WHITE).map_err(chart_error)?;
+        let root = root
+            .titled(title, ("sans-serif", 20))
+            .map_err(chart_error)?;
+        let areas = root.split_evenly((groups.len().max(1), 1));
+        for ((name, series), area) in groups.iter().zip(areas.iter()) {
+            let mut chart = ChartBuilder::on(area)
+                .caption(*name, ("sans-serif", 16))
+                .margin(10)
+                .x_label_area_size(36)
+                .y_label_area_size(60)
+                .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+                .map_err(chart_error)?;
+            chart
+                .configure_mesh()
+                .x_desc("time in the condition (s)")
+                .y_desc(y_desc)
+                .draw()
+                .map_err(chart_error)?;
+            for (k, (label, points)) in series.iter().enumerate() {
+                let colour = PALETTE[k % PALETTE.len()];
+                chart
+                    .draw_series(LineSeries::new(
+                        points.iter().copied(),
+                        colour.stroke_width(2),
+                    ))
+                    .map_err(chart_error)?
+                    .label(*label)
+                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+            }
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.8))
+                .border_style(BLACK)
+                .draw()
+                .map_err(chart_error)?;
+        }
+        root.present().map_err(chart_error)?;
+    }
+    Ok(svg)
+}
+
 /// The roofline, log-log, as SVG text: a slanted roof per memory level bending into the
 /// compute roof at its ridge, flat roofs per precision, and each program's points lettered as in
 /// the terminal chart.

@@ -8,7 +8,8 @@
 //!   telemetry.jsonl the telemetry sources' samples (CPU cores, GPU, memory, power, temperatures)
 //!                   during each attempt
 //!   summary.csv / summary.json / summary.md   one row per condition, derived from runs.jsonl
-//!   charts/*.svg    latency and peak-memory bars, CPU utilisation over time (format `svg`)
+//!   charts/*.svg    latency and peak-memory bars, CPU utilisation over time, per-condition GPU
+//!                   and CPU curves where there are GPU figures (format `svg`)
 //! ```
 //!
 //! A crash, SIGKILL or Ctrl-C loses nothing already written: every record is one line, flushed

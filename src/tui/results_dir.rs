@@ -35,6 +35,24 @@ pub fn open_results(app: &mut App, dir: &Path) {
         .filter_map(|r| Some((r.condition.id.clone(), r.kept_repeats()?)))
         .filter(|(_, l)| l.iter().any(|r| !r.is_empty()))
         .collect();
+    let mut curves: std::collections::HashMap<String, Vec<_>> = Default::default();
+    if !edgeprof::report::condition_charts_wanted(&stored) {
+        // No GPU figures: the sweep's CPU chart says it all.
+    } else {
+        use edgeprof::report::curves;
+        for (what, unit, figure) in [
+            ("GPU load", "%", curves::gpu_load as curves::Figure),
+            ("GPU memory", "MiB", curves::gpu_memory_mib),
+            ("machine CPU", "%", curves::cpu_load),
+        ] {
+            for g in curves::by_framework(&stored, figure) {
+                for c in g.curves {
+                    let id = format!("{}/{}", g.engine, c.label);
+                    curves.entry(id).or_default().push((what, unit, c.points));
+                }
+            }
+        }
+    }
     // A failed condition's last attempt: what its worker said last on stderr.
     let stderr_tails = stored
         .runs
@@ -52,6 +70,7 @@ pub fn open_results(app: &mut App, dir: &Path) {
         all: rows,
         utilisation,
         latencies,
+        curves,
         stderr_tails,
         hide_skipped: kept.hide_skipped,
         filter: kept.filter,

@@ -20,7 +20,7 @@ use scorecard::*;
 use train::*;
 use tune::*;
 
-use super::app::{App, Live, Severity, Tab, RESULT_COLUMNS, TABS};
+use super::app::{App, GpuHistory, Live, Severity, Tab, RESULT_COLUMNS, TABS};
 use super::conditions::{Axis, AXES};
 use crate::cli::render;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -289,25 +289,117 @@ fn series_panel(frame: &mut Frame, app: &App, area: Rect, s: Series) {
     frame.render_widget(sparkline(app, &data, s.max, s.colour), inner);
 }
 
-/// The GPU's load, or why this machine has no GPU figures.
-fn gpu_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) {
+/// Each GPU's load, one chart above the other, or why this machine has no GPU figures.
+fn gpu_panel(frame: &mut Frame, app: &App, area: Rect, gpus: &[GpuHistory]) {
     let missing = match &app.conditions.offer.gpu_telemetry {
         Err(why) => format!("no GPU figures: {}", why.split("; ").next().unwrap_or(why)),
         Ok(_) => "waiting for samples".to_string(),
     };
-    series_panel(
+    let empty = VecDeque::new();
+    gpu_series(
         frame,
         app,
         area,
-        Series {
-            title: "GPU %",
-            data,
-            unit: "%",
-            max: Some(100),
-            colour: 0,
-            missing: &missing,
-        },
+        gpus,
+        |g| &g.load,
+        ("%", "%"),
+        Some(100),
+        0,
+        &missing,
+        &empty,
     );
+}
+
+/// One chart per GPU of `figure` ("GPU0 %", "GPU1 memory" …), stacked in `area` when each
+/// gets three rows, else one line per GPU with its recent figures as a sparkline. A single
+/// GPU's chart (or the place for one, with `missing`) is titled "GPU %" / "GPU memory".
+#[allow(clippy::too_many_arguments)]
+fn gpu_series<'a>(
+    frame: &mut Frame,
+    app: &App,
+    area: Rect,
+    gpus: &'a [GpuHistory],
+    figure: impl Fn(&'a GpuHistory) -> &'a VecDeque<f64>,
+    (what, unit): (&str, &str),
+    max: Option<u64>,
+    colour: usize,
+    missing: &str,
+    empty: &'a VecDeque<f64>,
+) {
+    if gpus.len() <= 1 {
+        let data = gpus.first().map_or(empty, &figure);
+        series_panel(
+            frame,
+            app,
+            area,
+            Series {
+                title: &format!("GPU {what}"),
+                data,
+                unit,
+                max,
+                colour,
+                missing,
+            },
+        );
+        return;
+    }
+    if usize::from(area.height / 3) < gpus.len() {
+        // Too many for a chart each: one line each, its recent figures as a sparkline.
+        let title = format!("GPUs {what}");
+        let b = block(app, &title, false);
+        let inner = b.inner(area);
+        frame.render_widget(b, area);
+        let lines: Vec<Line> = gpus
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let data = figure(g);
+                let now = data
+                    .back()
+                    .map_or("-".to_string(), |v| format!("{v:.0} {unit}"));
+                let room = (inner.width as usize).saturating_sub(6 + now.len() + 1);
+                let recent: Vec<(f64, f64)> = data
+                    .iter()
+                    .skip(data.len().saturating_sub(room))
+                    .enumerate()
+                    .map(|(k, v)| (k as f64, *v))
+                    .collect();
+                let top = max.map_or_else(
+                    || recent.iter().map(|p| p.1).fold(1.0, f64::max),
+                    |m| m as f64,
+                );
+                let mut spark = edgeprof::report::curves::sparkline(&recent, recent.len(), top);
+                if app.ascii {
+                    spark = edgeprof::report::curves::ascii(&spark);
+                }
+                Line::from(vec![
+                    Span::styled(format!("GPU{i:<2} "), app.theme.muted()),
+                    Span::styled(spark, app.theme.text()),
+                    Span::styled(format!(" {now}"), app.theme.text()),
+                ])
+            })
+            .collect();
+        frame.render_widget(Paragraph::new(lines), inner);
+        return;
+    }
+    let rows =
+        Layout::vertical(vec![Constraint::Ratio(1, gpus.len() as u32); gpus.len()]).split(area);
+    for (i, (g, row)) in gpus.iter().zip(rows.iter()).enumerate() {
+        let title = format!("GPU{i} {what}");
+        series_panel(
+            frame,
+            app,
+            *row,
+            Series {
+                title: &title,
+                data: figure(g),
+                unit,
+                max,
+                colour,
+                missing: "waiting for samples",
+            },
+        );
+    }
 }
 
 /// One line per core: its id, its load over the last samples (newest on the right), its load
@@ -544,6 +636,8 @@ fn draw_log(frame: &mut Frame, app: &App) {
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), inner);
 }
 
+#[cfg(test)]
+mod curves_tests;
 #[cfg(test)]
 mod tests;
 #[cfg(test)]

@@ -190,7 +190,8 @@ struct Progress {
     total: usize,
     rss: Option<u64>,
     /// The latest telemetry figures worth a place on the status line.
-    gpu_load: Option<f64>,
+    /// Each GPU's load, in the samples' order.
+    gpu_load: Vec<f64>,
     power_w: Option<f64>,
     last_draw: Option<Instant>,
 }
@@ -232,8 +233,9 @@ impl Progress {
         if let Some(rss) = self.rss {
             extras.push(format!(" · RSS {}", render::bytes(rss)));
         }
-        if let Some(gpu) = self.gpu_load {
-            extras.push(format!(" · GPU {gpu:.0} %"));
+        if !self.gpu_load.is_empty() {
+            let loads: Vec<String> = self.gpu_load.iter().map(|l| format!("{l:.0}")).collect();
+            extras.push(format!(" · GPU {} %", loads.join("/")));
         }
         if let Some(w) = self.power_w {
             extras.push(format!(" · {w:.1} W"));
@@ -308,7 +310,7 @@ impl Progress {
             SweepEvent::Worker(WorkerEvent::Ready) => self.draw(),
             SweepEvent::Worker(WorkerEvent::Repeat(_)) => {}
             SweepEvent::Telemetry(sample) => {
-                self.gpu_load = sample.gpus.first().and_then(|g| g.load_pct);
+                self.gpu_load = sample.gpus.iter().filter_map(|g| g.load_pct).collect();
                 self.power_w = sample.power_w;
                 self.draw();
             }
@@ -529,7 +531,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         index: 0,
         total: manifest.conditions.len(),
         rss: None,
-        gpu_load: None,
+        gpu_load: Vec::new(),
         power_w: None,
         last_draw: None,
     };

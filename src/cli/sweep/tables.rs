@@ -352,6 +352,7 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             "worker CPU utilisation over the sweep (% of one core)",
             &report::cpu_timeline(&stored.runs, &stored.samples),
         ));
+        out.push_str(&report::curves::terminal_charts(stored));
     }
     // On a terminal the prose lines (the header, the reasons, the engines) wrap at its width
     // like the tables fit it.

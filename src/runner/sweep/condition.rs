@@ -14,7 +14,6 @@ use crate::runner::repetition::{self, More, RepeatNote, Repetition, Watch};
 use crate::runner::spawn::{self, Resources, RunFailure, WorkerCommand, WorkerEvent};
 use crate::stats;
 use crate::text::now_rfc3339;
-use std::time::Instant;
 
 /// What starting a condition came to.
 pub(super) enum Started {
@@ -33,9 +32,8 @@ pub(super) struct Pending {
     request: WorkerRequest,
     attempt: usize,
     attempts: usize,
-    /// When the attempt began (for the record), and its clock (for the samples' times).
+    /// When the attempt began, for the record.
     started: String,
-    began: Instant,
     run: WorkerRun,
     repetition: Repetition,
     resources: Option<Resources>,
@@ -58,7 +56,6 @@ impl Pending {
             attempt,
             attempts: 0,
             started: now_rfc3339(),
-            began: Instant::now(),
             run: WorkerRun::default(),
             repetition: Repetition::default(),
             resources: None,
@@ -298,8 +295,9 @@ impl Sweep<'_> {
     ) -> Result<(WorkerRun, Vec<RepeatNote>), RunFailure> {
         let own = std::process::id();
         let cores = p.condition.cores.clone();
-        // Samples count their time from the attempt's start.
-        let shift = p.began.elapsed().as_secs_f64();
+        // Samples count their time on the condition's own clock: its worker runs laid end to
+        // end (other conditions' runs come between them), as the sweep's timelines place them.
+        let shift = p.resources.as_ref().map_or(0.0, |r| r.wall_s);
         let offset = p.timed;
         // Who else runs meanwhile: every process's CPU time before and after, and per repeat
         // from the scans the watch takes as the worker reports.

@@ -24,12 +24,19 @@ pub struct ResultsView {
     pub selected: usize,
     /// Over the sweep's time: worker CPU %, machine CPU %, GPU %.
     pub utilisation: Vec<(String, Vec<(f64, f64)>)>,
+    /// Each condition's telemetry curves (GPU load, GPU memory, machine CPU) when the directory
+    /// has GPU figures: (what, unit, points over the condition's own time), by condition.
+    pub curves: std::collections::HashMap<String, Vec<CurveOf>>,
     /// Each condition's timed iterations by repeat (those its statistics keep), for comparing.
     pub latencies: std::collections::HashMap<String, Vec<Vec<f64>>>,
     /// The condition marked as the baseline (b), and every other condition against it.
     pub baseline: Option<String>,
     pub versus: std::collections::HashMap<String, edgeprof::results::compare::Compared>,
 }
+
+/// One telemetry curve of a condition: what it shows, its unit, its points over the condition's
+/// own time.
+pub type CurveOf = (&'static str, &'static str, Vec<(f64, f64)>);
 
 /// Bootstrap resamples per comparison in the Results tab (fewer than `compare`'s, so that
 /// marking a baseline among many conditions stays quick).

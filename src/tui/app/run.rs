@@ -15,11 +15,19 @@ pub(super) fn push(series: &mut VecDeque<f64>, v: f64) {
     series.push_back(v);
 }
 
+/// One GPU's figures over the samples, by its place in them (GPU0, GPU1, …).
+#[derive(Debug, Clone, Default)]
+pub struct GpuHistory {
+    pub name: String,
+    pub load: VecDeque<f64>,
+    pub mem_mib: VecDeque<f64>,
+}
+
 /// Live figures of telemetry samples, for the Run and Monitor tabs.
 #[derive(Debug, Clone, Default)]
 pub struct Live {
-    pub gpu_load: VecDeque<f64>,
-    pub gpu_mem_mib: VecDeque<f64>,
+    /// Every GPU the samples report, in their order.
+    pub gpus: Vec<GpuHistory>,
     pub mem_used_mib: VecDeque<f64>,
     pub cpu_mean: VecDeque<f64>,
     pub power_w: VecDeque<f64>,
@@ -127,12 +135,17 @@ impl Live {
 
     pub fn add(&mut self, sample: Sample) {
         const MIB: f64 = (1u64 << 20) as f64;
-        if let Some(g) = sample.gpus.first() {
+        for (i, g) in sample.gpus.iter().enumerate() {
+            if self.gpus.len() <= i {
+                self.gpus.push(GpuHistory::default());
+            }
+            let h = &mut self.gpus[i];
+            h.name.clone_from(&g.name);
             if let Some(l) = g.load_pct {
-                push(&mut self.gpu_load, l);
+                push(&mut h.load, l);
             }
             if let Some(m) = g.mem_used_bytes {
-                push(&mut self.gpu_mem_mib, m as f64 / MIB);
+                push(&mut h.mem_mib, m as f64 / MIB);
             }
         }
         if let Some(m) = sample.mem_used_bytes {

@@ -39,7 +39,7 @@ pub(super) fn draw_monitor(frame: &mut Frame, app: &App, area: Rect) {
         Constraint::Ratio(2, 4),
     ])
     .areas(right);
-    gpu_panel(frame, app, gpu, &live.gpu_load);
+    gpu_panel(frame, app, gpu, &live.gpus);
     memory_panel(frame, app, mem, &live.mem_used_mib);
     let b = block(app, "Load, memory, GPUs, power, temperatures", false);
     let inner = b.inner(facts);
@@ -322,6 +322,73 @@ mod tests {
             .map(|(p, _)| p.pid)
             .collect();
         assert_eq!(order[0], 4242);
+    }
+
+    /// A second GPU (an integrated one and a discrete one on the same machine): both listed,
+    /// each with its own load chart on the Monitor tab and its load and memory on the Run tab.
+    #[test]
+    fn every_gpu_in_the_monitor_and_run_tabs() {
+        use crate::tui::app::RunEvent;
+        use edgeprof::collect::telemetry::Gpu;
+        use edgeprof::runner::sweep::SweepEvent;
+        let two = |k: usize| {
+            let mut s = sample(k as f64, (k * 13 % 100) as f64, [55.0, 20.0, 100.0, 0.0]);
+            s.gpus.push(Gpu {
+                name: "NVIDIA RTX A2000".into(),
+                load_pct: Some((k * 7 % 100) as f64),
+                mem_used_bytes: Some((2000 + 10 * k as u64) << 20),
+                mem_total_bytes: Some(12 << 30),
+                ..Gpu::default()
+            });
+            s
+        };
+        let mut a = default_app();
+        a.tab = Tab::Monitor;
+        for k in 0..40 {
+            a.monitor_sample(two(k));
+        }
+        snap("monitor_two_gpus", &a);
+        let shown = super::super::tests::screen(&a, (120, 40));
+        for needle in [
+            "GPU0 %",
+            "GPU1 %",
+            "GPU0 jetson gv11b",
+            "GPU1 NVIDIA RTX A2000",
+        ] {
+            assert!(shown.contains(needle), "{needle}:\n{shown}");
+        }
+        a.tab = Tab::Run;
+        a.run_event(RunEvent::Started {
+            dir: "results/r".into(),
+            total: 1,
+            done_before: 0,
+            estimates: vec![10.0],
+        });
+        a.run_event(RunEvent::Sweep(SweepEvent::Start {
+            index: 1,
+            total: 1,
+            condition: edgeprof::runner::matrix::Condition::new(
+                "onnxruntime",
+                edgeprof::config::ModelRef::Zoo("resnet34".into()),
+                edgeprof::models::InputShape::default(),
+                1,
+                0,
+                edgeprof::config::Device::Gpu(1),
+            ),
+            attempt: 1,
+            attempts: 1,
+            process: 1,
+            processes: 1,
+            iterations: 100,
+        }));
+        for k in 0..40 {
+            a.run_event(RunEvent::Sweep(SweepEvent::Telemetry(Box::new(two(k)))));
+        }
+        snap("run_two_gpus", &a);
+        let shown = super::super::tests::screen(&a, (120, 40));
+        for needle in ["GPU0 %", "GPU1 %", "GPU0 memory", "GPU1 memory"] {
+            assert!(shown.contains(needle), "{needle}:\n{shown}");
+        }
     }
 
     #[test]

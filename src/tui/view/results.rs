@@ -317,6 +317,27 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
         }
         (None, None) => Line::from(Span::styled(status.to_string(), app.theme.muted())),
     }];
+    // Its telemetry over its own time, where the directory has GPU figures.
+    for (what, unit, points) in res.curves.get(&r.id).into_iter().flatten() {
+        let values = points.iter().map(|p| p.1);
+        let mean = values.clone().sum::<f64>() / points.len().max(1) as f64;
+        let peak = values.fold(f64::MIN, f64::max);
+        let top = if *unit == "%" { 100.0 } else { peak };
+        let spark = edgeprof::report::curves::sparkline(points, 24, top);
+        let spark = if app.ascii {
+            edgeprof::report::curves::ascii(&spark)
+        } else {
+            spark
+        };
+        lines.push(Line::from(vec![
+            Span::styled(format!("{what:<12} "), app.theme.muted()),
+            Span::styled(spark, app.theme.text()),
+            Span::styled(
+                format!(" mean {mean:.0} {unit}, peak {peak:.0} {unit}"),
+                app.theme.muted(),
+            ),
+        ]));
+    }
     lines.push(Line::from(Span::styled(
         figures.join(" · "),
         app.theme.text(),

@@ -79,7 +79,7 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
         Constraint::Ratio(1, 3),
     ])
     .areas(charts);
-    gpu_panel(frame, app, gpu, &r.live.gpu_load);
+    gpu_panel(frame, app, gpu, &r.live.gpus);
     // System memory, and the GPU's beside it (half the panel each) when a source reports it.
     let memory = Series {
         title: "memory",
@@ -89,24 +89,24 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
         colour: 1,
         missing: "waiting for samples",
     };
-    if r.live.gpu_mem_mib.is_empty() {
+    if r.live.gpus.iter().all(|g| g.mem_mib.is_empty()) {
         series_panel(frame, app, mem, memory);
     } else {
         let [system, gpu_mem] =
             Layout::vertical([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)]).areas(mem);
         series_panel(frame, app, system, memory);
-        series_panel(
+        let empty = VecDeque::new();
+        gpu_series(
             frame,
             app,
             gpu_mem,
-            Series {
-                title: "GPU memory",
-                data: &r.live.gpu_mem_mib,
-                unit: "MiB",
-                max: r.live.mem_total_mib(),
-                colour: 3,
-                missing: "waiting for samples",
-            },
+            &r.live.gpus,
+            |g| &g.mem_mib,
+            ("memory", "MiB"),
+            r.live.mem_total_mib(),
+            3,
+            "waiting for samples",
+            &empty,
         );
     }
     series_panel(

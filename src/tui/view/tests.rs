@@ -24,7 +24,7 @@ pub(super) fn default_app() -> App {
     app(include_str!("../../../configs/default.toml"), false)
 }
 
-fn screen(app: &App, (w, h): (u16, u16)) -> String {
+pub(super) fn screen(app: &App, (w, h): (u16, u16)) -> String {
     let mut terminal = match Terminal::new(TestBackend::new(w, h)) {
         Ok(t) => t,
         Err(e) => panic!("{e}"),
