@@ -134,39 +134,52 @@ pub fn lines_xy(
     {
         let root = SVGBackend::with_string(&mut svg, (WIDTH, 420)).into_drawing_area();
         root.fill(&WHITE).map_err(chart_error)?;
-        let mut chart = ChartBuilder::on(&root)
-            .caption(title, ("sans-serif", 20))
-            .margin(12)
-            .x_label_area_size(40)
-            .y_label_area_size(60)
-            .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-            .map_err(chart_error)?;
-        chart
-            .configure_mesh()
-            .x_desc(x_desc)
-            .y_desc(y_desc)
-            .draw()
-            .map_err(chart_error)?;
-        for (k, (name, points)) in series.iter().enumerate() {
-            let colour = PALETTE[k % PALETTE.len()];
-            chart
-                .draw_series(LineSeries::new(
-                    points.iter().copied(),
-                    colour.stroke_width(2),
-                ))
-                .map_err(chart_error)?
-                .label(*name)
-                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
-        }
-        chart
-            .configure_series_labels()
-            .background_style(WHITE.mix(0.8))
-            .border_style(BLACK)
-            .draw()
-            .map_err(chart_error)?;
+        line_chart(&root, (title, 20), (x_desc, y_desc), (xmax, ymax), series)?;
         root.present().map_err(chart_error)?;
     }
     Ok(svg)
+}
+
+/// Named lines on `area` under a caption of that size, with axes described and a legend, on a
+/// scale from 0 to the given maxima.
+fn line_chart<DB: DrawingBackend>(
+    area: &DrawingArea<DB, plotters::coord::Shift>,
+    (caption, size): (&str, u32),
+    (x_desc, y_desc): (&str, &str),
+    (xmax, ymax): (f64, f64),
+    series: &[(&str, &[(f64, f64)])],
+) -> anyhow::Result<()> {
+    let mut chart = ChartBuilder::on(area)
+        .caption(caption, ("sans-serif", size))
+        .margin(12)
+        .x_label_area_size(40)
+        .y_label_area_size(60)
+        .build_cartesian_2d(0f64..xmax, 0f64..ymax)
+        .map_err(chart_error)?;
+    chart
+        .configure_mesh()
+        .x_desc(x_desc)
+        .y_desc(y_desc)
+        .draw()
+        .map_err(chart_error)?;
+    for (k, (name, points)) in series.iter().enumerate() {
+        let colour = PALETTE[k % PALETTE.len()];
+        chart
+            .draw_series(LineSeries::new(
+                points.iter().copied(),
+                colour.stroke_width(2),
+            ))
+            .map_err(chart_error)?
+            .label(*name)
+            .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
+    }
+    chart
+        .configure_series_labels()
+        .background_style(WHITE.mix(0.8))
+        .border_style(BLACK)
+        .draw()
+        .map_err(chart_error)?;
+    Ok(())
 }
 
 /// A panel of [`panels`]: its name and its named lines.
@@ -193,36 +206,13 @@ pub fn panels(title: &str, y_desc: &str, groups: &[Panel]) -> anyhow::Result<Str
             .map_err(chart_error)?;
         let areas = root.split_evenly((groups.len().max(1), 1));
         for ((name, series), area) in groups.iter().zip(areas.iter()) {
-            let mut chart = ChartBuilder::on(area)
-                .caption(*name, ("sans-serif", 16))
-                .margin(10)
-                .x_label_area_size(36)
-                .y_label_area_size(60)
-                .build_cartesian_2d(0f64..xmax, 0f64..ymax)
-                .map_err(chart_error)?;
-            chart
-                .configure_mesh()
-                .x_desc("time in the condition (s)")
-                .y_desc(y_desc)
-                .draw()
-                .map_err(chart_error)?;
-            for (k, (label, points)) in series.iter().enumerate() {
-                let colour = PALETTE[k % PALETTE.len()];
-                chart
-                    .draw_series(LineSeries::new(
-                        points.iter().copied(),
-                        colour.stroke_width(2),
-                    ))
-                    .map_err(chart_error)?
-                    .label(*label)
-                    .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
-            }
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.8))
-                .border_style(BLACK)
-                .draw()
-                .map_err(chart_error)?;
+            line_chart(
+                area,
+                (name, 16),
+                ("time in the condition (s)", y_desc),
+                (xmax, ymax),
+                series,
+            )?;
         }
         root.present().map_err(chart_error)?;
     }
