@@ -262,6 +262,15 @@ mod tests {
     }
 
     #[test]
+    fn windows_hold_consecutive_conditions_up_to_the_limit_one_at_least() {
+        assert_eq!(windows(&[60.0, 60.0, 60.0, 60.0], 180.0), [0..3, 3..4]);
+        // A condition longer than the limit has a window of its own.
+        assert_eq!(windows(&[500.0, 10.0, 10.0], 180.0), [0..1, 1..3]);
+        assert_eq!(windows(&[10.0, 500.0], 180.0), [0..1, 1..2]);
+        assert!(windows(&[], 180.0).is_empty());
+    }
+
+    #[test]
     fn a_cancelled_pause_returns_at_once() {
         let cancel = Cancel::new();
         cancel.raise();
