@@ -36,6 +36,8 @@ pub enum RunEvent {
     },
     /// The sweep's own events.
     Sweep(SweepEvent),
+    /// After the sweep, its GPU conditions under the profiler for the GPU roofline.
+    GpuProfile(crate::runner::gpu_profile::GpuProfileEvent),
     /// A fleet run began: its directory and nodes.
     FleetStarted { dir: PathBuf, nodes: Vec<String> },
     /// How one node of a fleet run is going.

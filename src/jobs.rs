@@ -71,12 +71,17 @@ fn sweep_planned(
             send(Event::Run(RunEvent::Sweep(event)));
         }
     })?;
-    crate::session::finish(
+    let (stored, _) = crate::session::finish(
         &plan.dir,
         &mut plan.manifest,
         &outcome,
         &config.output.formats,
     )?;
+    if !cancel.is_raised() {
+        crate::session::gpu_roofline(config, &stored, &edgeprof, telemetry_root, cancel, |e| {
+            send(Event::Run(RunEvent::GpuProfile(e)))
+        })?;
+    }
     Ok(outcome)
 }
 

@@ -359,6 +359,57 @@ pub fn finish(
     Ok((stored, rows))
 }
 
+/// The GPU roofline of a finished sweep (see [`crate::runner::gpu_profile`]): when the config
+/// asks for the roofline and the sweep has GPU conditions with times, each is profiled,
+/// `gpu-roofline.json` written, and each GPU with kept ceilings gets its chart
+/// (`charts/gpu-roofline.svg`, `charts/gpu1-roofline.svg`, …). None when there is nothing to
+/// profile.
+pub fn gpu_roofline(
+    config: &Config,
+    stored: &Stored,
+    edgeprof: &Path,
+    root: &Path,
+    cancel: &crate::collect::stop::Cancel,
+    on_event: impl FnMut(crate::runner::gpu_profile::GpuProfileEvent),
+) -> anyhow::Result<Option<crate::runner::gpu_profile::GpuRoofline>> {
+    use crate::runner::gpu_profile::{gpu_conditions, GpuProfiling};
+    let conditions = gpu_conditions(stored);
+    if !config.output.roofline || conditions.is_empty() {
+        return Ok(None);
+    }
+    let profiling = GpuProfiling {
+        config,
+        dir: &stored.dir,
+        edgeprof,
+        root,
+        cancel,
+    };
+    let roofline = profiling.run(&conditions, on_event)?;
+    let charts = stored.dir.join("charts");
+    for gpu in roofline.gpus() {
+        let Some(ceilings) = roofline.ceilings_of(gpu).and_then(|c| c.ceilings.as_ref()) else {
+            continue;
+        };
+        let (programs, _) = roofline.points(gpu);
+        if programs.is_empty() {
+            continue;
+        }
+        std::fs::create_dir_all(&charts)
+            .with_context(|| format!("cannot create {}", charts.display()))?;
+        let svg = report::svg::roofline(ceilings, crate::roofline::Precision::Fp32, &programs)?;
+        results::write_atomic(&charts.join(gpu_chart_file(gpu)), svg.as_bytes())?;
+    }
+    Ok(Some(roofline))
+}
+
+/// The GPU roofline chart of GPU `gpu` in a results directory's `charts/`.
+pub fn gpu_chart_file(gpu: usize) -> String {
+    match gpu {
+        0 => "gpu-roofline.svg".to_string(),
+        n => format!("gpu{n}-roofline.svg"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

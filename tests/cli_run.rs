@@ -774,9 +774,14 @@ fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
          inputs = [\"3x32x32\", \"3x48x48\"]\nthreads = [1, 2]\n[measure]\nwarmup = 5\n\
          iterations = 30\nrepeats = 3\nretries = 0\ncheck_outputs = false\n",
     );
+    // A history of its own: the second sweep is compared with the first and no other.
+    let cache = tmp.path().join("cache");
     let sweep = |name: &str| -> PathBuf {
         let out = tmp.path().join(name);
-        run_command(&config, &out).assert().success();
+        run_command(&config, &out)
+            .env("EDGEPROF_CACHE_DIR", &cache)
+            .assert()
+            .success();
         results_dir(&out)
     };
     let (a, b) = (sweep("a"), sweep("b"));

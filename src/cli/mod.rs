@@ -219,7 +219,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 program.display(),
                 dir.display()
             );
-            let profile = gpuprof::profile(tool, &program, &command, &dir)
+            let profile = gpuprof::profile(tool, &program, &command, &dir, Default::default())
                 .map_err(|why| anyhow::anyhow!("{why}"))?;
             roofline::import_gpu_profile(
                 &profile.metrics,

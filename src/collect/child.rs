@@ -111,10 +111,21 @@ pub fn own_group(command: &mut Command) {
 /// Runs `command` with `input` on its stdin until it ends, or kills its process group after
 /// `timeout`. Err when it cannot start, cannot be waited for, or ran out of time.
 pub fn run(
+    command: Command,
+    input: &[u8],
+    timeout: Duration,
+    stdout: Stdout,
+) -> Result<Ran, ChildFailed> {
+    run_until(command, input, timeout, stdout, None)
+}
+
+/// [`run`], and its process group is killed the moment `cancel` is raised (Err then).
+pub fn run_until(
     mut command: Command,
     input: &[u8],
     timeout: Duration,
     stdout: Stdout,
+    cancel: Option<&crate::collect::stop::Cancel>,
 ) -> Result<Ran, ChildFailed> {
     let out = match stdout {
         Stdout::Capture => Stdio::piped(),
@@ -130,6 +141,16 @@ pub fn run(
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
+    // A raised cancel kills the group; the wait below then ends at once.
+    let _on_cancel = match (cancel, i32::try_from(child.id())) {
+        (Some(cancel), Ok(pid)) => Some(cancel.on_raise(move || {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        })),
+        _ => None,
+    };
     let stdin = child.stdin.take();
     let input = input.to_vec();
     let writer = std::thread::spawn(move || {
@@ -171,6 +192,9 @@ pub fn run(
         .wait()
         .map_err(|e| format!("cannot wait for it: {e}"))?;
     let _ = writer.join();
+    if cancel.is_some_and(|c| c.is_raised()) {
+        return Err(ChildFailed::from("it was stopped on request".to_string()));
+    }
     Ok(Ran {
         status,
         stdout: stdout.join().unwrap_or_default(),

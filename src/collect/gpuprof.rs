@@ -102,9 +102,25 @@ pub fn tegra_compute_capability(compatible: &str) -> Option<(u32, u32)> {
 /// GPU 0's compute capability: NVML's answer, else the Jetson SoC's under `root`; or why
 /// neither knows.
 pub fn compute_capability(root: &Path) -> Result<(u32, u32), crate::error::Unavailable> {
-    let nvml = crate::collect::telemetry::nvml::NvmlReader::new().compute_capability(0);
+    compute_capability_of(root, 0)
+}
+
+/// GPU `ordinal`'s compute capability: NVML's answer, else (GPU 0 only: a Jetson has one) the
+/// Jetson SoC's under `root`; or why neither knows.
+pub fn compute_capability_of(
+    root: &Path,
+    ordinal: usize,
+) -> Result<(u32, u32), crate::error::Unavailable> {
+    let index = u32::try_from(ordinal).unwrap_or(u32::MAX);
+    let nvml = crate::collect::telemetry::nvml::NvmlReader::new().compute_capability(index);
     if let Ok(cc) = nvml {
         return Ok(cc);
+    }
+    if ordinal > 0 {
+        return Err(crate::error::Unavailable::from(format!(
+            "GPU {ordinal}'s compute capability is unknown (NVML: {})",
+            nvml.err().map(|e| e.0).unwrap_or_default()
+        )));
     }
     let compatible = std::fs::read(root.join("proc/device-tree/compatible")).unwrap_or_default();
     if let Some(cc) = tegra_compute_capability(&String::from_utf8_lossy(&compatible)) {
@@ -178,7 +194,13 @@ pub struct Profile {
 /// once per pass of its metrics, so a workload of seconds takes minutes under it.
 pub const PROFILE_TIMEOUT: Duration = Duration::from_secs(3600);
 
-fn run_to_file(command: Command, tool: Tool, file: &Path) -> Result<(), String> {
+fn run_to_file(
+    command: Command,
+    tool: Tool,
+    file: &Path,
+    input: &[u8],
+    cancel: Option<&crate::collect::stop::Cancel>,
+) -> Result<(), String> {
     use crate::collect::child::{self, Stdout};
     // ncu prints its CSV on stdout: streamed into the file, however large. nvprof writes its
     // own file (--log-file); its stdout is the application's.
@@ -186,7 +208,7 @@ fn run_to_file(command: Command, tool: Tool, file: &Path) -> Result<(), String> 
         Tool::Ncu => Stdout::File(file),
         Tool::Nvprof => Stdout::Capture,
     };
-    let ran = child::run(command, b"", PROFILE_TIMEOUT, stdout)
+    let ran = child::run_until(command, input, PROFILE_TIMEOUT, stdout, cancel)
         .map_err(|e| format!("{}: {e}", tool.program()))?;
     // ncu's own lines (==PROF==, ==ERROR==) are in the file with its CSV, nvprof's on stderr.
     let mut text = match tool {
@@ -210,12 +232,22 @@ fn run_to_file(command: Command, tool: Tool, file: &Path) -> Result<(), String> 
     Ok(())
 }
 
+/// What a profiled command gets besides its arguments.
+#[derive(Default)]
+pub struct Run<'a> {
+    /// Its standard input (a worker's request), given to every run of it.
+    pub input: &'a [u8],
+    /// Stops the profiler and the command at once when raised.
+    pub cancel: Option<&'a crate::collect::stop::Cancel>,
+}
+
 /// Profiles `command` with `tool` (at `program`), writing the CSV files into `dir`.
 pub fn profile(
     tool: Tool,
     program: &Path,
     command: &[String],
     dir: &Path,
+    run: Run,
 ) -> Result<Profile, crate::error::ChildFailed> {
     let Some((first, args)) = command.split_first() else {
         return Err(crate::error::ChildFailed::from(
@@ -231,7 +263,7 @@ pub fn profile(
                 .arg(ncu_metrics().join(","))
                 .arg(first)
                 .args(args);
-            run_to_file(c, tool, &metrics)?;
+            run_to_file(c, tool, &metrics, run.input, run.cancel)?;
             Ok(Profile {
                 metrics,
                 summary: None,
@@ -247,14 +279,14 @@ pub fn profile(
                 .arg(nvprof_metrics().join(","))
                 .arg(first)
                 .args(args);
-            run_to_file(c, tool, &metrics)?;
+            run_to_file(c, tool, &metrics, run.input, run.cancel)?;
             let summary = dir.join("nvprof-summary.csv");
             let mut c = Command::new(program);
             c.args(["--csv", "--print-gpu-summary", "--log-file"])
                 .arg(&summary)
                 .arg(first)
                 .args(args);
-            run_to_file(c, tool, &summary)?;
+            run_to_file(c, tool, &summary, run.input, run.cancel)?;
             Ok(Profile {
                 metrics,
                 summary: Some(summary),

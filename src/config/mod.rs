@@ -181,6 +181,19 @@ pub struct Output {
     /// Add the roofline and its advice to the outputs (measuring the ceilings if this device has
     /// none yet).
     pub roofline: bool,
+    /// The profiler that places GPU conditions on the GPU roofline.
+    pub gpu_profiler: GpuProfiler,
+}
+
+/// Which NVIDIA profiler runs a GPU condition for the roofline: the one its GPU needs (Nsight
+/// Compute from compute capability 7.0, nvprof before), or the one named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GpuProfiler {
+    #[default]
+    Auto,
+    Ncu,
+    Nvprof,
 }
 
 /// The user's own program run as the `command` engine: it reads the worker request

@@ -120,4 +120,5 @@ pub(super) struct RawOutput {
     pub(super) dir: Option<Spanned<String>>,
     pub(super) formats: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) roofline: Option<bool>,
+    pub(super) gpu_profiler: Option<Spanned<String>>,
 }

@@ -616,10 +616,26 @@ impl Resolver<'_> {
             Some(v) => PathBuf::from(v.get_ref()),
             None => PathBuf::from("results"),
         };
+        let gpu_profiler = match &raw.gpu_profiler {
+            None => GpuProfiler::Auto,
+            Some(v) => match v.get_ref().as_str() {
+                "auto" => GpuProfiler::Auto,
+                "ncu" => GpuProfiler::Ncu,
+                "nvprof" => GpuProfiler::Nvprof,
+                _ => {
+                    return Err(self.at(
+                        "output.gpu_profiler",
+                        v,
+                        "must be \"auto\", \"ncu\" or \"nvprof\"".to_string(),
+                    ))
+                }
+            },
+        };
         Ok(Output {
             dir,
             formats,
             roofline: raw.roofline.unwrap_or(false),
+            gpu_profiler,
         })
     }
 }

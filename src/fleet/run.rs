@@ -287,6 +287,7 @@ fn record_failures<'a>(
             resources: Default::default(),
             telemetry: None,
             repetition: None,
+            drift: None,
         };
         if let Some(w) = writer.as_deref_mut() {
             let _ = w.run(&record);

@@ -16,6 +16,9 @@ pub struct Page<'a> {
     pub roofline_svg: Option<String>,
     /// Under the roofline: its advice, or why there is no roofline.
     pub roofline_text: String,
+    /// The GPU conditions' roofline, when the sweep profiled some: a chart per GPU with
+    /// ceilings, and the points, advice and reasons as text.
+    pub gpu_roofline: Option<(Vec<String>, String)>,
     /// Further sections of preformatted text, as (title, text): the engines side by side.
     pub texts: &'a [(String, String)],
 }
@@ -80,6 +83,9 @@ pub fn render(page: &Page) -> String {
         sections.push(("charts", "Charts"));
     }
     sections.push(("roofline", "Roofline"));
+    if page.gpu_roofline.is_some() {
+        sections.push(("gpu-roofline", "GPU roofline"));
+    }
     if !page.texts.is_empty() {
         sections.push(("more", "More"));
     }
@@ -112,6 +118,17 @@ pub fn render(page: &Page) -> String {
         "<pre>{}</pre>\n",
         escape(page.roofline_text.trim_end())
     ));
+    if let Some((svgs, text)) = &page.gpu_roofline {
+        out.push_str("<h2 id=\"gpu-roofline\">GPU roofline</h2>\n");
+        for svg in svgs {
+            out.push_str(&format!(
+                "<figure>\n{}\n<figcaption>The GPU conditions under their GPU's ceilings \
+                 (fp32), from the profiler's counters</figcaption>\n</figure>\n",
+                inline_svg(svg)
+            ));
+        }
+        out.push_str(&format!("<pre>{}</pre>\n", escape(text.trim_end())));
+    }
     if !page.texts.is_empty() {
         out.push_str("<h2 id=\"more\">More</h2>\n");
         for (heading, text) in page.texts {

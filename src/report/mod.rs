@@ -454,6 +454,7 @@ mod tests {
             stats: None,
             telemetry: None,
             repetition: None,
+            drift: None,
             resources: crate::runner::spawn::Resources {
                 wall_s,
                 ..Default::default()

@@ -17,6 +17,7 @@
 
 pub mod agreement;
 pub mod compare;
+pub mod history;
 pub mod listing;
 pub mod summary;
 
@@ -106,6 +107,9 @@ pub struct RunRecord {
     /// the median's interval reached `measure.target_ci` (records of successful runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub repetition: Option<crate::runner::repetition::Repetition>,
+    /// The median against the condition's latest clean run on this device, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drift: Option<history::Drift>,
 }
 
 impl RunRecord {

@@ -70,7 +70,8 @@ fn half_width(s: &crate::stats::RunStats) -> Option<f64> {
 
 /// One word for how trustworthy a condition's figures are, and why: `throttled` (the board
 /// slowed itself), `disturbed` (other processes took CPU on its cores, named), `noisy` (its
-/// coefficient of variation is over 10 %), else `clean`.
+/// coefficient of variation is over 10 %, or its median moved beyond both intervals since its
+/// latest clean run on this device), else `clean`.
 pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
     let stats = record.stats.as_ref()?;
     let t = record.telemetry.as_ref();
@@ -107,8 +108,16 @@ pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
             }
         }
     }
-    if stats.noisy {
-        return Some(("noisy", Some(format!("CV {:.1} %", 100.0 * stats.cv))));
+    let drift = record
+        .drift
+        .as_ref()
+        .filter(|d| d.beyond)
+        .map(|d| d.reason());
+    let cv = stats.noisy.then(|| format!("CV {:.1} %", 100.0 * stats.cv));
+    match (cv, drift) {
+        (Some(cv), Some(drift)) => return Some(("noisy", Some(format!("{cv}; {drift}")))),
+        (Some(why), None) | (None, Some(why)) => return Some(("noisy", Some(why))),
+        (None, None) => {}
     }
     let remeasured = record
         .repetition
@@ -624,6 +633,7 @@ mod tests {
             resources: Default::default(),
             telemetry: None,
             repetition: None,
+            drift: None,
         };
         record.resources.peak_rss_bytes = Some(40 << 20);
         assert_eq!(

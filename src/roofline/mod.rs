@@ -478,6 +478,14 @@ pub fn programs_from_results(
     for record in stored.runs.iter().filter(|r| r.ok) {
         let c = &record.condition;
         let Some(stats) = &record.stats else { continue };
+        if let crate::config::Device::Gpu(n) = c.device {
+            // Its time is the GPU's, not this CPU's: the GPU roofline places it.
+            left_out.push((
+                c.id.clone(),
+                format!("runs on GPU {n}: placed on the GPU roofline (gpu-roofline.json)"),
+            ));
+            continue;
+        }
         let total = match condition_model(c, classes) {
             Ok(model) => cost::analyze(&model).total,
             Err(why) => {

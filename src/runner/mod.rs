@@ -3,6 +3,7 @@
 //! cache simulation.
 
 pub mod cachesim;
+pub mod gpu_profile;
 pub mod matrix;
 pub mod prepare;
 pub mod progress;

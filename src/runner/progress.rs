@@ -192,6 +192,7 @@ mod tests {
                 resources: Default::default(),
                 telemetry: None,
                 repetition: None,
+                drift: None,
             }),
             retry,
         }

@@ -88,14 +88,18 @@ pub fn open_results(app: &mut App, dir: &Path) {
     }
     let simulations = edgeprof::runner::cachesim::load(dir).unwrap_or_default();
     let cpu = edgeprof::roofline::programs_from_results(&stored, &simulations);
-    let gpu = edgeprof::roofline::nvidia::programs_in(dir);
+    let (gpu, gpu_ceilings) = gpu_points(app, dir);
     for (processor, (programs, left_out)) in [(Processor::Cpu, cpu), (Processor::Gpu, gpu)] {
         let (p, l) = app.roofline.points_of(processor);
         *p = programs;
         *l = left_out;
         let ceilings = app.roofline.ceilings_of(processor);
-        if ceilings.is_none() || matches!(ceilings, Some(Shown::Note(_))) {
-            *ceilings = Some(stored_ceilings(processor));
+        match (&gpu_ceilings, processor) {
+            (Some(kept), Processor::Gpu) => *ceilings = Some(Shown::Ready(kept.clone())),
+            _ if ceilings.is_none() || matches!(ceilings, Some(Shown::Note(_))) => {
+                *ceilings = Some(stored_ceilings(processor))
+            }
+            _ => {}
         }
     }
     app.roofline.selected = 0;
@@ -103,6 +107,49 @@ pub fn open_results(app: &mut App, dir: &Path) {
     app.roofline.classes = stored.classes();
     app.roofline.conditions = stored.manifest.conditions.clone();
     app.refresh_roofline();
+}
+
+/// The GPU points of a results directory: its GPU conditions on GPU 0 as the sweep profiled
+/// them (`gpu-roofline.json`, with the ceilings it judged them by), then any profile kept with
+/// `roofline profile-gpu --output DIR/NAME`; conditions of other GPUs and those not placed are
+/// left out with their reason.
+#[allow(clippy::type_complexity)]
+fn gpu_points(
+    app: &mut App,
+    dir: &Path,
+) -> (
+    (Vec<edgeprof::roofline::Program>, Vec<(String, String)>),
+    Option<(edgeprof::roofline::Ceilings, String)>,
+) {
+    let (mut programs, mut left_out) = (Vec::new(), Vec::new());
+    let mut ceilings = None;
+    match edgeprof::runner::gpu_profile::load(dir) {
+        Ok(Some(gpu)) => {
+            let (p, l) = gpu.points(0);
+            programs.extend(p);
+            left_out.extend(l);
+            for n in gpu.gpus().into_iter().filter(|&n| n > 0) {
+                let (p, l) = gpu.points(n);
+                left_out.extend(p.into_iter().map(|p| {
+                    (
+                        p.label,
+                        format!("on GPU {n}: `edgeprof report` shows its roofline"),
+                    )
+                }));
+                left_out.extend(l);
+            }
+            ceilings = gpu.ceilings_of(0).and_then(|c| {
+                let file = c.file.clone().unwrap_or_else(|| "kept by the sweep".into());
+                Some((c.ceilings.clone()?, file))
+            });
+        }
+        Ok(None) => {}
+        Err(e) => app.say(Severity::Warn, format!("{e:#}")),
+    }
+    let (p, l) = edgeprof::roofline::nvidia::programs_in(dir);
+    programs.extend(p);
+    left_out.extend(l);
+    ((programs, left_out), ceilings)
 }
 
 /// The kept ceilings of this device's CPU or GPU 0 and their file, or what to do to get them.

@@ -639,6 +639,8 @@ fn draw_log(frame: &mut Frame, app: &App) {
 #[cfg(test)]
 mod curves_tests;
 #[cfg(test)]
+mod gpu_roofline_tests;
+#[cfg(test)]
 mod tests;
 #[cfg(test)]
 mod train_tests;

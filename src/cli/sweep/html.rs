@@ -73,6 +73,24 @@ pub fn write_html(dir: &Path, file: Option<&Path>) -> anyhow::Result<PathBuf> {
         }
         Err(why) => why,
     };
+    // The sweep's GPU conditions under the profiler, when it had any.
+    let gpu_roofline = match edgeprof::runner::gpu_profile::load(&stored.dir) {
+        Ok(Some(gpu)) => {
+            let mut svgs = Vec::new();
+            for n in gpu.gpus() {
+                let (programs, _) = gpu.points(n);
+                if let (Some(c), false) = (
+                    gpu.ceilings_of(n).and_then(|c| c.ceilings.as_ref()),
+                    programs.is_empty(),
+                ) {
+                    svgs.push(report::svg::roofline(c, Precision::Fp32, &programs)?);
+                }
+            }
+            Some((svgs, gpu_roofline_text(&gpu, false)))
+        }
+        Ok(None) => None,
+        Err(e) => Some((Vec::new(), format!("{e:#}"))),
+    };
     let mut texts = Vec::new();
     let engines = engine_comparison(&rows);
     if !engines.trim().is_empty() {
@@ -84,6 +102,7 @@ pub fn write_html(dir: &Path, file: Option<&Path>) -> anyhow::Result<PathBuf> {
         charts: &charts,
         roofline_svg,
         roofline_text,
+        gpu_roofline,
         texts: &texts,
     });
     let path = file

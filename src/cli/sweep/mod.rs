@@ -345,6 +345,10 @@ impl Progress {
                     self.out.line(&line);
                 }
             }
+            SweepEvent::Warning(why) => {
+                self.out.clear_status();
+                self.out.line(&format!("warning: {why}"));
+            }
             SweepEvent::Cooldown { seconds } => {
                 let line = format!("cooling down {seconds} s");
                 if self.out.tty {
@@ -575,9 +579,29 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         let _ = print_out(&report_text(&stored, &rows, options.charts));
     }
     if config.output.roofline {
-        let roofline = roofline_outputs(&stored)?;
-        if !stream && out.terminal() {
-            let _ = print_out(&roofline);
+        // The CPU roofline places the conditions on the CPU; a sweep of GPU ones only has none.
+        let on_cpu = stored
+            .runs
+            .iter()
+            .any(|r| r.ok && r.condition.device == edgeprof::config::Device::Cpu);
+        if on_cpu {
+            let roofline = roofline_outputs(&stored)?;
+            if !stream && out.terminal() {
+                let _ = print_out(&roofline);
+            }
+        }
+        if !cancel.is_raised() {
+            let gpu = session::gpu_roofline(
+                &config,
+                &stored,
+                &edgeprof,
+                &telemetry_root,
+                &cancel,
+                |e| out.line(&e.line().0),
+            )?;
+            if let (Some(gpu), false, true) = (gpu, stream, out.terminal()) {
+                let _ = print_out(&gpu_roofline_text(&gpu, true));
+            }
         }
     }
     out.log_line(&format!(

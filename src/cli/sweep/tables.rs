@@ -44,6 +44,74 @@ pub(super) fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
     ))
 }
 
+/// The GPU roofline of a sweep (`gpu-roofline.json`): per GPU, its chart (a terminal chart
+/// when `chart`) and advice under its kept ceilings, or its points as figures when it has none;
+/// every condition not placed, with the reason.
+pub fn gpu_roofline_text(
+    roofline: &edgeprof::runner::gpu_profile::GpuRoofline,
+    chart: bool,
+) -> String {
+    use edgeprof::roofline::Precision;
+    let mut out = String::new();
+    for gpu in roofline.gpus() {
+        let (programs, left_out) = roofline.points(gpu);
+        let _ = writeln!(out, "\nGPU {gpu} roofline");
+        let kept = roofline.ceilings_of(gpu);
+        match kept.and_then(|c| c.ceilings.as_ref().map(|x| (x, c.file.as_deref()))) {
+            Some((ceilings, file)) if chart => out.push_str(&crate::cli::roofline::roofline_text(
+                ceilings,
+                file.unwrap_or("kept by the sweep"),
+                &programs,
+                &left_out,
+                Precision::Fp32,
+                false,
+                (80, 24),
+            )),
+            Some((ceilings, file)) => {
+                let _ = writeln!(
+                    out,
+                    "ceilings: {} ({})",
+                    ceilings.source,
+                    file.unwrap_or("kept by the sweep")
+                );
+                out.push_str(&crate::cli::roofline::roofs_and_advice(
+                    ceilings,
+                    &programs,
+                    &left_out,
+                    Precision::Fp32,
+                ));
+            }
+            None => {
+                if let Some(why) = kept.and_then(|c| c.reason.as_deref()) {
+                    let _ = writeln!(out, "no chart and no advice: {why}");
+                }
+                for p in &programs {
+                    let dram = p
+                        .traffic
+                        .iter()
+                        .find(|(l, _)| *l == edgeprof::roofline::Level::Dram)
+                        .map(|(_, b)| *b);
+                    let _ = writeln!(
+                        out,
+                        "  {}: {:.1} GFLOP/s ({}), {}",
+                        p.label,
+                        p.flops / p.seconds.max(f64::MIN_POSITIVE) / 1e9,
+                        p.precision,
+                        dram.filter(|b| *b > 0.0).map_or_else(
+                            || "no DRAM traffic measured".to_string(),
+                            |b| format!("{:.2} FLOP/byte at DRAM", p.flops / b)
+                        )
+                    );
+                }
+                for (id, why) in &left_out {
+                    let _ = writeln!(out, "  {id}: not placed: {why}");
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Where the sweep's time went: the workers' measured work, their process life, and the rest.
 pub fn overhead_line(o: &SweepOutcome) -> String {
     let outside = (o.wall_s - o.measured_s).max(0.0);
@@ -407,7 +475,13 @@ pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyho
             Err(e) => errln!("warning: the summaries and charts were not written: {e:#}"),
         }
     }
-    print_out(&report_text(&stored, &rows, charts))
+    let mut text = report_text(&stored, &rows, charts);
+    match edgeprof::runner::gpu_profile::load(dir) {
+        Ok(Some(gpu)) => text.push_str(&gpu_roofline_text(&gpu, charts)),
+        Ok(None) => {}
+        Err(e) => errln!("warning: {e:#}"),
+    }
+    print_out(&text)
 }
 
 /// `edgeprof runs [DIR]`.

@@ -6,7 +6,7 @@ use super::{measured_seconds, pause, State, Sweep, SweepEvent};
 use crate::collect::others::{self, Disturbance, Scan};
 use crate::collect::proc::ProcSample;
 use crate::collect::telemetry::{Recorder, Sample};
-use crate::results::{RunRecord, Writer};
+use crate::results::{history, RunRecord, Writer};
 use crate::runner::matrix::Condition;
 use crate::runner::prepare::{self, Interpreters, Prepared};
 use crate::runner::protocol::{WorkerRequest, WorkerRun};
@@ -156,6 +156,7 @@ impl Sweep<'_> {
                     stats: None,
                     resources: Default::default(),
                     repetition: None,
+                    drift: None,
                 };
                 writer.run(&record)?;
                 on_event(SweepEvent::Done {
@@ -454,7 +455,7 @@ impl Sweep<'_> {
         let mut telemetry =
             crate::throttle::summarize(&p.telemetry, stats.as_ref().map(|s| s.latency.mean_ms));
         telemetry.disturbance = Some(Disturbance::combine(&p.disturbance));
-        let record = RunRecord {
+        let mut record = RunRecord {
             telemetry: Some(telemetry),
             condition: p.condition,
             attempt: p.attempt,
@@ -467,7 +468,19 @@ impl Sweep<'_> {
             stats,
             resources,
             repetition,
+            drift: None,
         };
+        if ok {
+            let key = history::key(&record, &self.config.measure);
+            record.drift = st.history.against(&key, &record);
+            if let Err(why) = st.history.note(key, &record, self.dir) {
+                // Said once; the sweep goes on without it.
+                st.history = history::History::in_memory();
+                on_event(SweepEvent::Warning(format!(
+                    "{why}; conditions are no longer compared with their earlier runs here"
+                )));
+            }
+        }
         writer.run(&record)?;
         writer.samples(&record.condition.id, record.attempt, &p.samples)?;
         writer.telemetry(&record.condition.id, record.attempt, &p.telemetry)?;

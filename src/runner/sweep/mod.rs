@@ -58,6 +58,8 @@ pub enum SweepEvent {
     Cooldown {
         seconds: f64,
     },
+    /// Something the user should know that does not stop the sweep, in one sentence.
+    Warning(String),
     /// The condition gets `repeats` more repeats (another worker run of about `iterations`
     /// timed iterations, counted on from those of its latest `Start`), and why: disturbed repeats measured again, or the median's interval
     /// still wider than `measure.target_ci`.
@@ -110,6 +112,26 @@ pub fn measured_seconds(run: &WorkerRun) -> f64 {
     (run.init_ms + run.first_inference_ms.unwrap_or(0.0) + warm + timed) / 1e3
 }
 
+impl Sweep<'_> {
+    /// This device's history (see [`crate::results::history`]): from the cache directory,
+    /// keyed like its ceilings.
+    fn history(&self) -> (crate::results::history::History, Option<String>) {
+        use crate::results::history::{path_for, History};
+        let Some(dir) = crate::roofline::store::cache_dir() else {
+            return (
+                History::in_memory(),
+                Some(
+                    "no cache directory (set EDGEPROF_CACHE_DIR or HOME): conditions are not \
+                     compared with their earlier runs on this device"
+                        .to_string(),
+                ),
+            );
+        };
+        let device = crate::collect::device::fingerprint(self.telemetry_root);
+        History::open(path_for(&dir, &crate::roofline::store::device_key(&device)))
+    }
+}
+
 /// Sleeps, waking the moment the sweep is cancelled.
 fn pause(seconds: f64, cancel: &Cancel) {
     let (tx, raised) = std::sync::mpsc::channel();
@@ -144,6 +166,9 @@ struct State {
     readers: Option<Vec<Box<dyn crate::collect::telemetry::Reader>>>,
     telemetry_interval: Duration,
     outcome: SweepOutcome,
+    /// Each condition's latest clean run on this device, to say when one moved beyond both
+    /// intervals since.
+    history: crate::results::history::History,
     /// The levels of the repeats of the window's conditions so far
     /// ([`crate::stats::repeat_factors`]), by condition id: how much their worker processes
     /// differ, for every condition's interval.
@@ -180,7 +205,13 @@ impl Sweep<'_> {
             telemetry_interval: limits.sample_interval.max(Duration::from_millis(50)),
             outcome: SweepOutcome::default(),
             levels: Default::default(),
+            history: crate::results::history::History::in_memory(),
         };
+        let (history, note) = self.history();
+        st.history = history;
+        if let Some(why) = note {
+            on_event(SweepEvent::Warning(why));
+        }
         let interpreters = crate::runner::prepare::interpreters(self.config, self.conditions);
         let cores = crate::collect::device::available_cores();
         let estimates: Vec<f64> = self

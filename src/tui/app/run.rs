@@ -348,6 +348,16 @@ impl App {
                     format!("{}: {repeats} more repeat(s): {reason}", r.current),
                 ));
             }
+            RunEvent::Sweep(SweepEvent::Warning(why)) => r.log.push((Severity::Warn, why)),
+            RunEvent::GpuProfile(e) => {
+                let (line, failed) = e.line();
+                let severity = if failed {
+                    Severity::Warn
+                } else {
+                    Severity::Info
+                };
+                r.log.push((severity, line));
+            }
             RunEvent::Sweep(SweepEvent::Cooldown { seconds }) => r
                 .log
                 .push((Severity::Info, format!("cooling down {seconds} s"))),

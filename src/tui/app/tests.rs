@@ -52,6 +52,7 @@ fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
                 resources: Default::default(),
                 telemetry: None,
                 repetition: None,
+                drift: None,
             }),
         }));
     }

@@ -172,6 +172,7 @@ fn run_tab_of_a_fleet_shows_each_node() {
             resources: Default::default(),
             telemetry: None,
             repetition: None,
+            drift: None,
         })
     };
     a.run_event(RunEvent::Node(FleetEvent::Record {
