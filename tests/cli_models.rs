@@ -14,6 +14,12 @@ fn list_shows_the_zoo_with_torchvision_parameter_counts() {
         ("resnet34", 21_797_672),
         ("resnet50", 25_557_032),
         ("vgg19", 143_667_240),
+        ("resnet18", 11_689_512),
+        ("squeezenet1_1", 1_235_496),
+        ("mnasnet1_0", 4_383_312),
+        ("mobilenet_v3_small", 2_542_856),
+        ("mobilenet_v3_large", 5_483_032),
+        ("efficientnet_b0", 5_288_548),
     ];
     let Some(rows) = listing.as_array() else {
         panic!("not a list: {listing}")

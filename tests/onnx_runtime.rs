@@ -71,6 +71,20 @@ fn all_five_models_at_32x32_pass_the_checker_and_match_onnxruntime() {
 }
 
 #[test]
+fn the_six_edge_models_pass_the_checker_and_match_onnxruntime() {
+    // SqueezeNet at 66×66 pools a 32×32 map in ceil mode (one window more than floor mode);
+    // MobileNetV3 and EfficientNet bring hard-swish, SiLU and squeeze-and-excitation.
+    export_and_check(&[
+        ("resnet18", "3x32x32"),
+        ("squeezenet1_1", "3x66x66"),
+        ("mnasnet1_0", "3x32x32"),
+        ("mobilenet_v3_small", "3x64x64"),
+        ("mobilenet_v3_large", "3x32x32"),
+        ("efficientnet_b0", "3x48x48"),
+    ]);
+}
+
+#[test]
 fn full_size_and_overlapping_adaptive_pooling_match_onnxruntime() {
     // 224×224 at full size; VGG-19 at 128×128 pools a 4×4 map to 7×7 with overlapping windows,
     // and at 80×112 a 2×3 map, neither a plain pooling.

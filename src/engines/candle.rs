@@ -39,10 +39,16 @@ enum Step {
     },
     Relu,
     Relu6,
+    Hardswish,
+    Hardsigmoid,
+    Sigmoid,
+    Silu,
+    /// `padding` before and after each axis, and `end` more after it (ceil mode).
     MaxPool {
         kernel: [usize; 2],
         stride: [usize; 2],
         padding: [usize; 2],
+        end: [usize; 2],
     },
     GlobalAvgPool,
     AvgPool {
@@ -54,6 +60,7 @@ enum Step {
         cols_t: Tensor,
     },
     Add,
+    ChannelScale,
     Concat,
     Shuffle {
         groups: usize,
@@ -145,7 +152,7 @@ impl CandleSession {
                         groups: *groups,
                     }
                 }
-                Op::BatchNorm2d { channels } => {
+                Op::BatchNorm2d { channels, eps } => {
                     // y = (x − mean) / √(var + ε) · γ + β = x · scale + shift.
                     let (g, b, m, v) = (
                         &params[0].data,
@@ -153,9 +160,8 @@ impl CandleSession {
                         &params[2].data,
                         &params[3].data,
                     );
-                    let scale: Vec<f32> = (0..*channels)
-                        .map(|c| g[c] / (v[c] + weights::BN_EPSILON).sqrt())
-                        .collect();
+                    let scale: Vec<f32> =
+                        (0..*channels).map(|c| g[c] / (v[c] + eps).sqrt()).collect();
                     let shift: Vec<f32> = (0..*channels).map(|c| b[c] - m[c] * scale[c]).collect();
                     let shape = (1, *channels, 1, 1);
                     Step::Affine {
@@ -165,15 +171,32 @@ impl CandleSession {
                 }
                 Op::Relu => Step::Relu,
                 Op::Relu6 => Step::Relu6,
+                Op::Hardswish => Step::Hardswish,
+                Op::Hardsigmoid => Step::Hardsigmoid,
+                Op::Sigmoid => Step::Sigmoid,
+                Op::Silu => Step::Silu,
                 Op::MaxPool2d {
                     kernel,
                     stride,
                     padding,
-                } => Step::MaxPool {
-                    kernel: *kernel,
-                    stride: *stride,
-                    padding: *padding,
-                },
+                    ceil,
+                } => {
+                    let extra = |axis: usize| match ceil {
+                        true => crate::models::graph::ceil_extra(
+                            in_shape[2 + axis],
+                            kernel[axis],
+                            stride[axis],
+                            padding[axis],
+                        ),
+                        false => 0,
+                    };
+                    Step::MaxPool {
+                        kernel: *kernel,
+                        stride: *stride,
+                        padding: *padding,
+                        end: [extra(0), extra(1)],
+                    }
+                }
                 Op::AdaptiveAvgPool2d { output } => {
                     let (h, w) = (in_shape[2], in_shape[3]);
                     if *output == [1, 1] {
@@ -195,6 +218,7 @@ impl CandleSession {
                     }
                 }
                 Op::Add => Step::Add,
+                Op::ChannelScale => Step::ChannelScale,
                 Op::Concat => Step::Concat,
                 Op::ChannelShuffle { groups } => Step::Shuffle { groups: *groups },
                 Op::ChannelSlice { start, end } => Step::Slice {
@@ -262,15 +286,20 @@ impl CandleSession {
                 Step::Affine { scale, shift } => x.broadcast_mul(scale)?.broadcast_add(shift)?,
                 Step::Relu => x.relu()?,
                 Step::Relu6 => x.clamp(0f32, 6f32)?,
+                Step::Hardswish => (&x * hard_sigmoid(&x)?)?,
+                Step::Hardsigmoid => hard_sigmoid(&x)?,
+                Step::Sigmoid => sigmoid(&x)?,
+                Step::Silu => (&x * sigmoid(&x)?)?,
                 Step::MaxPool {
                     kernel,
                     stride,
                     padding,
+                    end,
                 } => {
-                    let x = if *padding == [0, 0] {
+                    let x = if *padding == [0, 0] && *end == [0, 0] {
                         x
                     } else {
-                        pad_with_neg_infinity(&x, *padding)?
+                        pad_with_neg_infinity(&x, *padding, *end)?
                     };
                     x.max_pool2d_with_stride((kernel[0], kernel[1]), (stride[0], stride[1]))?
                 }
@@ -282,6 +311,7 @@ impl CandleSession {
                     rows.broadcast_matmul(&x.contiguous()?.broadcast_matmul(cols_t)?)?
                 }
                 Step::Add => (x + get(&values, inputs[1]))?,
+                Step::ChannelScale => x.broadcast_mul(&get(&values, inputs[1]))?,
                 Step::Concat => {
                     let parts: Vec<Tensor> = inputs.iter().map(|&v| get(&values, v)).collect();
                     Tensor::cat(&parts, 1)?
@@ -335,22 +365,43 @@ impl CandleSession {
 }
 
 /// Pads the spatial axes with −∞, so that padded cells never win a max pooling.
-fn pad_with_neg_infinity(x: &Tensor, padding: [usize; 2]) -> candle_core::Result<Tensor> {
-    let (n, c, h, w) = x.dims4()?;
-    let [ph, pw] = padding;
-    let side =
-        |rows: usize, cols: usize| Tensor::full(f32::NEG_INFINITY, (n, c, rows, cols), x.device());
-    let x = if ph > 0 {
-        Tensor::cat(&[&side(ph, w)?, x, &side(ph, w)?], 2)?
-    } else {
-        x.clone()
+fn pad_with_neg_infinity(
+    x: &Tensor,
+    padding: [usize; 2],
+    end: [usize; 2],
+) -> candle_core::Result<Tensor> {
+    // Along `axis`: `before` cells of −∞, x, `after` cells (empty parts left out).
+    let pad = |x: Tensor, axis: usize, before: usize, after: usize| {
+        if before + after == 0 {
+            return Ok(x);
+        }
+        let mut dims = x.dims().to_vec();
+        let mut side = |len: usize| -> candle_core::Result<Option<Tensor>> {
+            if len == 0 {
+                return Ok(None);
+            }
+            dims[axis] = len;
+            Tensor::full(f32::NEG_INFINITY, dims.as_slice(), x.device()).map(Some)
+        };
+        let first = side(before)?;
+        let last = side(after)?;
+        let parts: Vec<&Tensor> = first.iter().chain([&x]).chain(last.iter()).collect();
+        Tensor::cat(&parts, axis)
     };
-    if pw > 0 {
-        let h = h + 2 * ph;
-        Tensor::cat(&[&side(h, pw)?, &x, &side(h, pw)?], 3)
-    } else {
-        Ok(x)
-    }
+    let x = pad(x.clone(), 2, padding[0], padding[0] + end[0])?;
+    pad(x, 3, padding[1], padding[1] + end[1])
+}
+
+/// PyTorch's hardsigmoid: min(max(x + 3, 0), 6) / 6.
+fn hard_sigmoid(x: &Tensor) -> candle_core::Result<Tensor> {
+    x.affine(1.0, 3.0)?
+        .clamp(0f32, 6f32)?
+        .affine(1.0 / 6.0, 0.0)
+}
+
+/// 1 / (1 + e^−x).
+fn sigmoid(x: &Tensor) -> candle_core::Result<Tensor> {
+    x.neg()?.exp()?.affine(1.0, 1.0)?.recip()
 }
 
 #[cfg(test)]
@@ -421,7 +472,7 @@ mod tests {
     #[test]
     fn max_pooling_never_picks_padding() {
         let x = match Tensor::from_vec(vec![-5f32, -6.0, -7.0, -8.0], (1, 1, 2, 2), &Device::Cpu)
-            .and_then(|x| pad_with_neg_infinity(&x, [1, 1]))
+            .and_then(|x| pad_with_neg_infinity(&x, [1, 1], [0, 0]))
             .and_then(|x| x.max_pool2d_with_stride((3, 3), (1, 1)))
             .and_then(|x| x.flatten_all()?.to_vec1::<f32>())
         {

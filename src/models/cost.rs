@@ -123,7 +123,7 @@ fn op_cost(op: &Op, inputs: &[&[usize]], output: &[usize]) -> (u64, u64, u64, u6
             let bias_flops = if *bias { out } else { 0 };
             (macs, 2 * macs + bias_flops, weights + bias_params, 0, false)
         }
-        Op::BatchNorm2d { channels } => (
+        Op::BatchNorm2d { channels, .. } => (
             0,
             2 * out,
             2 * *channels as u64,
@@ -132,6 +132,10 @@ fn op_cost(op: &Op, inputs: &[&[usize]], output: &[usize]) -> (u64, u64, u64, u6
         ),
         Op::Relu => (0, out, 0, 0, false),
         Op::Relu6 => (0, 2 * out, 0, 0, false),
+        // Counted as the element-wise operations each takes (an exponential as one).
+        Op::Hardsigmoid => (0, 3 * out, 0, 0, false),
+        Op::Hardswish | Op::Sigmoid => (0, 4 * out, 0, 0, false),
+        Op::Silu => (0, 5 * out, 0, 0, false),
         Op::MaxPool2d { kernel, .. } => (0, out * (kernel[0] * kernel[1] - 1) as u64, 0, 0, false),
         Op::AdaptiveAvgPool2d { output: size } => {
             let planes =
@@ -148,7 +152,7 @@ fn op_cost(op: &Op, inputs: &[&[usize]], output: &[usize]) -> (u64, u64, u64, u6
                 false,
             )
         }
-        Op::Add => (0, out, 0, 0, false),
+        Op::Add | Op::ChannelScale => (0, out, 0, 0, false),
         Op::Concat | Op::ChannelShuffle { .. } => (0, 0, 0, 0, false),
         Op::ChannelSlice { .. } | Op::Flatten | Op::Dropout { .. } => (0, 0, 0, 0, true),
     }
@@ -309,6 +313,7 @@ mod tests {
                 kernel: [3, 3],
                 stride: [2, 2],
                 padding: [1, 1],
+                ceil: false,
             },
         );
         assert_eq!(max.output_shape, vec![1, 4, 4, 4]);
@@ -379,12 +384,18 @@ mod tests {
 
     /// torchvision's published figures: `num_params` and `_ops` (GMACs of conv + linear at
     /// 3×224×224) from each model's weights metadata.
-    const TORCHVISION: [(&str, u64, f64); 5] = [
+    const TORCHVISION: [(&str, u64, f64); 11] = [
         ("shufflenet_v2_x0_5", 1_366_792, 0.04),
         ("mobilenet_v2", 3_504_872, 0.301),
         ("resnet34", 21_797_672, 3.664),
         ("resnet50", 25_557_032, 4.089),
         ("vgg19", 143_667_240, 19.632),
+        ("resnet18", 11_689_512, 1.814),
+        ("squeezenet1_1", 1_235_496, 0.349),
+        ("mnasnet1_0", 4_383_312, 0.314),
+        ("mobilenet_v3_small", 2_542_856, 0.057),
+        ("mobilenet_v3_large", 5_483_032, 0.217),
+        ("efficientnet_b0", 5_288_548, 0.386),
     ];
 
     #[test]

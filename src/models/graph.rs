@@ -27,18 +27,31 @@ pub enum Op {
         groups: usize,
         bias: bool,
     },
-    /// Inference-mode batch normalisation (running statistics), epsilon 1e-5 as in PyTorch.
+    /// Inference-mode batch normalisation (running statistics) with PyTorch's epsilon (1e-5),
+    /// or the model's own (MobileNetV3: 1e-3).
     BatchNorm2d {
         channels: usize,
+        eps: f32,
     },
     Relu,
     /// min(max(x, 0), 6).
     Relu6,
-    /// Floor-mode max pooling; padded cells never win (they count as negative infinity).
+    /// x · min(max(x + 3, 0), 6) / 6 (MobileNetV3).
+    Hardswish,
+    /// min(max(x + 3, 0), 6) / 6 (MobileNetV3's squeeze-and-excitation gate).
+    Hardsigmoid,
+    /// 1 / (1 + e^−x) (EfficientNet's squeeze-and-excitation gate).
+    Sigmoid,
+    /// x · sigmoid(x), also called swish (EfficientNet).
+    Silu,
+    /// Max pooling; padded cells never win (they count as negative infinity). `ceil`: PyTorch's
+    /// ceil_mode, a last window that starts inside the input (padding included) may run past
+    /// its end.
     MaxPool2d {
         kernel: [usize; 2],
         stride: [usize; 2],
         padding: [usize; 2],
+        ceil: bool,
     },
     /// PyTorch's AdaptiveAvgPool2d: output cell i averages input rows
     /// floor(i·H/out) .. ceil((i+1)·H/out), windows overlap when H is not a multiple of out.
@@ -47,6 +60,9 @@ pub enum Op {
     },
     /// Element-wise sum of two tensors of one shape (residual connections).
     Add,
+    /// A tensor scaled per channel by a second one of shape (N, C, 1, 1): the
+    /// squeeze-and-excitation block's `scale * input`.
+    ChannelScale,
     /// Concatenation along the channel axis.
     Concat,
     /// ShuffleNet's channel shuffle: view as (N, g, C/g, H, W), swap axes 1 and 2, flatten back.
@@ -84,9 +100,14 @@ impl Op {
             Op::BatchNorm2d { .. } => "BatchNorm2d",
             Op::Relu => "ReLU",
             Op::Relu6 => "ReLU6",
+            Op::Hardswish => "Hardswish",
+            Op::Hardsigmoid => "Hardsigmoid",
+            Op::Sigmoid => "Sigmoid",
+            Op::Silu => "SiLU",
             Op::MaxPool2d { .. } => "MaxPool2d",
             Op::AdaptiveAvgPool2d { .. } => "AdaptiveAvgPool2d",
             Op::Add => "Add",
+            Op::ChannelScale => "Mul",
             Op::Concat => "Concat",
             Op::ChannelShuffle { .. } => "ChannelShuffle",
             Op::ChannelSlice { .. } => "ChannelSlice",
@@ -254,7 +275,14 @@ impl GraphBuilder {
 
     pub fn batch_norm(&mut self, name: &str, x: ValueId) -> Result<ValueId, GraphError> {
         let channels = self.channels(x);
-        self.add(name, Op::BatchNorm2d { channels }, &[x])
+        self.add(
+            name,
+            Op::BatchNorm2d {
+                channels,
+                eps: crate::models::weights::BN_EPSILON,
+            },
+            &[x],
+        )
     }
 
     pub fn relu(&mut self, name: &str, x: ValueId) -> Result<ValueId, GraphError> {
@@ -273,6 +301,7 @@ impl GraphBuilder {
             kernel: [kernel; 2],
             stride: [stride; 2],
             padding: [padding; 2],
+            ceil: false,
         };
         self.add(name, op, &[x])
     }
@@ -314,6 +343,22 @@ pub fn window_out(input: usize, kernel: usize, stride: usize, padding: usize) ->
         return None;
     }
     Some((padded - kernel) / stride + 1)
+}
+
+/// The cells of padding a ceil-mode max pool adds at the end of an axis beyond `padding`, so
+/// that floor mode over the padded input gives PyTorch's ceil-mode edge: its windows may run
+/// past the end, but the last one must start inside the input or its leading padding. 0 when
+/// ceil mode changes nothing (or the window does not fit).
+pub fn ceil_extra(input: usize, kernel: usize, stride: usize, padding: usize) -> usize {
+    let padded = input + 2 * padding;
+    if stride == 0 || padded < kernel {
+        return 0;
+    }
+    let mut out = (padded - kernel).div_ceil(stride) + 1;
+    if (out - 1) * stride >= input + padding {
+        out -= 1;
+    }
+    ((out - 1) * stride + kernel).saturating_sub(padded)
 }
 
 fn spatial(
@@ -359,14 +404,20 @@ fn infer_shape(op: &Op, shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
             let [h, w] = spatial(s, *kernel, *stride, *padding)?;
             Ok(vec![s[0], *out_channels, h, w])
         }
-        Op::BatchNorm2d { channels } => {
+        Op::BatchNorm2d { channels, .. } => {
             expect_inputs(shapes, 1, 4)?;
             if shapes[0][1] != *channels {
                 return Err(format!("expects {channels} channels, got {}", shapes[0][1]));
             }
             Ok(shapes[0].to_vec())
         }
-        Op::Relu | Op::Relu6 | Op::Dropout { .. } => {
+        Op::Relu
+        | Op::Relu6
+        | Op::Hardswish
+        | Op::Hardsigmoid
+        | Op::Sigmoid
+        | Op::Silu
+        | Op::Dropout { .. } => {
             if shapes.len() != 1 {
                 return Err(format!("expects 1 input, got {}", shapes.len()));
             }
@@ -376,6 +427,7 @@ fn infer_shape(op: &Op, shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
             kernel,
             stride,
             padding,
+            ceil,
         } => {
             expect_inputs(shapes, 1, 4)?;
             if padding[0] * 2 > kernel[0] || padding[1] * 2 > kernel[1] {
@@ -383,7 +435,14 @@ fn infer_shape(op: &Op, shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
             }
             let s = shapes[0];
             let [h, w] = spatial(s, *kernel, *stride, *padding)?;
-            Ok(vec![s[0], s[1], h, w])
+            if !ceil {
+                return Ok(vec![s[0], s[1], h, w]);
+            }
+            // Ceil mode adds at most one window per axis: the one the extra padding completes.
+            let extra = |axis: usize| {
+                usize::from(ceil_extra(s[2 + axis], kernel[axis], stride[axis], padding[axis]) > 0)
+            };
+            Ok(vec![s[0], s[1], h + extra(0), w + extra(1)])
         }
         Op::AdaptiveAvgPool2d { output } => {
             expect_inputs(shapes, 1, 4)?;
@@ -398,6 +457,16 @@ fn infer_shape(op: &Op, shapes: &[&[usize]]) -> Result<Vec<usize>, String> {
                 return Err(format!("expects two inputs of one shape, got {shapes:?}"));
             }
             Ok(shapes[0].to_vec())
+        }
+        Op::ChannelScale => {
+            expect_inputs(shapes, 2, 4)?;
+            let (x, s) = (shapes[0], shapes[1]);
+            if s[0] != x[0] || s[1] != x[1] || s[2] != 1 || s[3] != 1 {
+                return Err(format!(
+                    "scales {x:?} by {s:?}: the scale must be (N, C, 1, 1) of the input's N and C"
+                ));
+            }
+            Ok(x.to_vec())
         }
         Op::Concat => {
             if shapes.len() < 2 {

@@ -186,12 +186,9 @@ impl Writer {
                 ];
                 self.node("Conv", name, inputs, out, attrs);
             }
-            Op::BatchNorm2d { .. } => {
+            Op::BatchNorm2d { eps, .. } => {
                 inputs.extend(self.params(&layer.op, name));
-                let attrs = vec![
-                    float("epsilon", weights::BN_EPSILON),
-                    float("momentum", 0.9),
-                ];
+                let attrs = vec![float("epsilon", *eps), float("momentum", 0.9)];
                 self.node("BatchNormalization", name, inputs, out, attrs);
             }
             Op::Relu => self.node("Relu", name, inputs, out, vec![]),
@@ -200,15 +197,53 @@ impl Writer {
                 inputs.push(self.constant(format!("{name}.max"), &[], &[6.0]));
                 self.node("Clip", name, inputs, out, vec![]);
             }
+            Op::Hardswish => {
+                // x · hardsigmoid(x): ONNX's HardSwish needs opset 14, this any runtime reads.
+                let gate = format!("{name}.gate");
+                let attrs = vec![float("alpha", 1.0 / 6.0), float("beta", 0.5)];
+                self.node("HardSigmoid", &gate, inputs.clone(), &gate, attrs);
+                inputs.push(gate);
+                self.node("Mul", name, inputs, out, vec![]);
+            }
+            Op::Hardsigmoid => {
+                // PyTorch's: relu6(x + 3) / 6, which is ONNX's with alpha 1/6 (not its 0.2).
+                let attrs = vec![float("alpha", 1.0 / 6.0), float("beta", 0.5)];
+                self.node("HardSigmoid", name, inputs, out, attrs);
+            }
+            Op::Sigmoid => self.node("Sigmoid", name, inputs, out, vec![]),
+            Op::Silu => {
+                let gate = format!("{name}.sigmoid");
+                self.node("Sigmoid", &gate, inputs.clone(), &gate, vec![]);
+                inputs.push(gate);
+                self.node("Mul", name, inputs, out, vec![]);
+            }
             Op::MaxPool2d {
                 kernel,
                 stride,
                 padding,
+                ceil,
             } => {
+                // Ceil mode as extra padding at the end (ONNX's padded cells never win either),
+                // which every runtime reads alike.
+                let extra = |axis: usize| match ceil {
+                    true => crate::models::graph::ceil_extra(
+                        in_shape[2 + axis],
+                        kernel[axis],
+                        stride[axis],
+                        padding[axis],
+                    ),
+                    false => 0,
+                };
+                let pads = [
+                    padding[0],
+                    padding[1],
+                    padding[0] + extra(0),
+                    padding[1] + extra(1),
+                ];
                 let attrs = vec![
                     ints("kernel_shape", kernel),
                     ints("strides", stride),
-                    ints("pads", &[padding[0], padding[1], padding[0], padding[1]]),
+                    ints("pads", &pads),
                 ];
                 self.node("MaxPool", name, inputs, out, attrs);
             }
@@ -234,6 +269,7 @@ impl Writer {
                 }
             }
             Op::Add => self.node("Add", name, inputs, out, vec![]),
+            Op::ChannelScale => self.node("Mul", name, inputs, out, vec![]),
             Op::Concat => self.node("Concat", name, inputs, out, vec![int("axis", 1)]),
             Op::ChannelShuffle { groups } => {
                 let [n, c, h, w] = [in_shape[0], in_shape[1], in_shape[2], in_shape[3]];

@@ -50,7 +50,7 @@ pub fn layer_params(op: &Op, name: &str, seed: u64) -> Vec<Param> {
             }
             out
         }
-        Op::BatchNorm2d { channels } => {
+        Op::BatchNorm2d { channels, .. } => {
             let c = [*channels];
             vec![
                 param(seed, format!("{name}.weight"), &c, 0.75, 1.25),
@@ -122,7 +122,14 @@ mod tests {
         assert!(p[0].data.iter().all(|v| v.abs() <= (6.0f32 / 18.0).sqrt()));
         assert_eq!(p, layer_params(&conv, "c", 7));
         assert_ne!(p[0].data, layer_params(&conv, "c", 8)[0].data);
-        let bn = layer_params(&Op::BatchNorm2d { channels: 3 }, "bn", 7);
+        let bn = layer_params(
+            &Op::BatchNorm2d {
+                channels: 3,
+                eps: BN_EPSILON,
+            },
+            "bn",
+            7,
+        );
         let names: Vec<&str> = bn.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(
             names,

@@ -1,4 +1,5 @@
-//! The built-in model zoo: the seeds' five CNNs, layer for layer as torchvision defines them.
+//! The built-in model zoo: the seeds' five CNNs and six edge models, layer for layer as
+//! torchvision defines them.
 //!
 //! Layer names follow torchvision's module paths (`layer1.0.conv1`, `features.3.conv.1.0`, …);
 //! functional operations that torchvision does not hold as modules (residual additions,
@@ -7,6 +8,8 @@
 
 use super::graph::{GraphBuilder, GraphError, Model, Op, ValueId};
 use thiserror::Error;
+
+mod edge;
 
 /// The smallest spatial input edge the zoo accepts (every model keeps a ≥1×1 feature map).
 pub const MIN_SPATIAL: usize = 32;
@@ -69,6 +72,36 @@ pub const ZOO: &[ZooEntry] = &[
         name: "vgg19",
         description: "VGG-19 (Simonyan & Zisserman, 2014), torchvision vgg19",
         build: vgg19,
+    },
+    ZooEntry {
+        name: "resnet18",
+        description: "ResNet-18 (He et al., 2016), torchvision resnet18",
+        build: edge::resnet18,
+    },
+    ZooEntry {
+        name: "squeezenet1_1",
+        description: "SqueezeNet 1.1 (Iandola et al., 2016), torchvision squeezenet1_1",
+        build: edge::squeezenet1_1,
+    },
+    ZooEntry {
+        name: "mnasnet1_0",
+        description: "MNASNet 1.0 (Tan et al., 2019), torchvision mnasnet1_0",
+        build: edge::mnasnet1_0,
+    },
+    ZooEntry {
+        name: "mobilenet_v3_small",
+        description: "MobileNetV3 small (Howard et al., 2019), torchvision mobilenet_v3_small",
+        build: edge::mobilenet_v3_small,
+    },
+    ZooEntry {
+        name: "mobilenet_v3_large",
+        description: "MobileNetV3 large (Howard et al., 2019), torchvision mobilenet_v3_large",
+        build: edge::mobilenet_v3_large,
+    },
+    ZooEntry {
+        name: "efficientnet_b0",
+        description: "EfficientNet-B0 (Tan & Le, 2019), torchvision efficientnet_b0",
+        build: edge::efficientnet_b0,
     },
 ];
 

@@ -59,7 +59,7 @@ def build_keras(tf, np, model, params, epsilon):
             x = conv(x)
             later.append((conv, [kernel] + ([params[name + ".bias"]] if op["bias"] else [])))
         elif kind == "batch_norm2d":
-            bn = L.BatchNormalization(epsilon=epsilon)
+            bn = L.BatchNormalization(epsilon=op.get("eps", epsilon))
             x = bn(x)
             later.append(
                 (
@@ -76,11 +76,27 @@ def build_keras(tf, np, model, params, epsilon):
             x = L.ReLU()(x)
         elif kind == "relu6":
             x = L.ReLU(max_value=6.0)(x)
+        elif kind == "hardswish":
+            x = L.Lambda(lambda t: t * tf.nn.relu6(t + 3.0) / 6.0)(x)
+        elif kind == "hardsigmoid":
+            x = L.Lambda(lambda t: tf.nn.relu6(t + 3.0) / 6.0)(x)
+        elif kind == "sigmoid":
+            x = L.Lambda(tf.math.sigmoid)(x)
+        elif kind == "silu":
+            x = L.Lambda(lambda t: t * tf.math.sigmoid(t))(x)
+        elif kind == "channel_scale":
+            x = L.Multiply()(ins)
         elif kind == "max_pool2d":
             ph, pw = op["padding"]
-            if ph or pw:
+            _, _, ih, iw = nchw(layer["inputs"][0])
+            _, _, oh, ow = layer["output_shape"]
+            (kh, kw), (sh, sw) = op["kernel"], op["stride"]
+            # Ceil mode: the cells the last window runs past the end, padded like the rest.
+            eh = max(0, (oh - 1) * sh + kh - (ih + 2 * ph))
+            ew = max(0, (ow - 1) * sw + kw - (iw + 2 * pw))
+            if ph or pw or eh or ew:
                 # Padded cells never win, as in PyTorch: pad with -inf, not zeros.
-                pads = [[0, 0], [ph, ph], [pw, pw], [0, 0]]
+                pads = [[0, 0], [ph, ph + eh], [pw, pw + ew], [0, 0]]
                 x = L.Lambda(lambda t, p=pads: tf.pad(t, p, constant_values=float("-inf")))(x)
             x = L.MaxPooling2D(op["kernel"], strides=op["stride"], padding="valid")(x)
         elif kind == "adaptive_avg_pool2d":
