@@ -128,6 +128,10 @@ pub(super) enum Command {
     /// (torchrun, DDP over gloo) on 1..N nodes of this machine, on CIFAR-10 or a synthetic set in
     /// its format; speedup and accuracy ratios against one node, as tables and charts
     Train(Box<train::TrainArgs>),
+    /// The per-layer learned cost model: profile the zoo into this device's measurement
+    /// database, fit it, predict a model's latency without running it, evaluate it
+    #[command(subcommand)]
+    Costmodel(costmodel::CostmodelCommand),
     /// The boards of a config's [[nodes]], over SSH: check them, install edgeprof on them
     #[command(subcommand)]
     Nodes(nodes::NodesCommand),

@@ -3,6 +3,7 @@
 
 mod args;
 mod compare;
+mod costmodel;
 mod env;
 pub(crate) mod fleet;
 mod frameworks;
@@ -326,6 +327,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Frameworks(command) => frameworks::run(command),
         Command::Scorecard(args) => frameworks::scorecard_command(args),
         Command::Nodes(command) => nodes::run(command),
+        Command::Costmodel(command) => costmodel::run(command),
         Command::Train(args) => train::run(*args),
         Command::NodeInfo => nodes::node_info(),
         Command::TrainRank { workdir } => {

@@ -68,7 +68,7 @@ fn kernel(a: &[f64], b: &[f64], h: &Hyper) -> f64 {
 }
 
 /// The lower Cholesky factor of a symmetric positive-definite matrix, or None when it is not.
-fn cholesky(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
+pub(super) fn cholesky(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
     let n = a.len();
     let mut l = vec![vec![0.0; n]; n];
     for i in 0..n {
@@ -89,7 +89,7 @@ fn cholesky(a: &[Vec<f64>]) -> Option<Vec<Vec<f64>>> {
 }
 
 /// Solves L z = b (L lower triangular).
-fn forward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
+pub(super) fn forward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
     let mut z = vec![0.0; b.len()];
     for i in 0..b.len() {
         let s: f64 = (0..i).map(|k| l[i][k] * z[k]).sum();
@@ -99,7 +99,7 @@ fn forward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
 }
 
 /// Solves Lᵀ z = b.
-fn backward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
+pub(super) fn backward(l: &[Vec<f64>], b: &[f64]) -> Vec<f64> {
     let n = b.len();
     let mut z = vec![0.0; n];
     for i in (0..n).rev() {

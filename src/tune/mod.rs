@@ -5,6 +5,7 @@
 //! Everything here is pure: measuring a candidate is the caller's job (`live` runs workers,
 //! `replay` reads a table), so the search is the same code in both.
 
+pub mod costmodel;
 pub mod gp;
 pub mod live;
 pub mod placement;

@@ -1,0 +1,436 @@
+//! `edgeprof costmodel`: the per-layer learned cost model from the command line. `profile`
+//! measures zoo models with tract into this device's measurement database (each in an
+//! `edgeprof costmodel profile-one` child process), `fit` shows what it learns, `predict` gives a
+//! model's latency without running it, `eval` holds each model out in turn and predicts it.
+
+use crate::cli::{print_json, print_out, render, BadInput};
+use anyhow::Context;
+use clap::{Args, Subcommand};
+use edgeprof::models::zoo;
+use edgeprof::tune::costmodel::{self, CostModel, Db, Held, Measure, Profile};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Subcommand, Debug)]
+pub enum CostmodelCommand {
+    /// Profile zoo models with tract (end-to-end latency to a target interval, then tract's
+    /// per-layer profile) into this device's measurement database
+    Profile(ProfileArgs),
+    /// Fit the cost model from the database and show each operator template's fit
+    Fit(DbArgs),
+    /// Predict a zoo model's latency from its layers, without running it
+    Predict(PredictArgs),
+    /// Leave one model out: predict each profiled model from a fit without it
+    Eval(DbArgs),
+    /// Profile one model in this process and print the profile as JSON (what `profile` runs)
+    #[command(hide = true)]
+    ProfileOne {
+        #[arg(long)]
+        model: String,
+        #[arg(long)]
+        input: String,
+        #[arg(long)]
+        threads: usize,
+        #[arg(long)]
+        target: f64,
+        #[arg(long)]
+        max_runs: usize,
+        #[arg(long)]
+        layer_runs: usize,
+    },
+}
+
+#[derive(Args, Debug)]
+pub struct DbArgs {
+    /// The measurement database (default: this device's, in the cache directory)
+    #[arg(long)]
+    db: Option<PathBuf>,
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ProfileArgs {
+    /// A zoo model to profile; repeat for several (default: every zoo model)
+    #[arg(long = "model", value_name = "MODEL")]
+    models: Vec<String>,
+    #[arg(long, default_value = "3x64x64")]
+    input: edgeprof::models::InputShape,
+    /// Thread counts, comma-separated
+    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    threads: Vec<usize>,
+    /// Re-measure until the median latency's 95 % interval is within this fraction of it
+    #[arg(long, default_value_t = 0.03)]
+    target: f64,
+    /// Most timed runs of the end-to-end latency per model
+    #[arg(long, default_value_t = 600)]
+    max_runs: usize,
+    /// Runs of the per-layer profile
+    #[arg(long, default_value_t = 15)]
+    layer_runs: usize,
+    #[arg(long)]
+    db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
+pub struct PredictArgs {
+    /// Zoo model
+    model: String,
+    #[arg(long, default_value = "3x64x64")]
+    input: edgeprof::models::InputShape,
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    #[command(flatten)]
+    db: DbArgs,
+}
+
+/// How long one model's profile may take before its worker is stopped.
+const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
+
+fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
+    let path = match db {
+        Some(p) => p.clone(),
+        None => Db::path_for_this_device().ok_or_else(|| {
+            BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into())
+        })?,
+    };
+    let db = Db::open(&path)?;
+    if !db.skipped.is_empty() {
+        errln!(
+            "warning: {}: {} line(s) are not profiles and were skipped (line {})",
+            path.display(),
+            db.skipped.len(),
+            db.skipped[0]
+        );
+    }
+    Ok(db)
+}
+
+pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
+    match command {
+        CostmodelCommand::Profile(args) => profile(args),
+        CostmodelCommand::Fit(args) => fit(args),
+        CostmodelCommand::Predict(args) => predict(args),
+        CostmodelCommand::Eval(args) => eval(args),
+        CostmodelCommand::ProfileOne {
+            model,
+            input,
+            threads,
+            target,
+            max_runs,
+            layer_runs,
+        } => {
+            let how = Measure {
+                target,
+                max_runs,
+                layer_runs,
+                ..Measure::default()
+            };
+            print_json(&costmodel::measure(&model, &input, threads, how)?)
+        }
+    }
+}
+
+/// One model's profile, measured in an `edgeprof costmodel profile-one` child.
+fn profile_in_child(
+    model: &str,
+    input: &str,
+    threads: usize,
+    args: &ProfileArgs,
+) -> anyhow::Result<Profile> {
+    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut command = std::process::Command::new(exe);
+    command
+        .args([
+            "costmodel",
+            "profile-one",
+            "--model",
+            model,
+            "--input",
+            input,
+        ])
+        .arg("--threads")
+        .arg(threads.to_string())
+        .arg("--target")
+        .arg(args.target.to_string())
+        .arg("--max-runs")
+        .arg(args.max_runs.to_string())
+        .arg("--layer-runs")
+        .arg(args.layer_runs.to_string());
+    let (status, stdout, stderr) =
+        edgeprof::engines::env::run_collect(command, b"", PROFILE_TIMEOUT)
+            .map_err(|e| anyhow::anyhow!("the profiling worker {e}"))?;
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        anyhow::bail!("the profiling worker failed ({status}): {}", last.trim());
+    }
+    serde_json::from_str(stdout.trim()).context("the profiling worker's answer is not a profile")
+}
+
+fn profile(args: ProfileArgs) -> anyhow::Result<()> {
+    let models: Vec<String> = if args.models.is_empty() {
+        zoo::zoo_names().into_iter().map(String::from).collect()
+    } else {
+        args.models.clone()
+    };
+    if let Some(m) = models.iter().find(|m| zoo::find(m).is_none()) {
+        anyhow::bail!(BadInput(format!(
+            "--model {m}: the cost model profiles the zoo's models ({})",
+            zoo::zoo_names().join(", ")
+        )));
+    }
+    if !(0.001..=1.0).contains(&args.target) {
+        anyhow::bail!(BadInput(format!(
+            "--target {} must be between 0.001 and 1",
+            args.target
+        )));
+    }
+    if args.threads.contains(&0) || args.threads.is_empty() {
+        anyhow::bail!(BadInput("--threads takes counts of 1 or more".into()));
+    }
+    let mut db = open(&args.db)?;
+    let input = args.input.to_string();
+    let total = models.len() * args.threads.len();
+    let mut k = 0;
+    // Models interleaved with thread counts, so that a slow spell of the machine does not hit
+    // every profile of one thread count.
+    for model in &models {
+        for &threads in &args.threads {
+            k += 1;
+            errln!("[{k}/{total}] {model} {input} t{threads}: profiling …");
+            let p = profile_in_child(model, &input, threads, &args)
+                .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
+            let reached = if p.relative_half_width() <= args.target {
+                String::new()
+            } else {
+                format!(
+                    " (target ±{:.1} % not reached after {} runs)",
+                    100.0 * args.target,
+                    p.runs
+                )
+            };
+            errln!(
+                "[{k}/{total}] {model} {input} t{threads}: {:.3} ms ±{:.1} % over {} runs, {} \
+                 layer groups{reached}",
+                p.latency_ms,
+                100.0 * p.relative_half_width(),
+                p.runs,
+                p.groups.len()
+            );
+            db.append(p)?;
+        }
+    }
+    let where_ = db
+        .path
+        .as_ref()
+        .map_or("memory".to_string(), |p| p.display().to_string());
+    print_out(&format!(
+        "{total} profile(s) added to {where_} ({} in all)\n",
+        db.profiles.len()
+    ))
+}
+
+/// Every thread count the database holds for tract.
+fn thread_counts(db: &Db) -> Vec<usize> {
+    let mut t: Vec<usize> = db
+        .latest()
+        .iter()
+        .filter(|p| p.engine == "tract")
+        .map(|p| p.threads)
+        .collect();
+    t.sort_unstable();
+    t.dedup();
+    t
+}
+
+fn no_profiles(db: &Db) -> BadInput {
+    BadInput(format!(
+        "the measurement database {} holds no tract profiles: `edgeprof costmodel profile` \
+         measures them",
+        db.path
+            .as_ref()
+            .map_or("(none)".to_string(), |p| p.display().to_string())
+    ))
+}
+
+fn fit(args: DbArgs) -> anyhow::Result<()> {
+    let db = open(&args.db)?;
+    let latest = db.latest();
+    let models: Vec<CostModel> = thread_counts(&db)
+        .into_iter()
+        .filter_map(|t| CostModel::fit(&latest, "tract", t))
+        .collect();
+    if models.is_empty() {
+        anyhow::bail!(no_profiles(&db));
+    }
+    if args.json {
+        return print_json(&models);
+    }
+    let mut out = String::new();
+    for m in &models {
+        let _ = writeln!(
+            out,
+            "tract on {} thread(s), from {} model(s); end-to-end / summed layers {:.3}",
+            m.threads,
+            m.models.len(),
+            m.overhead_ratio
+        );
+        let rows: Vec<Vec<String>> = m
+            .templates
+            .iter()
+            .map(|(t, l)| {
+                vec![
+                    t.clone(),
+                    l.samples.to_string(),
+                    format!("{:.2}", l.fixed * 1e6),
+                    format!("{:.3}", l.per_flop * 1e12),
+                    format!("{:.3}", l.per_byte * 1e12),
+                ]
+            })
+            .collect();
+        out.push_str(&render::table(
+            &["template", "groups", "fixed µs", "ps/FLOP", "ps/byte"],
+            &[false, true, true, true, true],
+            &rows,
+        ));
+        out.push('\n');
+    }
+    print_out(&out)
+}
+
+fn predict(args: PredictArgs) -> anyhow::Result<()> {
+    let db = open(&args.db.db)?;
+    let input = args.input.to_string();
+    let model = costmodel::zoo_model(&args.model, &input)?;
+    let latest = db.latest();
+    let Some(cm) = CostModel::fit(&latest, "tract", args.threads) else {
+        anyhow::bail!(BadInput(format!(
+            "no tract profile on {} thread(s) in the database: `edgeprof costmodel profile \
+             --threads {}` measures them",
+            args.threads, args.threads
+        )));
+    };
+    let groups = costmodel::planned_groups(&model);
+    let (ms, fallbacks) = cm.predict(&groups);
+    // The uncertainty: how far leave-one-model-out predictions of this database fall.
+    let held: Vec<Held> = costmodel::leave_one_model_out(&db, "tract")
+        .into_iter()
+        .filter(|h| h.threads == args.threads)
+        .collect();
+    let mut errors: Vec<f64> = held.iter().map(|h| h.error.abs()).collect();
+    errors.sort_by(f64::total_cmp);
+    let spread = errors
+        .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
+        .copied();
+    let measured = latest
+        .iter()
+        .find(|p| p.model == args.model && p.input == input && p.threads == args.threads);
+    if args.db.json {
+        return print_json(&serde_json::json!({
+            "model": args.model,
+            "input": input,
+            "threads": args.threads,
+            "predicted_ms": ms,
+            "uncertainty": spread,
+            "groups": groups.len(),
+            "fallbacks": fallbacks,
+            "measured_ms": measured.map(|p| p.latency_ms),
+        }));
+    }
+    let mut out = format!(
+        "{} {input} on tract, {} thread(s): {ms:.3} ms predicted from {} layer groups",
+        args.model,
+        args.threads,
+        groups.len()
+    );
+    match spread {
+        Some(s) => {
+            let _ = write!(
+                out,
+                " (±{:.0} %: 9 in 10 models held out of this database were predicted that close)",
+                100.0 * s
+            );
+        }
+        None => out.push_str(" (no uncertainty: the database holds one model)"),
+    }
+    if fallbacks > 0 {
+        let _ = write!(
+            out,
+            "; {fallbacks} group(s) of templates it never measured used a broader fit"
+        );
+    }
+    if let Some(p) = measured {
+        let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
+    }
+    print_out(&(out + "\n"))
+}
+
+fn eval(args: DbArgs) -> anyhow::Result<()> {
+    let db = open(&args.db)?;
+    let held = costmodel::leave_one_model_out(&db, "tract");
+    if held.is_empty() {
+        anyhow::bail!(no_profiles(&db));
+    }
+    let within = |limit: f64| held.iter().filter(|h| h.error.abs() <= limit).count();
+    let loose = held.iter().filter(|h| h.measured_half_width > 0.03).count();
+    if args.json {
+        return print_json(&serde_json::json!({
+            "held_out": held,
+            "pairs": held.len(),
+            "within_10_pct": within(0.10),
+            "within_20_pct": within(0.20),
+            "measured_wider_than_3_pct": loose,
+        }));
+    }
+    let rows: Vec<Vec<String>> = held
+        .iter()
+        .map(|h| {
+            vec![
+                h.model.clone(),
+                h.input.clone(),
+                h.threads.to_string(),
+                format!(
+                    "{:.3} ±{:.1} %",
+                    h.measured_ms,
+                    100.0 * h.measured_half_width
+                ),
+                format!("{:.3}", h.predicted_ms),
+                format!("{:+.1} %", 100.0 * h.error),
+                h.fallbacks.to_string(),
+            ]
+        })
+        .collect();
+    let mut out = render::table(
+        &[
+            "held out",
+            "input",
+            "threads",
+            "measured ms",
+            "predicted ms",
+            "error",
+            "fallbacks",
+        ],
+        &[false, false, true, true, true, true, true],
+        &rows,
+    );
+    let _ = writeln!(
+        out,
+        "\n{} of {} (model, threads) pairs within ±10 %, {} within ±20 %; each predicted by a fit \
+         without any profile of its model",
+        within(0.10),
+        held.len(),
+        within(0.20)
+    );
+    if loose > 0 {
+        let _ = writeln!(
+            out,
+            "{loose} measured median(s) have an interval wider than ±3 %: profile them again"
+        );
+    }
+    print_out(&out)
+}

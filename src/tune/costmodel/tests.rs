@@ -1,0 +1,161 @@
+use super::*;
+
+fn zoo(name: &str, input: &str) -> Model {
+    match zoo_model(name, input) {
+        Ok(m) => m,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+#[test]
+fn templates_name_the_kind_and_what_sets_its_efficiency() {
+    let m = zoo("mobilenet_v3_small", "3x64x64");
+    let templates: Vec<String> = m.layers.iter().map(|l| template(&l.op)).collect();
+    for t in [
+        "conv3x3/s2",
+        "dw3x3/s2",
+        "dw5x5/s1",
+        "conv1x1/s1",
+        "scale",
+        "linear",
+        "avgpool",
+    ] {
+        assert!(templates.iter().any(|x| x == t), "{t}: {templates:?}");
+    }
+    assert_eq!(family("dw5x5/s2"), "dw");
+    assert_eq!(family("dw3x3/s1"), "dw3");
+    assert_eq!(family("conv1x1/s1"), "conv1x1");
+    assert_eq!(family("conv7x7/s2"), "conv");
+    assert_eq!(family("maxpool"), "other");
+}
+
+#[test]
+fn planned_groups_fuse_batch_norms_activations_and_additions_into_what_they_follow() {
+    let m = zoo("resnet18", "3x64x64");
+    let groups = planned_groups(&m);
+    assert_eq!(groups[0].label, "conv1+bn1+relu");
+    assert_eq!(groups[0].template, "conv7x7/s2");
+    // The second convolution of a block carries its batch norm, the residual addition and
+    // the ReLU after it.
+    assert!(
+        groups
+            .iter()
+            .any(|g| g.label == "layer1.0.conv2+layer1.0.bn2+layer1.0.add+layer1.0.relu_1"),
+        "{:?}",
+        groups.iter().map(|g| &g.label).collect::<Vec<_>>()
+    );
+    // Every FLOP of the model is in exactly one group.
+    let total = crate::models::cost::analyze(&m).total.flops as f64;
+    let summed: f64 = groups.iter().map(|g| g.flops).sum();
+    assert!((summed - total).abs() < 1.0, "{summed} vs {total}");
+}
+
+#[test]
+fn a_linear_cost_is_recovered_and_never_negative() {
+    // 2 µs fixed, 1 ns per FLOP, 0.5 ns per byte.
+    let truth = |f: f64, b: f64| 2e-6 + 1e-9 * f + 0.5e-9 * b;
+    let samples: Vec<(f64, f64, f64)> = (1..30)
+        .map(|i| {
+            let (f, b) = (i as f64 * 1e5, ((i * 7) % 11) as f64 * 3e4 + 1e3);
+            (f, b, truth(f, b))
+        })
+        .collect();
+    let fit = fit_linear(&samples).unwrap_or_else(|| panic!("no fit"));
+    assert!((fit.fixed - 2e-6).abs() < 1e-9, "{fit:?}");
+    assert!((fit.per_flop - 1e-9).abs() < 1e-12, "{fit:?}");
+    assert!((fit.per_byte - 0.5e-9).abs() < 1e-12, "{fit:?}");
+    // Time falling with bytes would need a negative coefficient: it is dropped instead.
+    let falling: Vec<(f64, f64, f64)> = (1..20)
+        .map(|i| {
+            let b = 1e6 - i as f64 * 1e4 + (i % 3) as f64 * 5e3;
+            (i as f64 * 1e5, b, 1e-9 * i as f64 * 1e5 + 1e-6 - 1e-13 * b)
+        })
+        .collect();
+    let fit = fit_linear(&falling).unwrap_or_else(|| panic!("no fit"));
+    assert!(
+        fit.fixed >= 0.0 && fit.per_flop >= 0.0 && fit.per_byte >= 0.0,
+        "{fit:?}"
+    );
+}
+
+/// A profile whose group times follow one linear law per template, as a device would.
+fn synthetic(model: &str, threads: usize) -> Profile {
+    let m = zoo(model, "3x64x64");
+    let groups: Vec<Group> = planned_groups(&m)
+        .into_iter()
+        .map(|mut g| {
+            let per_flop = if g.template.starts_with("dw") {
+                4e-10
+            } else {
+                1e-10
+            };
+            g.seconds = (3e-6 + per_flop * g.flops + 2e-10 * g.bytes) / threads as f64;
+            g
+        })
+        .collect();
+    let layers_ms: f64 = groups.iter().map(|g| g.seconds).sum::<f64>() * 1e3;
+    let latency_ms = layers_ms * 0.9;
+    Profile {
+        engine: "tract".into(),
+        model: model.into(),
+        input: "3x64x64".into(),
+        threads,
+        groups,
+        latency_ms,
+        latency_interval_ms: (latency_ms * 0.99, latency_ms * 1.01),
+        runs: 40,
+        written: String::new(),
+    }
+}
+
+#[test]
+fn leave_one_model_out_predicts_a_model_it_never_saw_from_its_layers() {
+    let mut db = Db::default();
+    for model in [
+        "resnet18",
+        "mobilenet_v2",
+        "mnasnet1_0",
+        "squeezenet1_1",
+        "shufflenet_v2_x0_5",
+    ] {
+        for threads in [1, 2] {
+            if let Err(e) = db.append(synthetic(model, threads)) {
+                panic!("{e}");
+            }
+        }
+    }
+    let held = leave_one_model_out(&db, "tract");
+    assert_eq!(held.len(), 10);
+    for h in &held {
+        // The law is exact: a model whose every template was seen in the others is predicted
+        // exactly; one with templates of its own borrows a broader fit (mnasnet's 5×5
+        // depthwise convolutions, held out with it, fall back to the overall one).
+        if h.fallbacks == 0 {
+            assert!(h.error.abs() < 1e-6, "{h:?}");
+        }
+        assert!(h.error.abs() < 0.10, "{h:?}");
+    }
+    // A newer profile of the same condition replaces the older one.
+    let mut slower = synthetic("resnet18", 1);
+    slower.latency_ms *= 2.0;
+    if let Err(e) = db.append(slower) {
+        panic!("{e}");
+    }
+    assert_eq!(db.latest().len(), 10);
+}
+
+#[test]
+fn the_database_keeps_profiles_across_opens_and_skips_broken_lines() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("costmodel-x.jsonl");
+    let mut db = Db::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert!(db.profiles.is_empty());
+    db.append(synthetic("resnet18", 1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut text = std::fs::read_to_string(&path).unwrap_or_default();
+    text.push_str("{not json\n");
+    std::fs::write(&path, text).unwrap_or_else(|e| panic!("{e}"));
+    let db = Db::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(db.profiles.len(), 1);
+    assert_eq!(db.skipped, vec![2]);
+}

@@ -1,0 +1,124 @@
+//! `edgeprof costmodel`: profiling into a measurement database, fitting, predicting a model
+//! without running it, and the leave-one-model-out evaluation over stored profiles (22 profiles
+//! of the eleven zoo models at 3×64×64 on tract, threads 1 and 2, measured on the 2-core x86
+//! development machine, each median's interval within ±3 %), so the figures do not depend on
+//! today's noise.
+
+mod common;
+
+use common::*;
+
+fn stored() -> String {
+    format!(
+        "{}/tests/fixtures/costmodel/tract-2core-x86.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn leave_one_model_out_over_the_stored_profiles() {
+    let v = json_of(&["costmodel", "eval", "--db", &stored(), "--json"]);
+    assert_eq!(v["pairs"], 22, "{v}");
+    assert_eq!(v["measured_wider_than_3_pct"], 0, "{v}");
+    // What the model achieves today (the goal, ±10 % for 80 %, is not reached: see the known
+    // limitations): a regression below these figures is a change for the worse.
+    let within_10 = v["within_10_pct"].as_u64().unwrap_or(0);
+    let within_20 = v["within_20_pct"].as_u64().unwrap_or(0);
+    assert!(within_10 >= 11, "{within_10} of 22 within ±10 %: {v}");
+    assert!(within_20 >= 18, "{within_20} of 22 within ±20 %: {v}");
+    // Every held-out model is predicted from a fit without its own profiles.
+    for h in v["held_out"].as_array().cloned().unwrap_or_default() {
+        assert!(h["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{h}");
+    }
+    let text = edgeprof()
+        .args(["costmodel", "eval", "--db", &stored()])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(out.contains("pairs within ±10 %"), "{out}");
+}
+
+#[test]
+fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
+    let v = json_of(&[
+        "costmodel",
+        "predict",
+        "resnet18",
+        "--input",
+        "3x64x64",
+        "--threads",
+        "1",
+        "--db",
+        &stored(),
+        "--json",
+    ]);
+    let predicted = v["predicted_ms"].as_f64().unwrap_or(0.0);
+    let measured = v["measured_ms"].as_f64().unwrap_or(0.0);
+    assert!(predicted > 0.0 && measured > 0.0, "{v}");
+    assert!(v["uncertainty"].as_f64().is_some(), "{v}");
+    // A model never profiled, at another input, is predicted all the same.
+    let v = json_of(&[
+        "costmodel",
+        "predict",
+        "mobilenet_v3_small",
+        "--input",
+        "3x96x96",
+        "--db",
+        &stored(),
+        "--json",
+    ]);
+    assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    let fit = edgeprof()
+        .args(["costmodel", "fit", "--db", &stored()])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&fit.get_output().stdout).into_owned();
+    for needle in [
+        "tract on 1 thread(s), from 11 model(s)",
+        "conv3x3/s1",
+        "dw5x5/s1",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
+}
+
+#[test]
+fn profile_adds_to_the_database_and_bad_requests_say_why() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    let db_arg = db.to_string_lossy().into_owned();
+    edgeprof()
+        .args([
+            "costmodel",
+            "profile",
+            "--model",
+            "squeezenet1_1",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "1",
+            "--max-runs",
+            "40",
+            "--layer-runs",
+            "3",
+            "--db",
+            &db_arg,
+        ])
+        .assert()
+        .success();
+    let text = read(&db);
+    let profile: serde_json::Value =
+        serde_json::from_str(text.lines().next().unwrap_or("")).unwrap_or_default();
+    assert_eq!(profile["model"], "squeezenet1_1", "{text}");
+    assert!(profile["groups"].as_array().is_some_and(|g| g.len() > 10));
+    assert!(profile["latency_ms"].as_f64().unwrap_or(0.0) > 0.0);
+    assert_bad_input(
+        &["costmodel", "profile", "--model", "lenet9", "--db", &db_arg],
+        "the cost model profiles the zoo's models",
+    );
+    let empty = tmp.path().join("empty.jsonl");
+    assert_bad_input(
+        &["costmodel", "eval", "--db", &empty.to_string_lossy()],
+        "holds no tract profiles",
+    );
+}
