@@ -139,37 +139,23 @@ fn profile_in_child(
     threads: usize,
     args: &ProfileArgs,
 ) -> anyhow::Result<Profile> {
-    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let mut command = std::process::Command::new(exe);
-    command
-        .args([
-            "costmodel",
-            "profile-one",
-            "--model",
-            model,
-            "--input",
-            input,
-        ])
-        .arg("--threads")
-        .arg(threads.to_string())
-        .arg("--target")
-        .arg(args.target.to_string())
-        .arg("--max-runs")
-        .arg(args.max_runs.to_string())
-        .arg("--layer-runs")
-        .arg(args.layer_runs.to_string());
-    let (status, stdout, stderr) =
-        edgeprof::engines::env::run_collect(command, b"", PROFILE_TIMEOUT)
-            .map_err(|e| anyhow::anyhow!("the profiling worker {e}"))?;
-    if !status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        anyhow::bail!("the profiling worker failed ({status}): {}", last.trim());
-    }
-    serde_json::from_str(stdout.trim()).context("the profiling worker's answer is not a profile")
+    let args: Vec<String> = vec![
+        "costmodel".into(),
+        "profile-one".into(),
+        "--model".into(),
+        model.into(),
+        "--input".into(),
+        input.into(),
+        "--threads".into(),
+        threads.to_string(),
+        "--target".into(),
+        args.target.to_string(),
+        "--max-runs".into(),
+        args.max_runs.to_string(),
+        "--layer-runs".into(),
+        args.layer_runs.to_string(),
+    ];
+    crate::cli::ask_worker(&args, b"", PROFILE_TIMEOUT, "the profiling worker")
 }
 
 fn profile(args: ProfileArgs) -> anyhow::Result<()> {

@@ -410,6 +410,35 @@ pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
         .context("cannot write to standard output")
 }
 
+/// Runs this edgeprof as a worker (`args`, `input` on its stdin) and reads its one JSON answer
+/// on stdout; `what` names it in errors ("the placement worker").
+pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
+    args: &[String],
+    input: &[u8],
+    timeout: std::time::Duration,
+    what: &str,
+) -> anyhow::Result<T> {
+    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut command = std::process::Command::new(exe);
+    command.args(args);
+    let (status, stdout, stderr) = edgeprof::engines::env::run_collect(command, input, timeout)
+        .map_err(|e| anyhow::anyhow!("{what} {e}"))?;
+    if !status.success() {
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("no message");
+        anyhow::bail!("{what} failed ({status}): {}", last.trim());
+    }
+    serde_json::from_str(stdout.trim()).with_context(|| {
+        format!(
+            "{what}'s answer is not what was asked for: {}",
+            stdout.chars().take(200).collect::<String>()
+        )
+    })
+}
+
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot encode the result as JSON")?;
     print_out(&(text + "\n"))

@@ -139,27 +139,13 @@ fn default_units() -> anyhow::Result<Vec<Unit>> {
 
 /// Runs one request in an `edgeprof place-worker` child.
 fn ask(request: &Request) -> anyhow::Result<Response> {
-    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let mut command = std::process::Command::new(exe);
-    command.arg("place-worker");
     let text = serde_json::to_string(request).context("cannot encode the request")?;
-    let (status, stdout, stderr) =
-        edgeprof::engines::env::run_collect(command, text.as_bytes(), TIMEOUT)
-            .map_err(|e| anyhow::anyhow!("the placement worker {e}"))?;
-    if !status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        anyhow::bail!("the placement worker failed ({status}): {}", last.trim());
-    }
-    serde_json::from_str(stdout.trim()).with_context(|| {
-        format!(
-            "the placement worker's answer is not JSON: {}",
-            stdout.chars().take(200).collect::<String>()
-        )
-    })
+    crate::cli::ask_worker(
+        &["place-worker".to_string()],
+        text.as_bytes(),
+        TIMEOUT,
+        "the placement worker",
+    )
 }
 
 pub fn run(args: PlaceArgs) -> anyhow::Result<()> {

@@ -180,23 +180,14 @@ impl CandleSession {
                     stride,
                     padding,
                     ceil,
-                } => {
-                    let extra = |axis: usize| match ceil {
-                        true => crate::models::graph::ceil_extra(
-                            in_shape[2 + axis],
-                            kernel[axis],
-                            stride[axis],
-                            padding[axis],
-                        ),
-                        false => 0,
-                    };
-                    Step::MaxPool {
-                        kernel: *kernel,
-                        stride: *stride,
-                        padding: *padding,
-                        end: [extra(0), extra(1)],
-                    }
-                }
+                } => Step::MaxPool {
+                    kernel: *kernel,
+                    stride: *stride,
+                    padding: *padding,
+                    end: crate::models::graph::pool_end_padding(
+                        in_shape, *kernel, *stride, *padding, *ceil,
+                    ),
+                },
                 Op::AdaptiveAvgPool2d { output } => {
                     let (h, w) = (in_shape[2], in_shape[3]);
                     if *output == [1, 1] {

@@ -361,6 +361,22 @@ pub fn ceil_extra(input: usize, kernel: usize, stride: usize, padding: usize) ->
     ((out - 1) * stride + kernel).saturating_sub(padded)
 }
 
+/// The extra end padding of a max pool over an input of NCHW `shape`, per spatial axis: what
+/// [`ceil_extra`] gives in ceil mode, nothing in floor mode.
+pub fn pool_end_padding(
+    shape: &[usize],
+    kernel: [usize; 2],
+    stride: [usize; 2],
+    padding: [usize; 2],
+    ceil: bool,
+) -> [usize; 2] {
+    let extra = |axis: usize| match (ceil, shape.get(2 + axis)) {
+        (true, Some(&len)) => ceil_extra(len, kernel[axis], stride[axis], padding[axis]),
+        _ => 0,
+    };
+    [extra(0), extra(1)]
+}
+
 fn spatial(
     shape: &[usize],
     kernel: [usize; 2],

@@ -225,20 +225,14 @@ impl Writer {
             } => {
                 // Ceil mode as extra padding at the end (ONNX's padded cells never win either),
                 // which every runtime reads alike.
-                let extra = |axis: usize| match ceil {
-                    true => crate::models::graph::ceil_extra(
-                        in_shape[2 + axis],
-                        kernel[axis],
-                        stride[axis],
-                        padding[axis],
-                    ),
-                    false => 0,
-                };
+                let end = crate::models::graph::pool_end_padding(
+                    &in_shape, *kernel, *stride, *padding, *ceil,
+                );
                 let pads = [
                     padding[0],
                     padding[1],
-                    padding[0] + extra(0),
-                    padding[1] + extra(1),
+                    padding[0] + end[0],
+                    padding[1] + end[1],
                 ];
                 let attrs = vec![
                     ints("kernel_shape", kernel),

@@ -177,6 +177,23 @@ fn conv_bn_act(
     groups: usize,
     act: Option<Op>,
 ) -> Result<ValueId, GraphError> {
+    let eps = super::weights::BN_EPSILON;
+    conv_bn_eps(g, prefix, x, out, kernel, stride, groups, eps, act)
+}
+
+/// [`conv_bn_act`] with the batch norm's own epsilon.
+#[allow(clippy::too_many_arguments)]
+fn conv_bn_eps(
+    g: &mut GraphBuilder,
+    prefix: &str,
+    x: ValueId,
+    out: usize,
+    kernel: usize,
+    stride: usize,
+    groups: usize,
+    eps: f32,
+    act: Option<Op>,
+) -> Result<ValueId, GraphError> {
     let x = g.conv(
         &format!("{prefix}.0"),
         x,
@@ -187,7 +204,12 @@ fn conv_bn_act(
         groups,
         false,
     )?;
-    let x = g.batch_norm(&format!("{prefix}.1"), x)?;
+    let channels = g.channels(x);
+    let x = g.add(
+        &format!("{prefix}.1"),
+        Op::BatchNorm2d { channels, eps },
+        &[x],
+    )?;
     match act {
         Some(op) => g.add(&format!("{prefix}.2"), op, &[x]),
         None => Ok(x),

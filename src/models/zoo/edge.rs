@@ -3,7 +3,7 @@
 //! (module paths as layer names, so that PyTorch loads the zoo's weights into torchvision's own
 //! definition). Inference only: stochastic depth and dropout are the identity.
 
-use super::{basic_block, conv_bn_act, resnet};
+use super::{basic_block, conv_bn_act, conv_bn_eps, resnet};
 use crate::models::graph::{GraphBuilder, GraphError, Op, ValueId};
 
 pub(super) fn resnet18(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
@@ -181,41 +181,6 @@ fn squeeze_excitation(
     let s = g.conv(&format!("{prefix}.fc2"), s, channels, 1, 1, 0, 1, true)?;
     let s = g.add(&format!("{prefix}.scale_activation"), gate, &[s])?;
     g.add(&format!("{prefix}.scale"), Op::ChannelScale, &[x, s])
-}
-
-/// Conv → BatchNorm (with `eps`) → activation, named `{prefix}.0/.1/.2`.
-#[allow(clippy::too_many_arguments)]
-fn conv_bn_eps(
-    g: &mut GraphBuilder,
-    prefix: &str,
-    x: ValueId,
-    out: usize,
-    kernel: usize,
-    stride: usize,
-    groups: usize,
-    eps: f32,
-    act: Option<Op>,
-) -> Result<ValueId, GraphError> {
-    let x = g.conv(
-        &format!("{prefix}.0"),
-        x,
-        out,
-        kernel,
-        stride,
-        (kernel - 1) / 2,
-        groups,
-        false,
-    )?;
-    let channels = g.channels(x);
-    let x = g.add(
-        &format!("{prefix}.1"),
-        Op::BatchNorm2d { channels, eps },
-        &[x],
-    )?;
-    match act {
-        Some(op) => g.add(&format!("{prefix}.2"), op, &[x]),
-        None => Ok(x),
-    }
 }
 
 /// MobileNetV3's batch-norm epsilon.
