@@ -75,6 +75,8 @@ struct PlaceReport {
     single: Vec<Plan>,
     ran: Option<Plan>,
     measured: Option<Measured>,
+    /// Whether a GPU was weighed, and why not.
+    gpu: String,
 }
 
 fn parse_unit(part: &str) -> anyhow::Result<Unit> {
@@ -204,6 +206,19 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
             )
         })
         .collect();
+    // The GPU: said either way, so that a plan over CPU units alone is never mistaken for one
+    // that weighed the GPU.
+    let gpu = match edgeprof::collect::gpuprof::memory_kind(Path::new("/"), 0) {
+        Err(why) => format!("GPU: {why}; the blocks are placed across the CPU units"),
+        Ok((kind, how)) => format!(
+            "GPU 0: {} memory ({how}); not a unit of this plan: the placement worker's engine              (tract) runs on CPUs only, so the blocks are placed across the CPU units",
+            match kind {
+                edgeprof::collect::gpuprof::MemoryKind::Unified => "unified",
+                edgeprof::collect::gpuprof::MemoryKind::Discrete => "discrete",
+            }
+        ),
+    };
+    errln!("{gpu}");
     errln!(
         "profiling {} block(s) of {} on {} …",
         blocks.len(),
@@ -298,6 +313,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         single,
         ran,
         measured,
+        gpu,
     };
     if args.json {
         print_json(&report)

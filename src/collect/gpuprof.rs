@@ -133,6 +133,42 @@ pub fn compute_capability_of(
     )))
 }
 
+/// Whether a GPU shares the CPU's memory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MemoryKind {
+    /// One DRAM for CPU and GPU (a Jetson's SoC).
+    Unified,
+    /// The GPU's own memory behind PCIe.
+    Discrete,
+}
+
+/// How GPU `ordinal` reaches the CPU's data, and how that is known: a Jetson's GPU (its SoC
+/// under `root`) shares the DRAM; another GPU NVML sees is a PCIe card with its own memory. Err
+/// says why there is no GPU to place work on.
+pub fn memory_kind(
+    root: &Path,
+    ordinal: usize,
+) -> Result<(MemoryKind, String), crate::error::Unavailable> {
+    let compatible = std::fs::read(root.join("proc/device-tree/compatible")).unwrap_or_default();
+    if ordinal == 0 && tegra_compute_capability(&String::from_utf8_lossy(&compatible)).is_some() {
+        return Ok((
+            MemoryKind::Unified,
+            "a Jetson: the GPU shares the SoC's DRAM with the CPU".to_string(),
+        ));
+    }
+    let index = u32::try_from(ordinal).unwrap_or(u32::MAX);
+    match crate::collect::telemetry::nvml::NvmlReader::new().compute_capability(index) {
+        Ok(_) => Ok((
+            MemoryKind::Discrete,
+            format!("NVML's GPU {ordinal}: a card with its own memory behind PCIe"),
+        )),
+        Err(why) => Err(crate::error::Unavailable::from(format!(
+            "no NVIDIA GPU here (NVML: {}; not a Jetson)",
+            why.0
+        ))),
+    }
+}
+
 /// The profiler's executable: on PATH, else in /usr/local/cuda/bin (where JetPack and the CUDA
 /// toolkit put it without adding it to PATH).
 pub fn find(tool: Tool) -> Result<PathBuf, crate::error::Unavailable> {
@@ -336,6 +372,27 @@ mod tests {
             Some(1),
         );
         assert!(other.ends_with("application not found"), "{other}");
+    }
+
+    #[test]
+    fn a_jetson_shares_memory_and_no_gpu_is_said() -> Result<(), Box<dyn std::error::Error>> {
+        // An Orin's device tree: whatever NVML says here, it decides for GPU 0.
+        let root = tempfile::tempdir()?;
+        let tree = root.path().join("proc/device-tree");
+        std::fs::create_dir_all(&tree)?;
+        std::fs::write(
+            tree.join("compatible"),
+            "nvidia,p3737-0000\0nvidia,p3701-0005\0nvidia,tegra234\0",
+        )?;
+        let (kind, how) = memory_kind(root.path(), 0)?;
+        assert_eq!(kind, MemoryKind::Unified, "{how}");
+        let none = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boards/none");
+        match memory_kind(&none, 0) {
+            // A machine with an NVIDIA driver answers through NVML instead.
+            Ok((kind, _)) => assert_eq!(kind, MemoryKind::Discrete),
+            Err(why) => assert!(why.contains("no NVIDIA GPU here"), "{why}"),
+        }
+        Ok(())
     }
 
     #[test]

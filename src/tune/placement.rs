@@ -45,6 +45,52 @@ impl Units {
     }
 }
 
+/// How a GPU reaches the tensors the CPU units hold.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum GpuMemory {
+    /// The GPU shares DRAM with the CPU (Jetson, integrated GPUs): a hand-over crosses no bus;
+    /// it costs a synchronisation and at most a copy within DRAM, the measured `copy` link
+    /// (measured like the links between CPU units).
+    Unified { copy: Link },
+    /// The GPU has its own memory behind PCIe: every hand-over crosses the bus, host to device
+    /// and device to host at their own measured costs.
+    Discrete { to_gpu: Link, to_host: Link },
+}
+
+impl GpuMemory {
+    pub fn word(&self) -> &'static str {
+        match self {
+            GpuMemory::Unified { .. } => "unified",
+            GpuMemory::Discrete { .. } => "discrete",
+        }
+    }
+}
+
+/// `units` with a GPU unit `name` added last, linked both ways to every CPU unit by `memory`.
+pub fn with_gpu(units: &Units, name: &str, memory: GpuMemory) -> Units {
+    let (to_gpu, to_host) = match memory {
+        GpuMemory::Unified { copy } => (copy, copy),
+        GpuMemory::Discrete { to_gpu, to_host } => (to_gpu, to_host),
+    };
+    let n = units.names.len();
+    let mut links: Vec<Vec<Link>> = units
+        .links
+        .iter()
+        .map(|row| {
+            let mut row = row.clone();
+            row.push(to_gpu);
+            row
+        })
+        .collect();
+    let mut back = vec![to_host; n];
+    back.push(Link::FREE);
+    links.push(back);
+    let mut names = units.names.clone();
+    names.push(name.to_string());
+    Units { names, links }
+}
+
 /// One block of the chain: its latency on each unit and the size of the tensor it hands on.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Stage {
@@ -266,6 +312,89 @@ mod tests {
             best = best.min(evaluate(stages, units, input, &assign).predicted_ms);
         }
         best
+    }
+
+    /// A link fitted from copy timings as the microbenchmark takes them: `alpha_ms` plus
+    /// `bytes_per_ms`, with a little noise.
+    fn measured(alpha_ms: f64, bytes_per_ms: f64) -> Link {
+        let samples: Vec<(u64, f64)> = [4u64 << 10, 64 << 10, 1 << 20, 4 << 20]
+            .iter()
+            .enumerate()
+            .map(|(i, &b)| {
+                let noise = 1.0 + 0.01 * (i as f64 - 1.5);
+                (b, (alpha_ms + b as f64 / bytes_per_ms) * noise)
+            })
+            .collect();
+        fit_link(&samples).unwrap_or_else(|| panic!("no fit of {samples:?}"))
+    }
+
+    /// A stem and a head that suit the CPU (small, branchy work), around a body ten times faster
+    /// on the GPU, handing on `bytes` between them.
+    fn offload_chain(bytes: u64) -> Vec<Stage> {
+        vec![
+            Stage {
+                name: "stem".into(),
+                ms: vec![0.5, 6.0],
+                out_bytes: bytes,
+            },
+            Stage {
+                name: "body".into(),
+                ms: vec![10.0, 1.0],
+                out_bytes: bytes,
+            },
+            Stage {
+                name: "head".into(),
+                ms: vec![0.2, 5.0],
+                out_bytes: 4_000,
+            },
+        ]
+    }
+
+    #[test]
+    fn unified_memory_offloads_what_discrete_memory_keeps_on_the_cpu() {
+        let cpu = units(1, Link::FREE);
+        // A Jetson: the GPU reads the CPU's DRAM; a hand-over is a sync and a copy within DRAM
+        // (about 10 GB/s here). A desktop GPU behind a slow PCIe link (about 0.8 GB/s, 50 µs).
+        let unified = with_gpu(
+            &cpu,
+            "gpu",
+            GpuMemory::Unified {
+                copy: measured(0.02, 1e7),
+            },
+        );
+        let pcie = measured(0.05, 8e5);
+        let discrete = with_gpu(
+            &cpu,
+            "gpu",
+            GpuMemory::Discrete {
+                to_gpu: pcie,
+                to_host: pcie,
+            },
+        );
+        assert_eq!(unified.names, ["u0", "gpu"]);
+        // 4 MiB activations: 0.4 ms each way in shared DRAM, 5 ms each way over the bus.
+        let big = offload_chain(4 << 20);
+        let plan = optimal(&big, &unified, 150_000);
+        assert_eq!(plan.units, [0, 1, 0], "{plan:?}");
+        assert!(plan.predicted_ms < single(&big, &unified, 150_000, 0).predicted_ms);
+        let plan = optimal(&big, &discrete, 150_000);
+        assert_eq!(plan.units, [0, 0, 0], "{plan:?}");
+        // Small activations cross the bus cheaply: the discrete GPU takes the body too.
+        let small = offload_chain(64 << 10);
+        let plan = optimal(&small, &discrete, 150_000);
+        assert_eq!(plan.units, [0, 1, 0], "{plan:?}");
+        assert!(plan.transfer_ms > 0.1, "{plan:?}");
+        // Asymmetric links are kept per direction.
+        let asymmetric = with_gpu(
+            &cpu,
+            "gpu",
+            GpuMemory::Discrete {
+                to_gpu: measured(0.05, 8e5),
+                to_host: measured(0.05, 4e5),
+            },
+        );
+        assert!(asymmetric.links[1][0].ms(1 << 20) > asymmetric.links[0][1].ms(1 << 20));
+        assert_eq!(GpuMemory::Unified { copy: Link::FREE }.word(), "unified");
     }
 
     #[test]
