@@ -118,6 +118,22 @@ impl Op {
     }
 }
 
+/// The kinds ([`Op::kind`]) an engine fuses into the layer before them: a batch norm folded
+/// into a convolution, an activation or a residual addition applied to its output, and the
+/// layers that are views at inference.
+pub const FUSED_AFTER: [&str; 10] = [
+    "Add",
+    "BatchNorm2d",
+    "ReLU",
+    "ReLU6",
+    "Hardswish",
+    "Hardsigmoid",
+    "Sigmoid",
+    "SiLU",
+    "Dropout",
+    "Flatten",
+];
+
 /// One named layer: its operator, the values it reads and the shape of the value it writes.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Layer {

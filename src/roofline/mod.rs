@@ -346,10 +346,6 @@ pub struct LayerProfile {
     pub runs_s: Vec<Vec<f64>>,
 }
 
-/// Element-wise layers a producer before them absorbs when an engine fuses (BatchNorm folded
-/// into a convolution, an activation applied to its output).
-const FUSED_AFTER: [&str; 6] = ["BatchNorm2d", "ReLU", "ReLU6", "Add", "Dropout", "Flatten"];
-
 /// Profiles `model` in tract `runs` times on `threads` threads. The analytic FLOPs and DRAM
 /// bytes of each layer meet tract's node times; a layer tract timed no node for was fused into
 /// a neighbour, and joins it as a group named `a+b` with the group's summed FLOPs and bytes: an
@@ -407,7 +403,10 @@ pub fn group_layers(
                 groups.push(g);
             }
             None => match groups.last_mut() {
-                Some(g) if pending.is_empty() && FUSED_AFTER.contains(&cost.kind) => {
+                Some(g)
+                    if pending.is_empty()
+                        && crate::models::graph::FUSED_AFTER.contains(&cost.kind) =>
+                {
                     g.names.push(cost.name.clone());
                     g.flops += cost.flops as f64;
                     g.bytes += cost.dram_bytes as f64;

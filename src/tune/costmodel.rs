@@ -15,23 +15,13 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// Kinds that never lead a group: the element-wise layers an engine fuses into the layer
-/// before them (batch norm folded into a convolution, an activation or a residual addition
-/// applied to its output). tract names a fused node after any of its members — often the last
-/// — so a group's time is the sum over all its members.
-const FOLLOWERS: [&str; 11] = [
-    "Add",
-    "BatchNorm2d",
-    "ReLU",
-    "ReLU6",
-    "Hardswish",
-    "Hardsigmoid",
-    "Sigmoid",
-    "SiLU",
-    "Dropout",
-    "Flatten",
-    "ChannelSlice",
-];
+/// Whether a layer of `kind` never leads a group: the layers an engine fuses into the one
+/// before them ([`crate::models::graph::FUSED_AFTER`]), and ShuffleNet's chunks (views). tract
+/// names a fused node after any of its members — often the last — so a group's time is the sum
+/// over all its members.
+fn follows(kind: &str) -> bool {
+    kind == "ChannelSlice" || crate::models::graph::FUSED_AFTER.contains(&kind)
+}
 
 /// The operator template of one layer: its kind with the attributes that set its efficiency.
 pub fn template(op: &Op) -> String {
@@ -142,7 +132,7 @@ pub fn planned_groups(model: &Model) -> Vec<Group> {
     for (i, layer) in model.layers.iter().enumerate() {
         let cost = &costs.layers[i];
         match out.last_mut() {
-            Some(g) if FOLLOWERS.contains(&layer.op.kind()) => {
+            Some(g) if follows(layer.op.kind()) => {
                 g.label = format!("{}+{}", g.label, layer.name);
                 g.flops += cost.flops as f64;
                 g.bytes += cost.dram_bytes as f64;
