@@ -23,6 +23,9 @@ pub enum CostmodelCommand {
     Predict(PredictArgs),
     /// Leave one model out: predict each profiled model from a fit without it
     Eval(DbArgs),
+    /// Add the measured rows of tables from `edgeprof tune --exhaustive` to the database as
+    /// trials, so later tunings of other models start from them
+    Import(ImportArgs),
     /// Profile one model in this process and print the profile as JSON (what `profile` runs)
     #[command(hide = true)]
     ProfileOne {
@@ -74,6 +77,15 @@ pub struct ProfileArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct ImportArgs {
+    /// table.json files written by `edgeprof tune --exhaustive`
+    #[arg(required = true)]
+    tables: Vec<PathBuf>,
+    #[arg(long)]
+    db: Option<PathBuf>,
+}
+
+#[derive(Args, Debug)]
 pub struct PredictArgs {
     /// Zoo model
     model: String,
@@ -87,6 +99,58 @@ pub struct PredictArgs {
 
 /// How long one model's profile may take before its worker is stopped.
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// Appends each table's measured rows as trials; a row already in the database (the same
+/// model, input, configuration and figures) is not added twice.
+fn import(args: ImportArgs) -> anyhow::Result<()> {
+    let mut db = open(&args.db)?;
+    let mut out = String::new();
+    for path in &args.tables {
+        let table = edgeprof::tune::replay::Table::load(path)?;
+        let (mut added, mut present) = (0, 0);
+        for row in &table.rows {
+            let Some(measured) = row.measured else {
+                continue;
+            };
+            let known = db.trials.iter().any(|t| {
+                t.model == table.model
+                    && t.input == table.input
+                    && t.candidate == row.candidate
+                    && t.measured == measured
+            });
+            if known {
+                present += 1;
+                continue;
+            }
+            let mut record = edgeprof::tune::prior::TrialRecord::new(
+                &table.model,
+                &table.input,
+                &row.candidate,
+                measured,
+                "table",
+            );
+            record.written = table.measured_at.clone();
+            db.append_trial(record)?;
+            added += 1;
+        }
+        let _ = writeln!(
+            out,
+            "{}: {added} trial(s) of {} {} added{}",
+            path.display(),
+            table.model,
+            table.input,
+            if present > 0 {
+                format!(", {present} already in the database")
+            } else {
+                String::new()
+            }
+        );
+    }
+    if let Some(path) = &db.path {
+        let _ = writeln!(out, "database: {}", path.display());
+    }
+    print_out(&out)
+}
 
 fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
     let path = match db {
@@ -113,6 +177,7 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
         CostmodelCommand::Fit(args) => fit(args),
         CostmodelCommand::Predict(args) => predict(args),
         CostmodelCommand::Eval(args) => eval(args),
+        CostmodelCommand::Import(args) => import(args),
         CostmodelCommand::ProfileOne {
             model,
             input,

@@ -8,7 +8,9 @@ use clap::Args;
 use edgeprof::models::InputShape;
 use edgeprof::results;
 use edgeprof::runner::sweep::SweepEvent;
+use edgeprof::tune::costmodel::Db;
 use edgeprof::tune::live::{self, TuneEvent, TuneReport};
+use edgeprof::tune::prior;
 use edgeprof::tune::replay::{self, Comparison, Table};
 use edgeprof::tune::session::{self, Overrides};
 use edgeprof::tune::Objective;
@@ -76,6 +78,14 @@ pub struct TuneArgs {
     /// How close to the table's best counts as found (0.05: within 5%)
     #[arg(long, default_value_t = 0.05, requires = "replay")]
     tolerance: f64,
+    /// The measurement database the guided search's prior comes from and every trial is
+    /// recorded in (default: this device's, in the cache directory; with --replay, no prior
+    /// unless given)
+    #[arg(long, value_name = "FILE")]
+    db: Option<PathBuf>,
+    /// Search without the database's prior (trials are still recorded)
+    #[arg(long)]
+    no_prior: bool,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
@@ -118,6 +128,8 @@ impl TuneArgs {
             confirm: self.confirm,
             exhaustive: self.exhaustive,
             output: self.output.clone(),
+            db: self.db.clone(),
+            no_prior: self.no_prior,
         }
     }
 }
@@ -148,6 +160,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         },
         prepared.dir.display()
     );
+    errln!("{}", prepared.prior_note);
     let cancel = edgeprof::collect::stop::Cancel::new();
     crate::cli::sweep::install_stop_handlers(&cancel)?;
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
@@ -253,6 +266,7 @@ fn progress(event: TuneEvent, unit: &str) {
             record.attempt,
             record.reason.as_deref().unwrap_or("no reason")
         ),
+        TuneEvent::Sweep(SweepEvent::Warning(why)) => errln!("warning: {why}"),
         TuneEvent::Sweep(_) => {}
         // This command prints its own start line before and the whole report after.
         TuneEvent::Started { .. } | TuneEvent::Finished { .. } => {}
@@ -460,6 +474,18 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
     let objective = args.objective.unwrap_or(Objective::Latency);
     let n = table.rows.len();
     let budget = args.budget.unwrap_or((n / 4).max(1));
+    // A replay judges a first tuning: the table's own model is left out of the prior.
+    let prior = match (&args.db, args.no_prior) {
+        (Some(path), false) => Some(prior::build(
+            &Db::open(path)?,
+            &table.model,
+            &table.input,
+            &table.space(),
+            objective,
+            false,
+        )),
+        _ => None,
+    };
     let comparison = replay::compare(
         &table,
         objective,
@@ -467,6 +493,7 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
         args.seeds.max(1),
         args.tolerance,
         edgeprof::config::Tune::default().initial,
+        prior.as_ref(),
     )?;
     if args.json {
         return print_json(&comparison);
@@ -492,6 +519,12 @@ fn comparison_text(table: &Table, c: &Comparison) -> String {
         100.0 * c.budget as f64 / c.configurations.max(1) as f64,
         c.tolerance * 100.0
     );
+    if let Some(p) = &c.prior {
+        let _ = writeln!(
+            out,
+            "{p} (the table's own model left out: a replay judges a first tuning)\n"
+        );
+    }
     let seeds = c.strategies.first().map_or(0, |s| s.seeds.len());
     let rows: Vec<Vec<String>> = c
         .strategies
@@ -503,7 +536,7 @@ fn comparison_text(table: &Table, c: &Comparison) -> String {
                 .filter_map(|r| r.trials_to_hit.map(|t| t as f64))
                 .collect();
             vec![
-                s.strategy.to_string(),
+                s.name(),
                 format!("{}/{}", s.hits, s.seeds.len()),
                 format!("{:.3}", s.median_ratio),
                 edgeprof::stats::median(&hits)
@@ -543,7 +576,7 @@ fn comparison_text(table: &Table, c: &Comparison) -> String {
         per_seed.push(row);
     }
     let mut header = vec!["seed".to_string()];
-    header.extend(c.strategies.iter().map(|s| s.strategy.to_string()));
+    header.extend(c.strategies.iter().map(|s| s.name()));
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let right = vec![true; header.len()];
     out.push_str(&render::table(&header, &right, &per_seed));

@@ -222,12 +222,13 @@ pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow:
 
 // ---------------------------------------------------------------- the database
 
-/// A device's measurement database: every profile kept, one JSON line each, in the cache
-/// directory beside the ceilings (`costmodel-<device key>.jsonl`).
+/// A device's measurement database: every profile and every tuning trial kept, one JSON line
+/// each, in the cache directory beside the ceilings (`costmodel-<device key>.jsonl`).
 #[derive(Debug, Clone, Default)]
 pub struct Db {
     pub path: Option<PathBuf>,
     pub profiles: Vec<Profile>,
+    pub trials: Vec<crate::tune::prior::TrialRecord>,
     /// Lines that did not parse, with their number.
     pub skipped: Vec<usize>,
 }
@@ -256,6 +257,10 @@ impl Db {
             if line.trim().is_empty() {
                 continue;
             }
+            if let Ok(t) = serde_json::from_str::<crate::tune::prior::TrialRecord>(line) {
+                db.trials.push(t);
+                continue;
+            }
             match serde_json::from_str::<Profile>(line) {
                 Ok(p) => db.profiles.push(p),
                 Err(_) => db.skipped.push(n + 1),
@@ -276,25 +281,43 @@ impl Db {
 
     /// Appends `profile` (one line, flushed) and keeps it.
     pub fn append(&mut self, profile: Profile) -> anyhow::Result<()> {
-        use anyhow::Context;
-        use std::io::Write;
-        if let Some(path) = &self.path {
-            if let Some(dir) = path.parent() {
-                std::fs::create_dir_all(dir)
-                    .with_context(|| format!("cannot create {}", dir.display()))?;
-            }
-            let mut file = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .with_context(|| format!("cannot open {}", path.display()))?;
-            let line = serde_json::to_string(&profile)? + "\n";
-            file.write_all(line.as_bytes())
-                .and_then(|()| file.sync_data())
-                .with_context(|| format!("cannot write {}", path.display()))?;
-        }
+        self.write_line(&profile)?;
         self.profiles.push(profile);
         Ok(())
+    }
+
+    /// Appends a tuning trial (one line, flushed) and keeps it.
+    pub fn append_trial(&mut self, trial: crate::tune::prior::TrialRecord) -> anyhow::Result<()> {
+        self.write_line(&trial)?;
+        self.trials.push(trial);
+        Ok(())
+    }
+
+    fn write_line(&self, value: &impl Serialize) -> anyhow::Result<()> {
+        match &self.path {
+            Some(path) => Db::append_to(path, value),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends one line to the database at `path` (made with its folder when missing), flushed
+    /// to the disk.
+    pub fn append_to(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+        use anyhow::Context;
+        use std::io::Write;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let line = serde_json::to_string(value)? + "\n";
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("cannot write {}", path.display()))
     }
 
     /// The latest profile of each (engine, model, input, threads).

@@ -104,6 +104,10 @@ pub struct LiveTune<'a> {
     pub cancel: &'a crate::collect::stop::Cancel,
     pub telemetry_root: &'a Path,
     pub dir: &'a Path,
+    /// What the guided search starts from.
+    pub prior: Option<&'a crate::tune::prior::Prior>,
+    /// The measurement database every measured trial is appended to.
+    pub db: Option<&'a Path>,
 }
 
 /// The condition that measures `candidate`.
@@ -201,9 +205,11 @@ impl LiveTune<'_> {
         let mut error: Option<anyhow::Error> = None;
         // Both the measuring and the reporting closure send events.
         let events = std::cell::RefCell::new(&mut on_event);
+        let mut db_failed = false;
         let trace = search::run(
             self.space,
             self.settings,
+            self.prior,
             |index, proposal: &Proposal| {
                 let candidate = &self.space.candidates[index];
                 let n = measured.len() + 1;
@@ -217,6 +223,21 @@ impl LiveTune<'_> {
                 let condition = condition_of(candidate, self.model, self.input);
                 match self.measure(condition, n - 1, budget, writer, &mut *on_event) {
                     Ok(Some(result)) => {
+                        if let (Ok(m), Some(path), false) = (&result, self.db, db_failed) {
+                            let record = crate::tune::prior::TrialRecord::new(
+                                &self.model.to_string(),
+                                &self.input.to_string(),
+                                candidate,
+                                *m,
+                                "tune",
+                            );
+                            if let Err(e) = crate::tune::costmodel::Db::append_to(path, &record) {
+                                db_failed = true;
+                                on_event(TuneEvent::Sweep(SweepEvent::Warning(format!(
+                                    "the trials are not recorded for later tunings: {e:#}"
+                                ))));
+                            }
+                        }
                         measured.push(result.as_ref().ok().copied());
                         Some(result.map(|m| self.objective.cost(&m)))
                     }

@@ -9,6 +9,7 @@ pub mod costmodel;
 pub mod gp;
 pub mod live;
 pub mod placement;
+pub mod prior;
 pub mod replay;
 pub mod search;
 pub mod session;

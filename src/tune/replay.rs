@@ -2,6 +2,7 @@
 //! searches run against it instead of the device, so a strategy's sample efficiency can be
 //! judged without noise and over many seeds, beside random and grid search at the same budget.
 
+use crate::tune::prior::Prior;
 use crate::tune::search::{self, Settings, Strategy, Trace};
 use crate::tune::{Candidate, Measured, Objective, Space};
 use serde::{Deserialize, Serialize};
@@ -76,6 +77,9 @@ pub struct SeedResult {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct StrategyResult {
     pub strategy: Strategy,
+    /// The guided search started from the database's prior.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub prior: bool,
     pub seeds: Vec<SeedResult>,
     /// Seeds whose search came within the tolerance of the best.
     pub hits: usize,
@@ -95,14 +99,35 @@ pub struct Comparison {
     pub best: f64,
     pub best_label: String,
     pub strategies: Vec<StrategyResult>,
+    /// What the prior rested on, when one was given.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prior: Option<String>,
+}
+
+impl StrategyResult {
+    /// `guided`, `guided + prior`, `random`, `grid`.
+    pub fn name(&self) -> String {
+        if self.prior {
+            format!("{} + prior", self.strategy)
+        } else {
+            self.strategy.to_string()
+        }
+    }
 }
 
 /// Runs `strategy` on the table once.
-pub fn replay(table: &Table, space: &Space, objective: Objective, settings: Settings) -> Trace {
+pub fn replay(
+    table: &Table,
+    space: &Space,
+    objective: Objective,
+    settings: Settings,
+    prior: Option<&Prior>,
+) -> Trace {
     let costs = table.costs(objective);
     search::run(
         space,
         settings,
+        prior,
         |i, _| {
             Some(costs[i].ok_or_else(|| {
                 table.rows[i]
@@ -117,7 +142,8 @@ pub fn replay(table: &Table, space: &Space, objective: Objective, settings: Sett
 }
 
 /// Every strategy over `seeds` seeds at `budget` trials (no stall stop: every search spends
-/// its budget, so the comparison is at equal cost).
+/// its budget, so the comparison is at equal cost); with `prior`, the guided search once
+/// more, started from it.
 pub fn compare(
     table: &Table,
     objective: Objective,
@@ -125,6 +151,7 @@ pub fn compare(
     seeds: u64,
     tolerance: f64,
     initial: usize,
+    prior: Option<&Prior>,
 ) -> anyhow::Result<Comparison> {
     let space = table.space();
     let costs = table.costs(objective);
@@ -134,9 +161,17 @@ pub fn compare(
         .filter_map(|(i, c)| Some((i, (*c)?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
         .ok_or_else(|| crate::error::BadInput("the table has no successful measurement".into()))?;
-    let strategies = [Strategy::Guided, Strategy::Random, Strategy::Grid]
+    let mut runs = vec![
+        (Strategy::Guided, None),
+        (Strategy::Random, None),
+        (Strategy::Grid, None),
+    ];
+    if let Some(p) = prior {
+        runs.insert(1, (Strategy::Guided, Some(p)));
+    }
+    let strategies = runs
         .into_iter()
-        .map(|strategy| {
+        .map(|(strategy, prior)| {
             let mut errors = Vec::new();
             let seeds: Vec<SeedResult> = (0..seeds)
                 .map(|seed| {
@@ -147,7 +182,7 @@ pub fn compare(
                         initial,
                         seed,
                     };
-                    let trace = replay(table, &space, objective, settings);
+                    let trace = replay(table, &space, objective, settings, prior);
                     if let Some((median, _, _)) = trace.prediction_error() {
                         errors.push(median);
                     }
@@ -167,6 +202,7 @@ pub fn compare(
             let ratios: Vec<f64> = seeds.iter().map(|s| s.ratio).collect();
             StrategyResult {
                 strategy,
+                prior: prior.is_some(),
                 hits: seeds.iter().filter(|s| s.trials_to_hit.is_some()).count(),
                 median_ratio: crate::stats::median(&ratios).unwrap_or(f64::INFINITY),
                 median_prediction_error: crate::stats::median(&errors),
@@ -182,5 +218,6 @@ pub fn compare(
         best,
         best_label: table.rows[best_index].candidate.label(),
         strategies,
+        prior: prior.map(Prior::summary),
     })
 }

@@ -6,6 +6,7 @@
 //! table: the caller's `measure` says what each candidate cost, or that it failed.
 
 use crate::tune::gp::{self, Gp};
+use crate::tune::prior::Prior;
 use crate::tune::Space;
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -171,6 +172,8 @@ pub struct Search<'a> {
     measured: Vec<bool>,
     /// (index, log cost) of the successful trials.
     observed: Vec<(usize, f64)>,
+    /// What the database predicts of each candidate (guided search only).
+    prior: Option<&'a Prior>,
 }
 
 fn distance2(a: &[f64], b: &[f64]) -> f64 {
@@ -178,7 +181,8 @@ fn distance2(a: &[f64], b: &[f64]) -> f64 {
 }
 
 impl<'a> Search<'a> {
-    pub fn new(space: &'a Space, settings: Settings) -> Search<'a> {
+    /// A search; the guided strategy starts from `prior` where it predicts any candidate.
+    pub fn new(space: &'a Space, settings: Settings, prior: Option<&'a Prior>) -> Search<'a> {
         let n = space.candidates.len();
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(settings.seed);
         let order = match settings.strategy {
@@ -205,6 +209,7 @@ impl<'a> Search<'a> {
             order,
             measured: vec![false; n],
             observed: Vec::new(),
+            prior: prior.filter(|p| !p.is_empty() && p.entries.len() == n),
         }
     }
 
@@ -242,6 +247,9 @@ impl<'a> Search<'a> {
                 plain(next)
             }
             Strategy::Guided => {
+                if let Some(prior) = self.prior {
+                    return self.with_prior(prior, &open);
+                }
                 if !self.measured[self.space.default] {
                     return plain(self.space.default);
                 }
@@ -272,6 +280,66 @@ impl<'a> Search<'a> {
             .copied()
             .max_by(|&a, &b| score(a).total_cmp(&score(b)))
             .unwrap_or(open[0])
+    }
+
+    /// With a prior: expected improvement under the prior plus a Gaussian process of what the
+    /// prior got wrong on the trials so far (no default or space-filling trials first: the
+    /// prior's best comes first). A candidate the prior cannot predict gets the median of its
+    /// predictions with a wide uncertainty.
+    fn with_prior(&self, prior: &Prior, open: &[usize]) -> Option<Proposal> {
+        let known: Vec<f64> = prior.entries.iter().flatten().map(|e| e.log_cost).collect();
+        let fallback = crate::stats::median(&known)?;
+        let at =
+            |i: usize| prior.entries[i].map_or((fallback, 1.0), |e| (e.log_cost, e.sd.max(0.05)));
+        let x: Vec<Vec<f64>> = self
+            .observed
+            .iter()
+            .map(|(i, _)| self.space.features[*i].clone())
+            .collect();
+        let residuals: Vec<f64> = self.observed.iter().map(|(i, y)| y - at(*i).0).collect();
+        let model = if residuals.len() >= 2 {
+            Gp::fit(&x, &residuals)
+        } else {
+            None
+        };
+        let shift = residuals.iter().sum::<f64>() / residuals.len().max(1) as f64;
+        let predict = |i: usize| {
+            let (mean, sd) = at(i);
+            match &model {
+                Some(m) => {
+                    let p = m.predict(&self.space.features[i]);
+                    gp::Prediction {
+                        mean: mean + p.mean,
+                        sd: p.sd.max(0.05),
+                    }
+                }
+                None => gp::Prediction {
+                    mean: mean + shift,
+                    sd,
+                },
+            }
+        };
+        let best = self
+            .observed
+            .iter()
+            .map(|(_, y)| *y)
+            .fold(f64::INFINITY, f64::min);
+        let (index, p, _) = open
+            .iter()
+            .map(|&i| {
+                let p = predict(i);
+                let ei = if best.is_finite() {
+                    gp::expected_improvement(p, best, XI)
+                } else {
+                    -p.mean
+                };
+                (i, p, ei)
+            })
+            .max_by(|a, b| a.2.total_cmp(&b.2).then(b.1.mean.total_cmp(&a.1.mean)))?;
+        Some(Proposal {
+            index,
+            predicted: Some((p.mean.exp(), p.sd)),
+        })
     }
 
     fn expected_improvement(&self, open: &[usize]) -> Option<Proposal> {
@@ -333,14 +401,16 @@ impl From<&str> for CandidateFailed {
 pub type Outcome = Result<f64, CandidateFailed>;
 
 /// Runs a search: proposes, has `measure` run each candidate, records, and stops at the
-/// budget, a stall, the end of the space or when `measure` returns None (cancelled).
+/// budget, a stall, the end of the space or when `measure` returns None (cancelled). The
+/// guided strategy starts from `prior` where there is one.
 pub fn run(
     space: &Space,
     settings: Settings,
+    prior: Option<&Prior>,
     mut measure: impl FnMut(usize, &Proposal) -> Option<Outcome>,
     mut on_trial: impl FnMut(&Trial),
 ) -> Trace {
-    let mut search = Search::new(space, settings);
+    let mut search = Search::new(space, settings, prior);
     let mut trials: Vec<Trial> = Vec::new();
     let mut best: Option<(usize, f64)> = None;
     let stop = loop {
@@ -449,7 +519,7 @@ mod tests {
     }
 
     fn search(space: &Space, costs: &[f64], s: Settings) -> Trace {
-        run(space, s, |i, _| Some(Ok(costs[i])), |_| {})
+        run(space, s, None, |i, _| Some(Ok(costs[i])), |_| {})
     }
 
     #[test]
@@ -522,16 +592,22 @@ mod tests {
             stall: 4,
             ..settings(Strategy::Guided, 50, 1)
         };
-        let trace = run(&space, s, |_, _| Some(Err("out of memory".into())), |_| {});
+        let trace = run(
+            &space,
+            s,
+            None,
+            |_, _| Some(Err("out of memory".into())),
+            |_| {},
+        );
         assert_eq!(trace.stop, Stop::Stalled);
         assert_eq!(trace.trials.len(), 5);
         assert!(trace.best().is_none());
         assert_eq!(trace.trials[0].failure.as_deref(), Some("out of memory"));
         // A flat space stalls after `stall` trials past the first.
-        let trace = run(&space, s, |_, _| Some(Ok(5.0)), |_| {});
+        let trace = run(&space, s, None, |_, _| Some(Ok(5.0)), |_| {});
         assert_eq!((trace.stop, trace.trials.len()), (Stop::Stalled, 5));
         // Cancelled by the measurer.
-        let trace = run(&space, s, |_, _| None, |_| {});
+        let trace = run(&space, s, None, |_, _| None, |_| {});
         assert_eq!((trace.stop, trace.trials.len()), (Stop::Cancelled, 0));
     }
 

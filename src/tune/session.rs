@@ -9,7 +9,9 @@ use crate::models::InputShape;
 use crate::results::{self, Manifest, SweepStatus};
 use crate::runner::matrix::{self, Plan};
 use crate::runner::sweep::SweepOutcome;
+use crate::tune::costmodel::Db;
 use crate::tune::live::{self, LiveTune, TuneReport};
+use crate::tune::prior::{self, Prior};
 use crate::tune::replay::{Row, Table};
 use crate::tune::search::{Settings, Stop, Strategy};
 use crate::tune::{self, Objective, Space, SpaceSpec};
@@ -35,6 +37,11 @@ pub struct Overrides {
     pub exhaustive: bool,
     /// Parent of the results directory (default: the config's `output.dir`).
     pub output: Option<PathBuf>,
+    /// The measurement database the prior comes from and every trial goes to (default: this
+    /// device's, in the cache directory).
+    pub db: Option<PathBuf>,
+    /// Search without the database's prior (the trials are still recorded).
+    pub no_prior: bool,
 }
 
 /// A tuning run ready to start: everything resolved, its results directory made.
@@ -52,6 +59,12 @@ pub struct Prepared {
     pub exhaustive: bool,
     pub dir: PathBuf,
     pub manifest: Manifest,
+    /// Where every trial is recorded (None: no database, with the reason in `prior_note`).
+    pub db: Option<PathBuf>,
+    /// What the guided search starts from.
+    pub prior: Option<Prior>,
+    /// One line on the prior (or why there is none), for the front-ends.
+    pub prior_note: String,
 }
 
 /// Resolves the request and makes the results directory.
@@ -97,6 +110,7 @@ pub fn prepare(
     } else {
         o.confirm.unwrap_or(t.confirm)
     };
+    let (db, prior, prior_note) = open_prior(o, &model, input, &space, objective)?;
     let parent = o.output.clone().unwrap_or(config.output.dir.clone());
     let name = format!("tune-{}", model_stem(&model));
     let dir = crate::session::new_dir(&parent, &name)?;
@@ -144,7 +158,58 @@ pub fn prepare(
         exhaustive: o.exhaustive,
         dir,
         manifest,
+        db,
+        prior,
+        prior_note,
     })
+}
+
+/// The database (an explicit one must be readable; this device's is skipped with the reason
+/// when it is not) and the prior it gives the space.
+fn open_prior(
+    o: &Overrides,
+    model: &ModelRef,
+    input: InputShape,
+    space: &Space,
+    objective: Objective,
+) -> anyhow::Result<(Option<PathBuf>, Option<Prior>, String)> {
+    let db = match &o.db {
+        Some(path) => Db::open(path)?,
+        None => match Db::path_for_this_device() {
+            None => {
+                return Ok((
+                    None,
+                    None,
+                    "no prior and no trial recorded: no cache directory (set \
+                     EDGEPROF_CACHE_DIR or HOME)"
+                        .into(),
+                ))
+            }
+            Some(path) => match Db::open(&path) {
+                Ok(db) => db,
+                Err(e) => return Ok((None, None, format!("no prior and no trial recorded: {e}"))),
+            },
+        },
+    };
+    let path = db.path.clone();
+    if o.no_prior || o.exhaustive {
+        let why = if o.exhaustive {
+            "every candidate is measured"
+        } else {
+            "--no-prior"
+        };
+        return Ok((path, None, format!("no prior ({why})")));
+    }
+    let p = prior::build(
+        &db,
+        &model.to_string(),
+        &input.to_string(),
+        space,
+        objective,
+        true,
+    );
+    let note = p.summary();
+    Ok((path, (!p.is_empty()).then_some(p), note))
 }
 
 impl Prepared {
@@ -168,6 +233,8 @@ impl Prepared {
             cancel,
             telemetry_root,
             dir: &self.dir,
+            prior: self.prior.as_ref(),
+            db: self.db.as_deref(),
         }
     }
 

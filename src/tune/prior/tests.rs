@@ -1,0 +1,310 @@
+use super::*;
+use crate::collect::device::Cluster;
+use crate::tune::search::{self, Settings, Strategy};
+use crate::tune::{core_sets, SpaceSpec};
+use anyhow::Context;
+
+/// A space of tract, candle and onnxruntime (two option values) on 1 or 2 threads, two core
+/// sets, batch 1 or 4: 48 candidates, like the tables kept with the tests.
+fn space() -> Space {
+    let sets = core_sets(
+        &[Cluster {
+            cpus: vec![0, 1],
+            capacity: None,
+            max_freq_mhz: None,
+        }],
+        &[0, 1],
+    );
+    SpaceSpec {
+        engines: vec!["tract".into(), "candle".into(), "onnxruntime".into()],
+        threads: vec![1, 2],
+        batch: vec![1, 4],
+        core_sets: sets,
+        devices: vec![crate::config::Device::Cpu],
+        options: [(
+            "onnxruntime".to_string(),
+            crate::tune::OptionSpace::from([
+                (
+                    "graph_optimization_level".to_string(),
+                    vec!["basic".into(), "all".into()],
+                ),
+                ("spinning".to_string(), vec![true.into(), false.into()]),
+            ]),
+        )]
+        .into(),
+        flops_per_sample: 1e8,
+    }
+    .build()
+}
+
+/// A law of cost with a per-model scale and per-configuration effects: onnxruntime with every
+/// graph optimisation fastest, candle slowest, two threads help on all cores and hurt on one,
+/// batch costs per sample a little less.
+fn law(scale: f64, c: &Candidate) -> f64 {
+    let engine = match c.engine.as_str() {
+        "tract" => 1.0,
+        "candle" => 6.0,
+        _ => match c.options.get("graph_optimization_level") {
+            Some(v) if v == "all" => 0.25,
+            _ => 1.3,
+        },
+    };
+    let spin = match c.options.get("spinning") {
+        Some(v) if v == false => 1.1,
+        _ => 1.0,
+    };
+    let threads = match (c.threads, c.cores.cpus.is_none()) {
+        (2, true) => 0.7,
+        (2, false) => 1.6,
+        _ => 1.0,
+    };
+    scale * engine * spin * threads * c.batch as f64 * 0.9
+}
+
+fn measured(ms: f64) -> Measured {
+    Measured {
+        mean_ms: ms,
+        p99_ms: ms * 1.2,
+        throughput: 1e3 / ms,
+        peak_rss_bytes: None,
+    }
+}
+
+/// A database with every candidate of `space` measured on `model` under the law at `scale`.
+fn db_of(space: &Space, models: &[(&str, f64)]) -> Db {
+    let mut db = Db::default();
+    for (model, scale) in models {
+        for c in &space.candidates {
+            db.trials.push(TrialRecord::new(
+                model,
+                "3x64x64",
+                c,
+                measured(law(*scale, c)),
+                "tune",
+            ));
+        }
+    }
+    db
+}
+
+/// The stored layer profiles (eleven zoo models, one and two threads): the models' scales.
+fn with_profiles(mut db: Db) -> Db {
+    let text = include_str!("../../../tests/fixtures/costmodel/tract-2core-x86.jsonl");
+    for line in text.lines() {
+        if let Ok(p) = serde_json::from_str::<Profile>(line) {
+            db.profiles.push(p);
+        }
+    }
+    db
+}
+
+fn best_index(space: &Space, scale: f64) -> usize {
+    (0..space.candidates.len())
+        .min_by(|&a, &b| {
+            law(scale, &space.candidates[a]).total_cmp(&law(scale, &space.candidates[b]))
+        })
+        .unwrap_or(0)
+}
+
+#[test]
+fn other_models_trials_transfer_the_configuration_effects() -> anyhow::Result<()> {
+    let space = space();
+    let db = with_profiles(db_of(&space, &[("resnet18", 4.0), ("squeezenet1_1", 1.0)]));
+    let prior = build(
+        &db,
+        "mobilenet_v2",
+        "3x64x64",
+        &space,
+        Objective::Latency,
+        true,
+    );
+    assert_eq!(prior.predicted(), space.candidates.len(), "{prior:?}");
+    assert_eq!(prior.models, vec!["resnet18", "squeezenet1_1"]);
+    assert_eq!(prior.own_trials, 0);
+    assert!(
+        prior.summary().contains("trials of 2 other model(s)"),
+        "{}",
+        prior.summary()
+    );
+    // Every candidate is an exact match; the ranking is the law's.
+    let log = |i: usize| prior.entries[i].map_or(f64::NAN, |e| e.log_cost);
+    let best = (0..space.candidates.len())
+        .min_by(|&a, &b| log(a).total_cmp(&log(b)))
+        .context("empty")?;
+    assert_eq!(best, best_index(&space, 1.0));
+    for (i, c) in space.candidates.iter().enumerate() {
+        let e = prior.entries[i].context("missing")?;
+        assert_eq!(e.source, Source::Transferred { level: 0 });
+        // Ratios between candidates are the law's exactly.
+        let want = (law(1.0, c) / law(1.0, &space.candidates[0])).ln();
+        assert!((log(i) - log(0) - want).abs() < 1e-9, "{}", c.label());
+    }
+    Ok(())
+}
+
+#[test]
+fn a_configuration_not_measured_on_other_models_falls_back_to_a_looser_match() -> anyhow::Result<()>
+{
+    let space = space();
+    // The other model was measured at batch 1 only.
+    let mut db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
+    db.trials.retain(|t| t.candidate.batch == 1);
+    let prior = build(
+        &db,
+        "mobilenet_v2",
+        "3x64x64",
+        &space,
+        Objective::Latency,
+        true,
+    );
+    for (i, c) in space.candidates.iter().enumerate() {
+        let e = prior.entries[i].context("missing")?;
+        let want = if c.batch == 1 { 0 } else { 2 };
+        assert_eq!(
+            e.source,
+            Source::Transferred { level: want },
+            "{}",
+            c.label()
+        );
+        if c.batch == 4 {
+            // Batch 4's latency is per sample the batch-1 one, times four.
+            let one = space
+                .candidates
+                .iter()
+                .position(|o| o.batch == 1 && key(o, 2) == key(c, 2))
+                .and_then(|j| prior.entries[j])
+                .context("no batch-1 twin")?;
+            assert!((e.log_cost - one.log_cost - 4f64.ln()).abs() < 1e-9);
+            assert!(e.sd > one.sd);
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn a_second_tuning_starts_from_the_first_ones_best() -> anyhow::Result<()> {
+    let space = space();
+    // The first tuning measured eight candidates, the law's best among them.
+    let best = best_index(&space, 2.0);
+    let mut db = Db::default();
+    for i in (0..space.candidates.len()).step_by(7).chain([best]) {
+        let c = &space.candidates[i];
+        db.trials.push(TrialRecord::new(
+            "mobilenet_v2",
+            "3x64x64",
+            c,
+            measured(law(2.0, c)),
+            "tune",
+        ));
+    }
+    let prior = build(
+        &db,
+        "mobilenet_v2",
+        "3x64x64",
+        &space,
+        Objective::Latency,
+        true,
+    );
+    assert_eq!(prior.own_trials, 8);
+    assert_eq!(
+        prior.entries[best].map(|e| e.source),
+        Some(Source::Measured)
+    );
+    // Without any other model or layer profile, only what was measured is predicted.
+    assert_eq!(prior.predicted(), 8);
+    let settings = Settings {
+        strategy: Strategy::Guided,
+        budget: 5,
+        stall: 0,
+        initial: 2,
+        seed: 1,
+    };
+    let trace = search::run(
+        &space,
+        settings,
+        Some(&prior),
+        |i, _| Some(Ok(law(2.0, &space.candidates[i]))),
+        |_| {},
+    );
+    assert_eq!(trace.trials[0].index, best);
+    // Left out (a replay), the same database predicts nothing.
+    let none = build(
+        &db,
+        "mobilenet_v2",
+        "3x64x64",
+        &space,
+        Objective::Latency,
+        false,
+    );
+    assert!(none.is_empty());
+    assert!(none.summary().starts_with("no prior"), "{}", none.summary());
+    Ok(())
+}
+
+#[test]
+fn the_guided_search_corrects_a_prior_that_is_wrong_about_one_engine() -> anyhow::Result<()> {
+    let space = space();
+    let db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
+    let prior = build(
+        &db,
+        "mobilenet_v2",
+        "3x64x64",
+        &space,
+        Objective::Latency,
+        true,
+    );
+    // On this model, onnxruntime is three times slower than on the other: tract on two threads
+    // and all cores is best, the prior's favourites are not.
+    let truth = |c: &Candidate| law(1.0, c) * if c.engine == "onnxruntime" { 12.0 } else { 1.0 };
+    let optimum = space
+        .candidates
+        .iter()
+        .map(truth)
+        .fold(f64::INFINITY, f64::min);
+    // Eight trials: as many as the prior has onnxruntime favourites at batch 1, so trusting
+    // the prior alone would never reach tract.
+    let settings = Settings {
+        strategy: Strategy::Guided,
+        budget: 8,
+        stall: 0,
+        initial: 2,
+        seed: 3,
+    };
+    let trace = search::run(
+        &space,
+        settings,
+        Some(&prior),
+        |i, _| Some(Ok(truth(&space.candidates[i]))),
+        |_| {},
+    );
+    let (_, found) = trace.best().context("no best")?;
+    assert!(found <= optimum * 1.05, "found {found}, optimum {optimum}");
+    assert!(trace.trials.iter().all(|t| t.predicted.is_some()));
+    Ok(())
+}
+
+#[test]
+fn the_database_keeps_trials_beside_profiles_and_skips_broken_lines() -> anyhow::Result<()> {
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("db.jsonl");
+    let space = space();
+    let profile = include_str!("../../../tests/fixtures/costmodel/tract-2core-x86.jsonl")
+        .lines()
+        .next()
+        .context("empty fixture")?;
+    std::fs::write(&path, format!("{profile}\n{{\"kind\": \"trial\"}}\n\n"))?;
+    let mut db = Db::open(&path)?;
+    db.append_trial(TrialRecord::new(
+        "resnet18",
+        "3x64x64",
+        &space.candidates[3],
+        measured(2.5),
+        "tune",
+    ))?;
+    let again = Db::open(&path)?;
+    assert_eq!(again.profiles.len(), 1);
+    assert_eq!(again.trials.len(), 1);
+    assert_eq!(again.trials[0].candidate, space.candidates[3]);
+    assert_eq!(again.skipped, vec![2]);
+    Ok(())
+}
