@@ -203,6 +203,7 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
             budget: prepared.settings.budget,
             candidates: prepared.space.candidates.len(),
             skipped: prepared.skipped.clone(),
+            prior: prepared.prior_note.clone(),
         }));
         let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
         let mut writer = results::Writer::open(&prepared.dir)?;

@@ -20,6 +20,12 @@ fn list_shows_the_zoo_with_torchvision_parameter_counts() {
         ("mobilenet_v3_small", 2_542_856),
         ("mobilenet_v3_large", 5_483_032),
         ("efficientnet_b0", 5_288_548),
+        ("shufflenet_v2_x1_0", 2_278_604),
+        ("shufflenet_v2_x1_5", 3_503_624),
+        ("shufflenet_v2_x2_0", 7_393_996),
+        ("mnasnet0_5", 2_218_512),
+        ("mnasnet0_75", 3_170_208),
+        ("mnasnet1_3", 6_282_256),
     ];
     let Some(rows) = listing.as_array() else {
         panic!("not a list: {listing}")

@@ -71,9 +71,10 @@ fn all_five_models_at_32x32_pass_the_checker_and_match_onnxruntime() {
 }
 
 #[test]
-fn the_six_edge_models_pass_the_checker_and_match_onnxruntime() {
+fn the_edge_models_and_widths_pass_the_checker_and_match_onnxruntime() {
     // SqueezeNet at 66×66 pools a 32×32 map in ceil mode (one window more than floor mode);
-    // MobileNetV3 and EfficientNet bring hard-swish, SiLU and squeeze-and-excitation.
+    // MobileNetV3 and EfficientNet bring hard-swish, SiLU and squeeze-and-excitation; the other
+    // widths of ShuffleNetV2 and MNASNet (channels rounded to eighths) each once.
     export_and_check(&[
         ("resnet18", "3x32x32"),
         ("squeezenet1_1", "3x66x66"),
@@ -81,6 +82,12 @@ fn the_six_edge_models_pass_the_checker_and_match_onnxruntime() {
         ("mobilenet_v3_small", "3x64x64"),
         ("mobilenet_v3_large", "3x32x32"),
         ("efficientnet_b0", "3x48x48"),
+        ("shufflenet_v2_x1_0", "3x32x32"),
+        ("shufflenet_v2_x1_5", "3x32x32"),
+        ("shufflenet_v2_x2_0", "3x32x32"),
+        ("mnasnet0_5", "3x32x32"),
+        ("mnasnet0_75", "3x32x32"),
+        ("mnasnet1_3", "3x32x32"),
     ]);
 }
 

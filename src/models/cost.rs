@@ -384,7 +384,7 @@ mod tests {
 
     /// torchvision's published figures: `num_params` and `_ops` (GMACs of conv + linear at
     /// 3×224×224) from each model's weights metadata.
-    const TORCHVISION: [(&str, u64, f64); 11] = [
+    const TORCHVISION: [(&str, u64, f64); 17] = [
         ("shufflenet_v2_x0_5", 1_366_792, 0.04),
         ("mobilenet_v2", 3_504_872, 0.301),
         ("resnet34", 21_797_672, 3.664),
@@ -396,6 +396,12 @@ mod tests {
         ("mobilenet_v3_small", 2_542_856, 0.057),
         ("mobilenet_v3_large", 5_483_032, 0.217),
         ("efficientnet_b0", 5_288_548, 0.386),
+        ("shufflenet_v2_x1_0", 2_278_604, 0.145),
+        ("shufflenet_v2_x1_5", 3_503_624, 0.296),
+        ("shufflenet_v2_x2_0", 7_393_996, 0.583),
+        ("mnasnet0_5", 2_218_512, 0.104),
+        ("mnasnet0_75", 3_170_208, 0.215),
+        ("mnasnet1_3", 6_282_256, 0.526),
     ];
 
     #[test]

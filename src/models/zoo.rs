@@ -1,5 +1,5 @@
-//! The built-in model zoo: the seeds' five CNNs and six edge models, layer for layer as
-//! torchvision defines them.
+//! The built-in model zoo: the seeds' five CNNs, six edge models and the other widths of
+//! ShuffleNetV2 and MNASNet, layer for layer as torchvision defines them.
 //!
 //! Layer names follow torchvision's module paths (`layer1.0.conv1`, `features.3.conv.1.0`, …);
 //! functional operations that torchvision does not hold as modules (residual additions,
@@ -102,6 +102,36 @@ pub const ZOO: &[ZooEntry] = &[
         name: "efficientnet_b0",
         description: "EfficientNet-B0 (Tan & Le, 2019), torchvision efficientnet_b0",
         build: edge::efficientnet_b0,
+    },
+    ZooEntry {
+        name: "shufflenet_v2_x1_0",
+        description: "ShuffleNetV2 1.0× (Ma et al., 2018), torchvision shufflenet_v2_x1_0",
+        build: shufflenet_v2_x1_0,
+    },
+    ZooEntry {
+        name: "shufflenet_v2_x1_5",
+        description: "ShuffleNetV2 1.5× (Ma et al., 2018), torchvision shufflenet_v2_x1_5",
+        build: shufflenet_v2_x1_5,
+    },
+    ZooEntry {
+        name: "shufflenet_v2_x2_0",
+        description: "ShuffleNetV2 2.0× (Ma et al., 2018), torchvision shufflenet_v2_x2_0",
+        build: shufflenet_v2_x2_0,
+    },
+    ZooEntry {
+        name: "mnasnet0_5",
+        description: "MNASNet 0.5 (Tan et al., 2019), torchvision mnasnet0_5",
+        build: edge::mnasnet0_5,
+    },
+    ZooEntry {
+        name: "mnasnet0_75",
+        description: "MNASNet 0.75 (Tan et al., 2019), torchvision mnasnet0_75",
+        build: edge::mnasnet0_75,
+    },
+    ZooEntry {
+        name: "mnasnet1_3",
+        description: "MNASNet 1.3 (Tan et al., 2019), torchvision mnasnet1_3",
+        build: edge::mnasnet1_3,
     },
 ];
 
@@ -272,9 +302,13 @@ fn shuffle_unit(
     )
 }
 
-fn shufflenet_v2_x0_5(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+/// ShuffleNetV2 with torchvision's `stages_out_channels` for each width.
+fn shufflenet_v2(
+    g: &mut GraphBuilder,
+    classes: usize,
+    channels: [usize; 5],
+) -> Result<(), GraphError> {
     let repeats = [4, 8, 4];
-    let channels = [24, 48, 96, 192, 1024];
     let x = conv_bn_act(
         g,
         "conv1",
@@ -299,6 +333,22 @@ fn shufflenet_v2_x0_5(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphE
     let x = g.add("flatten", Op::Flatten, &[x])?;
     g.linear("fc", x, classes)?;
     Ok(())
+}
+
+fn shufflenet_v2_x0_5(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    shufflenet_v2(g, classes, [24, 48, 96, 192, 1024])
+}
+
+fn shufflenet_v2_x1_0(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    shufflenet_v2(g, classes, [24, 116, 232, 464, 1024])
+}
+
+fn shufflenet_v2_x1_5(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    shufflenet_v2(g, classes, [24, 176, 352, 704, 1024])
+}
+
+fn shufflenet_v2_x2_0(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    shufflenet_v2(g, classes, [24, 244, 488, 976, 2048])
 }
 
 // ---------------------------------------------------------------- MobileNetV2

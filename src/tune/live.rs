@@ -27,6 +27,8 @@ pub enum TuneEvent {
         candidates: usize,
         /// The engines and core sets left out of the space, each with its reason.
         skipped: Vec<String>,
+        /// What the search starts from: the database's prior, or why there is none.
+        prior: String,
     },
     /// A trial starts (`n` from 1; `budget` trials at most).
     Trial {

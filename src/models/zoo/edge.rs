@@ -71,7 +71,7 @@ pub(super) fn squeezenet1_1(g: &mut GraphBuilder, classes: usize) -> Result<(), 
     Ok(())
 }
 
-// ---------------------------------------------------------------- MNASNet 1.0
+// ---------------------------------------------------------------- MNASNet
 
 /// MNASNet's inverted residual: expand 1×1, depthwise k×k, project 1×1, each with BN (ReLU
 /// after the first two), named `{prefix}.layers.N`.
@@ -112,23 +112,40 @@ fn mnas_block(
     }
 }
 
-pub(super) fn mnasnet1_0(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
-    let x = g.conv("layers.0", ValueId::Input, 32, 3, 2, 1, 1, false)?;
+/// torchvision's `_round_to_multiple_of(val, 8)`: to the nearest multiple of 8 (at least 8),
+/// one step up when that falls more than 10 % below `val`.
+fn round_to_eighths(val: f64) -> usize {
+    let rounded = ((((val + 4.0) as usize) / 8) * 8).max(8);
+    if rounded as f64 >= 0.9 * val {
+        rounded
+    } else {
+        rounded + 8
+    }
+}
+
+/// MNASNet with depth multiplier `alpha` (torchvision's `_get_depths`: every stage's width
+/// scaled and rounded to a multiple of 8; the last 1280 channels stay).
+fn mnasnet(g: &mut GraphBuilder, classes: usize, alpha: f64) -> Result<(), GraphError> {
+    let d: Vec<usize> = [32, 16, 24, 40, 80, 96, 192, 320]
+        .iter()
+        .map(|&depth| round_to_eighths(depth as f64 * alpha))
+        .collect();
+    let x = g.conv("layers.0", ValueId::Input, d[0], 3, 2, 1, 1, false)?;
     let x = g.batch_norm("layers.1", x)?;
     let x = g.relu("layers.2", x)?;
-    let x = g.conv("layers.3", x, 32, 3, 1, 1, 32, false)?;
+    let x = g.conv("layers.3", x, d[0], 3, 1, 1, d[0], false)?;
     let x = g.batch_norm("layers.4", x)?;
     let x = g.relu("layers.5", x)?;
-    let x = g.conv("layers.6", x, 16, 1, 1, 0, 1, false)?;
+    let x = g.conv("layers.6", x, d[1], 1, 1, 0, 1, false)?;
     let mut x = g.batch_norm("layers.7", x)?;
     // (out, kernel, first stride, expansion, repeats) of layers.8 … layers.13.
     let stacks = [
-        (24, 3, 2, 3, 3),
-        (40, 5, 2, 3, 3),
-        (80, 5, 2, 6, 3),
-        (96, 3, 1, 6, 2),
-        (192, 5, 2, 6, 4),
-        (320, 3, 1, 6, 1),
+        (d[2], 3, 2, 3, 3),
+        (d[3], 5, 2, 3, 3),
+        (d[4], 5, 2, 6, 3),
+        (d[5], 3, 1, 6, 2),
+        (d[6], 5, 2, 6, 4),
+        (d[7], 3, 1, 6, 1),
     ];
     for (s, (out, kernel, stride, expansion, repeats)) in stacks.into_iter().enumerate() {
         for i in 0..repeats {
@@ -146,6 +163,22 @@ pub(super) fn mnasnet1_0(g: &mut GraphBuilder, classes: usize) -> Result<(), Gra
     let x = g.add("classifier.0", Op::Dropout { p: 0.2 }, &[x])?;
     g.linear("classifier.1", x, classes)?;
     Ok(())
+}
+
+pub(super) fn mnasnet0_5(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    mnasnet(g, classes, 0.5)
+}
+
+pub(super) fn mnasnet0_75(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    mnasnet(g, classes, 0.75)
+}
+
+pub(super) fn mnasnet1_0(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    mnasnet(g, classes, 1.0)
+}
+
+pub(super) fn mnasnet1_3(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
+    mnasnet(g, classes, 1.3)
 }
 
 // ---------------------------------------------------------------- MobileNetV3, EfficientNet

@@ -61,6 +61,8 @@ pub struct TuneView {
     pub budget: usize,
     pub candidates: usize,
     pub skipped: Vec<String>,
+    /// What the search starts from (the database's prior, or why there is none).
+    pub prior: String,
     pub rows: Vec<TuneRow>,
     /// What is being measured now.
     pub current: Option<String>,
@@ -108,6 +110,7 @@ impl App {
                 budget,
                 candidates,
                 skipped,
+                prior,
             } => {
                 *t = TuneView {
                     active: true,
@@ -117,6 +120,7 @@ impl App {
                     budget,
                     candidates,
                     skipped,
+                    prior,
                     ..TuneView::default()
                 };
             }

@@ -569,6 +569,8 @@ fn tune_tab() {
         budget: 12,
         candidates: 48,
         skipped: vec!["pytorch: pytorch is not set up (run: edgeprof env setup pytorch)".into()],
+        prior: "prior for 48 of 48 candidates from trials of 1 other model(s) (squeezenet1_1)"
+            .into(),
     });
     let ort = |threads, cores, batch| {
         candidate(

@@ -202,18 +202,22 @@ pub(super) fn draw_tune(frame: &mut Frame, app: &App, area: Rect) {
                 app.theme.muted(),
             )));
         }
-    } else if !t.skipped.is_empty() {
+    } else {
+        if !t.prior.is_empty() {
+            result.push(Line::from(Span::styled(t.prior.clone(), app.theme.muted())));
+        }
         for s in &t.skipped {
             result.push(Line::from(Span::styled(
                 format!("left out: {s}"),
                 app.theme.muted(),
             )));
         }
-    } else if t.active {
-        result.push(Line::from(Span::styled(
-            "the result appears here when the search and the re-measurement end",
-            app.theme.muted(),
-        )));
+        if t.active && t.skipped.is_empty() {
+            result.push(Line::from(Span::styled(
+                "the result appears here when the search and the re-measurement end",
+                app.theme.muted(),
+            )));
+        }
     }
     frame.render_widget(Paragraph::new(result).wrap(Wrap { trim: true }), inner);
 }
