@@ -199,6 +199,18 @@ retries = 0
 check_outputs = false
 "#;
 
+/// `edgeprof tune --config CONFIG --output OUT` with a cache directory of its own under `tmp`
+/// (no database of this machine's is read or written).
+fn tune_command(tmp: &Path, config: &Path, out: &Path) -> assert_cmd::Command {
+    let mut c = edgeprof();
+    c.env("EDGEPROF_CACHE_DIR", tmp.join("cache"))
+        .args(["tune", "--config"])
+        .arg(config)
+        .arg("--output")
+        .arg(out);
+    c
+}
+
 #[test]
 fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
     let tmp = temp_dir();
@@ -214,12 +226,7 @@ fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
     );
     let out = tmp.path().join("out");
     let best = tmp.path().join("best.toml");
-    let assert = edgeprof()
-        .env("EDGEPROF_CACHE_DIR", tmp.path().join("cache"))
-        .args(["tune", "--config"])
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
+    let assert = tune_command(tmp.path(), &config, &out)
         .arg("--write-config")
         .arg(&best)
         .assert()
@@ -289,12 +296,7 @@ fn a_second_tuning_of_the_same_model_starts_from_the_first_ones_best() {
     let db = tmp.path().join("costmodel.jsonl");
     let tune = |name: &str| -> (serde_json::Value, String) {
         let out = tmp.path().join(name);
-        let assert = edgeprof()
-            .env("EDGEPROF_CACHE_DIR", tmp.path().join("cache"))
-            .args(["tune", "--config"])
-            .arg(&config)
-            .arg("--output")
-            .arg(&out)
+        let assert = tune_command(tmp.path(), &config, &out)
             .arg("--db")
             .arg(&db)
             .assert()

@@ -106,18 +106,23 @@ fn best_index(space: &Space, scale: f64) -> usize {
         .unwrap_or(0)
 }
 
+/// The prior of mobilenet_v2 at 3x64x64 for latency; `own`: its own trials count.
+fn prior_of(db: &Db, space: &Space, own: bool) -> Prior {
+    build(
+        db,
+        "mobilenet_v2",
+        "3x64x64",
+        space,
+        Objective::Latency,
+        own,
+    )
+}
+
 #[test]
 fn other_models_trials_transfer_the_configuration_effects() -> anyhow::Result<()> {
     let space = space();
     let db = with_profiles(db_of(&space, &[("resnet18", 4.0), ("squeezenet1_1", 1.0)]));
-    let prior = build(
-        &db,
-        "mobilenet_v2",
-        "3x64x64",
-        &space,
-        Objective::Latency,
-        true,
-    );
+    let prior = prior_of(&db, &space, true);
     assert_eq!(prior.predicted(), space.candidates.len(), "{prior:?}");
     assert_eq!(prior.models, vec!["resnet18", "squeezenet1_1"]);
     assert_eq!(prior.own_trials, 0);
@@ -149,14 +154,7 @@ fn a_configuration_not_measured_on_other_models_falls_back_to_a_looser_match() -
     // The other model was measured at batch 1 only.
     let mut db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
     db.trials.retain(|t| t.candidate.batch == 1);
-    let prior = build(
-        &db,
-        "mobilenet_v2",
-        "3x64x64",
-        &space,
-        Objective::Latency,
-        true,
-    );
+    let prior = prior_of(&db, &space, true);
     for (i, c) in space.candidates.iter().enumerate() {
         let e = prior.entries[i].context("missing")?;
         let want = if c.batch == 1 { 0 } else { 2 };
@@ -197,14 +195,7 @@ fn a_second_tuning_starts_from_the_first_ones_best() -> anyhow::Result<()> {
             "tune",
         ));
     }
-    let prior = build(
-        &db,
-        "mobilenet_v2",
-        "3x64x64",
-        &space,
-        Objective::Latency,
-        true,
-    );
+    let prior = prior_of(&db, &space, true);
     assert_eq!(prior.own_trials, 8);
     assert_eq!(
         prior.entries[best].map(|e| e.source),
@@ -228,14 +219,7 @@ fn a_second_tuning_starts_from_the_first_ones_best() -> anyhow::Result<()> {
     );
     assert_eq!(trace.trials[0].index, best);
     // Left out (a replay), the same database predicts nothing.
-    let none = build(
-        &db,
-        "mobilenet_v2",
-        "3x64x64",
-        &space,
-        Objective::Latency,
-        false,
-    );
+    let none = prior_of(&db, &space, false);
     assert!(none.is_empty());
     assert!(none.summary().starts_with("no prior"), "{}", none.summary());
     Ok(())
@@ -245,14 +229,7 @@ fn a_second_tuning_starts_from_the_first_ones_best() -> anyhow::Result<()> {
 fn the_guided_search_corrects_a_prior_that_is_wrong_about_one_engine() -> anyhow::Result<()> {
     let space = space();
     let db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
-    let prior = build(
-        &db,
-        "mobilenet_v2",
-        "3x64x64",
-        &space,
-        Objective::Latency,
-        true,
-    );
+    let prior = prior_of(&db, &space, true);
     // On this model, onnxruntime is three times slower than on the other: tract on two threads
     // and all cores is best, the prior's favourites are not.
     let truth = |c: &Candidate| law(1.0, c) * if c.engine == "onnxruntime" { 12.0 } else { 1.0 };
