@@ -315,6 +315,8 @@ pub fn build(
         Some((m, spread)) => Some((m, (MEASURED_SD.powi(2) + spread.powi(2)).sqrt())),
         None => scale_of(model, input).map(|s| (s, LAYERS_SD)),
     };
+    // The per-layer prediction of this model per thread count, fitted once each.
+    let mut own_layers: BTreeMap<usize, Option<f64>> = BTreeMap::new();
     let entries = space
         .candidates
         .iter()
@@ -339,7 +341,9 @@ pub fn build(
                 && c.cores.cpus.is_none()
                 && c.device == crate::config::Device::Cpu
             {
-                let ms = layers_ms(&tract, model, input, c.threads)?;
+                let ms = (*own_layers
+                    .entry(c.threads)
+                    .or_insert_with(|| layers_ms(&tract, model, input, c.threads)))?;
                 let per_call = match objective {
                     Objective::Throughput => ms.ln(),
                     _ => ms.ln() + batch,

@@ -285,3 +285,47 @@ fn the_database_keeps_trials_beside_profiles_and_skips_broken_lines() -> anyhow:
     assert_eq!(again.skipped, vec![2]);
     Ok(())
 }
+
+#[test]
+fn layer_profiles_alone_predict_tract_on_all_cores() -> anyhow::Result<()> {
+    let space = space();
+    let prior = prior_of(&with_profiles(Db::default()), &space, true);
+    let predicted: Vec<&Candidate> = space
+        .candidates
+        .iter()
+        .zip(&prior.entries)
+        .filter_map(|(c, e)| e.map(|_| c))
+        .collect();
+    // tract × threads 1, 2 × batch 1, 4 on all cores.
+    assert_eq!(predicted.len(), 4, "{prior:?}");
+    assert!(predicted
+        .iter()
+        .all(|c| c.engine == "tract" && c.cores.cpus.is_none()));
+    assert!(prior
+        .entries
+        .iter()
+        .flatten()
+        .all(|e| e.source == Source::Layers));
+    // Batch 4's call takes four times batch 1's.
+    let log = |threads: usize, batch: usize| {
+        space
+            .candidates
+            .iter()
+            .zip(&prior.entries)
+            .find(|(c, _)| {
+                c.engine == "tract"
+                    && c.cores.cpus.is_none()
+                    && c.threads == threads
+                    && c.batch == batch
+            })
+            .and_then(|(_, e)| e.map(|e| e.log_cost))
+    };
+    let (one, four) = (log(1, 1).context("b1")?, log(1, 4).context("b4")?);
+    assert!((four - one - 4f64.ln()).abs() < 1e-9);
+    assert!(
+        prior.summary().contains("layer profiles of 11 model(s)"),
+        "{}",
+        prior.summary()
+    );
+    Ok(())
+}
