@@ -100,39 +100,13 @@ pub struct PredictArgs {
 /// How long one model's profile may take before its worker is stopped.
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
 
-/// Appends each table's measured rows as trials; a row already in the database (the same
-/// model, input, configuration and figures) is not added twice.
+/// Adds each table's measured rows to the database as trials and says how many.
 fn import(args: ImportArgs) -> anyhow::Result<()> {
     let mut db = open(&args.db)?;
     let mut out = String::new();
     for path in &args.tables {
         let table = edgeprof::tune::replay::Table::load(path)?;
-        let (mut added, mut present) = (0, 0);
-        for row in &table.rows {
-            let Some(measured) = row.measured else {
-                continue;
-            };
-            let known = db.trials.iter().any(|t| {
-                t.model == table.model
-                    && t.input == table.input
-                    && t.candidate == row.candidate
-                    && t.measured == measured
-            });
-            if known {
-                present += 1;
-                continue;
-            }
-            let mut record = edgeprof::tune::prior::TrialRecord::new(
-                &table.model,
-                &table.input,
-                &row.candidate,
-                measured,
-                "table",
-            );
-            record.written = table.measured_at.clone();
-            db.append_trial(record)?;
-            added += 1;
-        }
+        let (added, present) = db.import(&table)?;
         let _ = writeln!(
             out,
             "{}: {added} trial(s) of {} {} added{}",

@@ -293,6 +293,39 @@ impl Db {
         Ok(())
     }
 
+    /// Appends a table's measured rows (from `edgeprof tune --exhaustive`) as trials, leaving
+    /// out the rows already here (same model, input, configuration and figures): how many
+    /// were added and how many were present.
+    pub fn import(&mut self, table: &crate::tune::replay::Table) -> anyhow::Result<(usize, usize)> {
+        let (mut added, mut present) = (0, 0);
+        for row in &table.rows {
+            let Some(measured) = row.measured else {
+                continue;
+            };
+            let known = self.trials.iter().any(|t| {
+                t.model == table.model
+                    && t.input == table.input
+                    && t.candidate == row.candidate
+                    && t.measured == measured
+            });
+            if known {
+                present += 1;
+                continue;
+            }
+            let mut record = crate::tune::prior::TrialRecord::new(
+                &table.model,
+                &table.input,
+                &row.candidate,
+                measured,
+                "table",
+            );
+            record.written = table.measured_at.clone();
+            self.append_trial(record)?;
+            added += 1;
+        }
+        Ok((added, present))
+    }
+
     fn write_line(&self, value: &impl Serialize) -> anyhow::Result<()> {
         match &self.path {
             Some(path) => Db::append_to(path, value),

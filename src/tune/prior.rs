@@ -164,39 +164,33 @@ fn batch_term(batch: usize, objective: Objective) -> f64 {
     }
 }
 
-/// Levels of likeness between configurations, most alike first: the key a candidate is
-/// looked up by at each level.
-const LEVELS: usize = 5;
+/// Levels of likeness between configurations, most alike first: which of a candidate's
+/// engine, device, options, batch, threads and core set its key keeps at each level.
+const LEVELS: [[bool; 6]; 5] = [
+    [true, true, true, true, true, true],
+    [true, true, true, true, true, false],
+    [true, true, true, false, true, true],
+    [true, true, true, false, false, false],
+    [true, true, false, false, false, false],
+];
 
+/// The key a candidate is looked up by at `level`.
 fn key(c: &Candidate, level: usize) -> String {
-    let options = serde_json::Value::Object(c.options.clone()).to_string();
-    let parts: Vec<String> = match level {
-        0 => vec![
-            c.engine.clone(),
-            c.device.to_string(),
-            options,
-            c.batch.to_string(),
-            c.threads.to_string(),
-            c.cores.label.clone(),
-        ],
-        1 => vec![
-            c.engine.clone(),
-            c.device.to_string(),
-            options,
-            c.batch.to_string(),
-            c.threads.to_string(),
-        ],
-        2 => vec![
-            c.engine.clone(),
-            c.device.to_string(),
-            options,
-            c.threads.to_string(),
-            c.cores.label.clone(),
-        ],
-        3 => vec![c.engine.clone(), c.device.to_string(), options],
-        _ => vec![c.engine.clone(), c.device.to_string()],
-    };
-    parts.join("|")
+    let fields = [
+        c.engine.clone(),
+        c.device.to_string(),
+        serde_json::Value::Object(c.options.clone()).to_string(),
+        c.batch.to_string(),
+        c.threads.to_string(),
+        c.cores.label.clone(),
+    ];
+    let keep = LEVELS[level.min(LEVELS.len() - 1)];
+    fields
+        .into_iter()
+        .zip(keep)
+        .filter_map(|(f, k)| k.then_some(f))
+        .collect::<Vec<_>>()
+        .join("|")
 }
 
 /// Standard deviation of a transferred effect's logarithm at `level` before the spread across
@@ -260,7 +254,7 @@ pub fn build(
     };
     // Other models' effects per level and key: per model, the mean of its trials' offsets.
     let mut effects: Vec<BTreeMap<String, BTreeMap<String, Vec<f64>>>> =
-        vec![BTreeMap::new(); LEVELS];
+        vec![BTreeMap::new(); LEVELS.len()];
     let mut models = std::collections::BTreeSet::new();
     let mut mine: BTreeMap<String, Vec<f64>> = BTreeMap::new();
     let mut own_trials = 0;
@@ -291,7 +285,7 @@ pub fn build(
     let mean = |v: &[f64]| v.iter().sum::<f64>() / v.len().max(1) as f64;
     // The transferred effect of a configuration: (log effect, sd, level).
     let effect = |c: &Candidate| -> Option<(f64, f64, usize)> {
-        (0..LEVELS).find_map(|level| {
+        (0..LEVELS.len()).find_map(|level| {
             let per_model: Vec<f64> = effects[level]
                 .get(&key(c, level))?
                 .values()
