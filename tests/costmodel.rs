@@ -1,8 +1,8 @@
 //! `edgeprof costmodel`: profiling into a measurement database, fitting, predicting a model
-//! without running it, and the leave-one-model-out evaluation over stored profiles (22 profiles
-//! of the eleven zoo models at 3×64×64 on tract, threads 1 and 2, measured on the 2-core x86
-//! development machine, each median's interval within ±3 %), so the figures do not depend on
-//! today's noise.
+//! without running it, and the leave-one-model-out evaluation over stored profiles (the 17 zoo
+//! models and 80 operator-template probes at 3×64×64 on tract, threads 1 and 2, measured on the
+//! 2-core x86 development machine in 3–15 rounds each), so the figures do not depend on today's
+//! noise.
 
 mod common;
 
@@ -18,14 +18,17 @@ fn stored() -> String {
 #[test]
 fn leave_one_model_out_over_the_stored_profiles() {
     let v = json_of(&["costmodel", "eval", "--db", &stored(), "--json"]);
-    assert_eq!(v["pairs"], 22, "{v}");
-    assert_eq!(v["measured_wider_than_3_pct"], 0, "{v}");
-    // What the model achieves today (the goal, ±10 % for 80 %, is not reached: see the known
-    // limitations): a regression below these figures is a change for the worse.
+    assert_eq!(v["pairs"], 34, "{v}");
+    // The machine moved between rounds for three of them (named by `eval`), even after 15.
+    assert_eq!(v["measured_wider_than_3_pct"], 3, "{v}");
+    // The goal: within ±10 % for at least 80 % of the pairs, within ±20 % for all.
     let within_10 = v["within_10_pct"].as_u64().unwrap_or(0);
     let within_20 = v["within_20_pct"].as_u64().unwrap_or(0);
-    assert!(within_10 >= 11, "{within_10} of 22 within ±10 %: {v}");
-    assert!(within_20 >= 18, "{within_20} of 22 within ±20 %: {v}");
+    assert!(
+        within_10 * 5 >= 34 * 4,
+        "{within_10} of 34 within ±10 %: {v}"
+    );
+    assert_eq!(within_20, 34, "{within_20} of 34 within ±20 %: {v}");
     // Every held-out model is predicted from a fit without its own profiles.
     for h in v["held_out"].as_array().cloned().unwrap_or_default() {
         assert!(h["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{h}");
@@ -74,7 +77,7 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
         .success();
     let out = String::from_utf8_lossy(&fit.get_output().stdout).into_owned();
     for needle in [
-        "tract on 1 thread(s), from 11 model(s)",
+        "tract on 1 thread(s), from 17 model(s) and 80 probe(s)",
         "conv3x3/s1",
         "dw5x5/s1",
     ] {
@@ -101,6 +104,8 @@ fn profile_adds_to_the_database_and_bad_requests_say_why() {
             "40",
             "--layer-runs",
             "3",
+            "--rounds",
+            "1",
             "--db",
             &db_arg,
         ])
@@ -116,9 +121,84 @@ fn profile_adds_to_the_database_and_bad_requests_say_why() {
         &["costmodel", "profile", "--model", "lenet9", "--db", &db_arg],
         "the cost model profiles the zoo's models",
     );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--probes-only",
+            "--probes",
+            "0",
+            "--db",
+            &db_arg,
+        ],
+        "--probes-only needs at least one probe",
+    );
     let empty = tmp.path().join("empty.jsonl");
     assert_bad_input(
         &["costmodel", "eval", "--db", &empty.to_string_lossy()],
         "holds no tract profiles",
+    );
+}
+
+#[test]
+fn probes_are_profiled_in_rounds_and_merged_into_one_profile_each() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    let out = edgeprof()
+        .args([
+            "costmodel",
+            "profile",
+            "--probes",
+            "2",
+            "--probes-only",
+            "--probe-seed",
+            "5",
+            "--rounds",
+            "2",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "1",
+            "--max-runs",
+            "40",
+            "--layer-runs",
+            "3",
+            "--db",
+            &db.to_string_lossy(),
+        ])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    for needle in [
+        "[1/4] round 1: probe-5 3x32x32 t1",
+        "round 2: probe-6 3x32x32 t1",
+    ] {
+        assert!(err.contains(needle), "{needle}: {err}");
+    }
+    let text = read(&db);
+    let profiles: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(profiles.len(), 2, "{text}");
+    for p in &profiles {
+        assert_eq!(p["rounds"], 2, "{p}");
+        assert_eq!(
+            p["round_medians_ms"].as_array().map(Vec::len),
+            Some(2),
+            "{p}"
+        );
+        assert!(p.get("times_ms").is_none(), "the runs are not kept: {p}");
+        let groups = p["groups"].as_array().cloned().unwrap_or_default();
+        assert!(!groups.is_empty(), "{p}");
+        assert!(groups
+            .iter()
+            .all(|g| g["dims"]["c_out"].as_u64().unwrap_or(0) > 0));
+    }
+    assert_eq!(profiles[0]["model"], "probe-5");
+    // Probes are never held out as models.
+    assert_bad_input(
+        &["costmodel", "eval", "--db", &db.to_string_lossy()],
+        "holds only probes",
     );
 }

@@ -7,7 +7,7 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use edgeprof::models::zoo;
-use edgeprof::tune::costmodel::{self, CostModel, Db, Held, Measure, Profile};
+use edgeprof::tune::costmodel::{self, probe, CostModel, Db, Held, Measure, Profile};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -72,6 +72,24 @@ pub struct ProfileArgs {
     /// Runs of the per-layer profile
     #[arg(long, default_value_t = 15)]
     layer_runs: usize,
+    /// Also profile this many operator-template probes (small networks drawn at random from
+    /// the templates), between the models (default: 80 when no --model is named, else none)
+    #[arg(long)]
+    probes: Option<u64>,
+    /// The first probe's seed (probe k is `probe-<seed + k>`)
+    #[arg(long, default_value_t = 1)]
+    probe_seed: u64,
+    /// Profile the probes only (80 unless --probes says), no zoo model
+    #[arg(long)]
+    probes_only: bool,
+    /// Measure every profile this many times, each model once per round, and merge them
+    /// (the interval then covers how the rounds differ)
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Most rounds of a profile whose merged interval is still wider than --target
+    /// (default: twice --rounds)
+    #[arg(long)]
+    max_rounds: Option<usize>,
     #[arg(long)]
     db: Option<PathBuf>,
 }
@@ -96,6 +114,9 @@ pub struct PredictArgs {
     #[command(flatten)]
     db: DbArgs,
 }
+
+/// Probes profiled with the zoo when no model is named.
+const DEFAULT_PROBES: u64 = 80;
 
 /// How long one model's profile may take before its worker is stopped.
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
@@ -198,17 +219,46 @@ fn profile_in_child(
 }
 
 fn profile(args: ProfileArgs) -> anyhow::Result<()> {
-    let models: Vec<String> = if args.models.is_empty() {
+    let zoo_models: Vec<String> = if args.probes_only {
+        Vec::new()
+    } else if args.models.is_empty() {
         zoo::zoo_names().into_iter().map(String::from).collect()
     } else {
         args.models.clone()
     };
-    if let Some(m) = models.iter().find(|m| zoo::find(m).is_none()) {
+    if let Some(m) = zoo_models
+        .iter()
+        .find(|m| zoo::find(m).is_none() && probe::seed_of(m).is_none())
+    {
         anyhow::bail!(BadInput(format!(
-            "--model {m}: the cost model profiles the zoo's models ({})",
+            "--model {m}: the cost model profiles the zoo's models ({}) and its probes \
+             (probe-<seed>)",
             zoo::zoo_names().join(", ")
         )));
     }
+    let probe_count = args.probes.unwrap_or(if args.models.is_empty() {
+        DEFAULT_PROBES
+    } else {
+        0
+    });
+    if args.probes_only && probe_count == 0 {
+        anyhow::bail!(BadInput(
+            "--probes-only needs at least one probe (--probes N)".into()
+        ));
+    }
+    let probes: Vec<String> = (0..probe_count)
+        .map(|k| probe::name(args.probe_seed.saturating_add(k)))
+        .collect();
+    // A probe after each model (the rest at the end), so that the probes and the models they
+    // predict are measured in the same spells of the machine.
+    let mut models: Vec<String> = Vec::new();
+    let per_model = probes.len().div_ceil(zoo_models.len().max(1));
+    let mut rest = probes.iter();
+    for m in &zoo_models {
+        models.push(m.clone());
+        models.extend(rest.by_ref().take(per_model).cloned());
+    }
+    models.extend(rest.cloned());
     if !(0.001..=1.0).contains(&args.target) {
         anyhow::bail!(BadInput(format!(
             "--target {} must be between 0.001 and 1",
@@ -220,42 +270,97 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     }
     let mut db = open(&args.db)?;
     let input = args.input.to_string();
-    let total = models.len() * args.threads.len();
+    let rounds = args.rounds.max(1);
+    let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);
+    let total = models.len() * args.threads.len() * rounds;
     let mut k = 0;
-    // Models interleaved with thread counts, so that a slow spell of the machine does not hit
-    // every profile of one thread count.
-    for model in &models {
-        for &threads in &args.threads {
-            k += 1;
-            errln!("[{k}/{total}] {model} {input} t{threads}: profiling …");
-            let p = profile_in_child(model, &input, threads, &args)
-                .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
-            let reached = if p.relative_half_width() <= args.target {
-                String::new()
-            } else {
-                format!(
-                    " (target ±{:.1} % not reached after {} runs)",
-                    100.0 * args.target,
-                    p.runs
-                )
-            };
-            errln!(
-                "[{k}/{total}] {model} {input} t{threads}: {:.3} ms ±{:.1} % over {} runs, {} \
-                 layer groups{reached}",
-                p.latency_ms,
-                100.0 * p.relative_half_width(),
-                p.runs,
-                p.groups.len()
-            );
+    let mut taken: std::collections::BTreeMap<(String, usize), Vec<Profile>> = Default::default();
+    let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
+        k += 1;
+        let tag = if max_rounds > 1 {
+            format!("[{k}/{total}] round {round}: {model} {input} t{threads}")
+        } else {
+            format!("[{k}/{total}] {model} {input} t{threads}")
+        };
+        errln!("{tag}: profiling …");
+        let p = profile_in_child(model, &input, threads, &args)
+            .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
+        let reached = if p.relative_half_width() <= args.target {
+            String::new()
+        } else {
+            format!(
+                " (target ±{:.1} % not reached after {} runs)",
+                100.0 * args.target,
+                p.runs
+            )
+        };
+        errln!(
+            "{tag}: {:.3} ms ±{:.1} % over {} runs, {} layer groups{reached}",
+            p.latency_ms,
+            100.0 * p.relative_half_width(),
+            p.runs,
+            p.groups.len()
+        );
+        anyhow::Ok(p)
+    };
+    // Models interleaved with thread counts, and every model measured once per round, so that
+    // a slow spell of the machine does not hit every profile of one thread count or one model.
+    for round in 1..=rounds {
+        for model in &models {
+            for &threads in &args.threads {
+                let p = measure(model, threads, round, total)?;
+                taken.entry((model.clone(), threads)).or_default().push(p);
+            }
+        }
+    }
+    // Then more rounds of the models whose rounds disagree beyond the target, until they agree
+    // or have had `max_rounds` (the probes serve by their layers' times, medians over the
+    // rounds, not by their latency).
+    let wide = |taken: &std::collections::BTreeMap<(String, usize), Vec<Profile>>| {
+        taken
+            .iter()
+            .filter(|((model, _), ps)| {
+                probe::seed_of(model).is_none()
+                    && ps.len() < max_rounds
+                    && Profile::merge(ps).is_some_and(|p| p.relative_half_width() > args.target)
+            })
+            .map(|(key, ps)| (key.clone(), ps.len() + 1))
+            .collect::<Vec<_>>()
+    };
+    loop {
+        let again = wide(&taken);
+        if again.is_empty() {
+            break;
+        }
+        let total = taken.values().map(Vec::len).sum::<usize>() + again.len();
+        for ((model, threads), round) in again {
+            let p = measure(&model, threads, round, total)?;
+            taken.entry((model, threads)).or_default().push(p);
+        }
+    }
+    let mut loose = 0;
+    for profiles in taken.values() {
+        if let Some(p) = Profile::merge(profiles) {
+            if !p.is_probe() && p.relative_half_width() > args.target {
+                loose += 1;
+            }
             db.append(p)?;
         }
+    }
+    if loose > 0 {
+        errln!(
+            "warning: {loose} model profile(s) stayed wider than ±{:.1} % after {max_rounds} \
+             round(s): the machine changed speed between them (`costmodel eval` lists them)",
+            100.0 * args.target
+        );
     }
     let where_ = db
         .path
         .as_ref()
         .map_or("memory".to_string(), |p| p.display().to_string());
     print_out(&format!(
-        "{total} profile(s) added to {where_} ({} in all)\n",
+        "{} profile(s) added to {where_} ({} in all)\n",
+        taken.len(),
         db.profiles.len()
     ))
 }
@@ -300,9 +405,12 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
     for m in &models {
         let _ = writeln!(
             out,
-            "tract on {} thread(s), from {} model(s); end-to-end / summed layers {:.3}",
+            "tract on {} thread(s), from {} model(s) and {} probe(s), {} layer groups; \
+             end-to-end / summed layers {:.3}",
             m.threads,
             m.models.len(),
+            m.probes,
+            m.samples,
             m.overhead_ratio
         );
         let rows: Vec<Vec<String>> = m
@@ -343,10 +451,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let groups = costmodel::planned_groups(&model);
     let (ms, fallbacks) = cm.predict(&groups);
     // The uncertainty: how far leave-one-model-out predictions of this database fall.
-    let held: Vec<Held> = costmodel::leave_one_model_out(&db, "tract")
-        .into_iter()
-        .filter(|h| h.threads == args.threads)
-        .collect();
+    let held: Vec<Held> = costmodel::leave_one_model_out(&db, "tract", Some(args.threads));
     let mut errors: Vec<f64> = held.iter().map(|h| h.error.abs()).collect();
     errors.sort_by(f64::total_cmp);
     let spread = errors
@@ -386,7 +491,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     if fallbacks > 0 {
         let _ = write!(
             out,
-            "; {fallbacks} group(s) of templates it never measured used a broader fit"
+            "; {fallbacks} group(s) without a shape used their template's linear fit"
         );
     }
     if let Some(p) = measured {
@@ -397,7 +502,16 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
 
 fn eval(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
-    let held = costmodel::leave_one_model_out(&db, "tract");
+    let held = costmodel::leave_one_model_out(&db, "tract", None);
+    if held.is_empty() && db.profiles.iter().any(Profile::is_probe) {
+        anyhow::bail!(BadInput(format!(
+            "the measurement database {} holds only probes: leaving one model out needs \
+             profiles of zoo models (`edgeprof costmodel profile --model M`)",
+            db.path
+                .as_ref()
+                .map_or("(none)".to_string(), |p| p.display().to_string())
+        )));
+    }
     if held.is_empty() {
         anyhow::bail!(no_profiles(&db));
     }
@@ -424,6 +538,7 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
                     h.measured_ms,
                     100.0 * h.measured_half_width
                 ),
+                h.rounds.to_string(),
                 format!("{:.3}", h.predicted_ms),
                 format!("{:+.1} %", 100.0 * h.error),
                 h.fallbacks.to_string(),
@@ -436,11 +551,12 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
             "input",
             "threads",
             "measured ms",
+            "rounds",
             "predicted ms",
             "error",
             "fallbacks",
         ],
-        &[false, false, true, true, true, true, true],
+        &[false, false, true, true, true, true, true, true],
         &rows,
     );
     let _ = writeln!(
@@ -454,7 +570,8 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
     if loose > 0 {
         let _ = writeln!(
             out,
-            "{loose} measured median(s) have an interval wider than ±3 %: profile them again"
+            "{loose} measured median(s) have an interval wider than ±3 % (the machine's speed \
+             moved between rounds): profile them again, with more --max-rounds"
         );
     }
     print_out(&out)

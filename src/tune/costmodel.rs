@@ -13,7 +13,6 @@
 use crate::models::graph::{Model, Op};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 
 /// Whether a layer of `kind` never leads a group: the layers an engine fuses into the one
 /// before them ([`crate::models::graph::FUSED_AFTER`]), and ShuffleNet's chunks (views). tract
@@ -78,6 +77,64 @@ pub struct Group {
     pub bytes: f64,
     /// Median over the profiled runs.
     pub seconds: f64,
+    /// The leading layer's shape (absent in profiles written before it was kept: filled in
+    /// by rebuilding the model, [`Profile::with_dims`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dims: Option<Dims>,
+}
+
+/// The shape of a group's leading layer: what, beside FLOPs and bytes, sets how fast an engine
+/// runs it (a depthwise layer's time follows its channel rows, not its FLOPs).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Dims {
+    pub c_in: usize,
+    pub c_out: usize,
+    /// The output map's height and width (1 for a vector).
+    pub h: usize,
+    pub w: usize,
+    pub kernel: usize,
+    pub stride: usize,
+    pub groups: usize,
+    /// The whole model's FLOPs and DRAM bytes: the context a layer runs in (the same
+    /// convolution ran 20–40 % slower inside ResNet-34 than inside ResNet-18 here, its
+    /// weights competing with more of the model's for the caches).
+    #[serde(default)]
+    pub model_flops: u64,
+    #[serde(default)]
+    pub model_bytes: u64,
+}
+
+impl Dims {
+    fn of(model: &Model, layer: &crate::models::graph::Layer) -> Dims {
+        let input = layer
+            .inputs
+            .first()
+            .map(|v| model.shape_of(*v).to_vec())
+            .unwrap_or_default();
+        let out = &layer.output_shape;
+        let at = |s: &[usize], i: usize| s.get(i).copied().unwrap_or(1);
+        let (kernel, stride, groups) = match &layer.op {
+            Op::Conv2d {
+                kernel,
+                stride,
+                groups,
+                ..
+            } => (kernel[0], stride[0], *groups),
+            Op::MaxPool2d { kernel, stride, .. } => (kernel[0], stride[0], 1),
+            _ => (1, 1, 1),
+        };
+        Dims {
+            c_in: at(&input, 1),
+            c_out: at(out, 1),
+            h: at(out, 2),
+            w: at(out, 3),
+            kernel,
+            stride,
+            groups,
+            model_flops: 0,
+            model_bytes: 0,
+        }
+    }
 }
 
 /// One model profiled on this device: its groups and its end-to-end latency.
@@ -92,7 +149,20 @@ pub struct Profile {
     pub latency_ms: f64,
     pub latency_interval_ms: (f64, f64),
     pub runs: usize,
+    /// Rounds merged into it ([`Profile::merge`]); 1 for a single measurement.
+    #[serde(default = "one")]
+    pub rounds: usize,
+    /// Each round's median latency, when there were several.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub round_medians_ms: Vec<f64>,
+    /// The timed runs, until rounds are merged (not kept in the database).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub times_ms: Vec<f64>,
     pub written: String,
+}
+
+fn one() -> usize {
+    1
 }
 
 impl Profile {
@@ -105,6 +175,70 @@ impl Profile {
     /// The profiled sum of the groups, in ms.
     pub fn layers_ms(&self) -> f64 {
         self.groups.iter().map(|g| g.seconds).sum::<f64>() * 1e3
+    }
+
+    /// One profile from several `rounds` of the same (engine, model, input, threads), each
+    /// taken at another time: the median of all their timed runs, and as its interval the
+    /// two-stage bootstrap over rounds, then runs within each — so a slow or fast spell of the
+    /// machine that lasted a whole round widens it as much as it should; the groups' times are
+    /// the median over the rounds. None for no rounds.
+    pub fn merge(rounds: &[Profile]) -> Option<Profile> {
+        let first = rounds.first()?;
+        let repeats: Vec<Vec<f64>> = rounds.iter().map(|p| p.times_ms.clone()).collect();
+        let pooled = repeats.concat();
+        let mut merged = first.clone();
+        if rounds.len() > 1 && pooled.len() >= 2 {
+            merged.latency_ms = crate::stats::median(&pooled)?;
+            merged.latency_interval_ms =
+                crate::stats::median_interval_of_repeats(&repeats, crate::stats::BOOTSTRAP_ROUNDS)?;
+            merged.round_medians_ms = rounds.iter().map(|p| p.latency_ms).collect();
+        }
+        for (i, g) in merged.groups.iter_mut().enumerate() {
+            let times: Vec<f64> = rounds
+                .iter()
+                .filter_map(|p| p.groups.get(i))
+                .filter(|o| o.label == g.label)
+                .map(|o| o.seconds)
+                .collect();
+            g.seconds = crate::stats::median(&times).unwrap_or(g.seconds);
+        }
+        merged.runs = rounds.iter().map(|p| p.runs).sum();
+        merged.rounds = rounds.len();
+        merged.times_ms = Vec::new();
+        merged.written = rounds
+            .last()
+            .map_or(first.written.clone(), |p| p.written.clone());
+        Some(merged)
+    }
+
+    /// Whether this profile is of an operator-template probe, not a model of the zoo.
+    pub fn is_probe(&self) -> bool {
+        probe::seed_of(&self.model).is_some()
+    }
+
+    /// The profile with every group's [`Dims`] present: those a profile written before they
+    /// were kept lacks are taken from the model, rebuilt (groups matched by their layers).
+    pub fn with_dims(mut self) -> Profile {
+        if self
+            .groups
+            .iter()
+            .all(|g| g.dims.is_some_and(|d| d.model_bytes > 0))
+        {
+            return self;
+        }
+        let Ok(model) = zoo_model(&self.model, &self.input) else {
+            return self;
+        };
+        let planned = planned_groups(&model);
+        for g in &mut self.groups {
+            if g.dims.is_none_or(|d| d.model_bytes == 0) {
+                g.dims = planned
+                    .iter()
+                    .find(|p| p.label == g.label)
+                    .and_then(|p| p.dims);
+            }
+        }
+        self
     }
 }
 
@@ -143,8 +277,15 @@ pub fn planned_groups(model: &Model) -> Vec<Group> {
                 flops: cost.flops as f64,
                 bytes: cost.dram_bytes as f64,
                 seconds: 0.0,
+                dims: Some(Dims::of(model, layer)),
             }),
         }
+    }
+    let model_flops = costs.layers.iter().map(|c| c.flops).sum::<u64>();
+    let model_bytes = costs.layers.iter().map(|c| c.dram_bytes).sum::<u64>();
+    for d in out.iter_mut().filter_map(|g| g.dims.as_mut()) {
+        d.model_flops = model_flops;
+        d.model_bytes = model_bytes;
     }
     out
 }
@@ -216,159 +357,11 @@ pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow:
         latency_ms,
         latency_interval_ms: interval,
         runs: times.len(),
+        rounds: 1,
+        round_medians_ms: Vec::new(),
+        times_ms: times,
         written: crate::text::now_rfc3339(),
     })
-}
-
-// ---------------------------------------------------------------- the database
-
-/// A device's measurement database: every profile and every tuning trial kept, one JSON line
-/// each, in the cache directory beside the ceilings (`costmodel-<device key>.jsonl`).
-#[derive(Debug, Clone, Default)]
-pub struct Db {
-    pub path: Option<PathBuf>,
-    pub profiles: Vec<Profile>,
-    pub trials: Vec<crate::tune::prior::TrialRecord>,
-    /// Lines that did not parse, with their number.
-    pub skipped: Vec<usize>,
-}
-
-/// Most bytes of a database read back.
-const MAX_DB_BYTES: u64 = 256 << 20;
-
-impl Db {
-    /// The database at `path` (empty when there is none yet).
-    pub fn open(path: &Path) -> Result<Db, crate::error::BadInput> {
-        let text = match crate::collect::read_capped(path, MAX_DB_BYTES) {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-            Err(e) => {
-                return Err(crate::error::BadInput(format!(
-                    "cannot read {}: {e}",
-                    path.display()
-                )))
-            }
-        };
-        let mut db = Db {
-            path: Some(path.to_path_buf()),
-            ..Db::default()
-        };
-        for (n, line) in text.lines().enumerate() {
-            if line.trim().is_empty() {
-                continue;
-            }
-            if let Ok(t) = serde_json::from_str::<crate::tune::prior::TrialRecord>(line) {
-                db.trials.push(t);
-                continue;
-            }
-            match serde_json::from_str::<Profile>(line) {
-                Ok(p) => db.profiles.push(p),
-                Err(_) => db.skipped.push(n + 1),
-            }
-        }
-        Ok(db)
-    }
-
-    /// This device's database in the cache directory.
-    pub fn path_for_this_device() -> Option<PathBuf> {
-        let dir = crate::roofline::store::cache_dir()?;
-        let device = crate::collect::device::fingerprint(Path::new("/"));
-        Some(dir.join(format!(
-            "costmodel-{}.jsonl",
-            crate::roofline::store::device_key(&device)
-        )))
-    }
-
-    /// Appends `profile` (one line, flushed) and keeps it.
-    pub fn append(&mut self, profile: Profile) -> anyhow::Result<()> {
-        self.write_line(&profile)?;
-        self.profiles.push(profile);
-        Ok(())
-    }
-
-    /// Appends a tuning trial (one line, flushed) and keeps it.
-    pub fn append_trial(&mut self, trial: crate::tune::prior::TrialRecord) -> anyhow::Result<()> {
-        self.write_line(&trial)?;
-        self.trials.push(trial);
-        Ok(())
-    }
-
-    /// Appends a table's measured rows (from `edgeprof tune --exhaustive`) as trials, leaving
-    /// out the rows already here (same model, input, configuration and figures): how many
-    /// were added and how many were present.
-    pub fn import(&mut self, table: &crate::tune::replay::Table) -> anyhow::Result<(usize, usize)> {
-        let (mut added, mut present) = (0, 0);
-        for row in &table.rows {
-            let Some(measured) = row.measured else {
-                continue;
-            };
-            let known = self.trials.iter().any(|t| {
-                t.model == table.model
-                    && t.input == table.input
-                    && t.candidate == row.candidate
-                    && t.measured == measured
-            });
-            if known {
-                present += 1;
-                continue;
-            }
-            let mut record = crate::tune::prior::TrialRecord::new(
-                &table.model,
-                &table.input,
-                &row.candidate,
-                measured,
-                "table",
-            );
-            record.written = table.measured_at.clone();
-            self.append_trial(record)?;
-            added += 1;
-        }
-        Ok((added, present))
-    }
-
-    fn write_line(&self, value: &impl Serialize) -> anyhow::Result<()> {
-        match &self.path {
-            Some(path) => Db::append_to(path, value),
-            None => Ok(()),
-        }
-    }
-
-    /// Appends one line to the database at `path` (made with its folder when missing), flushed
-    /// to the disk.
-    pub fn append_to(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
-        use anyhow::Context;
-        use std::io::Write;
-        if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-        }
-        let mut file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("cannot open {}", path.display()))?;
-        let line = serde_json::to_string(value)? + "\n";
-        file.write_all(line.as_bytes())
-            .and_then(|()| file.sync_data())
-            .with_context(|| format!("cannot write {}", path.display()))
-    }
-
-    /// The latest profile of each (engine, model, input, threads).
-    pub fn latest(&self) -> Vec<&Profile> {
-        let mut by: BTreeMap<(String, String, String, usize), &Profile> = BTreeMap::new();
-        for p in &self.profiles {
-            by.insert(
-                (
-                    p.engine.clone(),
-                    p.model.clone(),
-                    p.input.clone(),
-                    p.threads,
-                ),
-                p,
-            );
-        }
-        by.into_values().collect()
-    }
 }
 
 // ---------------------------------------------------------------- fitting
@@ -474,6 +467,53 @@ fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
     Some(x.iter().zip(&scale).map(|(x, s)| x / s).collect())
 }
 
+/// The families a layer's features mark (one feature each).
+const FAMILIES: [&str; 11] = [
+    "dw", "conv1x1", "conv", "linear", "maxpool", "avgpool", "add", "scale", "concat", "shuffle",
+    "eltwise",
+];
+
+/// What the forest divides a group's time by before it learns it: its work, FLOPs plus bytes
+/// (and a floor for layers with neither). The forest then learns a time per unit of work, which
+/// carries over to layers larger than any it saw, where a time learnt as such would not.
+fn work(g: &Group) -> f64 {
+    g.flops + g.bytes + 1e4
+}
+
+/// A group's features for the forest: the logarithms of its FLOPs, bytes, channels in and out,
+/// output map area and channel rows, its kernel, stride and groups, the whole model's FLOPs and
+/// bytes, and its template's family.
+/// None without [`Dims`].
+pub fn features(g: &Group) -> Option<Vec<f64>> {
+    let d = g.dims?;
+    let ln = |v: f64| v.max(1.0).ln();
+    let head = g.template.split('/').next().unwrap_or(&g.template);
+    let fam = if head.starts_with("dw") {
+        "dw"
+    } else if head.starts_with("conv1x1") {
+        "conv1x1"
+    } else if head.starts_with("conv") || head.starts_with("gconv") {
+        "conv"
+    } else {
+        head
+    };
+    let mut f = vec![
+        ln(g.flops),
+        ln(g.bytes),
+        ln(d.c_in as f64),
+        ln(d.c_out as f64),
+        ln((d.h * d.w) as f64),
+        d.kernel as f64,
+        d.stride as f64,
+        ln(d.groups as f64),
+        ln((d.c_out * d.h) as f64),
+        ln(d.model_flops as f64),
+        ln(d.model_bytes as f64),
+    ];
+    f.extend(FAMILIES.iter().map(|k| if *k == fam { 1.0 } else { 0.0 }));
+    Some(f)
+}
+
 /// The cost model of one engine and thread count.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostModel {
@@ -482,10 +522,21 @@ pub struct CostModel {
     pub templates: BTreeMap<String, Linear>,
     pub families: BTreeMap<String, Linear>,
     pub overall: Linear,
-    /// End-to-end latency over the profiled sum of the layers (median over the models).
+    /// End-to-end latency over the sum of the layers' predictions, median over the zoo models
+    /// it learned from (over the probes when it has none): what the engine spends outside the
+    /// layers, and how far the layer model runs low or high on whole models.
     pub overhead_ratio: f64,
-    /// The models it learned from.
+    /// The models it learned from (the probes counted in `probes`).
     pub models: Vec<String>,
+    #[serde(default)]
+    pub probes: usize,
+    /// Layer groups the forest learned from.
+    #[serde(default)]
+    pub samples: usize,
+    /// Each group's time per unit of [`work`], from its [`features`] (the per-template linear
+    /// fits above serve the groups without features).
+    #[serde(skip)]
+    pub forest: Option<trees::Forest>,
 }
 
 impl CostModel {
@@ -519,23 +570,51 @@ impl CostModel {
                 .filter_map(|(k, s)| Some((k, fit_linear(&s)?)))
                 .collect()
         };
-        let ratios: Vec<f64> = mine
+        let mut models: Vec<String> = mine
             .iter()
-            .filter(|p| p.layers_ms() > 0.0)
-            .map(|p| p.latency_ms / p.layers_ms())
+            .filter(|p| !p.is_probe())
+            .map(|p| p.model.clone())
             .collect();
-        let mut models: Vec<String> = mine.iter().map(|p| p.model.clone()).collect();
         models.sort();
         models.dedup();
-        Some(CostModel {
+        let (mut x, mut y) = (Vec::new(), Vec::new());
+        for g in mine.iter().flat_map(|p| &p.groups) {
+            if let (Some(f), true) = (features(g), g.seconds > 0.0) {
+                x.push(f);
+                y.push(g.seconds.ln() - work(g).ln());
+            }
+        }
+        let mut fitted_model = CostModel {
             engine: engine.to_string(),
             threads,
             templates: fitted(by_template),
             families: fitted(by_family),
             overall: fit_linear(&all)?,
-            overhead_ratio: crate::stats::median(&ratios).unwrap_or(1.0),
+            overhead_ratio: 1.0,
+            probes: mine.iter().filter(|p| p.is_probe()).count(),
             models,
-        })
+            samples: x.len(),
+            forest: trees::Forest::fit(&x, &y, trees::Grow::default()),
+        };
+        // Calibrated on whole models: their measured latency over the sum of the layer
+        // predictions (held out on three profiles of the zoo, this predicted as many models
+        // within ±10 % as the ratio to the profiled sum, or more, and more within ±20 %).
+        let ratio = |p: &&&Profile| {
+            let sum = fitted_model.predict(&p.groups).0;
+            (sum > 0.0).then(|| p.latency_ms / sum)
+        };
+        let zoo: Vec<f64> = mine
+            .iter()
+            .filter(|p| !p.is_probe())
+            .filter_map(ratio)
+            .collect();
+        let ratios = if zoo.is_empty() {
+            mine.iter().filter_map(ratio).collect()
+        } else {
+            zoo
+        };
+        fitted_model.overhead_ratio = crate::stats::median(&ratios).unwrap_or(1.0);
+        Some(fitted_model)
     }
 
     /// The model for one group: its template's, else its family's, else the overall one.
@@ -549,16 +628,26 @@ impl CostModel {
         (&self.overall, "overall")
     }
 
-    /// A model's predicted latency in ms and the groups that fell back to a broader fit.
+    /// One group's predicted seconds: the forest's, else its template's linear fit (then
+    /// `true`: it fell back to the coarser model).
+    pub fn group_seconds(&self, g: &Group) -> (f64, bool) {
+        if let (Some(forest), Some(f)) = (&self.forest, features(g)) {
+            if forest.features() == f.len() {
+                return (forest.predict(&f).0.exp() * work(g), false);
+            }
+        }
+        let (m, from) = self.group_model(&g.template);
+        (m.seconds(g.flops, g.bytes).max(0.0), from != "template")
+    }
+
+    /// A model's predicted latency in ms and the groups that fell back to a coarser fit.
     pub fn predict(&self, groups: &[Group]) -> (f64, usize) {
         let mut seconds = 0.0;
         let mut fallbacks = 0;
         for g in groups {
-            let (m, from) = self.group_model(&g.template);
-            if from != "template" {
-                fallbacks += 1;
-            }
-            seconds += m.seconds(g.flops, g.bytes).max(0.0);
+            let (s, fell_back) = self.group_seconds(g);
+            seconds += s;
+            fallbacks += usize::from(fell_back);
         }
         (seconds * 1e3 * self.overhead_ratio, fallbacks)
     }
@@ -573,6 +662,8 @@ pub struct Held {
     pub measured_ms: f64,
     /// The measured median's own interval, relative half-width.
     pub measured_half_width: f64,
+    /// Rounds the measured profile merges.
+    pub rounds: usize,
     pub predicted_ms: f64,
     /// predicted / measured − 1.
     pub error: f64,
@@ -580,11 +671,15 @@ pub struct Held {
     pub fallbacks: usize,
 }
 
-/// The zoo model a profile was taken of, built again.
+/// The zoo model (or operator probe, [`probe`]) a profile was taken of, built again.
 pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInput> {
     let shape: crate::models::InputShape = input
         .parse()
         .map_err(|e| crate::error::BadInput(format!("input {input:?}: {e}")))?;
+    if let Some(seed) = probe::seed_of(name) {
+        return probe::build(seed, [shape.channels, shape.height, shape.width])
+            .map_err(|e| crate::error::BadInput(format!("{name} at {input}: {e}")));
+    }
     let params = crate::models::zoo::ModelParams {
         channels: shape.channels,
         height: shape.height,
@@ -594,39 +689,48 @@ pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInpu
     crate::models::zoo::build(name, &params).map_err(|e| crate::error::BadInput(e.to_string()))
 }
 
-/// Leave-one-model-out over the latest profiles of `engine`: each model predicted by a cost
-/// model fitted without any of its profiles, from its layers alone ([`planned_groups`]: nothing
+/// Leave-one-model-out over the latest profiles of `engine` (on `threads`, or every thread
+/// count): each zoo model predicted by a cost model fitted without any of its profiles, from its layers alone ([`planned_groups`]: nothing
 /// of its own profile is used).
-pub fn leave_one_model_out(db: &Db, engine: &str) -> Vec<Held> {
+pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec<Held> {
+    use rayon::prelude::*;
     let latest = db.latest();
-    let mut out = Vec::new();
-    for p in latest.iter().filter(|p| p.engine == engine) {
-        let others: Vec<&Profile> = latest
-            .iter()
-            .filter(|o| o.model != p.model)
-            .copied()
-            .collect();
-        let Some(model) = CostModel::fit(&others, engine, p.threads) else {
-            continue;
-        };
-        let groups = match zoo_model(&p.model, &p.input) {
-            Ok(m) => planned_groups(&m),
-            Err(_) => continue,
-        };
-        let (predicted_ms, fallbacks) = model.predict(&groups);
-        out.push(Held {
-            model: p.model.clone(),
-            input: p.input.clone(),
-            threads: p.threads,
-            measured_ms: p.latency_ms,
-            measured_half_width: p.relative_half_width(),
-            predicted_ms,
-            error: predicted_ms / p.latency_ms - 1.0,
-            fallbacks,
-        });
-    }
-    out
+    let held: Vec<&Profile> = latest
+        .iter()
+        .filter(|p| p.engine == engine && !p.is_probe())
+        .filter(|p| threads.is_none_or(|t| t == p.threads))
+        .copied()
+        .collect();
+    // Each held-out model is a fit of its own: in parallel, in the database's order.
+    held.par_iter()
+        .filter_map(|p| {
+            let others: Vec<&Profile> = latest
+                .iter()
+                .filter(|o| o.model != p.model)
+                .copied()
+                .collect();
+            let model = CostModel::fit(&others, engine, p.threads)?;
+            let groups = planned_groups(&zoo_model(&p.model, &p.input).ok()?);
+            let (predicted_ms, fallbacks) = model.predict(&groups);
+            Some(Held {
+                model: p.model.clone(),
+                input: p.input.clone(),
+                threads: p.threads,
+                measured_ms: p.latency_ms,
+                measured_half_width: p.relative_half_width(),
+                rounds: p.rounds,
+                predicted_ms,
+                error: predicted_ms / p.latency_ms - 1.0,
+                fallbacks,
+            })
+        })
+        .collect()
 }
 
+mod db;
+pub mod probe;
 #[cfg(test)]
 mod tests;
+pub mod trees;
+
+pub use db::Db;

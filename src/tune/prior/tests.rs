@@ -323,7 +323,9 @@ fn layer_profiles_alone_predict_tract_on_all_cores() -> anyhow::Result<()> {
     let (one, four) = (log(1, 1).context("b1")?, log(1, 4).context("b4")?);
     assert!((four - one - 4f64.ln()).abs() < 1e-9);
     assert!(
-        prior.summary().contains("layer profiles of 11 model(s)"),
+        prior
+            .summary()
+            .contains("layer profiles of 17 model(s) and 80 operator probe(s)"),
         "{}",
         prior.summary()
     );

@@ -1,0 +1,156 @@
+//! The measurement database: per device, every profile and every tuning trial, one JSON line
+//! each, appended as they are measured.
+
+use super::Profile;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+/// A device's measurement database: every profile and every tuning trial kept, one JSON line
+/// each, in the cache directory beside the ceilings (`costmodel-<device key>.jsonl`).
+#[derive(Debug, Clone, Default)]
+pub struct Db {
+    pub path: Option<PathBuf>,
+    pub profiles: Vec<Profile>,
+    pub trials: Vec<crate::tune::prior::TrialRecord>,
+    /// Lines that did not parse, with their number.
+    pub skipped: Vec<usize>,
+}
+
+/// Most bytes of a database read back.
+const MAX_DB_BYTES: u64 = 256 << 20;
+
+impl Db {
+    /// The database at `path` (empty when there is none yet).
+    pub fn open(path: &Path) -> Result<Db, crate::error::BadInput> {
+        let text = match crate::collect::read_capped(path, MAX_DB_BYTES) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(e) => {
+                return Err(crate::error::BadInput(format!(
+                    "cannot read {}: {e}",
+                    path.display()
+                )))
+            }
+        };
+        let mut db = Db {
+            path: Some(path.to_path_buf()),
+            ..Db::default()
+        };
+        for (n, line) in text.lines().enumerate() {
+            if line.trim().is_empty() {
+                continue;
+            }
+            if let Ok(t) = serde_json::from_str::<crate::tune::prior::TrialRecord>(line) {
+                db.trials.push(t);
+                continue;
+            }
+            match serde_json::from_str::<Profile>(line) {
+                Ok(p) => db.profiles.push(p.with_dims()),
+                Err(_) => db.skipped.push(n + 1),
+            }
+        }
+        Ok(db)
+    }
+
+    /// This device's database in the cache directory.
+    pub fn path_for_this_device() -> Option<PathBuf> {
+        let dir = crate::roofline::store::cache_dir()?;
+        let device = crate::collect::device::fingerprint(Path::new("/"));
+        Some(dir.join(format!(
+            "costmodel-{}.jsonl",
+            crate::roofline::store::device_key(&device)
+        )))
+    }
+
+    /// Appends `profile` (one line, flushed) and keeps it.
+    pub fn append(&mut self, profile: Profile) -> anyhow::Result<()> {
+        self.write_line(&profile)?;
+        self.profiles.push(profile);
+        Ok(())
+    }
+
+    /// Appends a tuning trial (one line, flushed) and keeps it.
+    pub fn append_trial(&mut self, trial: crate::tune::prior::TrialRecord) -> anyhow::Result<()> {
+        self.write_line(&trial)?;
+        self.trials.push(trial);
+        Ok(())
+    }
+
+    /// Appends a table's measured rows (from `edgeprof tune --exhaustive`) as trials, leaving
+    /// out the rows already here (same model, input, configuration and figures): how many
+    /// were added and how many were present.
+    pub fn import(&mut self, table: &crate::tune::replay::Table) -> anyhow::Result<(usize, usize)> {
+        let (mut added, mut present) = (0, 0);
+        for row in &table.rows {
+            let Some(measured) = row.measured else {
+                continue;
+            };
+            let known = self.trials.iter().any(|t| {
+                t.model == table.model
+                    && t.input == table.input
+                    && t.candidate == row.candidate
+                    && t.measured == measured
+            });
+            if known {
+                present += 1;
+                continue;
+            }
+            let mut record = crate::tune::prior::TrialRecord::new(
+                &table.model,
+                &table.input,
+                &row.candidate,
+                measured,
+                "table",
+            );
+            record.written = table.measured_at.clone();
+            self.append_trial(record)?;
+            added += 1;
+        }
+        Ok((added, present))
+    }
+
+    fn write_line(&self, value: &impl Serialize) -> anyhow::Result<()> {
+        match &self.path {
+            Some(path) => Db::append_to(path, value),
+            None => Ok(()),
+        }
+    }
+
+    /// Appends one line to the database at `path` (made with its folder when missing), flushed
+    /// to the disk.
+    pub fn append_to(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
+        use anyhow::Context;
+        use std::io::Write;
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("cannot open {}", path.display()))?;
+        let line = serde_json::to_string(value)? + "\n";
+        file.write_all(line.as_bytes())
+            .and_then(|()| file.sync_data())
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
+    /// The latest profile of each (engine, model, input, threads).
+    pub fn latest(&self) -> Vec<&Profile> {
+        let mut by: BTreeMap<(String, String, String, usize), &Profile> = BTreeMap::new();
+        for p in &self.profiles {
+            by.insert(
+                (
+                    p.engine.clone(),
+                    p.model.clone(),
+                    p.input.clone(),
+                    p.threads,
+                ),
+                p,
+            );
+        }
+        by.into_values().collect()
+    }
+}
