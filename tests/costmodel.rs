@@ -133,6 +133,22 @@ fn profile_adds_to_the_database_and_bad_requests_say_why() {
         ],
         "--probes-only needs at least one probe",
     );
+    // A database that cannot be written fails before anything is measured.
+    // (/proc takes no new folder, even from root.)
+    let failed = edgeprof()
+        .args([
+            "costmodel",
+            "profile",
+            "--model",
+            "squeezenet1_1",
+            "--db",
+            "/proc/edgeprof-no-such-folder/db.jsonl",
+        ])
+        .assert()
+        .failure();
+    let err = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(err.contains("cannot create"), "{err}");
+    assert!(!err.contains("profiling"), "{err}");
     let empty = tmp.path().join("empty.jsonl");
     assert_bad_input(
         &["costmodel", "eval", "--db", &empty.to_string_lossy()],

@@ -1,4 +1,4 @@
-//! The tuner (SPEC 6): replay over the table measured on a real machine, a live search through
+//! The tuner: replay over the table measured on a real machine, a live search through
 //! worker processes, core sets applied to workers, and placement with a split plan run on two
 //! CPU-side units.
 

@@ -269,6 +269,7 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
         anyhow::bail!(BadInput("--threads takes counts of 1 or more".into()));
     }
     let mut db = open(&args.db)?;
+    db.check_writable()?;
     let input = args.input.to_string();
     let rounds = args.rounds.max(1);
     let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);

@@ -117,6 +117,25 @@ impl Db {
         }
     }
 
+    /// Whether lines can be appended here: the file (and its folder) made when missing, nothing
+    /// written — so that a long profiling run fails before it measures, not after.
+    pub fn check_writable(&self) -> anyhow::Result<()> {
+        use anyhow::Context;
+        let Some(path) = &self.path else {
+            return Ok(());
+        };
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)
+                .with_context(|| format!("cannot create {}", dir.display()))?;
+        }
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .map(drop)
+            .with_context(|| format!("cannot write {}", path.display()))
+    }
+
     /// Appends one line to the database at `path` (made with its folder when missing), flushed
     /// to the disk.
     pub fn append_to(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
