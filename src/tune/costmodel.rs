@@ -281,11 +281,9 @@ pub fn planned_groups(model: &Model) -> Vec<Group> {
             }),
         }
     }
-    let model_flops = costs.layers.iter().map(|c| c.flops).sum::<u64>();
-    let model_bytes = costs.layers.iter().map(|c| c.dram_bytes).sum::<u64>();
     for d in out.iter_mut().filter_map(|g| g.dims.as_mut()) {
-        d.model_flops = model_flops;
-        d.model_bytes = model_bytes;
+        d.model_flops = costs.total.flops;
+        d.model_bytes = costs.total.dram_bytes;
     }
     out
 }
