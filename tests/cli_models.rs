@@ -250,3 +250,61 @@ fn typo_tips_leave_internal_commands_out() {
     let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
     assert!(!err.contains("reap-guard"), "{err}");
 }
+
+/// Two PyTorch exports of one small network (tests/fixtures/onnx/torch/make.py): TorchScript's
+/// at opset 13 with an open batch, and dynamo's at opset 20.
+#[test]
+fn info_reads_pytorch_exports_as_the_layers_they_hold() {
+    for (file, params) in [("small_opset13.onnx", 6_538), ("small_dynamo.onnx", 6_378)] {
+        let path = fixture(&format!("torch/{file}"));
+        let v = json_of(&["models", "info", &path, "--json"]);
+        let kinds: Vec<&str> = v["layers"]
+            .as_array()
+            .map(|l| l.iter().filter_map(|x| x["kind"].as_str()).collect())
+            .unwrap_or_default();
+        // Stem, ceil-mode pool, inverted residual with Hardswish, SE with SiLU, chunk, cat,
+        // shuffle, residual, pool, flatten, classifier: 22 layers either way.
+        assert_eq!(kinds.len(), 22, "{file}: {kinds:?}");
+        for kind in [
+            "Hardswish",
+            "DepthwiseConv2d",
+            "SiLU",
+            "ChannelShuffle",
+            "Linear",
+        ] {
+            assert!(kinds.contains(&kind), "{file}: {kind} in {kinds:?}");
+        }
+        assert_eq!(v["total"]["params"], params, "{file}");
+    }
+    // The batch is open in the TorchScript export: --batch sets it.
+    let small = fixture("torch/small_opset13.onnx");
+    let flops = |args: &[&str]| {
+        let v = json_of(&[&["models", "info", &small, "--json"], args].concat());
+        v["total"]["flops"].as_u64().unwrap_or(0)
+    };
+    assert_eq!(flops(&["--batch", "4"]), 4 * flops(&[]));
+    // dynamo's export fixes the batch in its reshapes: at another one it cannot run, and is
+    // refused as an engine would refuse it.
+    assert_bad_input(
+        &[
+            "models",
+            "info",
+            &fixture("torch/small_dynamo.onnx"),
+            "--batch",
+            "4",
+        ],
+        "node node_view (Reshape): a reshape of [4, 16, 16, 16] to [1, 2, 8, 16, 16]",
+    );
+    assert_bad_input(
+        &["models", "info", &small, "--classes", "10"],
+        "--classes sets a zoo model's classifier",
+    );
+    assert_bad_input(
+        &["models", "info", &fixture("unknown_op.onnx")],
+        "uses operators edgeprof cannot cost: com.example.NoSuchOp ×1",
+    );
+    assert_bad_input(
+        &["models", "info", &fixture("not_protobuf.onnx")],
+        "not_protobuf.onnx is not an ONNX model",
+    );
+}

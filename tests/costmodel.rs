@@ -86,6 +86,79 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
 }
 
 #[test]
+fn predict_reads_onnx_files_and_says_when_it_extrapolates() {
+    let tmp = temp_dir();
+    let file = tmp.path().join("mobilenet_v2.onnx");
+    let file = file.to_string_lossy();
+    edgeprof()
+        .args([
+            "models",
+            "export",
+            "mobilenet_v2",
+            "--input",
+            "3x64x64",
+            "-o",
+            &file,
+        ])
+        .assert()
+        .success();
+    let db = stored();
+    let predict = |model: &str, extra: &[&str]| {
+        let mut args = vec!["costmodel", "predict", model, "--db", &db, "--json"];
+        args.extend_from_slice(extra);
+        json_of(&args)
+    };
+    // A zoo model's export is read back into its own layers: the same prediction.
+    let zoo = predict("mobilenet_v2", &[]);
+    let exported = predict(&file, &[]);
+    assert_eq!(
+        exported["predicted_ms"], zoo["predicted_ms"],
+        "{exported} {zoo}"
+    );
+    assert_eq!(exported["groups"], zoo["groups"]);
+    assert_eq!(exported["input"], "3x64x64");
+    assert_eq!(exported["extrapolated"], false);
+    // PyTorch's exports, at their own input, and the TorchScript one (whose reshapes follow
+    // the input's size; dynamo's fix it) at a larger one than any profiled.
+    let torch = format!(
+        "{}/tests/fixtures/onnx/torch/small_dynamo.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let v = predict(&torch, &["--threads", "2"]);
+    assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    assert_eq!(v["extrapolated"], false);
+    let text = edgeprof()
+        .args([
+            "costmodel",
+            "predict",
+            &torch.replace("dynamo", "opset13"),
+            "--input",
+            "3x224x224",
+        ])
+        .args(["--db", &stored()])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&text.get_output().stdout).into_owned();
+    assert!(
+        out.contains("note: its input 3x224x224 is larger than any profiled on this device (at most 3x64x64)"),
+        "{out}"
+    );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "predict",
+            &format!(
+                "{}/tests/fixtures/onnx/unknown_op.onnx",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+            "--db",
+            &stored(),
+        ],
+        "uses operators edgeprof cannot cost",
+    );
+}
+
+#[test]
 fn profile_adds_to_the_database_and_bad_requests_say_why() {
     let tmp = temp_dir();
     let db = tmp.path().join("db.jsonl");

@@ -480,11 +480,13 @@ pub(super) enum ModelsCommand {
         json: bool,
     },
     /// Per-layer analytic cost (FLOPs, parameters, activation bytes, DRAM traffic) and totals
+    /// of a zoo model or an ONNX file
     Info {
-        /// Zoo model name (see `edgeprof models list`)
+        /// Zoo model name (see `edgeprof models list`), or the path of an ONNX file
+        #[arg(value_name = "NAME|FILE.onnx")]
         name: String,
         #[command(flatten)]
-        shape: ShapeArgs,
+        shape: InfoShapeArgs,
         /// Print JSON instead of a table
         #[arg(long)]
         json: bool,
@@ -568,6 +570,20 @@ impl ShapeArgs {
             batch: self.batch,
         }
     }
+}
+
+/// The shape of a zoo model or an ONNX file, as `models info` takes it.
+#[derive(Args, Debug)]
+pub(super) struct InfoShapeArgs {
+    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape]
+    #[arg(long, value_name = "CxHxW")]
+    pub(super) input: Option<InputShape>,
+    /// Batch size [default: 1, or an ONNX file's own]
+    #[arg(long)]
+    pub(super) batch: Option<usize>,
+    /// Number of output classes of a zoo model [default: 1000]
+    #[arg(long)]
+    pub(super) classes: Option<usize>,
 }
 
 #[derive(ValueEnum, Debug, Clone, Copy, PartialEq, Eq)]

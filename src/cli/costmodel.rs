@@ -19,7 +19,7 @@ pub enum CostmodelCommand {
     Profile(ProfileArgs),
     /// Fit the cost model from the database and show each operator template's fit
     Fit(DbArgs),
-    /// Predict a zoo model's latency from its layers, without running it
+    /// Predict a zoo model's or an ONNX file's latency from its layers, without running it
     Predict(PredictArgs),
     /// Leave one model out: predict each profiled model from a fit without it
     Eval(DbArgs),
@@ -105,10 +105,12 @@ pub struct ImportArgs {
 
 #[derive(Args, Debug)]
 pub struct PredictArgs {
-    /// Zoo model
+    /// Zoo model, or ONNX file (a path ending in .onnx)
     model: String,
-    #[arg(long, default_value = "3x64x64")]
-    input: edgeprof::models::InputShape,
+    /// Input as CxHxW: a zoo model's (default 3x64x64, the profiles' size), or the size an ONNX
+    /// file leaves open (a file with a fixed input is read at it)
+    #[arg(long, value_name = "CxHxW")]
+    input: Option<edgeprof::models::InputShape>,
     #[arg(long, default_value_t = 1)]
     threads: usize,
     #[command(flatten)]
@@ -439,8 +441,30 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
 
 fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let db = open(&args.db.db)?;
-    let input = args.input.to_string();
-    let model = costmodel::zoo_model(&args.model, &input)?;
+    let (model, input) = if crate::cli::is_file_model(&args.model) {
+        let model = crate::cli::describe_model(
+            &args.model,
+            args.input,
+            None,
+            None,
+            edgeprof::models::InputShape::default(),
+        )?;
+        let input = match model.input_shape[..] {
+            [_, c, h, w] => format!("{c}x{h}x{w}"),
+            _ => String::new(),
+        };
+        (model, input)
+    } else {
+        let input = args
+            .input
+            .unwrap_or(edgeprof::models::InputShape {
+                channels: 3,
+                height: 64,
+                width: 64,
+            })
+            .to_string();
+        (costmodel::zoo_model(&args.model, &input)?, input)
+    };
     let latest = db.latest();
     let Some(cm) = CostModel::fit(&latest, "tract", args.threads) else {
         anyhow::bail!(BadInput(format!(
@@ -461,10 +485,37 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let measured = latest
         .iter()
         .find(|p| p.model == args.model && p.input == input && p.threads == args.threads);
+    let batch = model.input_shape.first().copied().unwrap_or(1);
+    // A model larger than any profiled one, or at a larger input, is predicted by
+    // extrapolating: said, as its error may exceed the held-out models'.
+    let flops = edgeprof::models::cost::analyze(&model).total.flops;
+    let profiled: Vec<&&Profile> = latest
+        .iter()
+        .filter(|p| p.engine == "tract" && p.threads == args.threads)
+        .collect();
+    let largest = profiled
+        .iter()
+        .filter_map(|p| p.groups.first().and_then(|g| g.dims))
+        .map(|d| d.model_flops)
+        .max()
+        .unwrap_or(0);
+    let pixels = |s: &edgeprof::models::InputShape| s.height * s.width;
+    let largest_input = profiled
+        .iter()
+        .filter_map(|p| p.input.parse::<edgeprof::models::InputShape>().ok())
+        .max_by_key(pixels);
+    let bigger_input = match (&model.input_shape[..], largest_input) {
+        ([_, _, h, w], Some(l)) if h * w > pixels(&l) => Some(l),
+        _ => None,
+    };
+    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some();
     if args.db.json {
         return print_json(&serde_json::json!({
             "model": args.model,
             "input": input,
+            "batch": batch,
+            "flops": flops,
+            "extrapolated": beyond,
             "threads": args.threads,
             "predicted_ms": ms,
             "uncertainty": spread,
@@ -473,8 +524,13 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "measured_ms": measured.map(|p| p.latency_ms),
         }));
     }
+    let batched = if batch > 1 {
+        format!(" batch {batch}")
+    } else {
+        String::new()
+    };
     let mut out = format!(
-        "{} {input} on tract, {} thread(s): {ms:.3} ms predicted from {} layer groups",
+        "{} {input}{batched} on tract, {} thread(s): {ms:.3} ms predicted from {} layer groups",
         args.model,
         args.threads,
         groups.len()
@@ -497,6 +553,22 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     }
     if let Some(p) = measured {
         let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
+    }
+    if let Some(l) = bigger_input {
+        let _ = write!(
+            out,
+            "\nnote: its input {input} is larger than any profiled on this device (at most {l}): \
+             the prediction extrapolates, and may err more than the held-out models did; \
+             `edgeprof costmodel profile --input {input} --probes 0` profiles the zoo at that size"
+        );
+    } else if beyond {
+        let _ = write!(
+            out,
+            "\nnote: its {} FLOPs exceed the largest profiled model's {} on this device: the \
+             prediction extrapolates, and may err more than the held-out models did",
+            edgeprof::text::si(flops),
+            edgeprof::text::si(largest)
+        );
     }
     print_out(&(out + "\n"))
 }

@@ -96,7 +96,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Models(ModelsCommand::List { json }) => models_list(json),
         Command::Models(ModelsCommand::Info { name, shape, json }) => {
-            let model = zoo::build(&name, &shape.params())?;
+            let model = describe_model(
+                &name,
+                shape.input,
+                shape.batch,
+                shape.classes,
+                InputShape::default(),
+            )?;
             let cost = cost::analyze(&model);
             if json {
                 print_json(&cost)
@@ -671,8 +677,39 @@ fn bench_isolated(
     )
 }
 
+/// The model `name` stands for, described for analytic costs: an ONNX file read at `input` and
+/// `batch` where they are given (else its own), or a zoo model built at them (else at
+/// `zoo_input`, batch 1) with `classes` outputs (else 1000).
+pub(crate) fn describe_model(
+    name: &str,
+    input: Option<InputShape>,
+    batch: Option<usize>,
+    classes: Option<usize>,
+    zoo_input: InputShape,
+) -> anyhow::Result<edgeprof::models::graph::Model> {
+    if is_file_model(name) {
+        if classes.is_some() {
+            bail!(BadInput(format!(
+                "--classes sets a zoo model's classifier; {name} has its own"
+            )));
+        }
+        let given = edgeprof::models::onnx_read::Given { input, batch };
+        return edgeprof::models::onnx_read::read_file(Path::new(name), given)
+            .map_err(|e| BadInput(e.to_string()).into());
+    }
+    let input = input.unwrap_or(zoo_input);
+    let params = ModelParams {
+        num_classes: classes.unwrap_or(1000),
+        channels: input.channels,
+        height: input.height,
+        width: input.width,
+        batch: batch.unwrap_or(1),
+    };
+    Ok(zoo::build(name, &params)?)
+}
+
 /// True when `model` names a file rather than a zoo entry.
-fn is_file_model(model: &str) -> bool {
+pub(crate) fn is_file_model(model: &str) -> bool {
     zoo::find(model).is_none()
         && (model.ends_with(".onnx") || model.contains('/') || Path::new(model).exists())
 }

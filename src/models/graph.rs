@@ -337,6 +337,19 @@ impl GraphBuilder {
         self.add(name, op, &[x])
     }
 
+    /// Gives the fully connected layer that produces `v` a bias (an exporter's MatMul, then
+    /// Add of a constant); false when `v` is not a bias-less fully connected layer's output.
+    pub fn give_bias(&mut self, v: ValueId) -> bool {
+        let ValueId::Layer(i) = v else { return false };
+        match self.model.layers.get_mut(i).map(|l| &mut l.op) {
+            Some(Op::Linear { bias, .. }) if !*bias => {
+                *bias = true;
+                true
+            }
+            _ => false,
+        }
+    }
+
     pub fn finish(self) -> Model {
         self.model
     }

@@ -1,8 +1,10 @@
-//! Workloads: the model description, the built-in zoo, analytic costs and the ONNX writer.
+//! Workloads: the model description, the built-in zoo, analytic costs, the ONNX writer and
+//! the reader that describes a user's ONNX file the same way.
 
 pub mod cost;
 pub mod graph;
 pub mod onnx;
+pub mod onnx_read;
 pub mod weights;
 pub mod zoo;
 

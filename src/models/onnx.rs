@@ -55,7 +55,7 @@ pub fn float_tensor(name: &str, dims: &[usize], data: &[f32]) -> pb::TensorProto
     }
 }
 
-fn int64_tensor(name: &str, data: &[i64]) -> pb::TensorProto {
+pub(crate) fn int64_tensor(name: &str, data: &[i64]) -> pb::TensorProto {
     pb::TensorProto {
         name: name.to_string(),
         dims: vec![data.len() as i64],
@@ -65,7 +65,7 @@ fn int64_tensor(name: &str, data: &[i64]) -> pb::TensorProto {
     }
 }
 
-fn ints(name: &str, values: &[usize]) -> pb::AttributeProto {
+pub(crate) fn ints(name: &str, values: &[usize]) -> pb::AttributeProto {
     pb::AttributeProto {
         name: name.to_string(),
         r#type: pb::attribute_proto::AttributeType::Ints as i32,
@@ -74,7 +74,7 @@ fn ints(name: &str, values: &[usize]) -> pb::AttributeProto {
     }
 }
 
-fn int(name: &str, value: i64) -> pb::AttributeProto {
+pub(crate) fn int(name: &str, value: i64) -> pb::AttributeProto {
     pb::AttributeProto {
         name: name.to_string(),
         r#type: pb::attribute_proto::AttributeType::Int as i32,
@@ -83,7 +83,7 @@ fn int(name: &str, value: i64) -> pb::AttributeProto {
     }
 }
 
-fn float(name: &str, value: f32) -> pb::AttributeProto {
+pub(crate) fn float(name: &str, value: f32) -> pb::AttributeProto {
     pb::AttributeProto {
         name: name.to_string(),
         r#type: pb::attribute_proto::AttributeType::Float as i32,
@@ -92,7 +92,7 @@ fn float(name: &str, value: f32) -> pb::AttributeProto {
     }
 }
 
-fn value_info(name: &str, shape: &[usize]) -> pb::ValueInfoProto {
+pub(crate) fn value_info(name: &str, shape: &[usize]) -> pb::ValueInfoProto {
     use pb::tensor_shape_proto::{dimension::Value, Dimension};
     let dim = shape
         .iter()

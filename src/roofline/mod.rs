@@ -461,16 +461,36 @@ pub fn condition_model(
     crate::models::zoo::build(name, &params).map_err(|e| BadInput(e.to_string()))
 }
 
-/// Program points for the successful zoo-model conditions of a stored sweep. FLOPs and bytes
+/// The analytic totals of the model a condition of a stored sweep ran: a zoo model's, or an
+/// ONNX file's as the reader describes it at the condition's input and batch (the file read
+/// again where the sweep found it).
+pub fn condition_cost(
+    c: &crate::runner::matrix::Condition,
+    classes: usize,
+) -> Result<crate::models::cost::CostTotals, crate::error::BadInput> {
+    let model = match &c.model {
+        crate::config::ModelRef::Onnx(path) => {
+            let given = crate::models::onnx_read::Given {
+                input: Some(c.input),
+                batch: Some(c.batch),
+            };
+            crate::models::onnx_read::read_file(path, given).map_err(|e| BadInput(e.to_string()))?
+        }
+        crate::config::ModelRef::Zoo(_) => condition_model(c, classes)?,
+    };
+    Ok(crate::models::cost::analyze(&model).total)
+}
+
+/// Program points for the successful conditions of a stored sweep. FLOPs and bytes
 /// come from the best source at hand: the worker's hardware counters when it could
 /// count cache misses, else a cache simulation kept for the condition, else the analytic model
 /// (FLOPs exact; DRAM bytes the traffic lower bound); the time is the median latency.
-/// Conditions that cannot be placed (an ONNX file: no analytic cost) are returned with the reason.
+/// Conditions that cannot be placed (an ONNX file the reader cannot describe, or no longer
+/// finds) are returned with the reason.
 pub fn programs_from_results(
     stored: &crate::results::Stored,
     simulations: &[crate::runner::cachesim::Simulation],
 ) -> (Vec<Program>, Vec<(String, String)>) {
-    use crate::models::cost;
     let classes = stored.classes();
     let mut programs = Vec::new();
     let mut left_out = Vec::new();
@@ -485,8 +505,8 @@ pub fn programs_from_results(
             ));
             continue;
         }
-        let total = match condition_model(c, classes) {
-            Ok(model) => cost::analyze(&model).total,
+        let total = match condition_cost(c, classes) {
+            Ok(total) => total,
             Err(why) => {
                 left_out.push((c.id.clone(), why.0));
                 continue;
@@ -626,6 +646,39 @@ mod tests {
         // The median run, and every run kept beside it.
         assert!((p.programs[0].seconds - 0.002).abs() < 1e-12);
         assert_eq!(p.runs_s[1], vec![0.004, 0.004, 0.005]);
+    }
+
+    #[test]
+    fn an_onnx_condition_has_the_cost_of_its_file_at_the_condition_s_input_and_batch() {
+        use crate::config::{Device, ModelRef};
+        use crate::runner::matrix::Condition;
+        let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/onnx/torch/small_opset13.onnx");
+        let at = |batch: usize, path: &std::path::Path| {
+            let input = crate::models::InputShape {
+                channels: 3,
+                height: 64,
+                width: 64,
+            };
+            let c = Condition::new(
+                "tract",
+                ModelRef::Onnx(path.to_path_buf()),
+                input,
+                batch,
+                1,
+                Device::Cpu,
+            );
+            condition_cost(&c, 1000)
+        };
+        let (one, four) = match (at(1, &file), at(4, &file)) {
+            (Ok(a), Ok(b)) => (a, b),
+            (a, b) => panic!("{a:?} {b:?}"),
+        };
+        assert!(one.flops > 0 && one.params > 0);
+        assert_eq!(four.flops, 4 * one.flops);
+        assert_eq!(four.params, one.params);
+        let gone = at(1, &file.with_file_name("moved.onnx"));
+        assert!(gone.is_err_and(|e| e.0.starts_with("cannot read ")));
     }
 
     #[test]
