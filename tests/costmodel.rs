@@ -291,3 +291,71 @@ fn probes_are_profiled_in_rounds_and_merged_into_one_profile_each() {
         "holds only probes",
     );
 }
+
+/// A user's ONNX file is profiled like a zoo model (tract runs the file itself) and joins what
+/// the cost model learns from and holds out.
+#[test]
+fn an_onnx_file_is_profiled_into_the_database_and_held_out_like_a_model() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    if let Err(e) = std::fs::copy(stored(), &db) {
+        panic!("{e}");
+    }
+    let db = db.to_string_lossy().into_owned();
+    let file = format!(
+        "{}/tests/fixtures/onnx/torch/small_opset13.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    edgeprof()
+        .args(["costmodel", "profile", "--model", &file, "--threads", "1"])
+        .args(["--rounds", "1", "--max-runs", "40", "--layer-runs", "3"])
+        .args(["--db", &db])
+        .assert()
+        .success();
+    let last = read(std::path::Path::new(&db))
+        .lines()
+        .last()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap_or_default())
+        .unwrap_or_default();
+    // Kept by its full path, so that later fits read it again from anywhere.
+    let canonical = std::fs::canonicalize(&file)
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    assert_eq!(last["model"], canonical.as_str(), "{last}");
+    let groups = last["groups"].as_array().cloned().unwrap_or_default();
+    assert_eq!(groups.len(), 13, "{last}");
+    assert!(groups
+        .iter()
+        .any(|g| g["seconds"].as_f64().unwrap_or(0.0) > 0.0));
+    let v = json_of(&["costmodel", "predict", &canonical, "--db", &db, "--json"]);
+    assert!(v["measured_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    let v = json_of(&["costmodel", "eval", "--db", &db, "--json"]);
+    assert_eq!(v["pairs"], 35, "{v}");
+    let held = v["held_out"].as_array().cloned().unwrap_or_default();
+    assert!(held.iter().any(|h| h["model"] == canonical.as_str()), "{v}");
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--model",
+            "/nonexistent/m.onnx",
+            "--db",
+            &db,
+        ],
+        "--model /nonexistent/m.onnx: cannot read it",
+    );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--model",
+            &format!(
+                "{}/tests/fixtures/onnx/unknown_op.onnx",
+                env!("CARGO_MANIFEST_DIR")
+            ),
+            "--db",
+            &db,
+        ],
+        "uses operators edgeprof cannot cost",
+    );
+}

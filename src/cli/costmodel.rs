@@ -55,7 +55,8 @@ pub struct DbArgs {
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
-    /// A zoo model to profile; repeat for several (default: every zoo model)
+    /// A zoo model or an ONNX file (FILE.onnx) to profile; repeat for several (default: every
+    /// zoo model)
     #[arg(long = "model", value_name = "MODEL")]
     models: Vec<String>,
     #[arg(long, default_value = "3x64x64")]
@@ -228,15 +229,23 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     } else {
         args.models.clone()
     };
-    if let Some(m) = zoo_models
-        .iter()
-        .find(|m| zoo::find(m).is_none() && probe::seed_of(m).is_none())
-    {
-        anyhow::bail!(BadInput(format!(
-            "--model {m}: the cost model profiles the zoo's models ({}) and its probes \
-             (probe-<seed>)",
-            zoo::zoo_names().join(", ")
-        )));
+    let mut zoo_models = zoo_models;
+    for m in &mut zoo_models {
+        if costmodel::is_file(m) {
+            // One spelling of the file wherever it is profiled from, read again by later fits;
+            // read now, so that a file the cost model cannot describe is refused before any
+            // measuring.
+            let path = std::fs::canonicalize(&*m)
+                .map_err(|e| BadInput(format!("--model {m}: cannot read it: {e}")))?;
+            *m = path.to_string_lossy().into_owned();
+            costmodel::zoo_model(m, &args.input.to_string())?;
+        } else if zoo::find(m).is_none() && probe::seed_of(m).is_none() {
+            anyhow::bail!(BadInput(format!(
+                "--model {m}: the cost model profiles the zoo's models ({}), its probes \
+                 (probe-<seed>) and ONNX files (FILE.onnx)",
+                zoo::zoo_names().join(", ")
+            )));
+        }
     }
     let probe_count = args.probes.unwrap_or(if args.models.is_empty() {
         DEFAULT_PROBES

@@ -309,20 +309,29 @@ impl Default for Measure {
     }
 }
 
-/// Profiles zoo model `name` at `input` with tract on `threads` threads, in this process (the
-/// command runs it in a worker process of its own).
+/// Profiles zoo model, probe or ONNX file `name` at `input` with tract on `threads` threads, in
+/// this process (the command runs it in a worker process of its own).
 pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow::Result<Profile> {
     use crate::engines::tract::{ModelSource, TractSession};
     let model = zoo_model(name, input)?;
     let seed = crate::models::onnx::DEFAULT_SEED;
-    let session = TractSession::load(
-        ModelSource::Zoo {
-            model: &model,
-            seed,
-        },
-        None,
-        threads,
-    )?;
+    let session = if is_file(name) {
+        // The file itself, at the input its layers were read at.
+        TractSession::load(
+            ModelSource::OnnxFile(std::path::Path::new(name)),
+            Some(&model.input_shape),
+            threads,
+        )?
+    } else {
+        TractSession::load(
+            ModelSource::Zoo {
+                model: &model,
+                seed,
+            },
+            None,
+            threads,
+        )?
+    };
     let x = session.make_input(seed)?;
     for _ in 0..3 {
         session.time_one(&x)?;
@@ -669,11 +678,20 @@ pub struct Held {
     pub fallbacks: usize,
 }
 
-/// The zoo model (or operator probe, [`probe`]) a profile was taken of, built again.
+/// The zoo model, operator probe ([`probe`]) or ONNX file (a path ending in `.onnx`, read by
+/// [`crate::models::onnx_read`] at `input`, batch 1) a profile was taken of, built again.
 pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInput> {
     let shape: crate::models::InputShape = input
         .parse()
         .map_err(|e| crate::error::BadInput(format!("input {input:?}: {e}")))?;
+    if is_file(name) {
+        let given = crate::models::onnx_read::Given {
+            input: Some(shape),
+            batch: Some(1),
+        };
+        return crate::models::onnx_read::read_file(std::path::Path::new(name), given)
+            .map_err(|e| crate::error::BadInput(e.to_string()));
+    }
     if let Some(seed) = probe::seed_of(name) {
         return probe::build(seed, [shape.channels, shape.height, shape.width])
             .map_err(|e| crate::error::BadInput(format!("{name} at {input}: {e}")));
@@ -685,6 +703,11 @@ pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInpu
         ..Default::default()
     };
     crate::models::zoo::build(name, &params).map_err(|e| crate::error::BadInput(e.to_string()))
+}
+
+/// Whether a profile's model is an ONNX file (its path) rather than a zoo model or a probe.
+pub fn is_file(model: &str) -> bool {
+    model.ends_with(".onnx")
 }
 
 /// Leave-one-model-out over the latest profiles of `engine` (on `threads`, or every thread
