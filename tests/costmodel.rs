@@ -206,6 +206,20 @@ fn profile_adds_to_the_database_and_bad_requests_say_why() {
         ],
         "--probes-only needs at least one probe",
     );
+    // An external engine without an interpreter that has it is said before anything runs.
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--engine",
+            "onnxruntime",
+            "--python",
+            "/nonexistent/python3",
+            "--db",
+            &db_arg,
+        ],
+        "onnxruntime cannot profile here: not usable (/nonexistent/python3",
+    );
     // A database that cannot be written fails before anything is measured.
     // (/proc takes no new folder, even from root.)
     let failed = edgeprof()

@@ -101,3 +101,95 @@ fn full_size_and_overlapping_adaptive_pooling_match_onnxruntime() {
         ("vgg19", "3x80x112"),
     ]);
 }
+
+/// The cost model learns from onnxruntime's own op profiler, run in its harness: every layer
+/// group of the zoo's export gets onnxruntime's time, and fits, predictions and refusals name
+/// the engine.
+#[test]
+fn costmodel_profiles_onnxruntime_through_its_op_profiler() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    let db = db.to_string_lossy().into_owned();
+    let py = python().to_string_lossy().into_owned();
+    edgeprof()
+        .args([
+            "costmodel",
+            "profile",
+            "--engine",
+            "onnxruntime",
+            "--python",
+            &py,
+        ])
+        .args([
+            "--model",
+            "mobilenet_v2",
+            "--model",
+            "squeezenet1_1",
+            "--probes",
+            "2",
+        ])
+        .args(["--input", "3x64x64", "--threads", "1", "--rounds", "1"])
+        .args(["--layer-runs", "5", "--db", &db])
+        .assert()
+        .success();
+    let text = read(Path::new(&db));
+    let profiles: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    assert_eq!(profiles.len(), 4, "{text}");
+    for p in &profiles {
+        assert_eq!(p["engine"], "onnxruntime", "{p}");
+        let groups = p["groups"].as_array().cloned().unwrap_or_default();
+        let summed: f64 = groups
+            .iter()
+            .map(|g| g["seconds"].as_f64().unwrap_or(0.0) * 1e3)
+            .sum();
+        let latency = p["latency_ms"].as_f64().unwrap_or(0.0);
+        // The op profiler's nodes map onto the groups: their sum is the latency's order
+        // (onnxruntime's layout conversions stay outside; its profiler adds a microsecond or
+        // two to every node, which doubles the tiniest networks' sum).
+        assert!(
+            summed > 0.5 * latency && summed < 3.0 * latency,
+            "{summed} ms of layers against {latency} ms: {p}"
+        );
+    }
+    let fit = edgeprof()
+        .args(["costmodel", "fit", "--engine", "onnxruntime", "--db", &db])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&fit.get_output().stdout).into_owned();
+    assert!(
+        out.contains("onnxruntime on 1 thread(s), from 2 model(s) and 2 probe(s)"),
+        "{out}"
+    );
+    let v = json_of(&[
+        "costmodel",
+        "predict",
+        "resnet18",
+        "--engine",
+        "onnxruntime",
+        "--input",
+        "3x32x32",
+        "--db",
+        &db,
+        "--json",
+    ]);
+    assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    assert_eq!(v["engine"], "onnxruntime");
+    assert_bad_input(
+        &["costmodel", "predict", "resnet18", "--db", &db],
+        "no tract profile on 1 thread(s) in the database",
+    );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--engine",
+            "tensorflow",
+            "--db",
+            &db,
+        ],
+        "invalid value 'tensorflow'",
+    );
+}

@@ -155,6 +155,39 @@ fn with_the_databases_prior_the_search_finds_the_best_within_fifteen_percent_of_
     assert_eq!(strategy(&c, "random")["hits"], 7, "{c}");
 }
 
+/// With onnxruntime's layer profiles beside tract's and no trial of any model, the prior
+/// predicts onnxruntime at the options it was profiled at, which is each table's best.
+#[test]
+fn onnxruntime_layer_profiles_alone_lead_the_search_to_its_best_configuration() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("costmodel.jsonl");
+    let fixture = |name: &str| {
+        read(Path::new(&format!(
+            "{}/tests/fixtures/costmodel/{name}",
+            env!("CARGO_MANIFEST_DIR")
+        )))
+    };
+    write(
+        &db,
+        &(fixture("tract-2core-x86.jsonl") + &fixture("onnxruntime-2core-x86.jsonl")),
+    );
+    let db = db.display().to_string();
+    for replayed in [table(), other_table()] {
+        let c = json_of(&[
+            "tune", "--replay", &replayed, "--db", &db, "--budget", "7", "--seeds", "10", "--json",
+        ]);
+        let prior = c["prior"].as_str().unwrap_or_default();
+        assert!(
+            prior.contains(
+                "layer profiles of 17 model(s) and 80 operator probe(s) (onnxruntime, tract)"
+            ) && !prior.contains("trials"),
+            "{prior}"
+        );
+        let hits = strategy(&c, "guided+prior")["hits"].as_u64().unwrap_or(0);
+        assert!(hits >= 8, "with the prior: {hits} of 10 seeds ({replayed})");
+    }
+}
+
 #[test]
 fn a_broken_table_is_refused_with_one_clear_line() {
     let tmp = temp_dir();

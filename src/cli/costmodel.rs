@@ -5,17 +5,20 @@
 
 use crate::cli::{print_json, print_out, render, BadInput};
 use anyhow::Context;
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
 use edgeprof::models::zoo;
-use edgeprof::tune::costmodel::{self, probe, CostModel, Db, Held, Measure, Profile};
+use edgeprof::tune::costmodel::{
+    self, probe, CostModel, Db, Held, Measure, Profile, PROFILED_ENGINES,
+};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
-    /// Profile zoo models with tract (end-to-end latency to a target interval, then tract's
-    /// per-layer profile) into this device's measurement database
+    /// Profile zoo models, probes and ONNX files with tract or onnxruntime (end-to-end latency,
+    /// then the engine's per-layer profile) into this device's measurement database
     Profile(ProfileArgs),
     /// Fit the cost model from the database and show each operator template's fit
     Fit(DbArgs),
@@ -29,6 +32,10 @@ pub enum CostmodelCommand {
     /// Profile one model in this process and print the profile as JSON (what `profile` runs)
     #[command(hide = true)]
     ProfileOne {
+        #[arg(long, default_value = "tract")]
+        engine: String,
+        #[arg(long)]
+        python: Option<PathBuf>,
         #[arg(long)]
         model: String,
         #[arg(long)]
@@ -49,12 +56,23 @@ pub struct DbArgs {
     /// The measurement database (default: this device's, in the cache directory)
     #[arg(long)]
     db: Option<PathBuf>,
+    /// The engine whose profiles to fit
+    #[arg(long, default_value = "tract", value_parser = PossibleValuesParser::new(PROFILED_ENGINES))]
+    engine: String,
     #[arg(long)]
     json: bool,
 }
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
+    /// The engine to profile with: tract (in a worker process of its own) or onnxruntime (in
+    /// its harness, under the interpreter `edgeprof env setup onnxruntime` made)
+    #[arg(long, default_value = "tract", value_parser = PossibleValuesParser::new(PROFILED_ENGINES))]
+    engine: String,
+    /// The Python interpreter with the engine (onnxruntime), instead of the environment
+    /// `edgeprof env setup` made or the system's `python3`
+    #[arg(long, value_name = "PATH")]
+    python: Option<PathBuf>,
     /// A zoo model or an ONNX file (FILE.onnx) to profile; repeat for several (default: every
     /// zoo model)
     #[arg(long = "model", value_name = "MODEL")]
@@ -177,6 +195,8 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
         CostmodelCommand::Eval(args) => eval(args),
         CostmodelCommand::Import(args) => import(args),
         CostmodelCommand::ProfileOne {
+            engine,
+            python,
             model,
             input,
             threads,
@@ -190,7 +210,18 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
                 layer_runs,
                 ..Measure::default()
             };
-            print_json(&costmodel::measure(&model, &input, threads, how)?)
+            if engine == "tract" {
+                print_json(&costmodel::measure(&model, &input, threads, how)?)
+            } else {
+                print_json(&costmodel::measure_external(
+                    &engine,
+                    &model,
+                    &input,
+                    threads,
+                    how,
+                    python.as_deref(),
+                )?)
+            }
         }
     }
 }
@@ -202,9 +233,11 @@ fn profile_in_child(
     threads: usize,
     args: &ProfileArgs,
 ) -> anyhow::Result<Profile> {
-    let args: Vec<String> = vec![
+    let mut argv: Vec<String> = vec![
         "costmodel".into(),
         "profile-one".into(),
+        "--engine".into(),
+        args.engine.clone(),
         "--model".into(),
         model.into(),
         "--input".into(),
@@ -218,7 +251,10 @@ fn profile_in_child(
         "--layer-runs".into(),
         args.layer_runs.to_string(),
     ];
-    crate::cli::ask_worker(&args, b"", PROFILE_TIMEOUT, "the profiling worker")
+    if let Some(p) = &args.python {
+        argv.extend(["--python".into(), p.display().to_string()]);
+    }
+    crate::cli::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker")
 }
 
 fn profile(args: ProfileArgs) -> anyhow::Result<()> {
@@ -278,6 +314,17 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     }
     if args.threads.contains(&0) || args.threads.is_empty() {
         anyhow::bail!(BadInput("--threads takes counts of 1 or more".into()));
+    }
+    // An external engine's interpreter is found before anything is measured.
+    if let Some(f) = edgeprof::engines::external::find(&args.engine) {
+        let readiness = edgeprof::engines::env::readiness(f, args.python.as_ref());
+        if readiness.interpreter().is_none() {
+            anyhow::bail!(BadInput(format!(
+                "{} cannot profile here: {}; give --python PATH of an interpreter that has it",
+                f.name,
+                readiness.describe()
+            )));
+        }
     }
     let mut db = open(&args.db)?;
     db.check_writable()?;
@@ -377,12 +424,12 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     ))
 }
 
-/// Every thread count the database holds for tract.
-fn thread_counts(db: &Db) -> Vec<usize> {
+/// Every thread count the database holds for `engine`.
+fn thread_counts(db: &Db, engine: &str) -> Vec<usize> {
     let mut t: Vec<usize> = db
         .latest()
         .iter()
-        .filter(|p| p.engine == "tract")
+        .filter(|p| p.engine == engine)
         .map(|p| p.threads)
         .collect();
     t.sort_unstable();
@@ -390,10 +437,10 @@ fn thread_counts(db: &Db) -> Vec<usize> {
     t
 }
 
-fn no_profiles(db: &Db) -> BadInput {
+fn no_profiles(db: &Db, engine: &str) -> BadInput {
     BadInput(format!(
-        "the measurement database {} holds no tract profiles: `edgeprof costmodel profile` \
-         measures them",
+        "the measurement database {} holds no {engine} profiles: `edgeprof costmodel profile \
+         --engine {engine}` measures them",
         db.path
             .as_ref()
             .map_or("(none)".to_string(), |p| p.display().to_string())
@@ -403,12 +450,12 @@ fn no_profiles(db: &Db) -> BadInput {
 fn fit(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
     let latest = db.latest();
-    let models: Vec<CostModel> = thread_counts(&db)
+    let models: Vec<CostModel> = thread_counts(&db, &args.engine)
         .into_iter()
-        .filter_map(|t| CostModel::fit(&latest, "tract", t))
+        .filter_map(|t| CostModel::fit(&latest, &args.engine, t))
         .collect();
     if models.is_empty() {
-        anyhow::bail!(no_profiles(&db));
+        anyhow::bail!(no_profiles(&db, &args.engine));
     }
     if args.json {
         return print_json(&models);
@@ -417,8 +464,9 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
     for m in &models {
         let _ = writeln!(
             out,
-            "tract on {} thread(s), from {} model(s) and {} probe(s), {} layer groups; \
+            "{} on {} thread(s), from {} model(s) and {} probe(s), {} layer groups; \
              end-to-end / summed layers {:.3}",
+            m.engine,
             m.threads,
             m.models.len(),
             m.probes,
@@ -450,6 +498,7 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
 
 fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let db = open(&args.db.db)?;
+    let engine = args.db.engine.as_str();
     let (model, input) = if crate::cli::is_file_model(&args.model) {
         let model = crate::cli::describe_model(
             &args.model,
@@ -475,32 +524,32 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
         (costmodel::zoo_model(&args.model, &input)?, input)
     };
     let latest = db.latest();
-    let Some(cm) = CostModel::fit(&latest, "tract", args.threads) else {
+    let Some(cm) = CostModel::fit(&latest, engine, args.threads) else {
         anyhow::bail!(BadInput(format!(
-            "no tract profile on {} thread(s) in the database: `edgeprof costmodel profile \
-             --threads {}` measures them",
+            "no {engine} profile on {} thread(s) in the database: `edgeprof costmodel profile \
+             --engine {engine} --threads {}` measures them",
             args.threads, args.threads
         )));
     };
     let groups = costmodel::planned_groups(&model);
     let (ms, fallbacks) = cm.predict(&groups);
     // The uncertainty: how far leave-one-model-out predictions of this database fall.
-    let held: Vec<Held> = costmodel::leave_one_model_out(&db, "tract", Some(args.threads));
+    let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
     let mut errors: Vec<f64> = held.iter().map(|h| h.error.abs()).collect();
     errors.sort_by(f64::total_cmp);
     let spread = errors
         .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
         .copied();
-    let measured = latest
-        .iter()
-        .find(|p| p.model == args.model && p.input == input && p.threads == args.threads);
+    let measured = latest.iter().find(|p| {
+        p.engine == engine && p.model == args.model && p.input == input && p.threads == args.threads
+    });
     let batch = model.input_shape.first().copied().unwrap_or(1);
     // A model larger than any profiled one, or at a larger input, is predicted by
     // extrapolating: said, as its error may exceed the held-out models'.
     let flops = edgeprof::models::cost::analyze(&model).total.flops;
     let profiled: Vec<&&Profile> = latest
         .iter()
-        .filter(|p| p.engine == "tract" && p.threads == args.threads)
+        .filter(|p| p.engine == engine && p.threads == args.threads)
         .collect();
     let largest = profiled
         .iter()
@@ -521,6 +570,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     if args.db.json {
         return print_json(&serde_json::json!({
             "model": args.model,
+            "engine": engine,
             "input": input,
             "batch": batch,
             "flops": flops,
@@ -539,7 +589,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
         String::new()
     };
     let mut out = format!(
-        "{} {input}{batched} on tract, {} thread(s): {ms:.3} ms predicted from {} layer groups",
+        "{} {input}{batched} on {engine}, {} thread(s): {ms:.3} ms predicted from {} layer groups",
         args.model,
         args.threads,
         groups.len()
@@ -584,7 +634,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
 
 fn eval(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
-    let held = costmodel::leave_one_model_out(&db, "tract", None);
+    let held = costmodel::leave_one_model_out(&db, &args.engine, None);
     if held.is_empty() && db.profiles.iter().any(Profile::is_probe) {
         anyhow::bail!(BadInput(format!(
             "the measurement database {} holds only probes: leaving one model out needs \
@@ -595,7 +645,7 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
         )));
     }
     if held.is_empty() {
-        anyhow::bail!(no_profiles(&db));
+        anyhow::bail!(no_profiles(&db, &args.engine));
     }
     let within = |limit: f64| held.iter().filter(|h| h.error.abs() <= limit).count();
     let loose = held.iter().filter(|h| h.measured_half_width > 0.03).count();

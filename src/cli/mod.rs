@@ -642,6 +642,7 @@ fn bench_isolated(
         input_file: None,
         output_file: None,
         options: None,
+        layer_runs: 0,
     };
     let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     errln!("running {} in a worker process …", request.condition.id);

@@ -333,6 +333,7 @@ impl GpuProfiling<'_> {
             input_file: None,
             output_file: None,
             options: None,
+            layer_runs: 0,
         };
         let prepared = prepare::prepare(&config, c, request, self.edgeprof, self.dir, interpreters)
             .map_err(|e| format!("{e:#}"))?;

@@ -58,6 +58,25 @@ pub struct WorkerRequest {
     /// The framework's own options (`[frameworks.NAME] options` in the config).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<serde_json::Map<String, serde_json::Value>>,
+    /// After the timed repeats, run this many inferences under the framework's own op profiler
+    /// and report each node's median time in a `layers` record (harnesses whose framework has
+    /// one; 0: none).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub layer_runs: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One node of a framework's op profile: the node's name (an ONNX node's, for frameworks that
+/// run ONNX files), its operator and its median time over the profiled runs.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeTime {
+    pub name: String,
+    #[serde(default)]
+    pub op: String,
+    pub ms: f64,
 }
 
 fn default_line() -> u64 {
@@ -115,6 +134,12 @@ pub enum WorkerMessage {
         counts: Vec<crate::collect::perf::Count>,
         #[serde(default)]
         unavailable: Vec<String>,
+    },
+    /// The framework's op profile of `runs` inferences (after the timed repeats), when the
+    /// request asked for one.
+    Layers {
+        runs: usize,
+        nodes: Vec<NodeTime>,
     },
     Summary {
         #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -176,6 +201,9 @@ pub struct WorkerRun {
     /// Hardware event counts over the timed iterations, when they were asked for.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub counters: Option<crate::collect::perf::CounterReport>,
+    /// The framework's op profile, when it was asked for and the framework has one.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub layers: Vec<NodeTime>,
 }
 
 /// Checks worker output line by line and gathers the run.
@@ -249,6 +277,7 @@ impl Collector {
                     WorkerMessage::Summary { .. } => "summary",
                     WorkerMessage::Counters { .. } => "counters",
                     WorkerMessage::Progress { .. } => "progress",
+                    WorkerMessage::Layers { .. } => "layers",
                     _ => "iteration",
                 };
                 return Err(before_ready(record));
@@ -303,6 +332,18 @@ impl Collector {
                     counts,
                     unavailable,
                 });
+            }
+            WorkerMessage::Layers { runs, nodes } => {
+                if runs == 0 || nodes.iter().any(|n| !n.ms.is_finite() || n.ms < 0.0) {
+                    return Err(ProtocolError::Malformed {
+                        line,
+                        reason: "a layers record without runs, or with a time that is not a \
+                                 finite, non-negative number"
+                            .into(),
+                        text: String::new(),
+                    });
+                }
+                self.run.layers = nodes;
             }
             WorkerMessage::Summary { note } => {
                 self.run.note = note;
@@ -449,6 +490,35 @@ mod tests {
                 ..
             })
         ));
+    }
+
+    #[test]
+    fn a_layers_record_keeps_the_framework_s_node_times_and_is_checked() {
+        let good = "{\"type\":\"ready\",\"init_ms\":1}
+{\"type\":\"iterations\",\"latencies_ms\":[2.0]}
+{\"type\":\"layers\",\"runs\":5,\"nodes\":[{\"name\":\"features.0.1\",\"op\":\"Conv\",\"ms\":0.026},{\"name\":\"ReorderOutput\",\"ms\":0.003}]}
+{\"type\":\"summary\"}";
+        let run = match collect(good) {
+            Ok(r) => r,
+            Err(e) => panic!("{e}"),
+        };
+        assert_eq!(run.layers.len(), 2);
+        assert_eq!(run.layers[0].name, "features.0.1");
+        assert_eq!(run.layers[1].op, "");
+        for bad in [
+            good.replace("0.026", "-1"),
+            good.replace("\"runs\":5", "\"runs\":0"),
+        ] {
+            assert!(matches!(
+                collect(&bad),
+                Err(ProtocolError::Malformed { line: 3, .. })
+            ));
+        }
+        // Asked for in the request only when wanted: a request without it reads as none.
+        let request: Result<WorkerRequest, _> = serde_json::from_str(
+            "{\"condition\":{\"id\":\"x\",\"engine\":\"tract\",\"model\":{\"kind\":\"zoo\",\"name\":\"m\"},\"input\":\"3x8x8\",\"batch\":1,\"threads\":1,\"device\":\"cpu\"},\"warmup\":0,\"iterations\":1,\"repeats\":1,\"seed\":1,\"classes\":10}",
+        );
+        assert!(request.is_ok_and(|r| r.layer_runs == 0));
     }
 
     #[test]

@@ -749,9 +749,11 @@ pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec
 }
 
 mod db;
+mod external;
 pub mod probe;
 #[cfg(test)]
 mod tests;
 pub mod trees;
 
 pub use db::Db;
+pub use external::{measure_external, PROFILED_ENGINES};

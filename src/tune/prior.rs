@@ -98,6 +98,9 @@ pub struct Prior {
     /// Models with layer profiles behind the per-layer cost model, and its operator probes.
     pub profiled_models: usize,
     pub profiled_probes: usize,
+    /// The engines those layer profiles were measured on.
+    #[serde(default)]
+    pub profiled_engines: Vec<String>,
 }
 
 impl Prior {
@@ -138,8 +141,13 @@ impl Prior {
             } else {
                 String::new()
             };
+            let engines = if self.profiled_engines.iter().any(|e| e != "tract") {
+                format!(" ({})", self.profiled_engines.join(", "))
+            } else {
+                String::new()
+            };
             parts.push(format!(
-                "layer profiles of {} model(s){probes}",
+                "layer profiles of {} model(s){probes}{engines}",
                 self.profiled_models
             ));
         }
@@ -212,19 +220,43 @@ const LAYERS_SD: f64 = 0.2;
 /// Standard deviation of a configuration measured before (run-to-run noise).
 const MEASURED_SD: f64 = 0.1;
 
-/// The per-layer cost model's latency for a model, in ms: fitted on every latest tract profile
-/// at `threads` but the model's own, summed over its planned groups. None for a model outside
-/// the zoo or without profiles to fit.
-fn layers_ms(latest: &[&Profile], model: &str, input: &str, threads: usize) -> Option<f64> {
+/// The per-layer cost model's latency for a model, in ms: fitted on every latest profile of
+/// `engine` at `threads` but the model's own, summed over its planned groups. None for a model
+/// outside the zoo or without profiles to fit.
+fn layers_ms(
+    latest: &[&Profile],
+    engine: &str,
+    model: &str,
+    input: &str,
+    threads: usize,
+) -> Option<f64> {
     let others: Vec<&Profile> = latest
         .iter()
         .filter(|p| p.model != model)
         .copied()
         .collect();
-    let fitted = CostModel::fit(&others, "tract", threads)?;
+    let fitted = CostModel::fit(&others, engine, threads)?;
     let groups = costmodel::planned_groups(&costmodel::zoo_model(model, input).ok()?);
     let (ms, _) = fitted.predict(&groups);
     (ms > 0.0 && ms.is_finite()).then_some(ms)
+}
+
+/// Whether a candidate runs as its engine's layer profiles were measured: tract (it has no
+/// options), or onnxruntime at its harness's defaults (every graph optimisation, sequential
+/// execution, spinning threads), the options `costmodel profile --engine onnxruntime` runs.
+fn profiled_as(c: &Candidate) -> bool {
+    use serde_json::Value;
+    match c.engine.as_str() {
+        "tract" => true,
+        "onnxruntime" => c.options.iter().all(|(k, v)| match (k.as_str(), v) {
+            ("graph_optimization_level", Value::String(s)) => s == "all",
+            ("execution_mode", Value::String(s)) => s == "sequential",
+            ("spinning", Value::Bool(b)) => *b,
+            ("inter_op_threads", v) => v.as_u64() == Some(1),
+            _ => false,
+        }),
+        _ => false,
+    }
 }
 
 /// Median and scaled median absolute deviation.
@@ -256,7 +288,7 @@ pub fn build(
     let mut scale_of = |m: &str, i: &str| -> Option<f64> {
         *scales
             .entry((m.to_string(), i.to_string()))
-            .or_insert_with(|| layers_ms(&tract, m, i, reference_threads?).map(f64::ln))
+            .or_insert_with(|| layers_ms(&tract, "tract", m, i, reference_threads?).map(f64::ln))
     };
     // Other models' effects per level and key: per model, the mean of its trials' offsets.
     let mut effects: Vec<BTreeMap<String, BTreeMap<String, Vec<f64>>>> =
@@ -316,7 +348,7 @@ pub fn build(
         None => scale_of(model, input).map(|s| (s, LAYERS_SD)),
     };
     // The per-layer prediction of this model per thread count, fitted once each.
-    let mut own_layers: BTreeMap<usize, Option<f64>> = BTreeMap::new();
+    let mut own_layers: BTreeMap<(String, usize), Option<f64>> = BTreeMap::new();
     let entries = space
         .candidates
         .iter()
@@ -336,14 +368,12 @@ pub fn build(
                     source: Source::Transferred { level },
                 });
             }
-            // Tract on all cores from its layers alone (no trial to go on).
-            if c.engine == "tract"
-                && c.cores.cpus.is_none()
-                && c.device == crate::config::Device::Cpu
-            {
+            // An engine profiled layer by layer, on all cores at the options it was profiled
+            // at, from its layers alone (no trial to go on).
+            if profiled_as(c) && c.cores.cpus.is_none() && c.device == crate::config::Device::Cpu {
                 let ms = (*own_layers
-                    .entry(c.threads)
-                    .or_insert_with(|| layers_ms(&tract, model, input, c.threads)))?;
+                    .entry((c.engine.clone(), c.threads))
+                    .or_insert_with(|| layers_ms(&latest, &c.engine, model, input, c.threads)))?;
                 let per_call = match objective {
                     Objective::Throughput => ms.ln(),
                     _ => ms.ln() + batch,
@@ -357,26 +387,30 @@ pub fn build(
             None
         })
         .collect();
-    let mut profiled: Vec<&str> = tract
+    let mut profiled: Vec<&str> = latest
         .iter()
         .filter(|p| !p.is_probe())
         .map(|p| p.model.as_str())
         .collect();
     profiled.sort();
     profiled.dedup();
-    let mut probes: Vec<&str> = tract
+    let mut probes: Vec<&str> = latest
         .iter()
         .filter(|p| p.is_probe())
         .map(|p| p.model.as_str())
         .collect();
     probes.sort();
     probes.dedup();
+    let mut engines: Vec<String> = latest.iter().map(|p| p.engine.clone()).collect();
+    engines.sort();
+    engines.dedup();
     Prior {
         entries,
         models: models.into_iter().collect(),
         own_trials,
         profiled_models: profiled.len(),
         profiled_probes: probes.len(),
+        profiled_engines: engines,
     }
 }
 

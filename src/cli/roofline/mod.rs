@@ -537,6 +537,7 @@ fn simulate_missing(
             input_file: None,
             output_file: None,
             options: None,
+            layer_runs: 0,
         };
         match cachesim::simulate(
             &valgrind,

@@ -152,6 +152,9 @@ def main():
                 told = now
             times.append(timed(session)[0])
         emit({"type": "iterations", "latencies_ms": times, "repeat": repeat})
+    layer_runs = request.get("layer_runs", 0)
+    if layer_runs and hasattr(session, "profile_layers"):
+        emit({"type": "layers", "runs": layer_runs, "nodes": session.profile_layers(layer_runs)})
     summary = {"type": "summary"}
     if getattr(session, "note", None):
         summary["note"] = session.note

@@ -142,6 +142,8 @@ class Session:
         self.session = ort.InferenceSession(
             request["model_file"], so, providers=wanted, provider_options=provider_options
         )
+        self.options, self.providers, self.provider_options = so, wanted, provider_options
+        self.model_file = request["model_file"]
         used = self.session.get_providers()
         if device != "cpu" and used[0] == "CPUExecutionProvider":
             raise HarnessError("onnxruntime fell back to the CPU instead of %s" % device)
@@ -157,6 +159,51 @@ class Session:
 
     def infer(self):
         return self.session.run(None, {self.input_name: self.input})[0]
+
+    def profile_layers(self, runs):
+        """Each node's median time over `runs` inferences, from onnxruntime's own profiler (a
+        second session with the same options, profiling on): the kernel events of each run,
+        attributed to the run whose model_run event holds them and summed per node."""
+        import json
+        import tempfile
+
+        ort = need("onnxruntime")
+        so = self.options
+        with tempfile.TemporaryDirectory(prefix="edgeprof-ort-") as tmp:
+            so.enable_profiling = True
+            so.profile_file_prefix = os.path.join(tmp, "profile")
+            try:
+                session = ort.InferenceSession(
+                    self.model_file, so, providers=self.providers, provider_options=self.provider_options
+                )
+            finally:
+                so.enable_profiling = False
+            for _ in range(runs):
+                session.run(None, {self.input_name: self.input})
+            with open(session.end_profiling()) as f:
+                events = json.load(f)
+        spans = sorted(
+            (e["ts"], e["ts"] + e["dur"]) for e in events if e.get("cat") == "Session" and e.get("name") == "model_run"
+        )
+        per_run = [dict() for _ in spans]
+        ops = {}
+        for e in events:
+            if e.get("cat") != "Node" or not e.get("name", "").endswith("_kernel_time"):
+                continue
+            name = e["name"][: -len("_kernel_time")]
+            if name.endswith("_nchwc"):
+                name = name[: -len("_nchwc")]
+            ops[name] = (e.get("args") or {}).get("op_name", "")
+            for i, (start, end) in enumerate(spans):
+                if start <= e["ts"] <= end:
+                    per_run[i][name] = per_run[i].get(name, 0.0) + e["dur"] / 1e3
+                    break
+        nodes = []
+        for name, op in ops.items():
+            times = sorted(run.get(name, 0.0) for run in per_run)
+            if times:
+                nodes.append({"name": name, "op": op, "ms": times[len(times) // 2]})
+        return nodes
 
 
 def load(request, np):

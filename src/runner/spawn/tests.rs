@@ -28,6 +28,7 @@ fn request() -> WorkerRequest {
         input_file: None,
         output_file: None,
         options: None,
+        layer_runs: 0,
     }
 }
 

@@ -95,6 +95,7 @@ impl Sweep<'_> {
             input_file: None,
             output_file: None,
             options: None,
+            layer_runs: 0,
         }
     }
 

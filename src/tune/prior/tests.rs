@@ -331,3 +331,63 @@ fn layer_profiles_alone_predict_tract_on_all_cores() -> anyhow::Result<()> {
     );
     Ok(())
 }
+
+#[test]
+fn onnxruntime_layer_profiles_predict_it_at_the_options_they_were_measured_at() -> anyhow::Result<()>
+{
+    let space = space();
+    // The stored tract profiles stand in for onnxruntime's, four times faster.
+    let mut db = with_profiles(Db::default());
+    let ort: Vec<Profile> = db
+        .profiles
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.engine = "onnxruntime".into();
+            p.latency_ms /= 4.0;
+            for g in &mut p.groups {
+                g.seconds /= 4.0;
+            }
+            p
+        })
+        .collect();
+    db.profiles.extend(ort);
+    let prior = prior_of(&db, &space, true);
+    let predicted: Vec<(&Candidate, f64)> = space
+        .candidates
+        .iter()
+        .zip(&prior.entries)
+        .filter_map(|(c, e)| e.map(|e| (c, e.log_cost)))
+        .collect();
+    // tract and onnxruntime (every optimisation, spinning: as profiled) × threads 1, 2 ×
+    // batch 1, 4, on all cores; onnxruntime's other options have no profile to go on.
+    assert_eq!(predicted.len(), 8, "{prior:?}");
+    for (c, _) in &predicted {
+        if c.engine == "onnxruntime" {
+            assert_eq!(
+                c.options.get("graph_optimization_level"),
+                Some(&"all".into())
+            );
+            assert_eq!(c.options.get("spinning"), Some(&true.into()));
+        }
+    }
+    let log = |engine: &str| {
+        predicted
+            .iter()
+            .find(|(c, _)| c.engine == engine && c.threads == 1 && c.batch == 1)
+            .map(|(_, l)| *l)
+    };
+    let (tract, ort) = (
+        log("tract").context("tract")?,
+        log("onnxruntime").context("ort")?,
+    );
+    assert!((tract - ort - 4f64.ln()).abs() < 0.05, "{tract} {ort}");
+    assert!(
+        prior.summary().contains(
+            "layer profiles of 17 model(s) and 80 operator probe(s) (onnxruntime, tract)"
+        ),
+        "{}",
+        prior.summary()
+    );
+    Ok(())
+}
