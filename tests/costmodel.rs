@@ -118,6 +118,13 @@ fn predict_reads_onnx_files_and_says_when_it_extrapolates() {
     assert_eq!(exported["groups"], zoo["groups"]);
     assert_eq!(exported["input"], "3x64x64");
     assert_eq!(exported["extrapolated"], false);
+    // Another batch than the profiles' is predicted from its layers' work, and said.
+    let four = predict("mobilenet_v2", &["--batch", "4"]);
+    let ms = |v: &serde_json::Value| v["predicted_ms"].as_f64().unwrap_or(0.0);
+    assert!(ms(&four) > 2.0 * ms(&zoo), "{four} {zoo}");
+    assert_eq!(four["batch"], 4);
+    assert_eq!(four["extrapolated"], true);
+    assert!(four["measured_ms"].is_null() && zoo["measured_ms"].as_f64().is_some());
     // PyTorch's exports, at their own input, and the TorchScript one (whose reshapes follow
     // the input's size; dynamo's fix it) at a larger one than any profiled.
     let torch = format!(

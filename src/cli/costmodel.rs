@@ -1,7 +1,8 @@
 //! `edgeprof costmodel`: the per-layer learned cost model from the command line. `profile`
-//! measures zoo models with tract into this device's measurement database (each in an
-//! `edgeprof costmodel profile-one` child process), `fit` shows what it learns, `predict` gives a
-//! model's latency without running it, `eval` holds each model out in turn and predicts it.
+//! measures zoo models, probes and ONNX files with tract or onnxruntime into this device's
+//! measurement database (each in an `edgeprof costmodel profile-one` child process), `fit` shows
+//! what it learns, `predict` gives a model's latency without running it (a zoo model or an ONNX
+//! file), `eval` holds each model out in turn and predicts it.
 
 use crate::cli::{print_json, print_out, render, BadInput};
 use anyhow::Context;
@@ -127,9 +128,12 @@ pub struct PredictArgs {
     /// Zoo model, or ONNX file (a path ending in .onnx)
     model: String,
     /// Input as CxHxW: a zoo model's (default 3x64x64, the profiles' size), or the size an ONNX
-    /// file leaves open (a file with a fixed input is read at it)
+    /// file is read at (default: its own; needed where it leaves the size open)
     #[arg(long, value_name = "CxHxW")]
     input: Option<edgeprof::models::InputShape>,
+    /// Batch size [default: 1, or an ONNX file's own]
+    #[arg(long)]
+    batch: Option<usize>,
     #[arg(long, default_value_t = 1)]
     threads: usize,
     #[command(flatten)]
@@ -499,29 +503,21 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
 fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let db = open(&args.db.db)?;
     let engine = args.db.engine.as_str();
-    let (model, input) = if crate::cli::is_file_model(&args.model) {
-        let model = crate::cli::describe_model(
-            &args.model,
-            args.input,
-            None,
-            None,
-            edgeprof::models::InputShape::default(),
-        )?;
-        let input = match model.input_shape[..] {
-            [_, c, h, w] => format!("{c}x{h}x{w}"),
-            _ => String::new(),
-        };
-        (model, input)
+    let zoo_input = edgeprof::models::InputShape {
+        channels: 3,
+        height: 64,
+        width: 64,
+    };
+    let file = crate::cli::is_file_model(&args.model);
+    let model = if file || args.batch.is_some_and(|b| b != 1) {
+        crate::cli::describe_model(&args.model, args.input, args.batch, None, zoo_input)?
     } else {
-        let input = args
-            .input
-            .unwrap_or(edgeprof::models::InputShape {
-                channels: 3,
-                height: 64,
-                width: 64,
-            })
-            .to_string();
-        (costmodel::zoo_model(&args.model, &input)?, input)
+        let input = args.input.unwrap_or(zoo_input).to_string();
+        costmodel::zoo_model(&args.model, &input)?
+    };
+    let input = match model.input_shape[..] {
+        [_, c, h, w] => format!("{c}x{h}x{w}"),
+        _ => String::new(),
     };
     let latest = db.latest();
     let Some(cm) = CostModel::fit(&latest, engine, args.threads) else {
@@ -540,10 +536,15 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let spread = errors
         .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
         .copied();
-    let measured = latest.iter().find(|p| {
-        p.engine == engine && p.model == args.model && p.input == input && p.threads == args.threads
-    });
     let batch = model.input_shape.first().copied().unwrap_or(1);
+    // The profiles are of batch 1.
+    let measured = latest.iter().find(|p| {
+        batch == 1
+            && p.engine == engine
+            && p.model == args.model
+            && p.input == input
+            && p.threads == args.threads
+    });
     // A model larger than any profiled one, or at a larger input, is predicted by
     // extrapolating: said, as its error may exceed the held-out models'.
     let flops = edgeprof::models::cost::analyze(&model).total.flops;
@@ -566,7 +567,7 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
         ([_, _, h, w], Some(l)) if h * w > pixels(&l) => Some(l),
         _ => None,
     };
-    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some();
+    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some() || batch > 1;
     if args.db.json {
         return print_json(&serde_json::json!({
             "model": args.model,
@@ -619,6 +620,13 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "\nnote: its input {input} is larger than any profiled on this device (at most {l}): \
              the prediction extrapolates, and may err more than the held-out models did; \
              `edgeprof costmodel profile --input {input} --probes 0` profiles the zoo at that size"
+        );
+    } else if batch > 1 {
+        let _ = write!(
+            out,
+            "\nnote: the profiles are of batch 1: batch {batch} is extrapolated from each layer's \
+             time per unit of work, which misses how an engine batches (it has erred by half: \
+             see Known limitations); `edgeprof bench --batch {batch}` measures it"
         );
     } else if beyond {
         let _ = write!(

@@ -134,6 +134,14 @@ enum Val {
 /// Constants larger than this keep their dimensions only (weights are never needed).
 const SMALL: usize = 4096;
 
+/// Little-endian values of `N` bytes each.
+fn le<const N: usize>(raw: &[u8], value: impl Fn([u8; N]) -> f64) -> Vec<f64> {
+    raw.chunks_exact(N)
+        .filter_map(|c| <[u8; N]>::try_from(c).ok())
+        .map(value)
+        .collect()
+}
+
 fn const_of(t: &pb::TensorProto) -> Val {
     use pb::tensor_proto::DataType;
     let dims: Vec<usize> = t.dims.iter().map(|&d| d.max(0) as usize).collect();
@@ -146,28 +154,19 @@ fn const_of(t: &pb::TensorProto) -> Val {
                 if raw.is_empty() {
                     t.float_data.iter().map(|&v| v as f64).collect()
                 } else {
-                    raw.chunks_exact(4)
-                        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-                        .collect()
+                    le(raw, |b| f32::from_le_bytes(b) as f64)
                 }
             } else if dt == DataType::Int64 as i32 {
                 if raw.is_empty() {
                     t.int64_data.iter().map(|&v| v as f64).collect()
                 } else {
-                    raw.chunks_exact(8)
-                        .map(|c| {
-                            i64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]])
-                                as f64
-                        })
-                        .collect()
+                    le(raw, |b| i64::from_le_bytes(b) as f64)
                 }
             } else if dt == DataType::Int32 as i32 {
                 if raw.is_empty() {
                     t.int32_data.iter().map(|&v| v as f64).collect()
                 } else {
-                    raw.chunks_exact(4)
-                        .map(|c| i32::from_le_bytes([c[0], c[1], c[2], c[3]]) as f64)
-                        .collect()
+                    le(raw, |b| i32::from_le_bytes(b) as f64)
                 }
             } else if dt == DataType::Double as i32 {
                 t.double_data.clone()

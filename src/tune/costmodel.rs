@@ -8,7 +8,8 @@
 //! outside the layers, and the profiler's own). It learns from a measurement database that
 //! accumulates profiles per device ([`Db`]), and predicts models it has never run.
 //!
-//! The profiles come from tract's node profile; what tract fuses is measured as tract runs it.
+//! The profiles come from tract's node profile, or onnxruntime's op profiler through its
+//! harness; what an engine fuses is measured as it runs it.
 
 use crate::models::graph::{Model, Op};
 use serde::{Deserialize, Serialize};
@@ -211,6 +212,31 @@ impl Profile {
         Some(merged)
     }
 
+    /// One round's profile, written now: `(model, input, threads)`, the groups, the median
+    /// latency with its interval, and the timed runs it rests on.
+    pub fn one_round(
+        engine: &str,
+        (model, input, threads): (&str, &str, usize),
+        groups: Vec<Group>,
+        (latency_ms, latency_interval_ms): (f64, (f64, f64)),
+        times_ms: Vec<f64>,
+    ) -> Profile {
+        Profile {
+            engine: engine.to_string(),
+            model: model.to_string(),
+            input: input.to_string(),
+            threads,
+            groups,
+            latency_ms,
+            latency_interval_ms,
+            runs: times_ms.len(),
+            rounds: 1,
+            round_medians_ms: Vec::new(),
+            times_ms,
+            written: crate::text::now_rfc3339(),
+        }
+    }
+
     /// Whether this profile is of an operator-template probe, not a model of the zoo.
     pub fn is_probe(&self) -> bool {
         probe::seed_of(&self.model).is_some()
@@ -355,20 +381,14 @@ pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow:
         }
     };
     let layer_times = session.profile(&x, how.layer_runs)?;
-    Ok(Profile {
-        engine: "tract".to_string(),
-        model: name.to_string(),
-        input: input.to_string(),
-        threads,
-        groups: profile_groups(&model, &layer_times),
-        latency_ms,
-        latency_interval_ms: interval,
-        runs: times.len(),
-        rounds: 1,
-        round_medians_ms: Vec::new(),
-        times_ms: times,
-        written: crate::text::now_rfc3339(),
-    })
+    let groups = profile_groups(&model, &layer_times);
+    Ok(Profile::one_round(
+        "tract",
+        (name, input, threads),
+        groups,
+        (latency_ms, interval),
+        times,
+    ))
 }
 
 // ---------------------------------------------------------------- fitting

@@ -126,20 +126,14 @@ pub fn measure_external(
     let interval =
         crate::stats::median_interval_of_repeats(&run.repeats, crate::stats::BOOTSTRAP_ROUNDS)
             .unwrap_or((latency_ms, latency_ms));
-    Ok(Profile {
-        engine: framework.name.to_string(),
-        model: name.to_string(),
-        input: input.to_string(),
-        threads,
-        groups: profile_groups(&model, &layer_times(&run.layers)),
-        latency_ms,
-        latency_interval_ms: interval,
-        runs: times.len(),
-        rounds: 1,
-        round_medians_ms: Vec::new(),
-        times_ms: times,
-        written: crate::text::now_rfc3339(),
-    })
+    let groups = profile_groups(&model, &layer_times(&run.layers));
+    Ok(Profile::one_round(
+        framework.name,
+        (name, input, threads),
+        groups,
+        (latency_ms, interval),
+        times,
+    ))
 }
 
 /// A framework's node times as tract's layer times: a node is named after the ONNX node it
