@@ -440,6 +440,11 @@ fn short_onnx() {
     short_run("onnx");
 }
 
+#[test]
+fn short_onnx_reader() {
+    short_run("onnx-reader");
+}
+
 /// The harness itself: a parser that panics on some inputs is reported with the seed and the
 /// saved input, which replays to the same panic; contained panics are counted, not failures.
 #[test]

@@ -343,3 +343,49 @@ pub(super) fn onnx_target() -> Target {
         short: 300,
     }
 }
+
+/// The ONNX reader's seeds: the engine target's, and the PyTorch exports its tests read (the
+/// patterns it folds: shape arithmetic, gated activations, chunks and shuffles).
+pub(super) fn onnx_reader_seeds() -> Vec<Vec<u8>> {
+    let mut seeds = onnx_seeds();
+    seeds.extend(super::targets::fixtures(&[
+        "onnx/torch/small_opset13.onnx",
+        "onnx/torch/small_dynamo.onnx",
+    ]));
+    seeds
+}
+
+/// Reads a model for costs: an error is the expected answer to a broken file, a panic the bug.
+pub(super) fn run_onnx_reader(_: &mut Scratch, bytes: &[u8]) {
+    use crate::models::onnx_read::{from_proto, Given};
+    use prost::Message;
+    let Ok(proto) = tract_onnx::pb::ModelProto::decode(bytes) else {
+        return;
+    };
+    for given in [
+        Given::default(),
+        Given {
+            input: Some(crate::models::InputShape {
+                channels: 3,
+                height: 32,
+                width: 32,
+            }),
+            batch: Some(2),
+        },
+    ] {
+        if let Ok(model) = from_proto(&proto, "fuzz", "fuzz.onnx", given) {
+            let _ = crate::models::cost::analyze(&model);
+        }
+    }
+}
+
+pub(super) fn onnx_reader_target() -> Target {
+    Target {
+        name: "onnx-reader",
+        seeds: onnx_reader_seeds,
+        dictionary: &[],
+        structured: Some(mutate_onnx),
+        run: run_onnx_reader,
+        short: 1_000,
+    }
+}

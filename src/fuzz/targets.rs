@@ -294,6 +294,7 @@ pub fn targets() -> Vec<Target> {
             short: 3_000,
         },
         onnx_target(),
+        onnx_reader_target(),
     ]
 }
 

@@ -145,7 +145,7 @@ fn le<const N: usize>(raw: &[u8], value: impl Fn([u8; N]) -> f64) -> Vec<f64> {
 fn const_of(t: &pb::TensorProto) -> Val {
     use pb::tensor_proto::DataType;
     let dims: Vec<usize> = t.dims.iter().map(|&d| d.max(0) as usize).collect();
-    let count: usize = dims.iter().product();
+    let count = nodes::count(&dims);
     let data = (count <= SMALL)
         .then(|| {
             let raw = &t.raw_data;
@@ -273,7 +273,14 @@ fn input_shape(
             )))
         }
     };
-    Ok((input.name.clone(), [n, chw[0], chw[1], chw[2]]))
+    let shape = [n, chw[0], chw[1], chw[2]];
+    if nodes::elements(&shape).is_none_or(|e| e > nodes::MAX_ELEMENTS) {
+        return Err(graph_err(format!(
+            "its input {n}x{}x{}x{} is larger than any tensor edgeprof can cost",
+            chw[0], chw[1], chw[2]
+        )));
+    }
+    Ok((input.name.clone(), shape))
 }
 
 /// The gate nodes an exporter writes for one activation — `Mul(x, Sigmoid(x))` for SiLU,

@@ -66,8 +66,8 @@ fn pads_of(
                 return Err(format!("pads {pads:?} are not four numbers"));
             };
             for (axis, (b, e)) in [(b0, e0), (b1, e1)].into_iter().enumerate() {
-                if b < 0 || e < 0 {
-                    return Err(format!("negative pads {pads:?}"));
+                if !(0..=MAX_WINDOW).contains(&b) || !(0..=MAX_WINDOW).contains(&e) {
+                    return Err(format!("pads {pads:?} out of range"));
                 }
                 out[axis] = (b as usize, e as usize);
             }
@@ -76,7 +76,8 @@ fn pads_of(
         "SAME_UPPER" | "SAME_LOWER" => {
             for axis in 0..2 {
                 let len = input[2 + axis];
-                let total = ((len.div_ceil(stride[axis]) - 1) * stride[axis] + kernel[axis])
+                let total = (len.div_ceil(stride[axis]).saturating_sub(1) * stride[axis]
+                    + kernel[axis])
                     .saturating_sub(len);
                 let (small, large) = (total / 2, total - total / 2);
                 out[axis] = if auto == "SAME_UPPER" {
@@ -91,22 +92,46 @@ fn pads_of(
     Ok(out)
 }
 
+/// The largest kernel, stride, dilation or padding the reader takes (far beyond any network's).
+const MAX_WINDOW: i64 = 1 << 16;
+
 fn pair(node: &pb::NodeProto, name: &str, default: [usize; 2]) -> Res<[usize; 2]> {
     match attr_ints(node, name) {
         None => Ok(default),
         Some(v) => match v[..] {
-            [a, b] if a > 0 && b > 0 => Ok([a as usize, b as usize]),
+            [a, b] if (1..=MAX_WINDOW).contains(&a) && (1..=MAX_WINDOW).contains(&b) => {
+                Ok([a as usize, b as usize])
+            }
             _ => Err(format!(
-                "{name} {v:?} is not two positive numbers (a 2-D operator)"
+                "{name} {v:?} is not two positive numbers up to {MAX_WINDOW} (a 2-D operator)"
             )),
         },
     }
 }
 
-/// Elements of a shape.
-pub(super) fn count(dims: &[usize]) -> usize {
-    dims.iter().product()
+/// A node's first input, or why it has none.
+pub(super) fn first(node: &pb::NodeProto) -> Res<&str> {
+    node.input
+        .first()
+        .map(String::as_str)
+        .ok_or_else(|| "it has no input".to_string())
 }
+
+/// Elements of a shape (saturating: shapes come from files).
+pub(super) fn count(dims: &[usize]) -> usize {
+    elements(dims).unwrap_or(usize::MAX)
+}
+
+/// Elements of a shape, None past usize.
+pub(super) fn elements(dims: &[usize]) -> Option<usize> {
+    dims.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
+}
+
+/// The largest tensor (elements) and the most work per output element (a convolution's
+/// channels × kernel, a fully connected layer's inputs) the reader accepts: far beyond any
+/// network's, and small enough that the analytic costs stay within 64 bits.
+pub(super) const MAX_ELEMENTS: usize = 1 << 30;
+pub(super) const MAX_PER_OUTPUT: u64 = 1 << 24;
 
 impl Reader {
     pub(super) fn val(&self, name: &str) -> Res<&Val> {
@@ -147,10 +172,34 @@ impl Reader {
     }
 
     pub(super) fn layer(&mut self, name: &str, op: Op, inputs: &[ValueId]) -> Res<ValueId> {
+        let per_output = match &op {
+            Op::Conv2d {
+                in_channels,
+                groups,
+                kernel,
+                ..
+            } => (in_channels / (*groups).max(1)) as u64 * kernel[0] as u64 * kernel[1] as u64,
+            Op::Linear { in_features, .. } => *in_features as u64,
+            Op::MaxPool2d { kernel, .. } => kernel[0] as u64 * kernel[1] as u64,
+            _ => 1,
+        };
+        if per_output > MAX_PER_OUTPUT {
+            return Err(format!(
+                "{per_output} multiply-adds per output: beyond any network edgeprof can cost"
+            ));
+        }
         let name = unique(&mut self.names, name);
-        self.builder
+        let v = self
+            .builder
             .add(&name, op, inputs)
-            .map_err(|e| e.to_string())
+            .map_err(|e| e.to_string())?;
+        let shape = self.shape(v);
+        if elements(&shape).is_none_or(|n| n > MAX_ELEMENTS) {
+            return Err(format!(
+                "an output of {shape:?}: larger than any tensor edgeprof can cost"
+            ));
+        }
+        Ok(v)
     }
 
     pub(super) fn set(&mut self, node: &pb::NodeProto, index: usize, val: Val) {
@@ -419,7 +468,7 @@ impl Reader {
     }
 
     fn conv(&mut self, node: &pb::NodeProto, layer: &str) -> Res<Val> {
-        let x = self.tensor(&node.input[0])?;
+        let x = self.tensor(first(node)?)?;
         let shape = self.shape(x);
         let Some(Val::Const { dims: w, .. }) = node.input.get(1).and_then(|n| self.values.get(n))
         else {
@@ -464,7 +513,7 @@ impl Reader {
     }
 
     fn pool(&mut self, node: &pb::NodeProto, layer: &str, op: &str) -> Res<Val> {
-        let x = self.tensor(&node.input[0])?;
+        let x = self.tensor(first(node)?)?;
         let shape = self.shape(x);
         if shape.len() != 4 {
             return Err(format!("a pooling over {shape:?}, not an image batch"));
@@ -478,7 +527,7 @@ impl Reader {
                     Some(a) => a.iter().map(|&v| v as i64).collect(),
                     None => attr_ints(node, "axes").unwrap_or_default(),
                 };
-                let mut axes: Vec<i64> = axes.iter().map(|&a| (a + 4) % 4).collect();
+                let mut axes: Vec<i64> = axes.iter().map(|&a| a.rem_euclid(4)).collect();
                 axes.sort_unstable();
                 if axes != [2, 3] {
                     return Err(format!("a mean over axes {axes:?}, not the map"));
@@ -492,6 +541,9 @@ impl Reader {
             }
             _ => {
                 let kernel = pair(node, "kernel_shape", [0, 0])?;
+                if kernel.contains(&0) {
+                    return Err("a pooling without kernel_shape".to_string());
+                }
                 let stride = pair(node, "strides", [1, 1])?;
                 if pair(node, "dilations", [1, 1])? != [1, 1] {
                     return Err("a dilated pooling".to_string());
@@ -544,7 +596,7 @@ impl Reader {
     }
 
     fn matmul(&mut self, node: &pb::NodeProto, layer: &str, op: &str) -> Res<Val> {
-        let a = self.val(&node.input[0])?.clone();
+        let a = self.val(first(node)?)?.clone();
         let b = self
             .val(node.input.get(1).ok_or("it has one input")?)?
             .clone();

@@ -1,7 +1,7 @@
 //! The nodes that view or regroup a tensor's channels and shape (squeeze, concatenation,
 //! reshape, slice, split), read into layers, or folded when they work on constants.
 
-use super::nodes::{count, Res};
+use super::nodes::{count, first, Res};
 use super::{attr_int, attr_ints, Reader, Val};
 use crate::models::graph::{Op, ValueId};
 use tract_onnx::pb;
@@ -17,7 +17,7 @@ impl Reader {
             Some(a) => a.iter().map(|&v| v as i64).collect(),
             None => attr_ints(node, "axes").unwrap_or_default(),
         };
-        match self.val(&node.input[0])?.clone() {
+        match self.val(first(node)?)?.clone() {
             Val::Const { dims, data } => {
                 let mut dims = dims;
                 if unsqueeze {
@@ -52,7 +52,7 @@ impl Reader {
                     && shape[2] == 1
                     && shape[3] == 1
                     && (axes.is_empty() || {
-                        let mut a: Vec<i64> = axes.iter().map(|&a| (a + 4) % 4).collect();
+                        let mut a: Vec<i64> = axes.iter().map(|&a| a.rem_euclid(4)).collect();
                         a.sort_unstable();
                         a == [2, 3]
                     });
@@ -105,7 +105,7 @@ impl Reader {
 
     pub(super) fn reshape(&mut self, node: &pb::NodeProto, layer: &str) -> Res<Val> {
         let target = self.consts(node.input.get(1).ok_or("it has no shape input")?)?;
-        let data = self.val(&node.input[0])?.clone();
+        let data = self.val(first(node)?)?.clone();
         let from: Vec<usize> = match &data {
             Val::Tensor(x) => self.shape(*x),
             Val::Const { dims, .. } => dims.clone(),
@@ -207,7 +207,7 @@ impl Reader {
         if arg(4, "steps")?.is_some_and(|s| s.iter().any(|&v| v != 1.0)) {
             return Err("a slice with steps".to_string());
         }
-        match self.val(&node.input[0])?.clone() {
+        match self.val(first(node)?)?.clone() {
             Val::Const { data: Some(d), .. } if starts.len() == 1 => {
                 let n = d.len() as f64;
                 let at = |v: f64| (if v < 0.0 { v + n } else { v }).clamp(0.0, n) as usize;
@@ -237,7 +237,7 @@ impl Reader {
     }
 
     pub(super) fn split(&mut self, node: &pb::NodeProto, layer: &str) -> Res<()> {
-        let x = self.tensor(&node.input[0])?;
+        let x = self.tensor(first(node)?)?;
         let channels = self.shape(x).get(1).copied().unwrap_or(0);
         let parts = node.output.len().max(1);
         let sizes: Vec<usize> = match self.opt_consts(node, 1)? {
@@ -252,7 +252,8 @@ impl Reader {
                 }
             },
         };
-        if sizes.len() != node.output.len() || sizes.iter().sum::<usize>() != channels {
+        let total = sizes.iter().try_fold(0usize, |t, &s| t.checked_add(s));
+        if sizes.len() != node.output.len() || total != Some(channels) {
             return Err(format!("splits {sizes:?} of {channels} channels"));
         }
         let mut start = 0;
