@@ -547,7 +547,11 @@ fn predict(args: PredictArgs) -> anyhow::Result<()> {
     });
     // A model larger than any profiled one, or at a larger input, is predicted by
     // extrapolating: said, as its error may exceed the held-out models'.
-    let flops = edgeprof::models::cost::analyze(&model).total.flops;
+    // The whole model's FLOPs, which every planned group carries.
+    let flops = groups
+        .first()
+        .and_then(|g| g.dims)
+        .map_or(0, |d| d.model_flops);
     let profiled: Vec<&&Profile> = latest
         .iter()
         .filter(|p| p.engine == engine && p.threads == args.threads)

@@ -494,6 +494,8 @@ pub fn programs_from_results(
     let classes = stored.classes();
     let mut programs = Vec::new();
     let mut left_out = Vec::new();
+    let mut costs: std::collections::HashMap<(String, String, usize), Result<_, BadInput>> =
+        std::collections::HashMap::new();
     for record in stored.runs.iter().filter(|r| r.ok) {
         let c = &record.condition;
         let Some(stats) = &record.stats else { continue };
@@ -505,7 +507,11 @@ pub fn programs_from_results(
             ));
             continue;
         }
-        let total = match condition_cost(c, classes) {
+        // Once per model, input and batch: an ONNX file is read whole each time.
+        let cost = costs
+            .entry((c.model.to_string(), c.input.to_string(), c.batch))
+            .or_insert_with(|| condition_cost(c, classes));
+        let total = match cost.clone() {
             Ok(total) => total,
             Err(why) => {
                 left_out.push((c.id.clone(), why.0));
