@@ -33,3 +33,11 @@ done
 
 "$bin" config check "$config"
 "$bin" run --no-charts "$config" --output "${RESULTS:-results}"
+
+# The cost model's PyTorch layer profiles (eager modules timed through the harness; the probes
+# run from their description), into a scratch database, and what a fit learns from them.
+db=$(mktemp --suffix=.jsonl)
+"$bin" costmodel profile --engine pytorch --model mobilenet_v2 --model resnet18 --probes 2 \
+    --threads 1 --rounds 1 --db "$db"
+"$bin" costmodel fit --engine pytorch --db "$db"
+rm -f "$db"

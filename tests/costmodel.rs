@@ -41,6 +41,33 @@ fn leave_one_model_out_over_the_stored_profiles() {
     assert!(out.contains("pairs within ±10 %"), "{out}");
 }
 
+/// PyTorch's module times (eager, one thread), profiled through its harness on the development
+/// VM: the same leave-one-model-out, over 17 zoo models.
+#[test]
+fn leave_one_model_out_over_the_stored_pytorch_profiles() {
+    let db = stored().replace("tract-2core", "pytorch-2core");
+    let v = json_of(&[
+        "costmodel",
+        "eval",
+        "--engine",
+        "pytorch",
+        "--db",
+        &db,
+        "--json",
+    ]);
+    assert_eq!(v["pairs"], 17, "{v}");
+    let within_10 = v["within_10_pct"].as_u64().unwrap_or(0);
+    let within_20 = v["within_20_pct"].as_u64().unwrap_or(0);
+    assert!(
+        within_10 * 5 >= 17 * 4,
+        "{within_10} of 17 within ±10 %: {v}"
+    );
+    assert!(within_20 >= 16, "{within_20} of 17 within ±20 %: {v}");
+    for h in v["held_out"].as_array().cloned().unwrap_or_default() {
+        assert_eq!(h["fallbacks"], 0, "{h}");
+    }
+}
+
 #[test]
 fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
     let v = json_of(&[
@@ -226,6 +253,24 @@ fn profile_adds_to_the_database_and_bad_requests_say_why() {
             &db_arg,
         ],
         "onnxruntime cannot profile here: not usable (/nonexistent/python3",
+    );
+    // PyTorch runs models, not files: refused before its interpreter is looked for.
+    let file = format!(
+        "{}/tests/fixtures/onnx/torch/small_opset13.onnx",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "profile",
+            "--engine",
+            "pytorch",
+            "--model",
+            &file,
+            "--db",
+            &db_arg,
+        ],
+        "pytorch runs the zoo's models and the cost model's probes, not ONNX files",
     );
     // A database that cannot be written fails before anything is measured.
     // (/proc takes no new folder, even from root.)

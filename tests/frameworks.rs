@@ -524,3 +524,64 @@ fn the_onnxruntime_harness_times_what_onnxruntimes_own_loop_times() {
          every edgeprof run judged clean and the rounds steady: {ours:?} against {theirs:?}"
     );
 }
+
+/// `costmodel profile --engine pytorch` times the fake torch's modules through the harness's
+/// hooks: a leaf module is its layer, a block's own time goes to the functional layers no
+/// module runs (ShuffleNet's concatenation and shuffle), summed into tract's groups. The fake's
+/// modules are busy for fixed times, so each group's time has a floor.
+#[test]
+fn costmodel_profiles_pytorch_module_times_through_the_harness_hooks() {
+    let tmp = temp_dir();
+    let python = python_without_torch();
+    let db = tmp.path().join("db.jsonl");
+    edgeprof()
+        .args(["costmodel", "profile", "--engine", "pytorch", "--python"])
+        .arg(&python)
+        .args(["--model", "shufflenet_v2_x0_5", "--input", "3x32x32"])
+        .args([
+            "--threads",
+            "1",
+            "--rounds",
+            "1",
+            "--layer-runs",
+            "5",
+            "--db",
+        ])
+        .arg(&db)
+        .env("PYTHONPATH", fake_framework_dir())
+        .env("EDGEPROF_FAKE_PARAMS", SHUFFLENET_PARAMETERS.to_string())
+        .assert()
+        .success();
+    let profile: serde_json::Value = serde_json::from_str(read(&db).trim()).unwrap_or_default();
+    assert_eq!(profile["engine"], "pytorch", "{profile}");
+    let groups = profile["groups"].as_array().cloned().unwrap_or_default();
+    // The time of the groups holding any of `members`.
+    let ms_of = |members: &[&str]| -> f64 {
+        groups
+            .iter()
+            .filter(|g| {
+                g["label"]
+                    .as_str()
+                    .is_some_and(|l| l.split('+').any(|m| members.contains(&m)))
+            })
+            .map(|g| g["seconds"].as_f64().unwrap_or(0.0) * 1e3)
+            .sum()
+    };
+    // conv1's convolution, batch norm and ReLU (0.4 + 0.1 + 0.1 ms) are one group.
+    assert!(ms_of(&["conv1.0"]) >= 0.6, "{profile}");
+    assert_eq!(ms_of(&["conv1.0"]), ms_of(&["conv1.0", "conv1.2"]));
+    assert!(ms_of(&["maxpool"]) >= 0.2, "{profile}");
+    // The unit's own 0.3 ms lands on its concatenation and shuffle, not on its branches,
+    // whose 13 modules keep their own 0.1 ms each.
+    assert!(
+        ms_of(&["stage2.0.cat", "stage2.0.shuffle"]) >= 0.3,
+        "{profile}"
+    );
+    let branches: Vec<String> = (0..5)
+        .map(|i| format!("stage2.0.branch1.{i}"))
+        .chain((0..8).map(|i| format!("stage2.0.branch2.{i}")))
+        .collect();
+    let branches: Vec<&str> = branches.iter().map(String::as_str).collect();
+    let branch_ms = ms_of(&branches);
+    assert!(branch_ms >= 1.3, "{branch_ms}: {profile}");
+}

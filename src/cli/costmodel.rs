@@ -1,7 +1,7 @@
 //! `edgeprof costmodel`: the per-layer learned cost model from the command line. `profile`
-//! measures zoo models, probes and ONNX files with tract or onnxruntime into this device's
-//! measurement database (each in an `edgeprof costmodel profile-one` child process), `fit` shows
-//! what it learns, `predict` gives a model's latency without running it (a zoo model or an ONNX
+//! measures zoo models, probes and ONNX files with tract, onnxruntime or PyTorch into this
+//! device's measurement database (each in an `edgeprof costmodel profile-one` child process),
+//! `fit` shows what it learns, `predict` gives a model's latency without running it (a zoo model or an ONNX
 //! file), `eval` holds each model out in turn and predicts it.
 
 use crate::cli::{print_json, print_out, render, BadInput};
@@ -18,8 +18,8 @@ use std::time::Duration;
 
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
-    /// Profile zoo models, probes and ONNX files with tract or onnxruntime (end-to-end latency,
-    /// then the engine's per-layer profile) into this device's measurement database
+    /// Profile zoo models, probes and ONNX files with tract, onnxruntime or PyTorch (end-to-end
+    /// latency, then the engine's per-layer profile) into this device's measurement database
     Profile(ProfileArgs),
     /// Fit the cost model from the database and show each operator template's fit
     Fit(DbArgs),
@@ -66,11 +66,12 @@ pub struct DbArgs {
 
 #[derive(Args, Debug)]
 pub struct ProfileArgs {
-    /// The engine to profile with: tract (in a worker process of its own) or onnxruntime (in
-    /// its harness, under the interpreter `edgeprof env setup onnxruntime` made)
+    /// The engine to profile with: tract (in a worker process of its own), onnxruntime (its op
+    /// profiler) or pytorch (eager, its modules timed), in their harness under the interpreter
+    /// `edgeprof env setup ENGINE` made
     #[arg(long, default_value = "tract", value_parser = PossibleValuesParser::new(PROFILED_ENGINES))]
     engine: String,
-    /// The Python interpreter with the engine (onnxruntime), instead of the environment
+    /// The Python interpreter with the engine (onnxruntime, pytorch), instead of the environment
     /// `edgeprof env setup` made or the system's `python3`
     #[arg(long, value_name = "PATH")]
     python: Option<PathBuf>,
@@ -272,6 +273,13 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let mut zoo_models = zoo_models;
     for m in &mut zoo_models {
         if costmodel::is_file(m) {
+            if !costmodel::profiles_files(&args.engine) {
+                anyhow::bail!(BadInput(format!(
+                    "--model {m}: {} runs the zoo's models and the cost model's probes, not \
+                     ONNX files (profile the file with tract or onnxruntime)",
+                    args.engine
+                )));
+            }
             // One spelling of the file wherever it is profiled from, read again by later fits;
             // read now, so that a file the cost model cannot describe is refused before any
             // measuring.

@@ -122,6 +122,19 @@ pub fn description_file(
         return Ok(json);
     }
     let model = zoo::build(name, &zoo_params(c, classes))?;
+    write_description(&model, &json, &weights, seed)?;
+    Ok(json)
+}
+
+/// Writes `model`'s description to `json` and its seeded parameters to `weights` (what
+/// [`description_file`] keeps for the zoo's models; the cost model's probes are written
+/// this way too).
+pub fn write_description(
+    model: &crate::models::graph::Model,
+    json: &Path,
+    weights: &Path,
+    seed: u64,
+) -> anyhow::Result<()> {
     let params: Vec<weights::Param> = model
         .layers
         .iter()
@@ -133,7 +146,7 @@ pub fn description_file(
         index.push(serde_json::json!({"name": p.name, "dims": p.dims, "offset": offset}));
         offset += p.data.len();
     }
-    keep(&weights, || {
+    keep(weights, || {
         Ok(params
             .iter()
             .flat_map(|p| p.data.iter().flat_map(|v| v.to_le_bytes()))
@@ -145,8 +158,7 @@ pub fn description_file(
         "weights_file": weights,
         "batch_norm_epsilon": weights::BN_EPSILON,
     });
-    crate::results::write_atomic(&json, &serde_json::to_vec(&description)?)?;
-    Ok(json)
+    crate::results::write_atomic(json, &serde_json::to_vec(&description)?)
 }
 
 /// The interpreters of the external frameworks a sweep runs, or why each cannot run.
@@ -320,6 +332,12 @@ fn external_command(
     let classes = config.matrix.classes;
     let model = match f.model {
         ModelInput::Onnx => Some(model_file(&cache, condition, classes, seed)),
+        // A description the caller wrote (the cost model's probes, which the zoo cannot build).
+        ModelInput::Description | ModelInput::TorchvisionWithZooWeights
+            if request.model_file.is_some() =>
+        {
+            None
+        }
         ModelInput::Description | ModelInput::TorchvisionWithZooWeights => {
             Some(description_file(&cache, condition, classes, seed))
         }

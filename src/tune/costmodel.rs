@@ -776,4 +776,4 @@ mod tests;
 pub mod trees;
 
 pub use db::Db;
-pub use external::{measure_external, PROFILED_ENGINES};
+pub use external::{measure_external, profiles_files, PROFILED_ENGINES};

@@ -243,11 +243,17 @@ fn layers_ms(
 
 /// Whether a candidate runs as its engine's layer profiles were measured: tract (it has no
 /// options), or onnxruntime at its harness's defaults (every graph optimisation, sequential
-/// execution, spinning threads), the options `costmodel profile --engine onnxruntime` runs.
+/// execution, spinning threads), or PyTorch eager with one inter-op thread: the options
+/// `costmodel profile --engine onnxruntime|pytorch` runs.
 fn profiled_as(c: &Candidate) -> bool {
     use serde_json::Value;
     match c.engine.as_str() {
         "tract" => true,
+        "pytorch" => c.options.iter().all(|(k, v)| match (k.as_str(), v) {
+            ("mode", Value::String(s)) => s == "eager",
+            ("inter_op_threads", v) => v.as_u64() == Some(1),
+            _ => false,
+        }),
         "onnxruntime" => c.options.iter().all(|(k, v)| match (k.as_str(), v) {
             ("graph_optimization_level", Value::String(s)) => s == "all",
             ("execution_mode", Value::String(s)) => s == "sequential",

@@ -1,11 +1,95 @@
 # edgeprof harness part: PyTorch runs torchvision's own definition of the zoo model
 # (weights=None), loaded with the zoo's seeded weights from the model description (the zoo
-# names its parameters as torchvision does), eagerly, as TorchScript or compiled.
+# names its parameters as torchvision does), eagerly, as TorchScript or compiled. A model
+# torchvision does not have (the cost model's operator probes) is run from its description,
+# layer by layer, with torch's functional operators.
 FRAMEWORK = "pytorch"
 
 
 OPTIONS = ("mode", "inter_op_threads")
 MODES = ("eager", "torchscript", "compile")
+# Parameters the zoo's descriptions hold that are not trained (batch-norm statistics).
+UNTRAINED = ("running_mean", "running_var", "num_batches_tracked")
+
+
+def step(torch, layer, ins, weights, epsilon):
+    """One layer of a description, on the tensors `ins` it reads."""
+    F = torch.nn.functional
+    op, name = layer["op"], layer["name"]
+    kind = op["kind"]
+    x = ins[0] if ins else None
+    if kind == "conv2d":
+        bias = weights[name + ".bias"] if op["bias"] else None
+        return F.conv2d(
+            x, weights[name + ".weight"], bias, tuple(op["stride"]), tuple(op["padding"]), 1, op["groups"]
+        )
+    if kind == "batch_norm2d":
+        return F.batch_norm(
+            x,
+            weights[name + ".running_mean"],
+            weights[name + ".running_var"],
+            weights[name + ".weight"],
+            weights[name + ".bias"],
+            False,
+            0.0,
+            op.get("eps", epsilon),
+        )
+    if kind == "linear":
+        return F.linear(x, weights[name + ".weight"], weights[name + ".bias"] if op["bias"] else None)
+    if kind == "max_pool2d":
+        return F.max_pool2d(
+            x, tuple(op["kernel"]), tuple(op["stride"]), tuple(op["padding"]), ceil_mode=op["ceil"]
+        )
+    if kind == "adaptive_avg_pool2d":
+        return F.adaptive_avg_pool2d(x, tuple(op["output"]))
+    if kind == "channel_shuffle":
+        n, c, h, w = x.shape
+        g = op["groups"]
+        return x.view(n, g, c // g, h, w).transpose(1, 2).contiguous().view(n, c, h, w)
+    if kind == "channel_slice":
+        return x[:, op["start"] : op["end"]]
+    simple = {
+        "relu": F.relu,
+        "relu6": F.relu6,
+        "hardswish": F.hardswish,
+        "hardsigmoid": F.hardsigmoid,
+        "sigmoid": torch.sigmoid,
+        "silu": F.silu,
+        "flatten": lambda t: torch.flatten(t, 1),
+        "dropout": lambda t: t,
+        "add": lambda t: t + ins[1],
+        "channel_scale": lambda t: t * ins[1],
+        "concat": lambda t: torch.cat(ins, 1),
+    }
+    if kind not in simple:
+        raise HarnessError("the PyTorch harness cannot build a %s layer (%s)" % (kind, name))
+    return simple[kind](x)
+
+
+def described(torch, model, params, epsilon, target):
+    """A module that runs a zoo description layer by layer; `forward(x, clock, times)` adds each
+    layer's seconds to `times` by name when given a clock."""
+
+    class Described(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.weights = {k: torch.from_numpy(v).to(target) for k, v in params.items()}
+            self.layers = model["layers"]
+            self.output = model["output"]["Layer"]
+
+        def forward(self, x, clock=None, times=None):
+            values = []
+            for layer in self.layers:
+                ins = [x if v == "Input" else values[v["Layer"]] for v in layer["inputs"]]
+                if clock is None:
+                    values.append(step(torch, layer, ins, self.weights, epsilon))
+                    continue
+                start = clock()
+                values.append(step(torch, layer, ins, self.weights, epsilon))
+                times[layer["name"]] = times.get(layer["name"], 0.0) + clock() - start
+            return values[self.output]
+
+    return Described()
 
 
 class Session:
@@ -19,7 +103,7 @@ class Session:
             raise HarnessError("pytorch runs the zoo's models through torchvision, not ONNX files")
         name = model["name"]
         build = getattr(torchvision.models, name, None)
-        if build is None:
+        if build is None and not request.get("model_file"):
             raise HarnessError("torchvision %s has no model %s" % (torchvision.__version__, name))
         # Threads are fixed before any parallel work starts (PyTorch refuses it after).
         self.threads = threads_of(condition)
@@ -42,11 +126,49 @@ class Session:
                 )
             target = torch.device("cuda", gpu)
         self.cuda = target.type == "cuda"
+        if build is None:
+            # Not a torchvision model (an operator probe): its description, run layer by layer.
+            description, params, epsilon = read_description(np, request["model_file"])
+            self.parameters = int(
+                sum(a.size for k, a in params.items() if not k.endswith(UNTRAINED))
+            )
+            net = described(torch, description, params, epsilon, target).eval()
+            self.source = "run from the zoo's description (torchvision has no %s)" % name
+        else:
+            net = self.torchvision(torch, np, build, name, request).to(target)
+            self.source = "torchvision's definition"
+        self.described = build is None
+        self.input = torch.from_numpy(read_input(np, request)).to(target)
+        self.mode = choice(options, "mode", MODES, "eager")
+        with torch.inference_mode():
+            if self.mode == "torchscript":
+                net = torch.jit.freeze(torch.jit.trace(net, self.input))
+            elif self.mode == "compile":
+                net = torch.compile(net)
+        self.net = net
+        self.torch = torch
+        self.device = device
+        self.version = "%s (torchvision %s)" % (torch.__version__, torchvision.__version__)
+        self.note = "%s, %s mode, %d intra-op thread(s)" % (
+            self.source,
+            self.mode,
+            torch.get_num_threads(),
+        )
+
+    def torchvision(self, torch, np, build, name, request):
         net = build(weights=None, num_classes=request["classes"]).eval()
         self.parameters = sum(p.numel() for p in net.parameters())
         if request.get("model_file"):
             _, params, _ = read_description(np, request["model_file"])
-            state = {name: torch.from_numpy(array) for name, array in params.items()}
+            import collections
+
+            own = net.state_dict()
+            state = collections.OrderedDict(
+                (name, torch.from_numpy(array)) for name, array in params.items()
+            )
+            # The modules' own metadata: the layout version MNASNet's loader insists on.
+            state._metadata = getattr(own, "_metadata", None)
+            del own
             try:
                 result = net.load_state_dict(state, strict=False)
             except RuntimeError as e:
@@ -61,19 +183,7 @@ class Session:
                     "unexpected %s)" % (name, missing[:3], result.unexpected_keys[:3])
                 )
             del state
-        net = net.to(target)
-        self.input = torch.from_numpy(read_input(np, request)).to(target)
-        self.mode = choice(options, "mode", MODES, "eager")
-        with torch.inference_mode():
-            if self.mode == "torchscript":
-                net = torch.jit.freeze(torch.jit.trace(net, self.input))
-            elif self.mode == "compile":
-                net = torch.compile(net)
-        self.net = net
-        self.torch = torch
-        self.device = device
-        self.version = "%s (torchvision %s)" % (torch.__version__, torchvision.__version__)
-        self.note = "%s mode, %d intra-op thread(s)" % (self.mode, torch.get_num_threads())
+        return net
 
     def infer(self):
         with self.torch.inference_mode():
@@ -84,6 +194,77 @@ class Session:
 
     def output(self, out):
         return out.detach().cpu().numpy()
+
+    def profile_layers(self, runs):
+        """Each layer's median time over `runs` eager inferences. A description is timed layer
+        by layer. A torchvision model is timed by hooks before and after every module's
+        forward: a module's own time is its time less its sub-modules' (a leaf module is one
+        layer; a block's own time is its functional operators': the residual addition, the
+        concatenation). A module called again in one inference (ResNet's ReLU) is named
+        `name_1`, `name_2`, as the zoo names those layers; the model itself is named ""."""
+        if self.mode != "eager":
+            raise HarnessError(
+                "PyTorch's layer times are taken in eager mode only (this session runs %s)" % self.mode
+            )
+        torch = self.torch
+        clock = time.perf_counter
+        wait = torch.cuda.synchronize if self.cuda else (lambda: None)
+
+        def timed_clock():
+            wait()
+            return clock()
+
+        per_run, ops = [], {}
+        if self.described:
+            for layer in self.net.layers:
+                ops[layer["name"]] = layer["op"]["kind"]
+            for _ in range(runs):
+                times = {}
+                with torch.inference_mode():
+                    self.net(self.input, timed_clock, times)
+                per_run.append(times)
+        else:
+            paths = {}
+            for path, module in self.net.named_modules():
+                paths[id(module)] = path
+                ops[path] = type(module).__name__
+            stack, calls, times = [], {}, {}
+
+            def before(module, args):
+                path = paths[id(module)]
+                n = calls.get(path, 0)
+                calls[path] = n + 1
+                stack.append([path if n == 0 else "%s_%d" % (path, n), timed_clock(), 0.0])
+
+            def after(module, args, out):
+                end = timed_clock()
+                name, start, inner = stack.pop()
+                spent = end - start
+                times[name] = times.get(name, 0.0) + spent - inner
+                if stack:
+                    stack[-1][2] += spent
+
+            handles = []
+            try:
+                for module in self.net.modules():
+                    handles.append(module.register_forward_pre_hook(before))
+                    handles.append(module.register_forward_hook(after))
+                for _ in range(runs):
+                    stack.clear()
+                    calls.clear()
+                    times = {}
+                    self.infer()
+                    per_run.append(times)
+            finally:
+                for handle in handles:
+                    handle.remove()
+        names = sorted(set().union(*per_run)) if per_run else []
+        nodes = []
+        for name in names:
+            values = sorted(run.get(name, 0.0) for run in per_run)
+            base = name.rsplit("_", 1)[0] if name not in ops else name
+            nodes.append({"name": name, "op": ops.get(base, ""), "ms": ms(values[len(values) // 2])})
+        return nodes
 
 
 def load(request, np):

@@ -391,3 +391,32 @@ fn onnxruntime_layer_profiles_predict_it_at_the_options_they_were_measured_at() 
     );
     Ok(())
 }
+
+#[test]
+fn pytorch_layer_profiles_stand_for_eager_mode_with_one_inter_op_thread() {
+    let candidate = |options: serde_json::Value| Candidate {
+        engine: "pytorch".into(),
+        threads: 1,
+        cores: crate::tune::CoreSet {
+            label: "all".into(),
+            cpus: None,
+            count: 2,
+            capacity: 1.0,
+        },
+        batch: 1,
+        device: crate::config::Device::Cpu,
+        precision: "float32".into(),
+        options: options.as_object().cloned().unwrap_or_default(),
+    };
+    // `costmodel profile --engine pytorch` times eager modules with one inter-op thread.
+    assert!(profiled_as(&candidate(serde_json::json!({}))));
+    assert!(profiled_as(&candidate(
+        serde_json::json!({"mode": "eager", "inter_op_threads": 1})
+    )));
+    assert!(!profiled_as(&candidate(
+        serde_json::json!({"mode": "torchscript"})
+    )));
+    assert!(!profiled_as(&candidate(
+        serde_json::json!({"inter_op_threads": 2})
+    )));
+}
