@@ -425,3 +425,67 @@ fn an_onnx_file_is_profiled_into_the_database_and_held_out_like_a_model() {
         "uses operators edgeprof cannot cost",
     );
 }
+
+/// A sweep run with `measure.layer_runs` keeps tract's layer times in its records, and
+/// `costmodel import` learns from them as from `costmodel profile`: one profile per condition
+/// measured as the cost model measures (one image, every core, default options); the others
+/// are named with why they are left out, and a second import adds nothing.
+#[test]
+fn sweeps_with_layer_times_are_imported_as_profiles() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("layers.toml");
+    write(
+        &config,
+        "name = \"layers\"\n[matrix]\nengines = [\"tract\", \"candle\"]\n\
+         models = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+         batch = [1, 2]\n[measure]\nwarmup = 1\niterations = 5\nrepeats = 2\nlayer_runs = 3\n",
+    );
+    let out = tmp.path().join("results");
+    run_command(&config, &out).assert().success();
+    let dir = only_entry(&out);
+    let records = read(&dir.join("runs.jsonl"));
+    let with_layers = records
+        .lines()
+        .filter(|l| l.contains("\"layers\":[{"))
+        .count();
+    // tract's two conditions profiled their layers; candle has no layer profile.
+    assert_eq!(with_layers, 2, "{records}");
+    let db = tmp.path().join("db.jsonl");
+    let db_arg = db.to_string_lossy().into_owned();
+    let dir_arg = dir.to_string_lossy().into_owned();
+    let import = |expect: &str| {
+        let assert = edgeprof()
+            .args(["costmodel", "import", &dir_arg, "--db", &db_arg])
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+        assert!(text.contains(expect), "{text}");
+        assert!(
+            text.contains("left out tract/shufflenet_v2_x0_5/3x32x32/b2/t1/cpu: not one image"),
+            "{text}"
+        );
+        text
+    };
+    import("1 profile(s) added");
+    import("0 profile(s) added, 1 already in the database");
+    let profile: serde_json::Value = serde_json::from_str(read(&db).trim()).unwrap_or_default();
+    assert_eq!(profile["engine"], "tract", "{profile}");
+    assert_eq!(profile["model"], "shufflenet_v2_x0_5", "{profile}");
+    assert_eq!(profile["input"], "3x32x32", "{profile}");
+    assert_eq!(profile["runs"], 10, "{profile}");
+    let groups = profile["groups"].as_array().cloned().unwrap_or_default();
+    let timed = groups
+        .iter()
+        .filter(|g| g["seconds"].as_f64().unwrap_or(0.0) > 0.0)
+        .count();
+    assert!(
+        timed * 10 >= groups.len() * 9,
+        "{timed} of {}: {profile}",
+        groups.len()
+    );
+    // The database's fit reads it like any profile.
+    edgeprof()
+        .args(["costmodel", "fit", "--db", &db_arg])
+        .assert()
+        .success();
+}

@@ -28,7 +28,8 @@ pub enum CostmodelCommand {
     /// Leave one model out: predict each profiled model from a fit without it
     Eval(DbArgs),
     /// Add the measured rows of tables from `edgeprof tune --exhaustive` to the database as
-    /// trials, so later tunings of other models start from them
+    /// trials, so later tunings of other models start from them, and the layer profiles of
+    /// sweeps run with `measure.layer_runs`
     Import(ImportArgs),
     /// Profile one model in this process and print the profile as JSON (what `profile` runs)
     #[command(hide = true)]
@@ -117,8 +118,10 @@ pub struct ProfileArgs {
 
 #[derive(Args, Debug)]
 pub struct ImportArgs {
-    /// table.json files written by `edgeprof tune --exhaustive`
-    #[arg(required = true)]
+    /// table.json files written by `edgeprof tune --exhaustive` (their rows become trials),
+    /// or results directories of sweeps run with `measure.layer_runs` (their conditions'
+    /// layer times become profiles)
+    #[arg(required = true, value_name = "TABLE|RESULTS_DIR")]
     tables: Vec<PathBuf>,
     #[arg(long)]
     db: Option<PathBuf>,
@@ -152,6 +155,10 @@ fn import(args: ImportArgs) -> anyhow::Result<()> {
     let mut db = open(&args.db)?;
     let mut out = String::new();
     for path in &args.tables {
+        if path.is_dir() {
+            import_sweep(&mut db, path, args.db.is_none(), &mut out)?;
+            continue;
+        }
         let table = edgeprof::tune::replay::Table::load(path)?;
         let (added, present) = db.import(&table)?;
         let _ = writeln!(
@@ -171,6 +178,63 @@ fn import(args: ImportArgs) -> anyhow::Result<()> {
         let _ = writeln!(out, "database: {}", path.display());
     }
     print_out(&out)
+}
+
+/// Adds the profiles of sweep `dir` (see [`costmodel::sweep`]) that the database lacks. Into
+/// this device's database (`this_device`) only a sweep measured on this device.
+fn import_sweep(
+    db: &mut Db,
+    dir: &std::path::Path,
+    this_device: bool,
+    out: &mut String,
+) -> anyhow::Result<()> {
+    let stored = edgeprof::results::load(dir)?;
+    if this_device {
+        let key = edgeprof::roofline::store::device_key;
+        let here = edgeprof::collect::device::fingerprint(std::path::Path::new("/"));
+        if key(&stored.manifest.device) != key(&here) {
+            anyhow::bail!(BadInput(format!(
+                "{} was measured on another device ({}); this device's database learns from \
+                 its own measurements only (give --db FILE to keep them elsewhere)",
+                dir.display(),
+                key(&stored.manifest.device)
+            )));
+        }
+    }
+    let found = costmodel::sweep::profiles(&stored);
+    let (mut added, mut present) = (0, 0);
+    for p in found.profiles {
+        let known = db.profiles.iter().any(|q| {
+            (&q.engine, &q.model, &q.input, q.threads, &q.written)
+                == (&p.engine, &p.model, &p.input, p.threads, &p.written)
+        });
+        if known {
+            present += 1;
+        } else {
+            db.append(p)?;
+            added += 1;
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{}: {added} profile(s) added{}",
+        dir.display(),
+        if present > 0 {
+            format!(", {present} already in the database")
+        } else {
+            String::new()
+        }
+    );
+    for (id, why) in &found.left_out {
+        let _ = writeln!(out, "  left out {id}: {why}");
+    }
+    if added + present == 0 && found.left_out.is_empty() {
+        let _ = writeln!(
+            out,
+            "  no condition of it has layer times: run it with measure.layer_runs (e.g. 15)"
+        );
+    }
+    Ok(())
 }
 
 fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {

@@ -172,6 +172,11 @@ pub struct Measure {
     /// Rounds of re-measuring the repeats that other processes disturbed (0: none); the
     /// disturbed repeats are then left out of the statistics (kept in the raw times).
     pub rerun_disturbed: usize,
+    /// Inferences profiled layer by layer after a condition's timed repeats (0: none), by the
+    /// engines that can (tract's node profile, onnxruntime's op profiler, PyTorch's module
+    /// times): the record keeps each layer's median, which `edgeprof costmodel import` learns
+    /// from.
+    pub layer_runs: usize,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

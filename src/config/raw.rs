@@ -112,6 +112,7 @@ pub(super) struct RawMeasure {
     pub(super) target_ci: Option<Spanned<f64>>,
     pub(super) max_repeats: Option<Spanned<i64>>,
     pub(super) rerun_disturbed: Option<Spanned<i64>>,
+    pub(super) layer_runs: Option<Spanned<i64>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -558,6 +558,7 @@ impl Resolver<'_> {
                 .transpose()?,
             max_repeats,
             rerun_disturbed: int("rerun_disturbed", &raw.rerun_disturbed, 0, 10, 0)?,
+            layer_runs: int("layer_runs", &raw.layer_runs, 0, 10_000, 0)?,
             warmup: int("warmup", &raw.warmup, 0, 1_000_000, 10)?,
             warmup_seconds: float("warmup_seconds", &raw.warmup_seconds, 0.0, 3600.0, 0.0)?,
             iterations: int("iterations", &raw.iterations, 1, 10_000_000, 100)?,

@@ -146,6 +146,20 @@ impl Loaded {
         }
     }
 
+    /// Each layer's median time over `runs` profiled inferences, where the engine has a
+    /// per-layer profile (tract's node profile; candle has none: None). Only the nodes tract
+    /// could name after a layer of the model are kept.
+    pub fn layer_profile(&self, runs: usize) -> Option<Result<Vec<tract::LayerTime>, EngineError>> {
+        match self {
+            Loaded::Tract { session, input } => Some(
+                session
+                    .profile(input, runs)
+                    .map(|times| times.into_iter().filter(|t| t.mapped).collect()),
+            ),
+            Loaded::Candle { .. } => None,
+        }
+    }
+
     /// One timed inference on the loaded input.
     pub fn time_one(&self) -> Result<Duration, EngineError> {
         match self {

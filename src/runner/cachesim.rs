@@ -230,6 +230,8 @@ pub fn simulate(
     let mut request = request.clone();
     request.condition.threads = 1;
     request.counters = false;
+    // The condition's own worker profiled its layers; under valgrind it would take minutes.
+    request.layer_runs = 0;
     let command = WorkerCommand {
         program: valgrind.to_path_buf(),
         args,

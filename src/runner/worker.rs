@@ -186,6 +186,26 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         )?,
         None => {}
     }
+    // The engine's per-layer profile, when asked for and the engine has one.
+    if request.layer_runs > 0 {
+        if let Some(times) = session.layer_profile(request.layer_runs) {
+            let nodes = times?
+                .into_iter()
+                .map(|t| crate::runner::protocol::NodeTime {
+                    name: t.layer,
+                    op: String::new(),
+                    ms: t.ms_per_run,
+                })
+                .collect();
+            emit(
+                out,
+                &WorkerMessage::Layers {
+                    runs: request.layer_runs,
+                    nodes,
+                },
+            )?;
+        }
+    }
     emit(out, &WorkerMessage::Summary { note: None })
 }
 

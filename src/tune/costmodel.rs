@@ -771,6 +771,7 @@ pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec
 mod db;
 mod external;
 pub mod probe;
+pub mod sweep;
 #[cfg(test)]
 mod tests;
 pub mod trees;

@@ -95,7 +95,7 @@ impl Sweep<'_> {
             input_file: None,
             output_file: None,
             options: None,
-            layer_runs: 0,
+            layer_runs: m.layer_runs,
         }
     }
 
@@ -262,9 +262,11 @@ impl Sweep<'_> {
     ) -> bool {
         let request = WorkerRequest {
             repeats,
-            // The first run already wrote the output and counted the events.
+            // The first run already wrote the output, counted the events and profiled the
+            // layers.
             output_file: None,
             counters: false,
+            layer_runs: 0,
             ..p.request.clone()
         };
         match self.watched(st, p, &request, on_event) {

@@ -168,7 +168,7 @@ pub fn measure_external(
 /// runs, or, fused, after one of its members (onnxruntime names a fused convolution after its
 /// batch norm, say), so a group sums every node named after any of its layers; the rest (the
 /// framework's own layout conversions) stay in the end-to-end latency only.
-fn layer_times(nodes: &[NodeTime]) -> Vec<LayerTime> {
+pub(super) fn layer_times(nodes: &[NodeTime]) -> Vec<LayerTime> {
     nodes.iter().map(|n| layer_time(&n.name, n.ms)).collect()
 }
 
@@ -189,7 +189,10 @@ fn layer_time(layer: &str, ms: f64) -> LayerTime {
 /// unit's `cat`, `shuffle` and `chunk.0`; the model's own, named "", is `flatten`'s). It is
 /// shared among them by their analytic work (FLOPs + DRAM bytes). A block with no such layer
 /// only adds Python's call overhead, which stays in the end-to-end latency.
-fn module_times(model: &crate::models::graph::Model, nodes: &[NodeTime]) -> Vec<LayerTime> {
+pub(super) fn module_times(
+    model: &crate::models::graph::Model,
+    nodes: &[NodeTime],
+) -> Vec<LayerTime> {
     use std::collections::HashMap;
     let costs = crate::models::cost::analyze(model);
     let ran: HashMap<&str, f64> = nodes.iter().map(|n| (n.name.as_str(), n.ms)).collect();

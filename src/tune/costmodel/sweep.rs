@@ -1,0 +1,94 @@
+//! Profiles from sweeps: a condition run with `measure.layer_runs` keeps its engine's per-layer
+//! times in its record, beside every timed iteration; such a record is the same measurement as
+//! `costmodel profile` makes (one round), and is learnt from alike.
+
+use super::{external, is_file, profile_groups, zoo_model, Profile};
+use crate::config::Device;
+use crate::results::{RunRecord, Stored};
+
+/// What a sweep gave the database: profiles, and the records left out with why.
+#[derive(Debug, Default)]
+pub struct FromSweep {
+    pub profiles: Vec<Profile>,
+    /// (condition id, why), for the conditions that had layer times but cannot be learnt from.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// The profiles of sweep `stored`: its conditions' last successful records that carry layer
+/// times. A condition is learnt from only as `costmodel profile` measures: one image (a
+/// batch of 1) on the CPU, on every core (no core set), at the engine's default options, with
+/// the zoo's 1000 classes.
+pub fn profiles(stored: &Stored) -> FromSweep {
+    let mut out = FromSweep::default();
+    let classes = stored.classes();
+    for record in stored.runs.iter().filter(|r| r.ok && r.last) {
+        let Some(run) = &record.run else { continue };
+        if run.layers.is_empty() {
+            continue;
+        }
+        let options = stored
+            .manifest
+            .config
+            .pointer(&format!("/frameworks/{}/options", record.condition.engine))
+            .and_then(serde_json::Value::as_object)
+            .is_some_and(|o| !o.is_empty());
+        match from_record(record, classes, options) {
+            Ok(p) => out.profiles.push(p),
+            Err(why) => out.left_out.push((record.condition.id.clone(), why)),
+        }
+    }
+    out
+}
+
+/// One record as a profile, or why it cannot be one. `options`: whether the sweep's config set
+/// options for the record's engine.
+fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Profile, String> {
+    let c = &record.condition;
+    if !external::PROFILED_ENGINES.contains(&c.engine.as_str()) {
+        return Err(format!("the cost model does not learn {}", c.engine));
+    }
+    if c.batch != 1 || c.device != Device::Cpu || c.cores.is_some() {
+        return Err("not one image on every CPU core".into());
+    }
+    if options || !c.options.is_empty() {
+        return Err(format!("{} ran with options of its own", c.engine));
+    }
+    if classes != 1000 {
+        return Err(format!("{classes} classes, not the zoo's 1000"));
+    }
+    let name = match &c.model {
+        crate::config::ModelRef::Zoo(name) => name.clone(),
+        crate::config::ModelRef::Onnx(path) => std::fs::canonicalize(path)
+            .map_err(|e| format!("{}: {e}", path.display()))?
+            .to_string_lossy()
+            .into_owned(),
+    };
+    let input = c.input.to_string();
+    let model = zoo_model(&name, &input).map_err(|e| e.0)?;
+    let run = record.run.as_ref().ok_or("no run")?;
+    let layers = if is_file(&name) || c.engine != "pytorch" {
+        external::layer_times(&run.layers)
+    } else {
+        external::module_times(&model, &run.layers)
+    };
+    let groups = profile_groups(&model, &layers);
+    if groups.iter().all(|g| g.seconds <= 0.0) {
+        return Err("its layer times name no layer of the model".into());
+    }
+    let repeats = record.kept_repeats().unwrap_or_default();
+    let times: Vec<f64> = repeats.concat();
+    let latency = crate::stats::median(&times).ok_or("no timed iteration")?;
+    let interval =
+        crate::stats::median_interval_of_repeats(&repeats, crate::stats::BOOTSTRAP_ROUNDS)
+            .unwrap_or((latency, latency));
+    let threads = run.threads.unwrap_or(c.threads);
+    let mut profile = Profile::one_round(
+        &c.engine,
+        (&name, &input, threads),
+        groups,
+        (latency, interval),
+        times,
+    );
+    profile.written = record.started.clone();
+    Ok(profile)
+}
