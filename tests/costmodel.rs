@@ -488,4 +488,20 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         .args(["costmodel", "fit", "--db", &db_arg])
         .assert()
         .success();
+    // This device's own database takes only this device's sweeps.
+    let manifest_path = dir.join("manifest.json");
+    let mut manifest: serde_json::Value =
+        serde_json::from_str(&read(&manifest_path)).unwrap_or_default();
+    manifest["device"]["cpu_model"] = "Cortex-A76".into();
+    write(&manifest_path, &manifest.to_string());
+    let refused = edgeprof()
+        .args(["costmodel", "import", &dir_arg])
+        .env("EDGEPROF_CACHE_DIR", tmp.path().join("cache"))
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("was measured on another device") && stderr.contains("Cortex-A76"),
+        "{stderr}"
+    );
 }

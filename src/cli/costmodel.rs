@@ -192,12 +192,15 @@ fn import_sweep(
     if this_device {
         let key = edgeprof::roofline::store::device_key;
         let here = edgeprof::collect::device::fingerprint(std::path::Path::new("/"));
-        if key(&stored.manifest.device) != key(&here) {
+        let there = &stored.manifest.device;
+        if key(there) != key(&here) {
             anyhow::bail!(BadInput(format!(
-                "{} was measured on another device ({}); this device's database learns from \
-                 its own measurements only (give --db FILE to keep them elsewhere)",
+                "{} was measured on another device ({}, {} {}); this device's database learns \
+                 from its own measurements only (give --db FILE to keep them elsewhere)",
                 dir.display(),
-                key(&stored.manifest.device)
+                there.hostname.as_deref().unwrap_or("unnamed"),
+                there.arch,
+                there.cpu_model.as_deref().unwrap_or("unknown CPU")
             )));
         }
     }
