@@ -488,6 +488,12 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         .args(["costmodel", "fit", "--db", &db_arg])
         .assert()
         .success();
+    // A folder that is no sweep is refused as such.
+    let tmp_arg = tmp.path().to_string_lossy().into_owned();
+    assert_bad_input(
+        &["costmodel", "import", &tmp_arg, "--db", &db_arg],
+        "is neither a table of `edgeprof tune --exhaustive` nor a sweep's results directory",
+    );
     // This device's own database takes only this device's sweeps.
     let manifest_path = dir.join("manifest.json");
     let mut manifest: serde_json::Value =

@@ -16,6 +16,8 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod import;
+
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
     /// Profile zoo models, probes and ONNX files with tract, onnxruntime or PyTorch (end-to-end
@@ -151,95 +153,6 @@ const DEFAULT_PROBES: u64 = 80;
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// Adds each table's measured rows to the database as trials and says how many.
-fn import(args: ImportArgs) -> anyhow::Result<()> {
-    let mut db = open(&args.db)?;
-    let mut out = String::new();
-    for path in &args.tables {
-        if path.is_dir() {
-            import_sweep(&mut db, path, args.db.is_none(), &mut out)?;
-            continue;
-        }
-        let table = edgeprof::tune::replay::Table::load(path)?;
-        let (added, present) = db.import(&table)?;
-        let _ = writeln!(
-            out,
-            "{}: {added} trial(s) of {} {} added{}",
-            path.display(),
-            table.model,
-            table.input,
-            if present > 0 {
-                format!(", {present} already in the database")
-            } else {
-                String::new()
-            }
-        );
-    }
-    if let Some(path) = &db.path {
-        let _ = writeln!(out, "database: {}", path.display());
-    }
-    print_out(&out)
-}
-
-/// Adds the profiles of sweep `dir` (see [`costmodel::sweep`]) that the database lacks. Into
-/// this device's database (`this_device`) only a sweep measured on this device.
-fn import_sweep(
-    db: &mut Db,
-    dir: &std::path::Path,
-    this_device: bool,
-    out: &mut String,
-) -> anyhow::Result<()> {
-    let stored = edgeprof::results::load(dir)?;
-    if this_device {
-        let key = edgeprof::roofline::store::device_key;
-        let here = edgeprof::collect::device::fingerprint(std::path::Path::new("/"));
-        let there = &stored.manifest.device;
-        if key(there) != key(&here) {
-            anyhow::bail!(BadInput(format!(
-                "{} was measured on another device ({}, {} {}); this device's database learns \
-                 from its own measurements only (give --db FILE to keep them elsewhere)",
-                dir.display(),
-                there.hostname.as_deref().unwrap_or("unnamed"),
-                there.arch,
-                there.cpu_model.as_deref().unwrap_or("unknown CPU")
-            )));
-        }
-    }
-    let found = costmodel::sweep::profiles(&stored);
-    let (mut added, mut present) = (0, 0);
-    for p in found.profiles {
-        let known = db.profiles.iter().any(|q| {
-            (&q.engine, &q.model, &q.input, q.threads, &q.written)
-                == (&p.engine, &p.model, &p.input, p.threads, &p.written)
-        });
-        if known {
-            present += 1;
-        } else {
-            db.append(p)?;
-            added += 1;
-        }
-    }
-    let _ = writeln!(
-        out,
-        "{}: {added} profile(s) added{}",
-        dir.display(),
-        if present > 0 {
-            format!(", {present} already in the database")
-        } else {
-            String::new()
-        }
-    );
-    for (id, why) in &found.left_out {
-        let _ = writeln!(out, "  left out {id}: {why}");
-    }
-    if added + present == 0 && found.left_out.is_empty() {
-        let _ = writeln!(
-            out,
-            "  no condition of it has layer times: run it with measure.layer_runs (e.g. 15)"
-        );
-    }
-    Ok(())
-}
-
 fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
     let path = match db {
         Some(p) => p.clone(),
@@ -265,7 +178,7 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
         CostmodelCommand::Fit(args) => fit(args),
         CostmodelCommand::Predict(args) => predict(args),
         CostmodelCommand::Eval(args) => eval(args),
-        CostmodelCommand::Import(args) => import(args),
+        CostmodelCommand::Import(args) => import::import(args),
         CostmodelCommand::ProfileOne {
             engine,
             python,

@@ -255,8 +255,12 @@ pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
     };
     let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
     let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);
+    // The first process's layer profile (counted for every engine: those without one end
+    // sooner).
+    let layers = ms.layer_runs as f64 * per_inference;
     ms.processes.max(1) as f64 * (ESTIMATE_RUN_OVERHEAD_S + warm)
         + ms.repeats as f64 * repeat
+        + layers
         + ms.cooldown_s
 }
 
@@ -381,6 +385,14 @@ mod tests {
             "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 0\niterations = 1\nrepeats = 3\nmin_duration_s = 10\nwarmup_seconds = 4\ncooldown_s = 2\n",
         );
         let expected = 3.0 * (ESTIMATE_RUN_OVERHEAD_S + 4.0) + 30.0 + 2.0;
+        let got = estimate_seconds(&config, &plan, 8);
+        assert!((got - expected).abs() < 1e-6, "{got}");
+        // A layer profile adds its inferences once.
+        let (config, plan) = plan_of(
+            "[matrix]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 9\niterations = 90\nrepeats = 2\nlayer_runs = 15\n",
+        );
+        let expected =
+            2.0 * (ESTIMATE_RUN_OVERHEAD_S + 10.0 * per_inference) + 195.0 * per_inference;
         let got = estimate_seconds(&config, &plan, 8);
         assert!((got - expected).abs() < 1e-6, "{got}");
     }
