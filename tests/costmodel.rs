@@ -41,8 +41,8 @@ fn leave_one_model_out_over_the_stored_profiles() {
     assert!(out.contains("pairs within ±10 %"), "{out}");
 }
 
-/// PyTorch's module times (eager, one thread), profiled through its harness on the development
-/// VM: the same leave-one-model-out, over 17 zoo models.
+/// PyTorch's module times (eager, one and two threads), profiled through its harness on the
+/// development VM: the same leave-one-model-out, over 17 zoo models.
 #[test]
 fn leave_one_model_out_over_the_stored_pytorch_profiles() {
     let db = stored().replace("tract-2core", "pytorch-2core");
@@ -55,14 +55,16 @@ fn leave_one_model_out_over_the_stored_pytorch_profiles() {
         &db,
         "--json",
     ]);
-    assert_eq!(v["pairs"], 17, "{v}");
+    assert_eq!(v["pairs"], 34, "{v}");
     let within_10 = v["within_10_pct"].as_u64().unwrap_or(0);
     let within_20 = v["within_20_pct"].as_u64().unwrap_or(0);
     assert!(
-        within_10 * 5 >= 17 * 4,
-        "{within_10} of 17 within ±10 %: {v}"
+        within_10 * 5 >= 34 * 4,
+        "{within_10} of 34 within ±10 %: {v}"
     );
-    assert!(within_20 >= 16, "{within_20} of 17 within ±20 %: {v}");
+    // SqueezeNet 1.1 on both thread counts and ResNet-18 on two run 21–24 % faster than
+    // predicted.
+    assert!(within_20 >= 31, "{within_20} of 34 within ±20 %: {v}");
     for h in v["held_out"].as_array().cloned().unwrap_or_default() {
         assert_eq!(h["fallbacks"], 0, "{h}");
     }
