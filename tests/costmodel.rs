@@ -88,6 +88,57 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
     let measured = v["measured_ms"].as_f64().unwrap_or(0.0);
     assert!(predicted > 0.0 && measured > 0.0, "{v}");
     assert!(v["uncertainty"].as_f64().is_some(), "{v}");
+    // Its layer groups: their predictions times the end-to-end ratio are the prediction, and
+    // each has its profiled time beside it.
+    let layers = json_of(&[
+        "costmodel",
+        "predict",
+        "resnet18",
+        "--threads",
+        "1",
+        "--layers",
+        "--db",
+        &stored(),
+        "--json",
+    ]);
+    let groups = layers["layers"].as_array().cloned().unwrap_or_default();
+    assert_eq!(
+        Some(groups.len() as u64),
+        layers["groups"].as_u64(),
+        "{layers}"
+    );
+    let sum: f64 = groups
+        .iter()
+        .map(|g| g["predicted_ms"].as_f64().unwrap_or(f64::NAN))
+        .sum();
+    let ratio = layers["overhead_ratio"].as_f64().unwrap_or(0.0);
+    assert!((sum * ratio / predicted - 1.0).abs() < 1e-9, "{layers}");
+    assert!(
+        groups.iter().all(|g| g["measured_ms"].as_f64().is_some()),
+        "{layers}"
+    );
+    assert_eq!(groups[0]["group"], "conv1+bn1+relu", "{layers}");
+    let table = edgeprof()
+        .args([
+            "costmodel",
+            "predict",
+            "resnet18",
+            "--layers",
+            "--db",
+            &stored(),
+        ])
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&table.get_output().stdout).into_owned();
+    for needle in [
+        "group",
+        "conv3x3/s1",
+        "measured ms",
+        "the groups sum to",
+        "ms profiled",
+    ] {
+        assert!(out.contains(needle), "{needle}: {out}");
+    }
     // A model never profiled, at another input, is predicted all the same.
     let v = json_of(&[
         "costmodel",
@@ -360,6 +411,90 @@ fn probes_are_profiled_in_rounds_and_merged_into_one_profile_each() {
     );
 }
 
+/// A profile confined to a core set keeps its CPUs, and is fitted and predicted on that set only.
+#[test]
+fn a_core_set_is_profiled_and_predicted_apart() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    let db = db.to_string_lossy().into_owned();
+    // The first CPU this process may use (`one` exists only where there are two or more).
+    let cpu = edgeprof::collect::ceilings::allowed_cpus()
+        .first()
+        .copied()
+        .unwrap_or(0)
+        .to_string();
+    let out = edgeprof()
+        .args([
+            "costmodel",
+            "profile",
+            "--probes",
+            "1",
+            "--probes-only",
+            "--rounds",
+            "1",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "1",
+            "--max-runs",
+            "20",
+            "--layer-runs",
+            "2",
+            "--cores",
+            &cpu,
+            "--db",
+            &db,
+        ])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(err.contains(&format!("3x32x32 t1 on CPUs {cpu}")), "{err}");
+    let profile: serde_json::Value =
+        serde_json::from_str(read(std::path::Path::new(&db)).trim()).unwrap_or_default();
+    assert_eq!(
+        profile["cores"].to_string(),
+        format!("[{cpu}]"),
+        "{profile}"
+    );
+    let fit = edgeprof()
+        .args(["costmodel", "fit", "--db", &db])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&fit.get_output().stdout).into_owned();
+    assert!(text.contains("tract on 1 thread(s) on CPUs "), "{text}");
+    let v = json_of(&[
+        "costmodel",
+        "predict",
+        "mobilenet_v2",
+        "--input",
+        "3x32x32",
+        "--cores",
+        &cpu,
+        "--db",
+        &db,
+        "--json",
+    ]);
+    assert_eq!(v["cores"], profile["cores"], "{v}");
+    assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
+    // Every core was never profiled: nothing to predict it from.
+    assert_bad_input(
+        &["costmodel", "predict", "mobilenet_v2", "--db", &db],
+        "no tract profile on 1 thread(s) in the database",
+    );
+    assert_bad_input(
+        &[
+            "costmodel",
+            "predict",
+            "mobilenet_v2",
+            "--cores",
+            "4000",
+            "--db",
+            &db,
+        ],
+        "which this process may not use",
+    );
+}
+
 /// A user's ONNX file is profiled like a zoo model (tract runs the file itself) and joins what
 /// the cost model learns from and holds out.
 #[test]
@@ -430,7 +565,8 @@ fn an_onnx_file_is_profiled_into_the_database_and_held_out_like_a_model() {
 
 /// A sweep run with `measure.layer_runs` keeps tract's layer times in its records, and
 /// `costmodel import` learns from them as from `costmodel profile`: one profile per condition
-/// measured as the cost model measures (one image, every core, default options); the others
+/// measured as the cost model measures (one image, default options; on every core or on a core
+/// set, which the profile keeps); the others
 /// are named with why they are left out, and a second import adds nothing.
 #[test]
 fn sweeps_with_layer_times_are_imported_as_profiles() {
@@ -440,7 +576,7 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         &config,
         "name = \"layers\"\n[matrix]\nengines = [\"tract\", \"candle\"]\n\
          models = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
-         batch = [1, 2]\n[measure]\nwarmup = 1\niterations = 5\nrepeats = 2\nlayer_runs = 3\n",
+         batch = [1, 2]\ncores = [\"all\", \"0\"]\n[measure]\nwarmup = 1\niterations = 5\nrepeats = 2\nlayer_runs = 3\n",
     );
     let out = tmp.path().join("results");
     run_command(&config, &out).assert().success();
@@ -450,8 +586,8 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         .lines()
         .filter(|l| l.contains("\"layers\":[{"))
         .count();
-    // tract's two conditions profiled their layers; candle has no layer profile.
-    assert_eq!(with_layers, 2, "{records}");
+    // tract's four conditions profiled their layers; candle has no layer profile.
+    assert_eq!(with_layers, 4, "{records}");
     let db = tmp.path().join("db.jsonl");
     let db_arg = db.to_string_lossy().into_owned();
     let dir_arg = dir.to_string_lossy().into_owned();
@@ -468,9 +604,23 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         );
         text
     };
-    import("1 profile(s) added");
-    import("0 profile(s) added, 1 already in the database");
-    let profile: serde_json::Value = serde_json::from_str(read(&db).trim()).unwrap_or_default();
+    // Batch 1 on every core, and on CPU 0: a profile of that core set.
+    import("2 profile(s) added");
+    import("0 profile(s) added, 2 already in the database");
+    let profiles: Vec<serde_json::Value> = read(&db)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_default())
+        .collect();
+    let cores: Vec<&serde_json::Value> = profiles.iter().map(|p| &p["cores"]).collect();
+    assert!(
+        cores.contains(&&serde_json::Value::Null) && cores.contains(&&serde_json::json!([0])),
+        "{profiles:?}"
+    );
+    let profile = profiles
+        .iter()
+        .find(|p| p["cores"].is_null())
+        .cloned()
+        .unwrap_or_default();
     assert_eq!(profile["engine"], "tract", "{profile}");
     assert_eq!(profile["model"], "shufflenet_v2_x0_5", "{profile}");
     assert_eq!(profile["input"], "3x32x32", "{profile}");

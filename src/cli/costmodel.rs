@@ -8,15 +8,15 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use anyhow::Context;
 use clap::builder::PossibleValuesParser;
 use clap::{Args, Subcommand};
+use edgeprof::collect::device::cpu_list;
 use edgeprof::models::zoo;
-use edgeprof::tune::costmodel::{
-    self, probe, CostModel, Db, Held, Measure, Profile, PROFILED_ENGINES,
-};
+use edgeprof::tune::costmodel::{self, probe, CostModel, Db, Measure, Profile, PROFILED_ENGINES};
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
 
 mod import;
+mod predict;
 
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
@@ -52,6 +52,9 @@ pub enum CostmodelCommand {
         max_runs: usize,
         #[arg(long)]
         layer_runs: usize,
+        /// The CPU list to confine this process (and the engine's threads) to
+        #[arg(long)]
+        cores: Option<String>,
     },
 }
 
@@ -106,6 +109,10 @@ pub struct ProfileArgs {
     /// Profile the probes only (80 unless --probes says), no zoo model
     #[arg(long)]
     probes_only: bool,
+    /// The core set to confine every measurement to: all (default), big, little, clusterN, one,
+    /// or a CPU list such as 0-1; profiles are kept per core set
+    #[arg(long, value_name = "SET", default_value = "all")]
+    cores: String,
     /// Measure every profile this many times, each model once per round, and merge them
     /// (the interval then covers how the rounds differ)
     #[arg(long, default_value_t = 3)]
@@ -142,6 +149,14 @@ pub struct PredictArgs {
     batch: Option<usize>,
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// The core set: all (default), big, little, clusterN, one, or a CPU list such as 0-1
+    /// (predicted from the profiles measured on it)
+    #[arg(long, value_name = "SET", default_value = "all")]
+    cores: String,
+    /// Show each layer group's predicted time (and the measured one, where the database holds
+    /// a profile of this model): which layers the latency comes from, and where the model errs
+    #[arg(long)]
+    layers: bool,
     #[command(flatten)]
     db: DbArgs,
 }
@@ -176,7 +191,7 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
     match command {
         CostmodelCommand::Profile(args) => profile(args),
         CostmodelCommand::Fit(args) => fit(args),
-        CostmodelCommand::Predict(args) => predict(args),
+        CostmodelCommand::Predict(args) => predict::predict(args),
         CostmodelCommand::Eval(args) => eval(args),
         CostmodelCommand::Import(args) => import::import(args),
         CostmodelCommand::ProfileOne {
@@ -188,25 +203,29 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
             target,
             max_runs,
             layer_runs,
+            cores,
         } => {
+            let cores = cores.map(|list| confine(&list)).transpose()?;
             let how = Measure {
                 target,
                 max_runs,
                 layer_runs,
                 ..Measure::default()
             };
-            if engine == "tract" {
-                print_json(&costmodel::measure(&model, &input, threads, how)?)
+            let mut p = if engine == "tract" {
+                costmodel::measure(&model, &input, threads, how)?
             } else {
-                print_json(&costmodel::measure_external(
+                costmodel::measure_external(
                     &engine,
                     &model,
                     &input,
                     threads,
                     how,
                     python.as_deref(),
-                )?)
-            }
+                )?
+            };
+            p.cores = cores;
+            print_json(&p)
         }
     }
 }
@@ -216,6 +235,7 @@ fn profile_in_child(
     model: &str,
     input: &str,
     threads: usize,
+    cores: Option<&[usize]>,
     args: &ProfileArgs,
 ) -> anyhow::Result<Profile> {
     let mut argv: Vec<String> = vec![
@@ -238,6 +258,9 @@ fn profile_in_child(
     ];
     if let Some(p) = &args.python {
         argv.extend(["--python".into(), p.display().to_string()]);
+    }
+    if let Some(cpus) = cores {
+        argv.extend(["--cores".into(), cpu_list(cpus)]);
     }
     crate::cli::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker")
 }
@@ -321,20 +344,22 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let mut db = open(&args.db)?;
     db.check_writable()?;
     let input = args.input.to_string();
+    let cores = core_set(&args.cores)?;
+    let on = on_cpus(cores.as_deref());
     let rounds = args.rounds.max(1);
     let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);
     let total = models.len() * args.threads.len() * rounds;
     let mut k = 0;
-    let mut taken: std::collections::BTreeMap<(String, usize), Vec<Profile>> = Default::default();
+    let mut taken = costmodel::rounds::Taken::new();
     let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
         k += 1;
         let tag = if max_rounds > 1 {
-            format!("[{k}/{total}] round {round}: {model} {input} t{threads}")
+            format!("[{k}/{total}] round {round}: {model} {input} t{threads}{on}")
         } else {
-            format!("[{k}/{total}] {model} {input} t{threads}")
+            format!("[{k}/{total}] {model} {input} t{threads}{on}")
         };
         errln!("{tag}: profiling …");
-        let p = profile_in_child(model, &input, threads, &args)
+        let p = profile_in_child(model, &input, threads, cores.as_deref(), &args)
             .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
         let reached = if p.relative_half_width() <= args.target {
             String::new()
@@ -364,30 +389,41 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             }
         }
     }
-    // Then more rounds of the models whose rounds disagree beyond the target, until they agree
-    // or have had `max_rounds` (the probes serve by their layers' times, medians over the
-    // rounds, not by their latency).
-    let wide = |taken: &std::collections::BTreeMap<(String, usize), Vec<Profile>>| {
-        taken
-            .iter()
-            .filter(|((model, _), ps)| {
-                probe::seed_of(model).is_none()
-                    && ps.len() < max_rounds
-                    && Profile::merge(ps).is_some_and(|p| p.relative_half_width() > args.target)
-            })
-            .map(|(key, ps)| (key.clone(), ps.len() + 1))
-            .collect::<Vec<_>>()
-    };
+    // Then more rounds while a model's rounds disagree beyond the target, until they agree or
+    // have had `max_rounds`: every model again each time (the probes serve by their layers'
+    // times, medians over the rounds, not by their latency).
+    let order: Vec<(String, usize)> = models
+        .iter()
+        .filter(|m| probe::seed_of(m).is_none())
+        .flat_map(|m| args.threads.iter().map(move |&t| (m.clone(), t)))
+        .collect();
     loop {
-        let again = wide(&taken);
-        if again.is_empty() {
+        let keys = costmodel::rounds::next_round(&order, &taken, max_rounds, args.target);
+        if keys.is_empty() {
             break;
         }
-        let total = taken.values().map(Vec::len).sum::<usize>() + again.len();
-        for ((model, threads), round) in again {
-            let p = measure(&model, threads, round, total)?;
-            taken.entry((model, threads)).or_default().push(p);
+        let total = taken.values().map(Vec::len).sum::<usize>() + keys.len();
+        for (model, threads) in keys {
+            let round = taken.get(&(model.clone(), *threads)).map_or(0, Vec::len) + 1;
+            let p = measure(model, *threads, round, total)?;
+            taken.entry((model.clone(), *threads)).or_default().push(p);
         }
+    }
+    let drift = costmodel::rounds::drift(
+        taken
+            .iter()
+            .filter(|((model, _), _)| probe::seed_of(model).is_none())
+            .map(|(_, ps)| &ps[..]),
+    );
+    if let Some((round, ratio)) = costmodel::rounds::strayed(&drift, 2.0 * args.target) {
+        errln!(
+            "warning: the machine's speed moved during the profile: round {round} ran {:.0} % \
+             {} than round 1 (median over the models); profiles of one database should come \
+             from one state of the machine, so profile again when it is quiet if `costmodel \
+             eval` errs more than it did",
+            100.0 * (ratio - 1.0).abs(),
+            if ratio > 1.0 { "slower" } else { "faster" }
+        );
     }
     let mut loose = 0;
     for profiles in taken.values() {
@@ -416,17 +452,50 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     ))
 }
 
-/// Every thread count the database holds for `engine`.
-fn thread_counts(db: &Db, engine: &str) -> Vec<usize> {
-    let mut t: Vec<usize> = db
+/// Every (thread count, core set) the database holds for `engine`.
+fn configurations(db: &Db, engine: &str) -> Vec<(usize, Option<Vec<usize>>)> {
+    let mut t: Vec<(usize, Option<Vec<usize>>)> = db
         .latest()
         .iter()
         .filter(|p| p.engine == engine)
-        .map(|p| p.threads)
+        .map(|p| (p.threads, p.cores.clone()))
         .collect();
     t.sort_unstable();
     t.dedup();
     t
+}
+
+/// A core set given on the command line (`all`, `big`, `little`, `clusterN`, `one` or a CPU
+/// list) as the sorted CPUs profiles keep; None: every CPU.
+fn core_set(name: &str) -> anyhow::Result<Option<Vec<usize>>> {
+    let set = edgeprof::tune::resolve_core_set_here(name)
+        .map_err(|e| BadInput(format!("--cores {}", e.0)))?;
+    Ok(set.cpus.map(|mut cpus| {
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    }))
+}
+
+/// ` on CPUs 0-1` for a core set, nothing for every CPU.
+fn on_cpus(cores: Option<&[usize]>) -> String {
+    cores.map_or(String::new(), |c| format!(" on CPUs {}", cpu_list(c)))
+}
+
+/// Confines this process, and the threads and children it starts, to the CPUs of `list`.
+fn confine(list: &str) -> anyhow::Result<Vec<usize>> {
+    let cpus = edgeprof::collect::telemetry::cpu::parse_cpu_ids(list);
+    let mut set = nix::sched::CpuSet::new();
+    for &c in &cpus {
+        set.set(c)
+            .map_err(|e| BadInput(format!("--cores {list}: CPU {c}: {e}")))?;
+    }
+    if cpus.is_empty() {
+        anyhow::bail!(BadInput(format!("--cores {list}: no CPU in it")));
+    }
+    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
+        .with_context(|| format!("cannot confine the profile to CPUs {list}"))?;
+    Ok(cpus)
 }
 
 fn no_profiles(db: &Db, engine: &str) -> BadInput {
@@ -442,9 +511,9 @@ fn no_profiles(db: &Db, engine: &str) -> BadInput {
 fn fit(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
     let latest = db.latest();
-    let models: Vec<CostModel> = thread_counts(&db, &args.engine)
+    let models: Vec<CostModel> = configurations(&db, &args.engine)
         .into_iter()
-        .filter_map(|t| CostModel::fit(&latest, &args.engine, t))
+        .filter_map(|(t, cores)| CostModel::fit_on(&latest, &args.engine, t, cores.as_deref()))
         .collect();
     if models.is_empty() {
         anyhow::bail!(no_profiles(&db, &args.engine));
@@ -456,10 +525,11 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
     for m in &models {
         let _ = writeln!(
             out,
-            "{} on {} thread(s), from {} model(s) and {} probe(s), {} layer groups; \
+            "{} on {} thread(s){}, from {} model(s) and {} probe(s), {} layer groups; \
              end-to-end / summed layers {:.3}",
             m.engine,
             m.threads,
+            on_cpus(m.cores.as_deref()),
             m.models.len(),
             m.probes,
             m.samples,
@@ -486,150 +556,6 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
         out.push('\n');
     }
     print_out(&out)
-}
-
-fn predict(args: PredictArgs) -> anyhow::Result<()> {
-    let db = open(&args.db.db)?;
-    let engine = args.db.engine.as_str();
-    let zoo_input = edgeprof::models::InputShape {
-        channels: 3,
-        height: 64,
-        width: 64,
-    };
-    let file = crate::cli::is_file_model(&args.model);
-    let model = if file || args.batch.is_some_and(|b| b != 1) {
-        crate::cli::describe_model(&args.model, args.input, args.batch, None, zoo_input)?
-    } else {
-        let input = args.input.unwrap_or(zoo_input).to_string();
-        costmodel::zoo_model(&args.model, &input)?
-    };
-    let input = match model.input_shape[..] {
-        [_, c, h, w] => format!("{c}x{h}x{w}"),
-        _ => String::new(),
-    };
-    let latest = db.latest();
-    let Some(cm) = CostModel::fit(&latest, engine, args.threads) else {
-        anyhow::bail!(BadInput(format!(
-            "no {engine} profile on {} thread(s) in the database: `edgeprof costmodel profile \
-             --engine {engine} --threads {}` measures them",
-            args.threads, args.threads
-        )));
-    };
-    let groups = costmodel::planned_groups(&model);
-    let (ms, fallbacks) = cm.predict(&groups);
-    // The uncertainty: how far leave-one-model-out predictions of this database fall.
-    let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
-    let mut errors: Vec<f64> = held.iter().map(|h| h.error.abs()).collect();
-    errors.sort_by(f64::total_cmp);
-    let spread = errors
-        .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
-        .copied();
-    let batch = model.input_shape.first().copied().unwrap_or(1);
-    // The profiles are of batch 1.
-    let measured = latest.iter().find(|p| {
-        batch == 1
-            && p.engine == engine
-            && p.model == args.model
-            && p.input == input
-            && p.threads == args.threads
-    });
-    // A model larger than any profiled one, or at a larger input, is predicted by
-    // extrapolating: said, as its error may exceed the held-out models'.
-    // The whole model's FLOPs, which every planned group carries.
-    let flops = groups
-        .first()
-        .and_then(|g| g.dims)
-        .map_or(0, |d| d.model_flops);
-    let profiled: Vec<&&Profile> = latest
-        .iter()
-        .filter(|p| p.engine == engine && p.threads == args.threads)
-        .collect();
-    let largest = profiled
-        .iter()
-        .filter_map(|p| p.groups.first().and_then(|g| g.dims))
-        .map(|d| d.model_flops)
-        .max()
-        .unwrap_or(0);
-    let pixels = |s: &edgeprof::models::InputShape| s.height * s.width;
-    let largest_input = profiled
-        .iter()
-        .filter_map(|p| p.input.parse::<edgeprof::models::InputShape>().ok())
-        .max_by_key(pixels);
-    let bigger_input = match (&model.input_shape[..], largest_input) {
-        ([_, _, h, w], Some(l)) if h * w > pixels(&l) => Some(l),
-        _ => None,
-    };
-    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some() || batch > 1;
-    if args.db.json {
-        return print_json(&serde_json::json!({
-            "model": args.model,
-            "engine": engine,
-            "input": input,
-            "batch": batch,
-            "flops": flops,
-            "extrapolated": beyond,
-            "threads": args.threads,
-            "predicted_ms": ms,
-            "uncertainty": spread,
-            "groups": groups.len(),
-            "fallbacks": fallbacks,
-            "measured_ms": measured.map(|p| p.latency_ms),
-        }));
-    }
-    let batched = if batch > 1 {
-        format!(" batch {batch}")
-    } else {
-        String::new()
-    };
-    let mut out = format!(
-        "{} {input}{batched} on {engine}, {} thread(s): {ms:.3} ms predicted from {} layer groups",
-        args.model,
-        args.threads,
-        groups.len()
-    );
-    match spread {
-        Some(s) => {
-            let _ = write!(
-                out,
-                " (±{:.0} %: 9 in 10 models held out of this database were predicted that close)",
-                100.0 * s
-            );
-        }
-        None => out.push_str(" (no uncertainty: the database holds one model)"),
-    }
-    if fallbacks > 0 {
-        let _ = write!(
-            out,
-            "; {fallbacks} group(s) without a shape used their template's linear fit"
-        );
-    }
-    if let Some(p) = measured {
-        let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
-    }
-    if let Some(l) = bigger_input {
-        let _ = write!(
-            out,
-            "\nnote: its input {input} is larger than any profiled on this device (at most {l}): \
-             the prediction extrapolates, and may err more than the held-out models did; \
-             `edgeprof costmodel profile --input {input} --probes 0` profiles the zoo at that size"
-        );
-    } else if batch > 1 {
-        let _ = write!(
-            out,
-            "\nnote: the profiles are of batch 1: batch {batch} is extrapolated from each layer's \
-             time per unit of work, which misses how an engine batches (it has erred by half: \
-             see Known limitations); `edgeprof bench --batch {batch}` measures it"
-        );
-    } else if beyond {
-        let _ = write!(
-            out,
-            "\nnote: its {} FLOPs exceed the largest profiled model's {} on this device: the \
-             prediction extrapolates, and may err more than the held-out models did",
-            edgeprof::text::si(flops),
-            edgeprof::text::si(largest)
-        );
-    }
-    print_out(&(out + "\n"))
 }
 
 fn eval(args: DbArgs) -> anyhow::Result<()> {
@@ -665,6 +591,7 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
                 h.model.clone(),
                 h.input.clone(),
                 h.threads.to_string(),
+                h.cores.as_deref().map_or("all".into(), cpu_list),
                 format!(
                     "{:.3} ±{:.1} %",
                     h.measured_ms,
@@ -682,13 +609,14 @@ fn eval(args: DbArgs) -> anyhow::Result<()> {
             "held out",
             "input",
             "threads",
+            "cores",
             "measured ms",
             "rounds",
             "predicted ms",
             "error",
             "fallbacks",
         ],
-        &[false, false, true, true, true, true, true, true],
+        &[false, false, true, false, true, true, true, true, true],
         &rows,
     );
     let _ = writeln!(

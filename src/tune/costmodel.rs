@@ -145,6 +145,9 @@ pub struct Profile {
     pub model: String,
     pub input: String,
     pub threads: usize,
+    /// The CPUs the profile was confined to (sorted); None: every CPU this process may use.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<usize>>,
     pub groups: Vec<Group>,
     /// Median end-to-end latency and its 95 % interval, and the timed runs it rests on.
     pub latency_ms: f64,
@@ -226,6 +229,7 @@ impl Profile {
             model: model.to_string(),
             input: input.to_string(),
             threads,
+            cores: None,
             groups,
             latency_ms,
             latency_interval_ms,
@@ -546,6 +550,9 @@ pub fn features(g: &Group) -> Option<Vec<f64>> {
 pub struct CostModel {
     pub engine: String,
     pub threads: usize,
+    /// The CPUs its profiles were confined to; None: every CPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cores: Option<Vec<usize>>,
     pub templates: BTreeMap<String, Linear>,
     pub families: BTreeMap<String, Linear>,
     pub overall: Linear,
@@ -567,12 +574,22 @@ pub struct CostModel {
 }
 
 impl CostModel {
-    /// Fits the model of `engine` on `threads` threads from `profiles` (other engines and
-    /// thread counts are ignored). None without any profile of them.
+    /// Fits the model of `engine` on `threads` threads on every CPU from `profiles` (other
+    /// engines, thread counts and core sets are ignored). None without any profile of them.
     pub fn fit(profiles: &[&Profile], engine: &str, threads: usize) -> Option<CostModel> {
+        CostModel::fit_on(profiles, engine, threads, None)
+    }
+
+    /// [`CostModel::fit`] from the profiles confined to `cores` (sorted; None: every CPU).
+    pub fn fit_on(
+        profiles: &[&Profile],
+        engine: &str,
+        threads: usize,
+        cores: Option<&[usize]>,
+    ) -> Option<CostModel> {
         let mine: Vec<&&Profile> = profiles
             .iter()
-            .filter(|p| p.engine == engine && p.threads == threads)
+            .filter(|p| p.engine == engine && p.threads == threads && p.cores.as_deref() == cores)
             .collect();
         if mine.is_empty() {
             return None;
@@ -614,6 +631,7 @@ impl CostModel {
         let mut fitted_model = CostModel {
             engine: engine.to_string(),
             threads,
+            cores: cores.map(<[usize]>::to_vec),
             templates: fitted(by_template),
             families: fitted(by_family),
             overall: fit_linear(&all)?,
@@ -680,24 +698,6 @@ impl CostModel {
     }
 }
 
-/// One model of a leave-one-model-out evaluation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct Held {
-    pub model: String,
-    pub input: String,
-    pub threads: usize,
-    pub measured_ms: f64,
-    /// The measured median's own interval, relative half-width.
-    pub measured_half_width: f64,
-    /// Rounds the measured profile merges.
-    pub rounds: usize,
-    pub predicted_ms: f64,
-    /// predicted / measured − 1.
-    pub error: f64,
-    /// Groups predicted from a family's or the overall fit (their template had no samples).
-    pub fallbacks: usize,
-}
-
 /// The zoo model, operator probe ([`probe`]) or ONNX file (a path ending in `.onnx`, read by
 /// [`crate::models::onnx_read`] at `input`, batch 1) a profile was taken of, built again.
 pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInput> {
@@ -730,51 +730,16 @@ pub fn is_file(model: &str) -> bool {
     model.ends_with(".onnx")
 }
 
-/// Leave-one-model-out over the latest profiles of `engine` (on `threads`, or every thread
-/// count): each zoo model predicted by a cost model fitted without any of its profiles, from its layers alone ([`planned_groups`]: nothing
-/// of its own profile is used).
-pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec<Held> {
-    use rayon::prelude::*;
-    let latest = db.latest();
-    let held: Vec<&Profile> = latest
-        .iter()
-        .filter(|p| p.engine == engine && !p.is_probe())
-        .filter(|p| threads.is_none_or(|t| t == p.threads))
-        .copied()
-        .collect();
-    // Each held-out model is a fit of its own: in parallel, in the database's order.
-    held.par_iter()
-        .filter_map(|p| {
-            let others: Vec<&Profile> = latest
-                .iter()
-                .filter(|o| o.model != p.model)
-                .copied()
-                .collect();
-            let model = CostModel::fit(&others, engine, p.threads)?;
-            let groups = planned_groups(&zoo_model(&p.model, &p.input).ok()?);
-            let (predicted_ms, fallbacks) = model.predict(&groups);
-            Some(Held {
-                model: p.model.clone(),
-                input: p.input.clone(),
-                threads: p.threads,
-                measured_ms: p.latency_ms,
-                measured_half_width: p.relative_half_width(),
-                rounds: p.rounds,
-                predicted_ms,
-                error: predicted_ms / p.latency_ms - 1.0,
-                fallbacks,
-            })
-        })
-        .collect()
-}
-
 mod db;
+mod eval;
 mod external;
 pub mod probe;
+pub mod rounds;
 pub mod sweep;
 #[cfg(test)]
 mod tests;
 pub mod trees;
 
 pub use db::Db;
+pub use eval::{leave_one_model_out, Held};
 pub use external::{measure_external, profiles_files, PROFILED_ENGINES};

@@ -121,6 +121,14 @@ pub fn core_sets(clusters: &[Cluster], allowed: &[usize]) -> Vec<CoreSet> {
     sets
 }
 
+/// Resolves a core-set name or CPU list against this machine's clusters and the CPUs this
+/// process may use ([`resolve_core_set`]).
+pub fn resolve_core_set_here(name: &str) -> Result<CoreSet, crate::error::BadInput> {
+    let allowed = crate::collect::ceilings::allowed_cpus();
+    let clusters = crate::collect::device::clusters(std::path::Path::new("/"));
+    resolve_core_set(name, &core_sets(&clusters, &allowed), &allowed)
+}
+
 /// Resolves a configured core-set name (`all`, `big`, `little`, `clusterN`, `one`) or CPU list
 /// (`0-3,6`) against the sets of this machine.
 pub fn resolve_core_set(

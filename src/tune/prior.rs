@@ -13,8 +13,9 @@
 //!   the fewest profiled threads as the per-layer cost model predicts it from its layers, fitted
 //!   without that model's own profiles; where this model has earlier trials, their median
 //!   offset from the transferred effects sets its scale instead;
-//! - **from the layers**: tract on all cores, without any trial to go on, as the per-layer
-//!   cost model predicts it.
+//! - **from the layers**: an engine at the options its layer profiles were measured at, on all
+//!   cores or on a core set they were measured on, without any trial to go on, as the
+//!   per-layer cost model predicts it.
 //!
 //! Each comes with the standard deviation of its logarithm: small for a measured
 //! configuration, growing with every step away from an exact match and with the spread of the
@@ -221,21 +222,21 @@ const LAYERS_SD: f64 = 0.2;
 const MEASURED_SD: f64 = 0.1;
 
 /// The per-layer cost model's latency for a model, in ms: fitted on every latest profile of
-/// `engine` at `threads` but the model's own, summed over its planned groups. None for a model
-/// outside the zoo or without profiles to fit.
+/// `engine` at `threads` on `cores` (None: every CPU) but the model's own, summed over its
+/// planned groups. None for a model outside the zoo or without profiles to fit.
 fn layers_ms(
     latest: &[&Profile],
     engine: &str,
     model: &str,
     input: &str,
-    threads: usize,
+    (threads, cores): (usize, Option<&[usize]>),
 ) -> Option<f64> {
     let others: Vec<&Profile> = latest
         .iter()
         .filter(|p| p.model != model)
         .copied()
         .collect();
-    let fitted = CostModel::fit(&others, engine, threads)?;
+    let fitted = CostModel::fit_on(&others, engine, threads, cores)?;
     let groups = costmodel::planned_groups(&costmodel::zoo_model(model, input).ok()?);
     let (ms, _) = fitted.predict(&groups);
     (ms > 0.0 && ms.is_finite()).then_some(ms)
@@ -294,7 +295,9 @@ pub fn build(
     let mut scale_of = |m: &str, i: &str| -> Option<f64> {
         *scales
             .entry((m.to_string(), i.to_string()))
-            .or_insert_with(|| layers_ms(&tract, "tract", m, i, reference_threads?).map(f64::ln))
+            .or_insert_with(|| {
+                layers_ms(&tract, "tract", m, i, (reference_threads?, None)).map(f64::ln)
+            })
     };
     // Other models' effects per level and key: per model, the mean of its trials' offsets.
     let mut effects: Vec<BTreeMap<String, BTreeMap<String, Vec<f64>>>> =
@@ -353,8 +356,10 @@ pub fn build(
         Some((m, spread)) => Some((m, (MEASURED_SD.powi(2) + spread.powi(2)).sqrt())),
         None => scale_of(model, input).map(|s| (s, LAYERS_SD)),
     };
-    // The per-layer prediction of this model per thread count, fitted once each.
-    let mut own_layers: BTreeMap<(String, usize), Option<f64>> = BTreeMap::new();
+    // The per-layer prediction of this model per engine, thread count and core set, fitted
+    // once each.
+    type Configuration = (String, usize, Option<Vec<usize>>);
+    let mut own_layers: BTreeMap<Configuration, Option<f64>> = BTreeMap::new();
     let entries = space
         .candidates
         .iter()
@@ -374,12 +379,26 @@ pub fn build(
                     source: Source::Transferred { level },
                 });
             }
-            // An engine profiled layer by layer, on all cores at the options it was profiled
-            // at, from its layers alone (no trial to go on).
-            if profiled_as(c) && c.cores.cpus.is_none() && c.device == crate::config::Device::Cpu {
+            // An engine profiled layer by layer, at the options it was profiled at, on all
+            // cores or on a core set it was profiled on, from its layers alone (no trial to go
+            // on).
+            if profiled_as(c) && c.device == crate::config::Device::Cpu {
+                let mut cores = c.cores.cpus.clone();
+                if let Some(cpus) = cores.as_mut() {
+                    cpus.sort_unstable();
+                    cpus.dedup();
+                }
                 let ms = (*own_layers
-                    .entry((c.engine.clone(), c.threads))
-                    .or_insert_with(|| layers_ms(&latest, &c.engine, model, input, c.threads)))?;
+                    .entry((c.engine.clone(), c.threads, cores.clone()))
+                    .or_insert_with(|| {
+                        layers_ms(
+                            &latest,
+                            &c.engine,
+                            model,
+                            input,
+                            (c.threads, cores.as_deref()),
+                        )
+                    }))?;
                 let per_call = match objective {
                     Objective::Throughput => ms.ln(),
                     _ => ms.ln() + batch,

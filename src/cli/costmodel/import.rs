@@ -69,8 +69,11 @@ fn import_sweep(
     let (mut added, mut present) = (0, 0);
     for p in found.profiles {
         let known = db.profiles.iter().any(|q| {
-            (&q.engine, &q.model, &q.input, q.threads, &q.written)
-                == (&p.engine, &p.model, &p.input, p.threads, &p.written)
+            (
+                &q.engine, &q.model, &q.input, q.threads, &q.cores, &q.written,
+            ) == (
+                &p.engine, &p.model, &p.input, p.threads, &p.cores, &p.written,
+            )
         });
         if known {
             present += 1;

@@ -156,17 +156,13 @@ impl Db {
             .with_context(|| format!("cannot write {}", path.display()))
     }
 
-    /// The latest profile of each (engine, model, input, threads).
+    /// The latest profile of each (engine, model, input, threads, core set).
     pub fn latest(&self) -> Vec<&Profile> {
-        let mut by: BTreeMap<(String, String, String, usize), &Profile> = BTreeMap::new();
+        type Key<'a> = (&'a str, &'a str, &'a str, usize, Option<&'a [usize]>);
+        let mut by: BTreeMap<Key, &Profile> = BTreeMap::new();
         for p in &self.profiles {
             by.insert(
-                (
-                    p.engine.clone(),
-                    p.model.clone(),
-                    p.input.clone(),
-                    p.threads,
-                ),
+                (&p.engine, &p.model, &p.input, p.threads, p.cores.as_deref()),
                 p,
             );
         }

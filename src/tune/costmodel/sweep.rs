@@ -16,8 +16,8 @@ pub struct FromSweep {
 
 /// The profiles of sweep `stored`: its conditions' last successful records that carry layer
 /// times. A condition is learnt from only as `costmodel profile` measures: one image (a
-/// batch of 1) on the CPU, on every core (no core set), at the engine's default options, with
-/// the zoo's 1000 classes.
+/// batch of 1) on the CPU (on every core, or on its core set: a profile of that set), at the
+/// engine's default options, with the zoo's 1000 classes.
 pub fn profiles(stored: &Stored) -> FromSweep {
     let mut out = FromSweep::default();
     let classes = stored.classes();
@@ -47,8 +47,8 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     if !external::PROFILED_ENGINES.contains(&c.engine.as_str()) {
         return Err(format!("the cost model does not learn {}", c.engine));
     }
-    if c.batch != 1 || c.device != Device::Cpu || c.cores.is_some() {
-        return Err("not one image on every CPU core".into());
+    if c.batch != 1 || c.device != Device::Cpu {
+        return Err("not one image on the CPU".into());
     }
     if options || !c.options.is_empty() {
         return Err(format!("{} ran with options of its own", c.engine));
@@ -90,5 +90,11 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
         times,
     );
     profile.written = record.started.clone();
+    // Its worker was confined to the condition's core set: a profile of that set.
+    profile.cores = c.cores.clone().map(|mut cpus| {
+        cpus.sort_unstable();
+        cpus.dedup();
+        cpus
+    });
     Ok(profile)
 }

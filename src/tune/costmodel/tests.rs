@@ -99,6 +99,7 @@ fn synthetic(model: &str, threads: usize) -> Profile {
         engine: "tract".into(),
         model: model.into(),
         input: "3x64x64".into(),
+        cores: None,
         threads,
         groups,
         latency_ms,
@@ -229,4 +230,36 @@ fn a_profile_written_before_shapes_were_kept_gets_them_from_its_model() {
     let got: Vec<Option<Dims>> = filled.groups.iter().map(|g| g.dims).collect();
     assert_eq!(got, want);
     assert!(got.iter().all(|d| d.is_some_and(|d| d.model_bytes > 0)));
+}
+
+#[test]
+fn each_core_set_is_fitted_apart_and_kept_apart() {
+    let mut db = Db::default();
+    for model in ["mobilenet_v2", "resnet18", "squeezenet1_1"] {
+        let all = synthetic(model, 1);
+        let mut one = all.clone();
+        one.cores = Some(vec![1]);
+        for g in &mut one.groups {
+            g.seconds *= 2.0;
+        }
+        one.latency_ms *= 2.0;
+        db.profiles.push(all);
+        db.profiles.push(one);
+    }
+    // The latest per (engine, model, input, threads, core set): both sets stay.
+    assert_eq!(db.latest().len(), 6);
+    let latest = db.latest();
+    let groups = planned_groups(&zoo("shufflenet_v2_x0_5", "3x64x64"));
+    let fit = |cores: Option<&[usize]>| {
+        CostModel::fit_on(&latest, "tract", 1, cores).map(|m| (m.predict(&groups).0, m.cores))
+    };
+    let (all, all_cores) = fit(None).unwrap_or_default();
+    let (one, one_cores) = fit(Some(&[1])).unwrap_or_default();
+    assert_eq!((all_cores, one_cores), (None, Some(vec![1])));
+    assert!((one / all - 2.0).abs() < 0.2, "{all} {one}");
+    assert!(fit(Some(&[0])).is_none());
+    // Held out, each model is predicted from the others of its own core set.
+    let held = leave_one_model_out(&db, "tract", Some(1));
+    assert_eq!(held.len(), 6);
+    assert_eq!(held.iter().filter(|h| h.cores == Some(vec![1])).count(), 3);
 }

@@ -333,6 +333,49 @@ fn layer_profiles_alone_predict_tract_on_all_cores() -> anyhow::Result<()> {
 }
 
 #[test]
+fn layer_profiles_of_a_core_set_predict_that_core_set() -> anyhow::Result<()> {
+    let space = space();
+    // The stored profiles again, as if measured confined to CPU 0, every layer 1.5 times slower.
+    let mut db = with_profiles(Db::default());
+    let one: Vec<Profile> = db
+        .profiles
+        .iter()
+        .map(|p| {
+            let mut p = p.clone();
+            p.cores = Some(vec![0]);
+            p.latency_ms *= 1.5;
+            for g in &mut p.groups {
+                g.seconds *= 1.5;
+            }
+            p
+        })
+        .collect();
+    db.profiles.extend(one);
+    let prior = prior_of(&db, &space, true);
+    let log = |cpus: Option<Vec<usize>>, threads: usize| {
+        space
+            .candidates
+            .iter()
+            .zip(&prior.entries)
+            .find(|(c, _)| {
+                c.engine == "tract" && c.cores.cpus == cpus && c.threads == threads && c.batch == 1
+            })
+            .and_then(|(_, e)| e.map(|e| e.log_cost))
+    };
+    // tract × threads 1, 2 × batch 1, 4 on all cores and on `one` (CPU 0).
+    assert_eq!(prior.predicted(), 8, "{prior:?}");
+    for threads in [1, 2] {
+        let all = log(None, threads).context("all cores")?;
+        let cpu0 = log(Some(vec![0]), threads).context("CPU 0")?;
+        assert!((cpu0 - all - 1.5f64.ln()).abs() < 0.05, "{all} {cpu0}");
+    }
+    // Without profiles of a core set, its candidates are not predicted from layers.
+    let prior = prior_of(&with_profiles(Db::default()), &space, true);
+    assert_eq!(prior.predicted(), 4, "{prior:?}");
+    Ok(())
+}
+
+#[test]
 fn onnxruntime_layer_profiles_predict_it_at_the_options_they_were_measured_at() -> anyhow::Result<()>
 {
     let space = space();

@@ -1,0 +1,271 @@
+//! `edgeprof costmodel predict`: a model's latency from its layers, without running it, with
+//! how far held-out models of the same database were off, and each layer group's share.
+
+use super::{open, PredictArgs};
+use crate::cli::{print_json, print_out, render, BadInput};
+use edgeprof::tune::costmodel::{self, CostModel, Held, Profile};
+use std::fmt::Write as _;
+
+pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
+    let db = open(&args.db.db)?;
+    let engine = args.db.engine.as_str();
+    let zoo_input = edgeprof::models::InputShape {
+        channels: 3,
+        height: 64,
+        width: 64,
+    };
+    let file = crate::cli::is_file_model(&args.model);
+    let model = if file || args.batch.is_some_and(|b| b != 1) {
+        crate::cli::describe_model(&args.model, args.input, args.batch, None, zoo_input)?
+    } else {
+        let input = args.input.unwrap_or(zoo_input).to_string();
+        costmodel::zoo_model(&args.model, &input)?
+    };
+    let input = match model.input_shape[..] {
+        [_, c, h, w] => format!("{c}x{h}x{w}"),
+        _ => String::new(),
+    };
+    let latest = db.latest();
+    let cores = super::core_set(&args.cores)?;
+    let Some(cm) = CostModel::fit_on(&latest, engine, args.threads, cores.as_deref()) else {
+        anyhow::bail!(BadInput(format!(
+            "no {engine} profile on {} thread(s){} in the database: `edgeprof costmodel \
+             profile --engine {engine} --threads {}{}` measures them",
+            args.threads,
+            super::on_cpus(cores.as_deref()),
+            args.threads,
+            if cores.is_some() {
+                format!(" --cores {}", args.cores)
+            } else {
+                String::new()
+            }
+        )));
+    };
+    let groups = costmodel::planned_groups(&model);
+    let (ms, fallbacks) = cm.predict(&groups);
+    // The uncertainty: how far leave-one-model-out predictions of this database fall.
+    let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
+    let mut errors: Vec<f64> = held
+        .iter()
+        .filter(|h| h.cores == cores)
+        .map(|h| h.error.abs())
+        .collect();
+    errors.sort_by(f64::total_cmp);
+    let spread = errors
+        .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
+        .copied();
+    let batch = model.input_shape.first().copied().unwrap_or(1);
+    // The profiles are of batch 1.
+    let measured = latest.iter().find(|p| {
+        batch == 1
+            && p.engine == engine
+            && p.model == args.model
+            && p.input == input
+            && p.threads == args.threads
+            && p.cores == cores
+    });
+    // A model larger than any profiled one, or at a larger input, is predicted by
+    // extrapolating: said, as its error may exceed the held-out models'.
+    // The whole model's FLOPs, which every planned group carries.
+    let flops = groups
+        .first()
+        .and_then(|g| g.dims)
+        .map_or(0, |d| d.model_flops);
+    let profiled: Vec<&&Profile> = latest
+        .iter()
+        .filter(|p| p.engine == engine && p.threads == args.threads && p.cores == cores)
+        .collect();
+    let largest = profiled
+        .iter()
+        .filter_map(|p| p.groups.first().and_then(|g| g.dims))
+        .map(|d| d.model_flops)
+        .max()
+        .unwrap_or(0);
+    let pixels = |s: &edgeprof::models::InputShape| s.height * s.width;
+    let largest_input = profiled
+        .iter()
+        .filter_map(|p| p.input.parse::<edgeprof::models::InputShape>().ok())
+        .max_by_key(pixels);
+    let bigger_input = match (&model.input_shape[..], largest_input) {
+        ([_, _, h, w], Some(l)) if h * w > pixels(&l) => Some(l),
+        _ => None,
+    };
+    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some() || batch > 1;
+    let layers = args
+        .layers
+        .then(|| layer_rows(&cm, &groups, measured.copied()));
+    if args.db.json {
+        let mut json = serde_json::json!({
+            "model": args.model,
+            "engine": engine,
+            "input": input,
+            "batch": batch,
+            "flops": flops,
+            "extrapolated": beyond,
+            "threads": args.threads,
+            "cores": cores,
+            "predicted_ms": ms,
+            "uncertainty": spread,
+            "groups": groups.len(),
+            "fallbacks": fallbacks,
+            "measured_ms": measured.map(|p| p.latency_ms),
+        });
+        if let Some(rows) = &layers {
+            json["overhead_ratio"] = cm.overhead_ratio.into();
+            json["layers"] = serde_json::to_value(rows)?;
+        }
+        return print_json(&json);
+    }
+    let batched = if batch > 1 {
+        format!(" batch {batch}")
+    } else {
+        String::new()
+    };
+    let mut out = layers
+        .map(|rows| layer_table(&rows, cm.overhead_ratio))
+        .unwrap_or_default();
+    let _ = write!(
+        out,
+        "{} {input}{batched} on {engine}, {} thread(s){}: {ms:.3} ms predicted from {} layer \
+         groups",
+        args.model,
+        args.threads,
+        super::on_cpus(cores.as_deref()),
+        groups.len()
+    );
+    match spread {
+        Some(s) => {
+            let _ = write!(
+                out,
+                " (±{:.0} %: 9 in 10 models held out of this database were predicted that close)",
+                100.0 * s
+            );
+        }
+        None => out.push_str(" (no uncertainty: the database holds one model)"),
+    }
+    if fallbacks > 0 {
+        let _ = write!(
+            out,
+            "; {fallbacks} group(s) without a shape used their template's linear fit"
+        );
+    }
+    if let Some(p) = measured {
+        let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
+    }
+    if let Some(l) = bigger_input {
+        let _ = write!(
+            out,
+            "\nnote: its input {input} is larger than any profiled on this device (at most {l}): \
+             the prediction extrapolates, and may err more than the held-out models did; \
+             `edgeprof costmodel profile --input {input} --probes 0` profiles the zoo at that size"
+        );
+    } else if batch > 1 {
+        let _ = write!(
+            out,
+            "\nnote: the profiles are of batch 1: batch {batch} is extrapolated from each layer's \
+             time per unit of work, which misses how an engine batches (it has erred by half: \
+             see Known limitations); `edgeprof bench --batch {batch}` measures it"
+        );
+    } else if beyond {
+        let _ = write!(
+            out,
+            "\nnote: its {} FLOPs exceed the largest profiled model's {} on this device: the \
+             prediction extrapolates, and may err more than the held-out models did",
+            edgeprof::text::si(flops),
+            edgeprof::text::si(largest)
+        );
+    }
+    print_out(&(out + "\n"))
+}
+
+/// One layer group of a prediction: what it is, its predicted time (before the end-to-end
+/// ratio) and, where the database holds a profile of the model, its profiled time.
+#[derive(serde::Serialize)]
+struct LayerRow {
+    group: String,
+    template: String,
+    flops: f64,
+    predicted_ms: f64,
+    /// The group's own model was coarser (its template's linear fit, no shape).
+    fell_back: bool,
+    measured_ms: Option<f64>,
+}
+
+fn layer_rows(
+    cm: &CostModel,
+    groups: &[costmodel::Group],
+    measured: Option<&Profile>,
+) -> Vec<LayerRow> {
+    groups
+        .iter()
+        .map(|g| {
+            let (seconds, fell_back) = cm.group_seconds(g);
+            LayerRow {
+                group: g.label.clone(),
+                template: g.template.clone(),
+                flops: g.flops,
+                predicted_ms: seconds * 1e3,
+                fell_back,
+                measured_ms: measured
+                    .and_then(|p| p.groups.iter().find(|m| m.label == g.label))
+                    .map(|m| m.seconds * 1e3),
+            }
+        })
+        .collect()
+}
+
+/// The layer groups as a table, each with its share of the predicted sum, then the sums.
+fn layer_table(rows: &[LayerRow], ratio: f64) -> String {
+    let sum: f64 = rows.iter().map(|r| r.predicted_ms).sum();
+    let measured: Option<f64> = rows.iter().map(|r| r.measured_ms).sum();
+    let cells: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            vec![
+                r.group.clone(),
+                r.template.clone(),
+                render::si(r.flops as u64),
+                format!(
+                    "{:.4}{}",
+                    r.predicted_ms,
+                    if r.fell_back { "*" } else { "" }
+                ),
+                format!(
+                    "{:.1} %",
+                    100.0 * r.predicted_ms / sum.max(f64::MIN_POSITIVE)
+                ),
+                r.measured_ms.map_or("-".into(), |m| format!("{m:.4}")),
+                r.measured_ms.filter(|m| *m > 0.0).map_or("-".into(), |m| {
+                    format!("{:+.0} %", 100.0 * (r.predicted_ms / m - 1.0))
+                }),
+            ]
+        })
+        .collect();
+    let mut out = render::table(
+        &[
+            "group",
+            "template",
+            "FLOPs",
+            "predicted ms",
+            "share",
+            "measured ms",
+            "error",
+        ],
+        &[false, false, true, true, true, true, true],
+        &cells,
+    );
+    let _ = write!(out, "\nthe groups sum to {sum:.3} ms");
+    if let Some(m) = measured {
+        let _ = write!(out, " ({m:.3} ms profiled)");
+    }
+    let _ = writeln!(
+        out,
+        "; the prediction is that sum × {ratio:.3}, the end-to-end latency over the layers' sum \
+         on the profiled models (what the engine spends outside its layers)"
+    );
+    if rows.iter().any(|r| r.fell_back) {
+        out.push_str("* no shape: its template's linear fit\n");
+    }
+    out.push('\n');
+    out
+}
