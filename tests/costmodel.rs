@@ -131,7 +131,9 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
         .success();
     let out = String::from_utf8_lossy(&table.get_output().stdout).into_owned();
     for needle in [
-        "group",
+        "group (first layer)",
+        "conv1 +2 ",
+        "layer1.0.conv1 +2 ",
         "conv3x3/s1",
         "measured ms",
         "the groups sum to",
@@ -536,6 +538,21 @@ fn an_onnx_file_is_profiled_into_the_database_and_held_out_like_a_model() {
     assert_eq!(v["pairs"], 35, "{v}");
     let held = v["held_out"].as_array().cloned().unwrap_or_default();
     assert!(held.iter().any(|h| h["model"] == canonical.as_str()), "{v}");
+    // A profiled file moved since is said to be left out, not dropped in silence.
+    let moved = tmp.path().join("moved.jsonl");
+    write(
+        &moved,
+        &read(std::path::Path::new(&db)).replace(&canonical, "/nonexistent/moved.onnx"),
+    );
+    let out = edgeprof()
+        .args(["costmodel", "eval", "--db", &moved.to_string_lossy()])
+        .assert()
+        .success();
+    let err = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        err.contains("warning: /nonexistent/moved.onnx ") && err.contains(" left out: "),
+        "{err}"
+    );
     assert_bad_input(
         &[
             "costmodel",

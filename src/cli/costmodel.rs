@@ -561,6 +561,28 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
 fn eval(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
     let held = costmodel::leave_one_model_out(&db, &args.engine, None);
+    // A profile held out of nothing is said, not dropped in silence: its model cannot be built
+    // again (an ONNX file moved or deleted since it was profiled), or no other model was
+    // profiled on its thread count and core set.
+    for p in db.latest() {
+        let evaluated = held.iter().any(|h| {
+            (&h.model, &h.input, h.threads, &h.cores) == (&p.model, &p.input, p.threads, &p.cores)
+        });
+        if p.engine != args.engine || p.is_probe() || evaluated {
+            continue;
+        }
+        let why = match costmodel::zoo_model(&p.model, &p.input) {
+            Err(e) => e.0,
+            Ok(_) => "no other model was profiled on its thread count and core set".into(),
+        };
+        errln!(
+            "warning: {} {} t{}{} left out: {why}",
+            p.model,
+            p.input,
+            p.threads,
+            on_cpus(p.cores.as_deref())
+        );
+    }
     if held.is_empty() && db.profiles.iter().any(Profile::is_probe) {
         anyhow::bail!(BadInput(format!(
             "the measurement database {} holds only probes: leaving one model out needs \

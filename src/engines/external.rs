@@ -26,6 +26,9 @@ pub struct Framework {
     pub gpu: bool,
     /// What the harness measures, in a sentence (`env list`, docs/commands/env.md).
     pub measures: &'static str,
+    /// Its harness times the model layer by layer when a request asks for `layer_runs`
+    /// (the framework's own op profiler, or hooks around its modules).
+    pub layer_profile: bool,
 }
 
 /// What a harness reads to build the model.
@@ -58,6 +61,7 @@ pub const FRAMEWORKS: &[Framework] = &[
         gpu: true,
         measures: "InferenceSession.run on edgeprof's ONNX export (the zoo's weights) or your \
                    ONNX file; intra-op threads from the condition, CPU or CUDA/TensorRT providers",
+        layer_profile: true,
     },
     Framework {
         name: "pytorch",
@@ -72,6 +76,7 @@ pub const FRAMEWORKS: &[Framework] = &[
         measures: "torchvision's own definition of the model, loaded with the zoo's seeded \
                    weights, under inference_mode: eager, TorchScript or torch.compile; \
                    torch.set_num_threads from the condition, CPU or CUDA",
+        layer_profile: true,
     },
     Framework {
         name: "tensorflow",
@@ -86,6 +91,7 @@ pub const FRAMEWORKS: &[Framework] = &[
         measures: "a Keras model built layer by layer from the zoo model's description with its \
                    seeded weights, called as a tf.function (optionally XLA) or eagerly; intra-op \
                    threads from the condition, CPU or GPU",
+        layer_profile: false,
     },
     Framework {
         name: "tflite",
@@ -100,6 +106,7 @@ pub const FRAMEWORKS: &[Framework] = &[
         measures: "the LiteRT interpreter (XNNPACK by default) on the float32 .tflite file \
                    TensorFlow converts from its Keras model of the zoo model; num_threads from \
                    the condition",
+        layer_profile: false,
     },
 ];
 

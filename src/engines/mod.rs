@@ -23,6 +23,12 @@ pub fn version(engine: &str) -> Option<&'static str> {
     }
 }
 
+/// Whether `engine` times a model layer by layer when a request asks for `layer_runs`: tract
+/// (its node profile), and the external frameworks whose harness can.
+pub fn profiles_layers(engine: &str) -> bool {
+    engine == "tract" || external::find(engine).is_some_and(|f| f.layer_profile)
+}
+
 /// What to load: a zoo model (with its weight seed) or an ONNX file.
 pub enum Source<'a> {
     Zoo {

@@ -255,9 +255,12 @@ pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
     };
     let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
     let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);
-    // The first process's layer profile (counted for every engine: those without one end
-    // sooner).
-    let layers = ms.layer_runs as f64 * per_inference;
+    // The first process's layer profile, where the engine has one.
+    let layers = if crate::engines::profiles_layers(&c.engine) {
+        ms.layer_runs as f64 * per_inference
+    } else {
+        0.0
+    };
     ms.processes.max(1) as f64 * (ESTIMATE_RUN_OVERHEAD_S + warm)
         + ms.repeats as f64 * repeat
         + layers
@@ -393,6 +396,14 @@ mod tests {
         );
         let expected =
             2.0 * (ESTIMATE_RUN_OVERHEAD_S + 10.0 * per_inference) + 195.0 * per_inference;
+        let got = estimate_seconds(&config, &plan, 8);
+        assert!((got - expected).abs() < 1e-6, "{got}");
+        // An engine without a layer profile runs none of them.
+        let (config, plan) = plan_of(
+            "[matrix]\nengines = [\"candle\"]\nmodels = [\"resnet50\"]\nthreads = [2]\n[measure]\nwarmup = 9\niterations = 90\nrepeats = 2\nlayer_runs = 15\n",
+        );
+        let expected =
+            2.0 * (ESTIMATE_RUN_OVERHEAD_S + 10.0 * per_inference) + 180.0 * per_inference;
         let got = estimate_seconds(&config, &plan, 8);
         assert!((got - expected).abs() < 1e-6, "{got}");
     }

@@ -214,7 +214,19 @@ fn layer_rows(
         .collect()
 }
 
-/// The layer groups as a table, each with its share of the predicted sum, then the sums.
+/// A group's first layer, and how many more it fuses (`layer1.0.conv1 +2`): its full name, all
+/// its layers joined by `+`, would be cut in the middle on a narrow terminal.
+fn lead(group: &str) -> String {
+    let mut layers = group.split('+');
+    let first = layers.next().unwrap_or(group);
+    match layers.count() {
+        0 => first.to_string(),
+        more => format!("{first} +{more}"),
+    }
+}
+
+/// The layer groups as a table (each named by its first layer), each with its share of the
+/// predicted sum, then the sums.
 fn layer_table(rows: &[LayerRow], ratio: f64) -> String {
     let sum: f64 = rows.iter().map(|r| r.predicted_ms).sum();
     let measured: Option<f64> = rows.iter().map(|r| r.measured_ms).sum();
@@ -222,7 +234,7 @@ fn layer_table(rows: &[LayerRow], ratio: f64) -> String {
         .iter()
         .map(|r| {
             vec![
-                r.group.clone(),
+                lead(&r.group),
                 r.template.clone(),
                 render::si(r.flops as u64),
                 format!(
@@ -243,7 +255,7 @@ fn layer_table(rows: &[LayerRow], ratio: f64) -> String {
         .collect();
     let mut out = render::table(
         &[
-            "group",
+            "group (first layer)",
             "template",
             "FLOPs",
             "predicted ms",

@@ -342,4 +342,15 @@ mod tests {
         );
         Ok(())
     }
+
+    #[test]
+    fn the_engines_the_cost_model_learns_are_those_with_a_layer_profile() {
+        use crate::engines::{external::FRAMEWORKS, profiles_layers, BUILT_IN};
+        let all = BUILT_IN
+            .iter()
+            .copied()
+            .chain(FRAMEWORKS.iter().map(|f| f.name));
+        let profiled: Vec<&str> = all.filter(|e| profiles_layers(e)).collect();
+        assert_eq!(profiled, PROFILED_ENGINES);
+    }
 }
