@@ -470,11 +470,7 @@ fn configurations(db: &Db, engine: &str) -> Vec<(usize, Option<Vec<usize>>)> {
 fn core_set(name: &str) -> anyhow::Result<Option<Vec<usize>>> {
     let set = edgeprof::tune::resolve_core_set_here(name)
         .map_err(|e| BadInput(format!("--cores {}", e.0)))?;
-    Ok(set.cpus.map(|mut cpus| {
-        cpus.sort_unstable();
-        cpus.dedup();
-        cpus
-    }))
+    Ok(costmodel::profile_cores(set.cpus.as_deref()))
 }
 
 /// ` on CPUs 0-1` for a core set, nothing for every CPU.
@@ -482,19 +478,14 @@ fn on_cpus(cores: Option<&[usize]>) -> String {
     cores.map_or(String::new(), |c| format!(" on CPUs {}", cpu_list(c)))
 }
 
-/// Confines this process, and the threads and children it starts, to the CPUs of `list`.
+/// Confines this process, and the threads and children it starts, to the CPUs of `list` (the
+/// parent's core set, written by [`cpu_list`]).
 fn confine(list: &str) -> anyhow::Result<Vec<usize>> {
     let cpus = edgeprof::collect::telemetry::cpu::parse_cpu_ids(list);
-    let mut set = nix::sched::CpuSet::new();
-    for &c in &cpus {
-        set.set(c)
-            .map_err(|e| BadInput(format!("--cores {list}: CPU {c}: {e}")))?;
-    }
     if cpus.is_empty() {
         anyhow::bail!(BadInput(format!("--cores {list}: no CPU in it")));
     }
-    nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-        .with_context(|| format!("cannot confine the profile to CPUs {list}"))?;
+    edgeprof::runner::split::confine(&cpus)?;
     Ok(cpus)
 }
 

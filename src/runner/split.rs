@@ -79,7 +79,8 @@ pub enum Response {
     },
 }
 
-fn confine(cpus: &[usize]) -> anyhow::Result<()> {
+/// Confines the calling thread (and the threads and children it starts later) to `cpus`.
+pub fn confine(cpus: &[usize]) -> anyhow::Result<()> {
     let mut set = nix::sched::CpuSet::new();
     for &c in cpus {
         set.set(c)

@@ -15,6 +15,16 @@ use crate::models::graph::{Model, Op};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
+/// The CPUs of a core set as profiles keep them: sorted, each once (None: every CPU).
+pub fn profile_cores(cpus: Option<&[usize]>) -> Option<Vec<usize>> {
+    cpus.map(|c| {
+        let mut c = c.to_vec();
+        c.sort_unstable();
+        c.dedup();
+        c
+    })
+}
+
 /// Whether a layer of `kind` never leads a group: the layers an engine fuses into the one
 /// before them ([`crate::models::graph::FUSED_AFTER`]), and ShuffleNet's chunks (views). tract
 /// names a fused node after any of its members — often the last — so a group's time is the sum

@@ -383,11 +383,7 @@ pub fn build(
             // cores or on a core set it was profiled on, from its layers alone (no trial to go
             // on).
             if profiled_as(c) && c.device == crate::config::Device::Cpu {
-                let mut cores = c.cores.cpus.clone();
-                if let Some(cpus) = cores.as_mut() {
-                    cpus.sort_unstable();
-                    cpus.dedup();
-                }
+                let cores = costmodel::profile_cores(c.cores.cpus.as_deref());
                 let ms = (*own_layers
                     .entry((c.engine.clone(), c.threads, cores.clone()))
                     .or_insert_with(|| {

@@ -91,10 +91,6 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     );
     profile.written = record.started.clone();
     // Its worker was confined to the condition's core set: a profile of that set.
-    profile.cores = c.cores.clone().map(|mut cpus| {
-        cpus.sort_unstable();
-        cpus.dedup();
-        cpus
-    });
+    profile.cores = super::profile_cores(c.cores.as_deref());
     Ok(profile)
 }
