@@ -11,6 +11,7 @@ use clap::{Args, Subcommand};
 use edgeprof::collect::device::cpu_list;
 use edgeprof::models::zoo;
 use edgeprof::tune::costmodel::{self, probe, CostModel, Db, Measure, Profile, PROFILED_ENGINES};
+use std::collections::BTreeMap;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -55,6 +56,9 @@ pub enum CostmodelCommand {
         /// The CPU list to confine this process (and the engine's threads) to
         #[arg(long)]
         cores: Option<String>,
+        /// Also measure the load bandwidth at a working set no cache holds
+        #[arg(long)]
+        memory: bool,
     },
 }
 
@@ -204,6 +208,7 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
             max_runs,
             layer_runs,
             cores,
+            memory,
         } => {
             let cores = cores.map(|list| confine(&list)).transpose()?;
             let how = Measure {
@@ -225,6 +230,7 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
                 )?
             };
             p.cores = cores;
+            costmodel::measure_bandwidth(&mut p, memory);
             print_json(&p)
         }
     }
@@ -236,6 +242,7 @@ fn profile_in_child(
     input: &str,
     threads: usize,
     cores: Option<&[usize]>,
+    memory: bool,
     args: &ProfileArgs,
 ) -> anyhow::Result<Profile> {
     let mut argv: Vec<String> = vec![
@@ -261,6 +268,9 @@ fn profile_in_child(
     }
     if let Some(cpus) = cores {
         argv.extend(["--cores".into(), cpu_list(cpus)]);
+    }
+    if memory {
+        argv.push("--memory".into());
     }
     crate::cli::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker")
 }
@@ -351,16 +361,23 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let total = models.len() * args.threads.len() * rounds;
     let mut k = 0;
     let mut taken = costmodel::rounds::Taken::new();
+    // Each pass over the models measures the bandwidth no cache serves once per thread count,
+    // in the worker of its first model: every profile then keeps the median of them all.
+    let mut memory: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
     let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
         k += 1;
+        let first = memory.get(&threads).is_none_or(|m| m.len() < round);
         let tag = if max_rounds > 1 {
             format!("[{k}/{total}] round {round}: {model} {input} t{threads}{on}")
         } else {
             format!("[{k}/{total}] {model} {input} t{threads}{on}")
         };
         errln!("{tag}: profiling …");
-        let p = profile_in_child(model, &input, threads, cores.as_deref(), &args)
+        let p = profile_in_child(model, &input, threads, cores.as_deref(), first, &args)
             .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
+        if let Some(rate) = p.memory_bytes_per_s {
+            memory.entry(threads).or_default().push(rate);
+        }
         let reached = if p.relative_half_width() <= args.target {
             String::new()
         } else {
@@ -427,7 +444,10 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     }
     let mut loose = 0;
     for profiles in taken.values() {
-        if let Some(p) = Profile::merge(profiles) {
+        if let Some(mut p) = Profile::merge(profiles) {
+            p.memory_bytes_per_s = memory
+                .get(&p.threads)
+                .and_then(|m| edgeprof::stats::median(m));
             if !p.is_probe() && p.relative_half_width() > args.target {
                 loose += 1;
             }
@@ -499,6 +519,38 @@ fn no_profiles(db: &Db, engine: &str) -> BadInput {
     ))
 }
 
+/// The bandwidth curve a fit weighs bytes by: each point's working set and rate, as many to a
+/// line as 80 columns hold.
+fn bandwidth_lines(m: &CostModel) -> String {
+    if m.stream.is_empty() {
+        return "no load bandwidth measured with these profiles: a byte weighs like a FLOP\n"
+            .into();
+    }
+    let mut out = format!(
+        "load bandwidth by working set (a byte at the fastest weighs {:.2} FLOPs):\n",
+        m.byte_weight
+    );
+    let mut line = String::from(" ");
+    for (bytes, rate) in &m.stream.points {
+        let item = format!(
+            " {} {:.1} GB/s",
+            edgeprof::text::bytes(*bytes as u64),
+            rate / 1e9
+        );
+        if line.chars().count() + item.chars().count() + 1 > 80 {
+            out.push_str(&line);
+            out.push('\n');
+            line = String::from(" ");
+        } else if line.len() > 1 {
+            line.push(',');
+        }
+        line.push_str(&item);
+    }
+    out.push_str(&line);
+    out.push('\n');
+    out
+}
+
 fn fit(args: DbArgs) -> anyhow::Result<()> {
     let db = open(&args.db)?;
     let latest = db.latest();
@@ -526,6 +578,7 @@ fn fit(args: DbArgs) -> anyhow::Result<()> {
             m.samples,
             m.overhead_ratio
         );
+        out.push_str(&bandwidth_lines(m));
         let rows: Vec<Vec<String>> = m
             .templates
             .iter()

@@ -172,11 +172,26 @@ pub struct Profile {
     /// The timed runs, until rounds are merged (not kept in the database).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub times_ms: Vec<f64>,
+    /// The load bandwidth (bytes/s) on its threads and cores at a working set of the model's
+    /// bytes, measured right after its timed runs
+    /// ([`crate::collect::ceilings::stream_bandwidth`]); the median over the rounds. None in
+    /// profiles written before it was measured and in those of external engines.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stream_bytes_per_s: Option<f64>,
+    /// The load bandwidth (bytes/s) on its threads and cores at a working set no cache holds
+    /// ([`crate::collect::ceilings::MAX_STREAM_BYTES`]), the median over the profile run
+    /// that took it: where the bandwidth curve ends beyond the largest model profiled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub memory_bytes_per_s: Option<f64>,
     pub written: String,
 }
 
 fn one() -> usize {
     1
+}
+
+fn unit() -> f64 {
+    1.0
 }
 
 impl Profile {
@@ -216,6 +231,10 @@ impl Profile {
                 .collect();
             g.seconds = crate::stats::median(&times).unwrap_or(g.seconds);
         }
+        let streams: Vec<f64> = rounds.iter().filter_map(|p| p.stream_bytes_per_s).collect();
+        merged.stream_bytes_per_s = crate::stats::median(&streams);
+        let memory: Vec<f64> = rounds.iter().filter_map(|p| p.memory_bytes_per_s).collect();
+        merged.memory_bytes_per_s = crate::stats::median(&memory);
         merged.runs = rounds.iter().map(|p| p.runs).sum();
         merged.rounds = rounds.len();
         merged.times_ms = Vec::new();
@@ -247,6 +266,8 @@ impl Profile {
             rounds: 1,
             round_medians_ms: Vec::new(),
             times_ms,
+            stream_bytes_per_s: None,
+            memory_bytes_per_s: None,
             written: crate::text::now_rfc3339(),
         }
     }
@@ -514,13 +535,6 @@ const FAMILIES: [&str; 11] = [
     "eltwise",
 ];
 
-/// What the forest divides a group's time by before it learns it: its work, FLOPs plus bytes
-/// (and a floor for layers with neither). The forest then learns a time per unit of work, which
-/// carries over to layers larger than any it saw, where a time learnt as such would not.
-fn work(g: &Group) -> f64 {
-    g.flops + g.bytes + 1e4
-}
-
 /// A group's features for the forest: the logarithms of its FLOPs, bytes, channels in and out,
 /// output map area and channel rows, its kernel, stride and groups, the whole model's FLOPs and
 /// bytes, and its template's family.
@@ -577,8 +591,17 @@ pub struct CostModel {
     /// Layer groups the forest learned from.
     #[serde(default)]
     pub samples: usize,
-    /// Each group's time per unit of [`work`], from its [`features`] (the per-template linear
-    /// fits above serve the groups without features).
+    /// The memory hierarchy its profiles met; empty (profiles written before it was measured,
+    /// external engines' profiles) weighs a group's bytes like its FLOPs ([`stream::work`]).
+    #[serde(default, skip_serializing_if = "stream::Curve::is_empty")]
+    pub stream: stream::Curve,
+    /// What a byte read at the fastest level costs in FLOPs ([`stream::byte_weight`]).
+    #[serde(default = "unit")]
+    pub byte_weight: f64,
+    /// Each group's time per unit of its work ([`stream::work`]: dividing by it lets the
+    /// forest learn a time per unit of work, which carries over to layers larger than any it
+    /// saw, where a time learnt as such would not), from its [`features`] (the per-template
+    /// linear fits above serve the groups without features).
     #[serde(skip)]
     pub forest: Option<trees::Forest>,
 }
@@ -631,11 +654,13 @@ impl CostModel {
             .collect();
         models.sort();
         models.dedup();
+        let curve = stream::Curve::of(mine.iter().map(|p| **p));
+        let byte_weight = stream::byte_weight(&curve, mine.iter().flat_map(|p| &p.groups));
         let (mut x, mut y) = (Vec::new(), Vec::new());
         for g in mine.iter().flat_map(|p| &p.groups) {
             if let (Some(f), true) = (features(g), g.seconds > 0.0) {
                 x.push(f);
-                y.push(g.seconds.ln() - work(g).ln());
+                y.push(g.seconds.ln() - stream::work(&curve, byte_weight, g).ln());
             }
         }
         let mut fitted_model = CostModel {
@@ -649,6 +674,8 @@ impl CostModel {
             probes: mine.iter().filter(|p| p.is_probe()).count(),
             models,
             samples: x.len(),
+            stream: curve,
+            byte_weight,
             forest: trees::Forest::fit(&x, &y, trees::Grow::default()),
         };
         // Calibrated on whole models: their measured latency over the sum of the layer
@@ -688,7 +715,8 @@ impl CostModel {
     pub fn group_seconds(&self, g: &Group) -> (f64, bool) {
         if let (Some(forest), Some(f)) = (&self.forest, features(g)) {
             if forest.features() == f.len() {
-                return (forest.predict(&f).0.exp() * work(g), false);
+                let work = stream::work(&self.stream, self.byte_weight, g);
+                return (forest.predict(&f).0.exp() * work, false);
             }
         }
         let (m, from) = self.group_model(&g.template);
@@ -745,6 +773,7 @@ mod eval;
 mod external;
 pub mod probe;
 pub mod rounds;
+pub mod stream;
 pub mod sweep;
 #[cfg(test)]
 mod tests;
@@ -753,3 +782,4 @@ pub mod trees;
 pub use db::Db;
 pub use eval::{leave_one_model_out, Held};
 pub use external::{measure_external, profiles_files, PROFILED_ENGINES};
+pub use stream::{footprint, measure_bandwidth};

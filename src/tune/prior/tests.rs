@@ -87,7 +87,7 @@ fn db_of(space: &Space, models: &[(&str, f64)]) -> Db {
     db
 }
 
-/// The stored layer profiles (eleven zoo models, one and two threads): the models' scales.
+/// The stored layer profiles (17 zoo models and 80 probes, one and two threads): the models' scales.
 fn with_profiles(mut db: Db) -> Db {
     let text = include_str!("../../../tests/fixtures/costmodel/tract-2core-x86.jsonl");
     for line in text.lines() {
