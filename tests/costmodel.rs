@@ -682,3 +682,110 @@ fn sweeps_with_layer_times_are_imported_as_profiles() {
         "{stderr}"
     );
 }
+
+/// A profile run cut short keeps its measurements beside the database; the next run refuses to
+/// mix them in unasked, continues them with `--resume` (measuring only what is missing, the
+/// database untouched until the end) or discards them with `--restart`.
+#[test]
+fn a_profile_cut_short_is_resumed_or_restarted() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl");
+    let partial = tmp.path().join("db.jsonl.partial");
+    let db = db.to_string_lossy().into_owned();
+    let args = |extra: &[&str]| -> Vec<String> {
+        let mut a: Vec<String> = [
+            "costmodel",
+            "profile",
+            "--probes",
+            "1",
+            "--probes-only",
+            "--rounds",
+            "2",
+            "--max-rounds",
+            "2",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "1",
+            "--max-runs",
+            "20",
+            "--layer-runs",
+            "2",
+            "--db",
+            &db,
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+        a.extend(extra.iter().map(|s| s.to_string()));
+        a
+    };
+    // The first round, as the worker measured it, is all the interrupted run kept (with a line
+    // the interruption cut).
+    let one = edgeprof()
+        .args([
+            "costmodel",
+            "profile-one",
+            "--model",
+            "probe-1",
+            "--input",
+            "3x32x32",
+            "--threads",
+            "1",
+            "--target",
+            "0.03",
+            "--max-runs",
+            "20",
+            "--layer-runs",
+            "2",
+        ])
+        .assert()
+        .success();
+    // One line, as the run keeps it.
+    let round: serde_json::Value =
+        serde_json::from_slice(&one.get_output().stdout).unwrap_or_default();
+    let round = round.to_string();
+    write(&partial, &format!("{round}\n{{\"engine\": \"tr"));
+    let refused = edgeprof().args(args(&[])).assert().code(2);
+    let err = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(
+        err.contains("left 1 measurement(s)")
+            && err.contains("--resume")
+            && err.contains("--restart"),
+        "{err}"
+    );
+    assert!(!std::path::Path::new(&db).exists() || read(std::path::Path::new(&db)).is_empty());
+    // Another input cannot continue it.
+    let other = edgeprof()
+        .args(args(&["--resume"]).iter().map(|a| {
+            if a == "3x32x32" {
+                "3x48x48".into()
+            } else {
+                a.clone()
+            }
+        }))
+        .assert()
+        .code(2);
+    let err = String::from_utf8_lossy(&other.get_output().stderr).into_owned();
+    assert!(err.contains("taken with tract at 3x32x32"), "{err}");
+    let resumed = edgeprof().args(args(&["--resume"])).assert().success();
+    let err = String::from_utf8_lossy(&resumed.get_output().stderr).into_owned();
+    assert!(
+        err.contains("resuming: 1 measurement(s) kept") && err.contains("1 line(s) cut short"),
+        "{err}"
+    );
+    // Only the second round was measured.
+    assert!(err.contains("[2/2] round 2: probe-1"), "{err}");
+    assert!(!err.contains("round 1: probe-1"), "{err}");
+    assert!(!partial.exists());
+    let profile: serde_json::Value =
+        serde_json::from_str(read(std::path::Path::new(&db)).trim()).unwrap_or_default();
+    assert_eq!(profile["rounds"], 2, "{profile}");
+    // A run cut short again is discarded on request, and the profile taken whole.
+    write(&partial, &format!("{round}\n"));
+    let restarted = edgeprof().args(args(&["--restart"])).assert().success();
+    let err = String::from_utf8_lossy(&restarted.get_output().stderr).into_owned();
+    assert!(err.contains("discarded 1 measurement(s)"), "{err}");
+    assert!(err.contains("[1/2] round 1: probe-1"), "{err}");
+    assert!(!partial.exists());
+}

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 mod import;
 mod predict;
+mod resume;
 
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
@@ -125,6 +126,13 @@ pub struct ProfileArgs {
     /// (default: twice --rounds)
     #[arg(long)]
     max_rounds: Option<usize>,
+    /// Continue the profile a run cut short left beside the database (its measurements are kept
+    /// as they are taken, in DB.partial)
+    #[arg(long, conflicts_with = "restart")]
+    resume: bool,
+    /// Discard the measurements a run cut short left, and profile from the start
+    #[arg(long)]
+    restart: bool,
     #[arg(long)]
     db: Option<PathBuf>,
 }
@@ -359,11 +367,24 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     let rounds = args.rounds.max(1);
     let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);
     let total = models.len() * args.threads.len() * rounds;
-    let mut k = 0;
+    let partial = db.path.as_deref().map(costmodel::partial::beside);
+    let left = resume::resumed(partial.as_deref(), &args, &input, cores.as_deref())?;
+    let mut k = left.len().min(total);
     let mut taken = costmodel::rounds::Taken::new();
+    for p in left {
+        taken
+            .entry((p.model.clone(), p.threads))
+            .or_default()
+            .push(p);
+    }
     // Each pass over the models measures the bandwidth no cache serves once per thread count,
     // in the worker of its first model: every profile then keeps the median of them all.
     let mut memory: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for p in taken.values().flatten() {
+        if let Some(rate) = p.memory_bytes_per_s {
+            memory.entry(p.threads).or_default().push(rate);
+        }
+    }
     let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
         k += 1;
         let first = memory.get(&threads).is_none_or(|m| m.len() < round);
@@ -377,6 +398,9 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
         if let Some(rate) = p.memory_bytes_per_s {
             memory.entry(threads).or_default().push(rate);
+        }
+        if let Some(path) = &partial {
+            costmodel::partial::append(path, &p)?;
         }
         let reached = if p.relative_half_width() <= args.target {
             String::new()
@@ -401,8 +425,12 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     for round in 1..=rounds {
         for model in &models {
             for &threads in &args.threads {
+                let key = (model.clone(), threads);
+                if taken.get(&key).map_or(0, Vec::len) >= round {
+                    continue;
+                }
                 let p = measure(model, threads, round, total)?;
-                taken.entry((model.clone(), threads)).or_default().push(p);
+                taken.entry(key).or_default().push(p);
             }
         }
     }
@@ -453,6 +481,9 @@ fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             }
             db.append(p)?;
         }
+    }
+    if let Some(path) = &partial {
+        costmodel::partial::remove(path)?;
     }
     if loose > 0 {
         errln!(

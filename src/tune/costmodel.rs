@@ -771,6 +771,7 @@ pub fn is_file(model: &str) -> bool {
 mod db;
 mod eval;
 mod external;
+pub mod partial;
 pub mod probe;
 pub mod rounds;
 pub mod stream;
