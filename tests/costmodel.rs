@@ -113,6 +113,12 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
         .sum();
     let ratio = layers["overhead_ratio"].as_f64().unwrap_or(0.0);
     assert!((sum * ratio / predicted - 1.0).abs() < 1e-9, "{layers}");
+    // The bandwidth its working set gets from the stored profiles' curve.
+    assert!(
+        layers["bandwidth_bytes_per_s"].as_f64().unwrap_or(0.0) > 1e9
+            && layers["working_set_bytes"].as_u64().unwrap_or(0) > 1 << 20,
+        "{layers}"
+    );
     assert!(
         groups.iter().all(|g| g["measured_ms"].as_f64().is_some()),
         "{layers}"
@@ -138,6 +144,7 @@ fn predict_and_fit_read_the_database_and_say_how_sure_they_are() {
         "measured ms",
         "the groups sum to",
         "ms profiled",
+        "which the profiles' bandwidth curve serves at ",
     ] {
         assert!(out.contains(needle), "{needle}: {out}");
     }

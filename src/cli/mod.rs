@@ -434,8 +434,11 @@ pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
             .lines()
             .rev()
             .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message");
-        anyhow::bail!("{what} failed ({status}): {}", last.trim());
+            .unwrap_or("no message")
+            .trim();
+        // The worker's own "edgeprof: error: " would repeat the one this error is printed with.
+        let last = last.strip_prefix("edgeprof: error: ").unwrap_or(last);
+        anyhow::bail!("{what} failed ({status}): {last}");
     }
     serde_json::from_str(stdout.trim()).with_context(|| {
         format!(

@@ -94,6 +94,9 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let layers = args
         .layers
         .then(|| layer_rows(&cm, &groups, measured.copied()));
+    // The bandwidth its working set gets from the curve the profiles drew (none without it).
+    let working_set = costmodel::footprint(&groups);
+    let bandwidth = working_set.and_then(|b| cm.stream.at(b as f64));
     if args.db.json {
         let mut json = serde_json::json!({
             "model": args.model,
@@ -109,6 +112,8 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "groups": groups.len(),
             "fallbacks": fallbacks,
             "measured_ms": measured.map(|p| p.latency_ms),
+            "working_set_bytes": working_set,
+            "bandwidth_bytes_per_s": bandwidth,
         });
         if let Some(rows) = &layers {
             json["overhead_ratio"] = cm.overhead_ratio.into();
@@ -124,6 +129,15 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let mut out = layers
         .map(|rows| layer_table(&rows, cm.overhead_ratio))
         .unwrap_or_default();
+    if let (true, Some(bytes), Some(rate)) = (args.layers, working_set, bandwidth) {
+        let _ = writeln!(
+            out,
+            "its layers move {} per inference, which the profiles' bandwidth curve serves at \
+             {:.1} GB/s (`costmodel fit` shows the curve)\n",
+            edgeprof::text::bytes(bytes),
+            rate / 1e9
+        );
+    }
     let _ = write!(
         out,
         "{} {input}{batched} on {engine}, {} thread(s){}: {ms:.3} ms predicted from {} layer \
