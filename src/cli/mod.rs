@@ -430,14 +430,9 @@ pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
     let (status, stdout, stderr) = edgeprof::engines::env::run_collect(command, input, timeout)
         .map_err(|e| anyhow::anyhow!("{what} {e}"))?;
     if !status.success() {
-        let last = stderr
-            .lines()
-            .rev()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("no message")
-            .trim();
-        // The worker's own "edgeprof: error: " would repeat the one this error is printed with.
-        let last = last.strip_prefix("edgeprof: error: ").unwrap_or(last);
+        // Its last line, without the "edgeprof: error: " this error is printed with again.
+        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
+        let last = last.map_or("no message", |l| l.trim_start_matches("edgeprof: error: "));
         anyhow::bail!("{what} failed ({status}): {last}");
     }
     serde_json::from_str(stdout.trim()).with_context(|| {
