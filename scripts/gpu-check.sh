@@ -11,6 +11,9 @@
 #              roofline on: its median and interval
 #   monitor    `edgeprof monitor` for 10 s while that run goes on: samples with GPUs, the
 #              highest load and memory
+#   place      `edgeprof place` of mobilenet_v2 (3x224x224, 6 blocks) over the first two CPUs
+#              and GPU 0 served by that onnxruntime: its memory, the links, the plan, and the
+#              split run's latency and output against the prediction and the whole model
 #   profiler   `edgeprof roofline profile-gpu` (ncu, or nvprof before compute capability 7.2)
 #              of the same model in onnxruntime's own loop: its place on the GPU roofline
 #
@@ -25,12 +28,12 @@ set -uo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 case "${1:-}" in
 -h | --help)
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//'
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
     exit 0
     ;;
 esac
 if [ $# -gt 1 ]; then
-    sed -n '2,23p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 bin="${1:-}"
@@ -234,6 +237,46 @@ EOF
     -*) bad monitor "${seen#-} ($(last_line "$work/monitor.err"))" ;;
     *) ok monitor "$seen" ;;
     esac
+fi
+
+# place
+if [ "$nvml" != yes ]; then
+    cannot place "$no_gpu"
+elif [ -z "$python" ]; then
+    cannot place "no Python with onnxruntime's CUDA provider (see framework)"
+elif timeout 420 "$bin" place --model mobilenet_v2 --input 3x224x224 --blocks 6 --runs 10 \
+    --python "$python" --json >"$work/place.json" 2>"$work/place.log"; then
+    if placed="$(python3 - "$work/place.json" <<'EOF'
+import json, sys
+d = json.load(open(sys.argv[1]))
+names = [u["name"] for u in d["units"]]
+if "gpu" not in names:
+    print("-the GPU was not a unit: " + d.get("gpu", ""))
+    sys.exit(0)
+g = names.index("gpu")
+links = d["links"]["links"]
+def gbps(l):
+    beta = l.get("beta")
+    return "inf" if beta is None else f"{beta * 1e3 / 1e9:.2f}"
+gpu_ms = sum(s["ms"][g] for s in d["stages"])
+cpu_ms = sum(s["ms"][0] for s in d["stages"])
+m, p = d.get("measured") or {}, d.get("ran") or {}
+plan = " ".join(names[u] for u in d["optimal"]["units"])
+print(f"{d['gpu'].split(';')[0]}; blocks {gpu_ms:.3f} ms on the GPU, {cpu_ms:.3f} ms on {names[0]}; "
+      f"to GPU {gbps(links[0][g])} GB/s, back {gbps(links[g][0])} GB/s; plan {plan}: "
+      f"measured {m.get('median_ms', float('nan')):.3f} ms against {p.get('predicted_ms', float('nan')):.3f} ms, "
+      f"output within {m.get('max_relative_difference', float('nan')):.1e} of the whole model")
+EOF
+)"; then
+        case "$placed" in
+        -*) bad place "${placed#-}" ;;
+        *) ok place "$placed" ;;
+        esac
+    else
+        bad place "unreadable output of place: $(head -c 200 "$work/place.json")"
+    fi
+else
+    bad place "$(last_line "$work/place.log")"
 fi
 
 # profiler

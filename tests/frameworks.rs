@@ -241,6 +241,19 @@ fn shared_data_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data")
 }
 
+/// The shared data directory with onnxruntime set up in it, as a user would (a no-op when CI or
+/// an earlier test already did).
+fn onnxruntime_set_up() -> PathBuf {
+    let data = shared_data_dir();
+    edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "setup", "onnxruntime"])
+        .timeout(std::time::Duration::from_secs(900))
+        .assert()
+        .success();
+    data
+}
+
 #[test]
 fn tract_candle_and_onnxruntime_agree_on_the_same_models() {
     let data = shared_data_dir();
@@ -355,6 +368,16 @@ fn tract_candle_and_onnxruntime_agree_on_the_same_models() {
 fn every_harness_is_python_3_6_and_reads_its_options_by_name() {
     // JetPack 4 ships Python 3.6: the harnesses must parse with its grammar.
     let python = python_without_torch();
+    let parses_as_3_6 = |program: Vec<u8>| {
+        assert_cmd::Command::new(&python)
+            .args([
+                "-c",
+                "import ast, sys; ast.parse(sys.stdin.read(), feature_version=(3, 6))",
+            ])
+            .write_stdin(program)
+            .assert()
+            .success();
+    };
     for framework in ["onnxruntime", "pytorch", "tensorflow", "tflite"] {
         let program = edgeprof()
             .args(["env", "harness", framework])
@@ -369,15 +392,13 @@ fn every_harness_is_python_3_6_and_reads_its_options_by_name() {
             "{framework}"
         );
         assert!(text.contains("OPTIONS = ("), "{framework}");
-        assert_cmd::Command::new(&python)
-            .args([
-                "-c",
-                "import ast, sys; ast.parse(sys.stdin.read(), feature_version=(3, 6))",
-            ])
-            .write_stdin(program)
-            .assert()
-            .success();
+        parses_as_3_6(program);
     }
+    // The placement unit program onnxruntime serves units with (`place`) as well.
+    parses_as_3_6(
+        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engines/harness/ort_unit.py"))
+            .into_bytes(),
+    );
     common::assert_bad_input(&["env", "harness", "mxnet"], "unknown framework mxnet");
 }
 
@@ -427,13 +448,7 @@ fn middle(mut v: Vec<f64>) -> f64 {
 
 #[test]
 fn the_onnxruntime_harness_times_what_onnxruntimes_own_loop_times() {
-    let data = shared_data_dir();
-    edgeprof()
-        .env("EDGEPROF_DATA_DIR", &data)
-        .args(["env", "setup", "onnxruntime"])
-        .timeout(std::time::Duration::from_secs(900))
-        .assert()
-        .success();
+    let data = onnxruntime_set_up();
     // The interpreter edgeprof runs onnxruntime in, and the model it feeds it.
     let python = data.join("envs/onnxruntime/bin/python");
     assert!(python.is_file(), "{}", python.display());
@@ -584,4 +599,81 @@ fn costmodel_profiles_pytorch_module_times_through_the_harness_hooks() {
     let branches: Vec<&str> = branches.iter().map(String::as_str).collect();
     let branch_ms = ms_of(&branches);
     assert!(branch_ms >= 1.3, "{branch_ms}: {profile}");
+}
+
+/// A placement unit served by onnxruntime: on this machine its CPU provider stands in for the
+/// GPU's CUDA provider (the same unit program, profile, copy benchmark and split run; only the
+/// device differs), and a CUDA unit is refused with the reason.
+#[test]
+fn a_split_plan_hands_blocks_to_an_onnxruntime_unit_and_matches_the_whole_model() {
+    let data = onnxruntime_set_up();
+    let cpu = common::allowed_cpus().first().copied().unwrap_or(0);
+    let units = format!("host={cpu},ort=onnxruntime:cpu@{cpu}");
+    let place = |units: &str| {
+        let mut command = edgeprof();
+        command.env("EDGEPROF_DATA_DIR", &data).args([
+            "place",
+            "--model",
+            "mobilenet_v2",
+            "--input",
+            "3x32x32",
+            "--classes",
+            "10",
+            "--units",
+            units,
+            "--blocks",
+            "4",
+            "--runs",
+            "3",
+            "--assign",
+            "0,1,1,0",
+            "--json",
+        ]);
+        command
+            .timeout(std::time::Duration::from_secs(600))
+            .assert()
+    };
+    let out = place(&units).success().get_output().stdout.clone();
+    let report: serde_json::Value = match serde_json::from_slice(&out) {
+        Ok(v) => v,
+        Err(e) => panic!("place --json: {e}"),
+    };
+    assert_eq!(report["units"][1]["engine"]["device"], "cpu", "{report}");
+    for s in report["stages"].as_array().into_iter().flatten() {
+        let ms: Vec<f64> = s["ms"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|m| m.as_f64())
+            .collect();
+        assert!(ms.len() == 2 && ms.iter().all(|&m| m > 0.0), "{s}");
+    }
+    // Both directions of the copy to and from the onnxruntime unit were measured and fitted.
+    for (a, b) in [(0, 1), (1, 0)] {
+        let link = &report["links"]["links"][a][b];
+        let one_mib = link["alpha_ms"].as_f64().unwrap_or(-1.0);
+        assert!(one_mib >= 0.0, "{link}");
+    }
+    let measured = &report["measured"];
+    assert_eq!(
+        measured["segments"].as_array().map(Vec::len),
+        Some(3),
+        "{measured}"
+    );
+    assert!(
+        measured["max_relative_difference"]
+            .as_f64()
+            .is_some_and(|d| d < 1e-4),
+        "{measured}"
+    );
+    assert!(measured["median_ms"].as_f64().is_some_and(|m| m > 0.0));
+    // A CUDA unit where onnxruntime has no CUDA provider: refused with the reason.
+    let failed = place(&format!("host={cpu},gpu=onnxruntime:cuda:0")).failure();
+    let said = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(
+        said.contains("unit gpu: this onnxruntime")
+            && said.contains("has no CUDA execution provider")
+            && said.contains("install onnxruntime-gpu"),
+        "{said}"
+    );
 }

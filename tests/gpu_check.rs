@@ -10,12 +10,13 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-const CHECKS: [&str; 6] = [
+const CHECKS: [&str; 7] = [
     "probe",
     "ceilings",
     "framework",
     "run",
     "monitor",
+    "place",
     "profiler",
 ];
 
@@ -116,7 +117,7 @@ fn a_gpu_without_the_cuda_toolkit_runs_what_it_can_and_names_what_is_missing() {
         said("framework").starts_with("failed: onnxruntime 1.20.1 has no CUDA provider"),
         "{lines:#?}"
     );
-    for name in ["run", "monitor", "profiler"] {
+    for name in ["run", "monitor", "place", "profiler"] {
         assert!(said(name).starts_with("cannot run: "), "{lines:#?}");
     }
     assert_eq!(code, Some(1), "{lines:#?}");

@@ -202,20 +202,7 @@ fn a_broken_table_is_refused_with_one_clear_line() {
 
 /// The first two CPUs this process may use (the same one twice on a one-CPU machine).
 fn two_cpus() -> (usize, usize) {
-    let status = read(Path::new("/proc/self/status"));
-    let list = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
-        .unwrap_or("0")
-        .trim()
-        .to_string();
-    let mut cpus = Vec::new();
-    for part in list.split(',') {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
-            cpus.extend(a..=b);
-        }
-    }
+    let cpus = common::allowed_cpus();
     let first = cpus.first().copied().unwrap_or(0);
     (first, cpus.get(1).copied().unwrap_or(first))
 }

@@ -3,6 +3,8 @@
 //! cost between units; the assignment is solved here (exact dynamic programme over the chain)
 //! and then run as a split plan, measured against its prediction.
 
+mod gpu;
+
 use crate::cli::{print_json, print_out, render, BadInput};
 use anyhow::Context;
 use clap::Args;
@@ -26,11 +28,20 @@ pub struct PlaceArgs {
     batch: usize,
     #[arg(long, default_value_t = 1000)]
     classes: usize,
-    /// The units as NAME=CPUS, comma-separated (e.g. big=4-7,little=0-3); the first is the
-    /// host, where the input starts and the output ends (default: big and LITTLE clusters,
-    /// else the first two CPUs as two units)
+    /// The units as NAME=CPUS, comma-separated (e.g. big=4-7,little=0-3), or
+    /// NAME=onnxruntime:DEVICE[@CPUS] for a unit onnxruntime serves on `cpu` or `cuda:N`; the
+    /// first is the host, where the input starts and the output ends (default: big and LITTLE
+    /// clusters, else the first two CPUs as two units, and GPU 0 as unit `gpu` where there is
+    /// one and onnxruntime has its CUDA provider)
     #[arg(long)]
     units: Option<String>,
+    /// With the default units, leave the GPU out
+    #[arg(long)]
+    no_gpu: bool,
+    /// The Python whose onnxruntime serves the onnxruntime units (default: edgeprof's
+    /// environment, else the system's python3)
+    #[arg(long, value_name = "PATH")]
+    python: Option<std::path::PathBuf>,
     /// Most blocks the chain is cut into
     #[arg(long, default_value_t = 8)]
     blocks: usize,
@@ -79,28 +90,28 @@ struct PlaceReport {
     gpu: String,
 }
 
-fn parse_unit(part: &str) -> anyhow::Result<Unit> {
+fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
     let (name, cpus) = part
         .split_once('=')
         .ok_or_else(|| BadInput(format!("--units: {part:?} is not NAME=CPUS (e.g. big=4-7)")))?;
     let ids = edgeprof::collect::telemetry::cpu::parse_cpu_ids(cpus);
+    if let Some(unit) = gpu::engine_unit(name.trim(), cpus.trim(), python)? {
+        return Ok(unit);
+    }
     if ids.is_empty() || name.trim().is_empty() {
         anyhow::bail!(BadInput(format!(
             "--units: {part:?} is not NAME=CPUS (e.g. big=4-7)"
         )));
     }
-    Ok(Unit {
-        name: name.trim().to_string(),
-        cpus: ids,
-    })
+    Ok(Unit::cpus(name.trim(), ids))
 }
 
 /// Units as `a=0,b=1`, or separated by ';' when a CPU list holds a comma (`a=0,2;b=1`).
-fn units_arg(text: &str) -> anyhow::Result<Vec<Unit>> {
+fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Vec<Unit>> {
     let separator = if text.contains(';') { ';' } else { ',' };
     text.split(separator)
         .filter(|s| !s.trim().is_empty())
-        .map(parse_unit)
+        .map(|part| parse_unit(part, python))
         .collect()
 }
 
@@ -112,26 +123,14 @@ fn default_units() -> anyhow::Result<Vec<Unit>> {
     let little = sets.iter().find(|s| s.label == "little");
     if let (Some(b), Some(l)) = (big, little) {
         return Ok(vec![
-            Unit {
-                name: "big".into(),
-                cpus: b.cpus.clone().unwrap_or_default(),
-            },
-            Unit {
-                name: "little".into(),
-                cpus: l.cpus.clone().unwrap_or_default(),
-            },
+            Unit::cpus("big", b.cpus.clone().unwrap_or_default()),
+            Unit::cpus("little", l.cpus.clone().unwrap_or_default()),
         ]);
     }
     match allowed.as_slice() {
         [a, b, ..] => Ok(vec![
-            Unit {
-                name: format!("cpu{a}"),
-                cpus: vec![*a],
-            },
-            Unit {
-                name: format!("cpu{b}"),
-                cpus: vec![*b],
-            },
+            Unit::cpus(&format!("cpu{a}"), vec![*a]),
+            Unit::cpus(&format!("cpu{b}"), vec![*b]),
         ]),
         _ => anyhow::bail!(BadInput(
             "this process may use one CPU only: there is nothing to place across (name units with --units)".into()
@@ -167,10 +166,17 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         batch: args.batch,
     };
     let model = zoo::build(&args.model, &params)?;
-    let units = match &args.units {
-        Some(text) => units_arg(text)?,
+    let mut units = match &args.units {
+        Some(text) => units_arg(text, args.python.as_ref())?,
         None => default_units()?,
     };
+    // The GPU: said either way, so that a plan over CPU units alone is never mistaken for one
+    // that weighed the GPU.
+    let gpu = gpu::decide(
+        &mut units,
+        args.units.is_none() && !args.no_gpu,
+        args.python.as_ref(),
+    );
     let blocks = placement::blocks(&model, args.blocks.max(1));
     if !args.assign.is_empty() && args.assign.len() != blocks.len() {
         anyhow::bail!(BadInput(format!(
@@ -196,29 +202,8 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         runs: args.runs,
         task,
     };
-    let names: Vec<String> = units
-        .iter()
-        .map(|u| {
-            format!(
-                "{} (CPUs {})",
-                u.name,
-                edgeprof::collect::device::cpu_list(&u.cpus)
-            )
-        })
-        .collect();
-    // The GPU: said either way, so that a plan over CPU units alone is never mistaken for one
-    // that weighed the GPU.
-    let gpu = match edgeprof::collect::gpuprof::memory_kind(Path::new("/"), 0) {
-        Err(why) => format!("GPU: {why}; the blocks are placed across the CPU units"),
-        Ok((kind, how)) => format!(
-            "GPU 0: {} memory ({how}); not a unit of this plan: the placement worker's engine              (tract) runs on CPUs only, so the blocks are placed across the CPU units",
-            match kind {
-                edgeprof::collect::gpuprof::MemoryKind::Unified => "unified",
-                edgeprof::collect::gpuprof::MemoryKind::Discrete => "discrete",
-            }
-        ),
-    };
-    errln!("{gpu}");
+    let names: Vec<String> = units.iter().map(gpu::describe).collect();
+    errln!("{}", gpu.line);
     errln!(
         "profiling {} block(s) of {} on {} …",
         blocks.len(),
@@ -236,7 +221,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         anyhow::bail!("the placement worker answered a transfer request with something else");
     };
     let k = units.len();
-    let links: Vec<Vec<Link>> = (0..k)
+    let mut links: Vec<Vec<Link>> = (0..k)
         .map(|a| {
             (0..k)
                 .map(|b| {
@@ -249,6 +234,9 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
                 .collect()
         })
         .collect();
+    if let Some((g, Some(kind))) = gpu.unit {
+        gpu::apply_memory(&mut links, &samples, g, kind);
+    }
     let units_model = Units {
         names: units.iter().map(|u| u.name.clone()).collect(),
         links,
@@ -313,7 +301,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         single,
         ran,
         measured,
-        gpu,
+        gpu: gpu.line,
     };
     if args.json {
         print_json(&report)
@@ -412,9 +400,14 @@ fn report_text(r: &PlaceReport) -> String {
     if let (Some(p), Some(m)) = (&r.ran, &r.measured) {
         let _ = writeln!(
             out,
-            "\nran {} as {} sub-model(s) chained in one process: measured median {:.3} ms (range {:.3}–{:.3}) against {:.3} ms predicted ({:+.1}%); output matches the whole model's to {:.1e} (relative)",
+            "\nran {} as {} sub-model(s) chained {}: measured median {:.3} ms (range {:.3}–{:.3}) against {:.3} ms predicted ({:+.1}%); output matches the whole model's to {:.1e} (relative)",
             plan_name(p),
             m.segments.len(),
+            if r.units.iter().any(|u| u.engine.is_some()) {
+                "through channels, and pipes to the onnxruntime units' processes"
+            } else {
+                "in one process"
+            },
             m.median_ms,
             m.min_ms,
             m.max_ms,
@@ -432,15 +425,15 @@ mod tests {
 
     #[test]
     fn units_are_parsed_from_names_and_cpu_lists() -> anyhow::Result<()> {
-        let u = units_arg("a=0,b=1")?;
+        let u = units_arg("a=0,b=1", None)?;
         assert_eq!(u.len(), 2);
         assert_eq!(u[1].cpus, vec![1]);
-        let u = units_arg("big=4-7;little=0,2")?;
+        let u = units_arg("big=4-7;little=0,2", None)?;
         assert_eq!(u.len(), 2);
         assert_eq!(u[0].cpus, vec![4, 5, 6, 7]);
         assert_eq!(u[1].cpus, vec![0, 2]);
-        assert!(units_arg("nonsense").is_err());
-        assert!(units_arg("a=x").is_err());
+        assert!(units_arg("nonsense", None).is_err());
+        assert!(units_arg("a=x", None).is_err());
         Ok(())
     }
 }

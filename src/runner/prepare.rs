@@ -52,7 +52,10 @@ fn zoo_params(c: &Condition, classes: usize) -> zoo::ModelParams {
 }
 
 /// Writes `bytes` to `path` unless it is there already (the name says what it holds).
-fn keep(path: &Path, make: impl FnOnce() -> anyhow::Result<Vec<u8>>) -> anyhow::Result<()> {
+pub(crate) fn keep(
+    path: &Path,
+    make: impl FnOnce() -> anyhow::Result<Vec<u8>>,
+) -> anyhow::Result<()> {
     if path.is_file() {
         return Ok(());
     }

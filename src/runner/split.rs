@@ -11,7 +11,14 @@
 //!   latency is timed and the output compared with the whole model's.
 //!
 //! Request on stdin, one JSON result on stdout. Each unit runs one engine thread (tract with
-//! one thread), so that every measurement and the split run use the same execution.
+//! one thread), so that every measurement and the split run use the same execution. A unit may
+//! instead be served by onnxruntime on the CPU or a GPU ([`remote`]): its blocks are exported
+//! as ONNX files, timed with their data on its device, and the copy benchmark and the split hand
+//! tensors to it as the plan would (to its process, onto its device, and back).
+
+mod remote;
+use remote::Remote;
+pub use remote::UnitEngine;
 
 use crate::engines::tract::{ModelSource, TractSession};
 use crate::models::graph::Model;
@@ -20,15 +27,31 @@ use crate::models::InputShape;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
-use std::sync::mpsc;
+use std::path::PathBuf;
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 use tract_onnx::prelude::Tensor;
 
-/// A processing unit: a name and the CPUs its thread is confined to.
+/// A processing unit: a name and the CPUs its thread is confined to; with an engine, the CPUs
+/// of the process that serves it (which runs its blocks on the engine's device).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Unit {
     pub name: String,
     pub cpus: Vec<usize>,
+    /// None: a tract thread on `cpus`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub engine: Option<UnitEngine>,
+}
+
+impl Unit {
+    /// A tract thread on `cpus`.
+    pub fn cpus(name: &str, cpus: Vec<usize>) -> Unit {
+        Unit {
+            name: name.to_string(),
+            cpus,
+            engine: None,
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -116,6 +139,82 @@ fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
 }
 
+/// The ONNX file of layers `a..b` (a block or a segment of the chain) for a unit served by an
+/// engine, kept in edgeprof's cache like the runner's exports: the zoo's seeded weights, the
+/// sub-model's input shape.
+fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::Result<PathBuf> {
+    let path = crate::engines::env::cache_dir()?
+        .join("models")
+        .join(format!(
+            "{}-{}-b{}-c{}-seed{}-layers{a}-{b}.onnx",
+            r.model, r.input, r.batch, r.classes, r.seed
+        ));
+    crate::runner::prepare::keep(&path, || {
+        Ok(crate::models::onnx::encode(&crate::models::onnx::to_onnx(
+            sub, r.seed,
+        )))
+    })
+    .with_context(|| format!("cannot write {}", path.display()))?;
+    Ok(path)
+}
+
+/// Starts the program serving `unit` on a thread confined to the unit's CPUs (which the
+/// program inherits), shared by the threads that hand it tensors.
+fn start_remote(unit: &Unit) -> anyhow::Result<Option<Arc<Mutex<Remote>>>> {
+    let Some(engine) = unit.engine.clone() else {
+        return Ok(None);
+    };
+    let name = unit.name.clone();
+    let remote = on_unit(unit.cpus.clone(), move || Remote::start(&name, &engine))?;
+    Ok(Some(Arc::new(Mutex::new(remote))))
+}
+
+fn lock(remote: &Mutex<Remote>) -> anyhow::Result<std::sync::MutexGuard<'_, Remote>> {
+    remote
+        .lock()
+        .map_err(|_| anyhow::anyhow!("a thread using an onnxruntime unit panicked"))
+}
+
+/// A unit's blocks, loaded: tract sessions with their inputs, or the unit's program.
+enum Loaded {
+    Tract(Vec<(TractSession, Tensor)>),
+    Remote(Remote),
+}
+
+impl Loaded {
+    fn new(unit: &Unit, blocks: &[Model], files: &[PathBuf], seed: u64) -> anyhow::Result<Loaded> {
+        let Some(engine) = &unit.engine else {
+            return blocks
+                .iter()
+                .map(|m| {
+                    let s = session(m, seed)?;
+                    let input = s.make_input(seed)?;
+                    for _ in 0..2 {
+                        s.time_one(&input)?;
+                    }
+                    Ok((s, input))
+                })
+                .collect::<anyhow::Result<Vec<_>>>()
+                .map(Loaded::Tract);
+        };
+        let mut remote = Remote::start(&unit.name, engine)?;
+        for (id, (m, path)) in blocks.iter().zip(files).enumerate() {
+            remote.load(id, path, &m.input_shape, seed)?;
+        }
+        Ok(Loaded::Remote(remote))
+    }
+
+    fn time(&mut self, block: usize) -> anyhow::Result<f64> {
+        match self {
+            Loaded::Tract(loaded) => match loaded.get(block) {
+                Some((s, input)) => Ok(s.time_one(input)?.as_secs_f64() * 1e3),
+                None => Err(anyhow::anyhow!("no block {block}")),
+            },
+            Loaded::Remote(remote) => remote.time(block),
+        }
+    }
+}
+
 /// Runs `f` on a new thread confined to `cpus` and returns its result.
 fn on_unit<T: Send + 'static>(
     cpus: Vec<usize>,
@@ -141,29 +240,29 @@ fn profile(r: &Request, model: &Model) -> anyhow::Result<Response> {
                 .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a block of the chain"))
         })
         .collect::<anyhow::Result<_>>()?;
+    // The ONNX files of the blocks, for the units an engine serves.
+    let files: Vec<PathBuf> = if r.units.iter().any(|u| u.engine.is_some()) {
+        blocks
+            .iter()
+            .zip(&r.blocks)
+            .map(|(m, &range)| sub_model_file(r, m, range))
+            .collect::<anyhow::Result<_>>()?
+    } else {
+        Vec::new()
+    };
     // One thread per unit holds every block loaded and times the one it is asked for.
     let mut units = Vec::new();
     for unit in &r.units {
         let (ask_tx, ask_rx) = mpsc::channel::<usize>();
         let (answer_tx, answer_rx) = mpsc::channel::<anyhow::Result<f64>>();
-        let cpus = unit.cpus.clone();
+        let unit_here = unit.clone();
         let blocks = blocks.clone();
+        let files = files.clone();
         let seed = r.seed;
         let thread = std::thread::spawn(move || {
-            let setup = confine(&cpus).and_then(|_| {
-                blocks
-                    .iter()
-                    .map(|m| {
-                        let s = session(m, seed)?;
-                        let input = s.make_input(seed)?;
-                        for _ in 0..2 {
-                            s.time_one(&input)?;
-                        }
-                        Ok((s, input))
-                    })
-                    .collect::<anyhow::Result<Vec<_>>>()
-            });
-            let loaded = match setup {
+            let setup = confine(&unit_here.cpus)
+                .and_then(|_| Loaded::new(&unit_here, &blocks, &files, seed));
+            let mut loaded = match setup {
                 Ok(l) => {
                     let _ = answer_tx.send(Ok(0.0));
                     l
@@ -174,14 +273,7 @@ fn profile(r: &Request, model: &Model) -> anyhow::Result<Response> {
                 }
             };
             while let Ok(b) = ask_rx.recv() {
-                let answer = match loaded.get(b) {
-                    Some((s, input)) => s
-                        .time_one(input)
-                        .map(|d| d.as_secs_f64() * 1e3)
-                        .map_err(anyhow::Error::from),
-                    None => Err(anyhow::anyhow!("no block {b}")),
-                };
-                if answer_tx.send(answer).is_err() {
+                if answer_tx.send(loaded.time(b)).is_err() {
                     break;
                 }
             }
@@ -212,9 +304,16 @@ fn profile(r: &Request, model: &Model) -> anyhow::Result<Response> {
     Ok(Response::Profile { ms })
 }
 
-/// The copy microbenchmark between every ordered pair of units.
+/// The copy microbenchmark between every ordered pair of units. Into a unit an engine serves,
+/// the receiving thread puts the tensor onto its device; out of one, the sending thread first
+/// fetches it from the device (the timer running), as a split plan's stages do.
 fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
     let k = r.units.len();
+    let remotes: Vec<Option<Arc<Mutex<Remote>>>> = r
+        .units
+        .iter()
+        .map(start_remote)
+        .collect::<anyhow::Result<_>>()?;
     let mut samples = vec![vec![Vec::new(); k]; k];
     let runs = r.runs.max(3);
     for (from, row) in samples.iter_mut().enumerate() {
@@ -225,15 +324,24 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
             let (send_tx, send_rx) = mpsc::channel::<Vec<f32>>();
             let (done_tx, done_rx) = mpsc::channel::<f64>();
             let receiver_cpus = r.units[to].cpus.clone();
-            // The receiver copies each tensor into its own buffer, as a stage on another unit
-            // must before it can compute on it.
+            let into = remotes[to].clone();
+            // The receiver copies each tensor into its own buffer (or onto its device), as a
+            // stage on another unit must before it can compute on it.
             let receiver = std::thread::spawn(move || -> anyhow::Result<()> {
                 confine(&receiver_cpus)?;
                 let mut own: Vec<f32> = Vec::new();
                 while let Ok(data) = send_rx.recv() {
-                    own.clear();
-                    own.extend_from_slice(&data);
-                    let checksum = own.iter().step_by(1024).map(|v| *v as f64).sum::<f64>();
+                    let checksum = match &into {
+                        Some(remote) => {
+                            lock(remote)?.put(&data)?;
+                            0.0
+                        }
+                        None => {
+                            own.clear();
+                            own.extend_from_slice(&data);
+                            own.iter().step_by(1024).map(|v| *v as f64).sum::<f64>()
+                        }
+                    };
                     if done_tx.send(checksum).is_err() {
                         break;
                     }
@@ -242,15 +350,25 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
             });
             let sizes = sizes.to_vec();
             let sender_cpus = r.units[from].cpus.clone();
+            let out_of = remotes[from].clone();
             let pair = on_unit(sender_cpus, move || {
                 let mut out = Vec::new();
                 for &bytes in &sizes {
                     let n = (bytes / 4).max(1) as usize;
                     let mut times = Vec::with_capacity(runs);
                     for i in 0..runs + 2 {
-                        // Written on the sending unit (so it sits in that unit's caches).
+                        // Written on the sending unit (so it sits in that unit's caches, or on
+                        // its device).
                         let data: Vec<f32> = (0..n).map(|j| (j + i) as f32).collect();
-                        let start = Instant::now();
+                        let (start, data) = match &out_of {
+                            Some(remote) => {
+                                let mut remote = lock(remote)?;
+                                remote.put(&data)?;
+                                let start = Instant::now();
+                                (start, remote.fetch()?)
+                            }
+                            None => (Instant::now(), data),
+                        };
                         send_tx
                             .send(data)
                             .map_err(|_| anyhow::anyhow!("the receiving thread ended"))?;
@@ -281,6 +399,47 @@ fn to_tensor(shape: &[usize], data: &[f32]) -> anyhow::Result<Tensor> {
     Tensor::from_shape(shape, data).map_err(|e| anyhow::anyhow!("cannot pass a tensor on: {e}"))
 }
 
+/// A tensor's values as f32, in order.
+fn plain(t: &Tensor) -> anyhow::Result<Vec<f32>> {
+    Ok(t.cast_to::<f32>()
+        .map_err(|e| anyhow::anyhow!("cannot hand a tensor on: {e}"))?
+        .to_plain_array_view::<f32>()
+        .map_err(|e| anyhow::anyhow!("cannot hand a tensor on: {e}"))?
+        .iter()
+        .copied()
+        .collect())
+}
+
+/// A segment of a split plan, ready to run on its unit.
+enum SegmentRun {
+    Tract(TractSession),
+    Remote(Remote),
+}
+
+impl SegmentRun {
+    fn new(unit: &Unit, sub: &Model, file: Option<PathBuf>, seed: u64) -> anyhow::Result<Self> {
+        match (&unit.engine, file) {
+            (Some(engine), Some(file)) => {
+                let mut remote = Remote::start(&unit.name, engine)?;
+                remote.load(0, &file, &sub.input_shape, seed)?;
+                Ok(SegmentRun::Remote(remote))
+            }
+            _ => session(sub, seed).map(SegmentRun::Tract),
+        }
+    }
+
+    fn run(&mut self, t: &Tensor) -> anyhow::Result<Tensor> {
+        let (shape, data) = match self {
+            SegmentRun::Tract(s) => s.run(t)?,
+            SegmentRun::Remote(remote) => {
+                let data = plain(t)?;
+                remote.run(0, t.shape(), &data)?
+            }
+        };
+        to_tensor(&shape, &data)
+    }
+}
+
 fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Response> {
     if assign.len() != r.blocks.len() {
         anyhow::bail!(
@@ -309,6 +468,8 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
     let (first_tx, mut rx) = mpsc::channel::<Tensor>();
     let mut threads = Vec::new();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    // The first error of a stage while the plan runs, to say why it stopped.
+    let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::new(Mutex::new(None));
     for &(u, a, b) in &segments {
         let sub = model
             .slice(a, b)
@@ -316,12 +477,18 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
         let (tx, next_rx) = mpsc::channel::<Tensor>();
         let stage: Stage = (rx, tx);
         rx = next_rx;
-        let cpus = r.units[u].cpus.clone();
+        let unit = r.units[u].clone();
+        // A unit an engine serves runs the segment from its ONNX file.
+        let file = match unit.engine {
+            Some(_) => Some(sub_model_file(r, &sub, (a, b))?),
+            None => None,
+        };
         let seed = r.seed;
         let ready = ready_tx.clone();
+        let failure = Arc::clone(&failure);
         threads.push(std::thread::spawn(move || {
-            let setup = confine(&cpus).and_then(|_| session(&sub, seed));
-            let s = match setup {
+            let setup = confine(&unit.cpus).and_then(|_| SegmentRun::new(&unit, &sub, file, seed));
+            let mut s = match setup {
                 Ok(s) => {
                     let _ = ready.send(Ok(()));
                     s
@@ -333,17 +500,18 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
             };
             let (input, output) = stage;
             while let Ok(t) = input.recv() {
-                let next = s
-                    .run(&t)
-                    .map_err(anyhow::Error::from)
-                    .and_then(|(shape, data)| to_tensor(&shape, &data));
-                match next {
+                match s.run(&t) {
                     Ok(t) => {
                         if output.send(t).is_err() {
                             break;
                         }
                     }
-                    Err(_) => break,
+                    Err(e) => {
+                        if let Ok(mut slot) = failure.lock() {
+                            slot.get_or_insert(e);
+                        }
+                        break;
+                    }
                 }
             }
         }));
@@ -354,7 +522,10 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
             .recv()
             .map_err(|_| anyhow::anyhow!("a stage ended before it was ready"))??;
     }
-    let stage_failed = || anyhow::anyhow!("a stage of the split plan failed while running");
+    let stage_failed = || match failure.lock().ok().and_then(|mut slot| slot.take()) {
+        Some(e) => e.context("a stage of the split plan failed while running"),
+        None => anyhow::anyhow!("a stage of the split plan failed while running"),
+    };
     let once = |t: &Tensor| -> anyhow::Result<(f64, Tensor)> {
         let start = Instant::now();
         first_tx.send(t.clone()).map_err(|_| stage_failed())?;
@@ -362,14 +533,7 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
         Ok((ms_since(start), out))
     };
     let (_, out) = once(&input)?;
-    let got: Vec<f32> = out
-        .cast_to::<f32>()
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .to_plain_array_view::<f32>()
-        .map_err(|e| anyhow::anyhow!("{e}"))?
-        .iter()
-        .copied()
-        .collect();
+    let got = plain(&out)?;
     let scale = expected
         .iter()
         .map(|v| v.abs())
@@ -450,16 +614,7 @@ mod tests {
             classes: 10,
             seed: 7,
             blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
-            units: vec![
-                Unit {
-                    name: "a".into(),
-                    cpus: cpus.clone(),
-                },
-                Unit {
-                    name: "b".into(),
-                    cpus,
-                },
-            ],
+            units: vec![Unit::cpus("a", cpus.clone()), Unit::cpus("b", cpus)],
             runs: 2,
             task: Task::Split {
                 assign: vec![0, 1, 1, 0],

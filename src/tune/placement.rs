@@ -67,6 +67,27 @@ impl GpuMemory {
     }
 }
 
+/// A GPU's links fitted from the copy benchmark's (bytes, ms) samples into the GPU and out of
+/// it, as its memory has them: over unified memory both directions are one kind of hand-over
+/// (a synchronisation and a copy within DRAM), fitted together; over PCIe each direction is
+/// fitted apart. None when the samples do not make a fit.
+pub fn gpu_memory(
+    kind: crate::collect::gpuprof::MemoryKind,
+    to_gpu: &[(u64, f64)],
+    to_host: &[(u64, f64)],
+) -> Option<GpuMemory> {
+    match kind {
+        crate::collect::gpuprof::MemoryKind::Unified => {
+            let both: Vec<(u64, f64)> = to_gpu.iter().chain(to_host).copied().collect();
+            fit_link(&both).map(|copy| GpuMemory::Unified { copy })
+        }
+        crate::collect::gpuprof::MemoryKind::Discrete => Some(GpuMemory::Discrete {
+            to_gpu: fit_link(to_gpu)?,
+            to_host: fit_link(to_host)?,
+        }),
+    }
+}
+
 /// `units` with a GPU unit `name` added last, linked both ways to every CPU unit by `memory`.
 pub fn with_gpu(units: &Units, name: &str, memory: GpuMemory) -> Units {
     let (to_gpu, to_host) = match memory {
@@ -348,6 +369,47 @@ mod tests {
                 out_bytes: 4_000,
             },
         ]
+    }
+
+    #[test]
+    fn a_gpus_links_are_fitted_as_its_memory_has_them() -> anyhow::Result<()> {
+        use crate::collect::gpuprof::MemoryKind;
+        let sizes = [4u64 << 10, 64 << 10, 1 << 20, 4 << 20];
+        // Measured as the copy benchmark gives them: into the card 12 GB/s after 0.02 ms,
+        // out of it 6 GB/s after 0.05 ms.
+        let to_gpu: Vec<(u64, f64)> = sizes.iter().map(|&b| (b, 0.02 + b as f64 / 12e6)).collect();
+        let to_host: Vec<(u64, f64)> = sizes.iter().map(|&b| (b, 0.05 + b as f64 / 6e6)).collect();
+        let Some(GpuMemory::Discrete {
+            to_gpu: a,
+            to_host: b,
+        }) = gpu_memory(MemoryKind::Discrete, &to_gpu, &to_host)
+        else {
+            anyhow::bail!("a discrete GPU's links were not fitted per direction");
+        };
+        assert!(
+            (a.alpha_ms - 0.02).abs() < 1e-9 && (a.beta - 12e6).abs() < 1.0,
+            "{a:?}"
+        );
+        assert!(
+            (b.alpha_ms - 0.05).abs() < 1e-9 && (b.beta - 6e6).abs() < 1.0,
+            "{b:?}"
+        );
+        // Over unified memory the two directions are one link, between the two.
+        let Some(GpuMemory::Unified { copy }) = gpu_memory(MemoryKind::Unified, &to_gpu, &to_host)
+        else {
+            anyhow::bail!("a unified-memory GPU's links were not fitted together");
+        };
+        let mib = 1u64 << 20;
+        assert!(
+            copy.ms(mib) > a.ms(mib) && copy.ms(mib) < b.ms(mib),
+            "{copy:?}"
+        );
+        // Too few samples make no link.
+        assert_eq!(
+            gpu_memory(MemoryKind::Discrete, &to_gpu[..1], &to_host),
+            None
+        );
+        Ok(())
     }
 
     #[test]

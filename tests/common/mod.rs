@@ -197,3 +197,22 @@ impl Lock {
         }
     }
 }
+
+/// The CPUs this process may use (`Cpus_allowed_list` of /proc/self/status).
+pub fn allowed_cpus() -> Vec<usize> {
+    let status = read(std::path::Path::new("/proc/self/status"));
+    let list = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Cpus_allowed_list:"))
+        .unwrap_or("0")
+        .trim()
+        .to_string();
+    let mut cpus = Vec::new();
+    for part in list.split(',') {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        if let (Ok(a), Ok(b)) = (a.parse::<usize>(), b.parse::<usize>()) {
+            cpus.extend(a..=b);
+        }
+    }
+    cpus
+}
