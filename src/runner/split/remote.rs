@@ -236,3 +236,78 @@ fn from_bytes(bytes: &[u8]) -> Vec<f32> {
         .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
         .collect()
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A stand-in interpreter: a shell script that ignores the program it is given.
+    fn stand_in(dir: &Path, body: &str) -> anyhow::Result<UnitEngine> {
+        let path = dir.join("python");
+        std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))?;
+        std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
+        Ok(UnitEngine {
+            framework: "onnxruntime".into(),
+            device: "cuda:0".into(),
+            python: path,
+        })
+    }
+
+    fn start_error(engine: &UnitEngine) -> String {
+        // A script just written may be busy while another test's child inherits its descriptor
+        // between fork and exec: that is tried again.
+        for _ in 0..20 {
+            match Remote::start("gpu", engine) {
+                Ok(_) => panic!("a broken unit program started"),
+                Err(e) if format!("{e:#}").contains("Text file busy") => {
+                    std::thread::sleep(std::time::Duration::from_millis(50))
+                }
+                Err(e) => return e.to_string(),
+            }
+        }
+        panic!("the stand-in stayed busy")
+    }
+
+    #[test]
+    fn a_unit_program_that_dies_or_talks_nonsense_is_reported_in_a_sentence() -> anyhow::Result<()>
+    {
+        let dir = tempfile::tempdir()?;
+        let dies = stand_in(
+            dir.path(),
+            "echo 'CUDA driver version is insufficient' >&2; exit 3",
+        )?;
+        let said = start_error(&dies);
+        assert!(
+            said.starts_with("unit gpu: the onnxruntime unit ended (exit status: 3)")
+                && said.ends_with(": CUDA driver version is insufficient"),
+            "{said}"
+        );
+        let nonsense = stand_in(dir.path(), "read line; echo 'Segmentation fault'; sleep 5")?;
+        let said = start_error(&nonsense);
+        assert!(
+            said.starts_with("unit gpu: the onnxruntime unit answered \"Segmentation fault\""),
+            "{said}"
+        );
+        let refuses = stand_in(
+            dir.path(),
+            "read line; echo '{\"error\": \"no CUDA execution provider\"}'",
+        )?;
+        assert_eq!(
+            start_error(&refuses),
+            "unit gpu: no CUDA execution provider"
+        );
+        let mut other = refuses.clone();
+        other.framework = "tflite".into();
+        assert!(start_error(&other).contains("onnxruntime can"));
+        Ok(())
+    }
+
+    #[test]
+    fn tensors_cross_as_little_endian_floats() {
+        let values = [0.0f32, -1.5, 3.25e-7, f32::MAX];
+        let bytes = to_bytes(&values);
+        assert_eq!(bytes.len(), 16);
+        assert_eq!(&bytes[4..8], &(-1.5f32).to_le_bytes());
+        assert_eq!(from_bytes(&bytes), values);
+    }
+}
