@@ -432,7 +432,9 @@ pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
     if !status.success() {
         // Its last line, without the "edgeprof: error: " this error is printed with again.
         let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
-        let last = last.map_or("no message", |l| l.trim_start_matches("edgeprof: error: "));
+        let Some(last) = last.map(|l| l.trim_start_matches("edgeprof: error: ")) else {
+            anyhow::bail!("{what} ended ({status}) without saying why");
+        };
         anyhow::bail!("{what} failed ({status}): {last}");
     }
     serde_json::from_str(stdout.trim()).with_context(|| {

@@ -43,11 +43,11 @@ pub struct PlaceArgs {
     #[arg(long, value_name = "PATH")]
     python: Option<std::path::PathBuf>,
     /// Most blocks the chain is cut into
-    #[arg(long, default_value_t = 8)]
-    blocks: usize,
+    #[arg(long, default_value_t = 8, value_parser = clap::value_parser!(u32).range(1..))]
+    blocks: u32,
     /// Timed runs per measurement (medians are kept)
-    #[arg(long, default_value_t = 20)]
-    runs: usize,
+    #[arg(long, default_value_t = 20, value_parser = clap::value_parser!(u32).range(1..))]
+    runs: u32,
     /// Run this assignment (the unit index of each block, e.g. 0,0,1,1) instead of the optimal
     #[arg(long, value_delimiter = ',')]
     assign: Vec<usize>,
@@ -90,29 +90,68 @@ struct PlaceReport {
     gpu: String,
 }
 
-fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
-    let (name, cpus) = part
-        .split_once('=')
-        .ok_or_else(|| BadInput(format!("--units: {part:?} is not NAME=CPUS (e.g. big=4-7)")))?;
-    let ids = edgeprof::collect::telemetry::cpu::parse_cpu_ids(cpus);
-    if let Some(unit) = gpu::engine_unit(name.trim(), cpus.trim(), python)? {
-        return Ok(unit);
-    }
-    if ids.is_empty() || name.trim().is_empty() {
-        anyhow::bail!(BadInput(format!(
-            "--units: {part:?} is not NAME=CPUS (e.g. big=4-7)"
-        )));
-    }
-    Ok(Unit::cpus(name.trim(), ids))
+/// The CPUs of unit `name`: a CPU list (`4-7`, `0,2`) or a core set of this machine (`big`,
+/// `little`, `all`…), each CPU one this process may use.
+fn unit_cpus(name: &str, list: &str) -> anyhow::Result<Vec<usize>> {
+    let set = edgeprof::tune::resolve_core_set_here(list.trim())
+        .map_err(|why| BadInput(format!("--units: {name}={list}: {}", why.0)))?;
+    Ok(set
+        .cpus
+        .unwrap_or_else(edgeprof::tune::session::allowed_cpus))
 }
 
-/// Units as `a=0,b=1`, or separated by ';' when a CPU list holds a comma (`a=0,2;b=1`).
+fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
+    let not_a_unit = || {
+        BadInput(format!(
+            "--units: {part:?} is not NAME=CPUS (e.g. big=4-7) or NAME=onnxruntime:DEVICE"
+        ))
+    };
+    let (name, spec) = part.split_once('=').ok_or_else(not_a_unit)?;
+    let (name, spec) = (name.trim(), spec.trim());
+    if name.is_empty() || spec.is_empty() {
+        anyhow::bail!(not_a_unit());
+    }
+    if let Some(unit) = gpu::engine_unit(name, spec, python)? {
+        return Ok(unit);
+    }
+    Ok(Unit::cpus(name, unit_cpus(name, spec)?))
+}
+
+/// Units as `a=0,b=1`, or separated by ';' when a CPU list holds a comma (`a=0,2;b=1`). The
+/// first is the host, which holds the input and the output: a CPU unit.
 fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Vec<Unit>> {
     let separator = if text.contains(';') { ';' } else { ',' };
-    text.split(separator)
+    let parts: Vec<&str> = text
+        .split(separator)
         .filter(|s| !s.trim().is_empty())
+        .collect();
+    let Some(host) = parts.first() else {
+        anyhow::bail!(BadInput(format!(
+            "--units {text:?} names no unit (e.g. big=4-7,little=0-3)"
+        )));
+    };
+    if let Some((name, spec)) = host.split_once('=') {
+        if gpu::is_engine_spec(spec.trim()) {
+            anyhow::bail!(BadInput(format!(
+                "--units: the first unit ({}) is the host, where the input starts and the \
+                 output ends: make it a CPU unit (NAME=CPUS)",
+                name.trim()
+            )));
+        }
+    }
+    let units: Vec<Unit> = parts
+        .iter()
         .map(|part| parse_unit(part, python))
-        .collect()
+        .collect::<anyhow::Result<_>>()?;
+    for (i, u) in units.iter().enumerate() {
+        if units[..i].iter().any(|v| v.name == u.name) {
+            anyhow::bail!(BadInput(format!(
+                "--units names {} twice: give each unit a name of its own",
+                u.name
+            )));
+        }
+    }
+    Ok(units)
 }
 
 fn default_units() -> anyhow::Result<Vec<Unit>> {
@@ -166,6 +205,13 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         batch: args.batch,
     };
     let model = zoo::build(&args.model, &params)?;
+    if args.no_gpu && args.units.is_some() {
+        anyhow::bail!(BadInput(
+            "--no-gpu leaves the GPU out of the default units; with --units, name only the \
+             units wanted"
+                .into()
+        ));
+    }
     let mut units = match &args.units {
         Some(text) => units_arg(text, args.python.as_ref())?,
         None => default_units()?,
@@ -176,8 +222,8 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         &mut units,
         args.units.is_none() && !args.no_gpu,
         args.python.as_ref(),
-    );
-    let blocks = placement::blocks(&model, args.blocks.max(1));
+    )?;
+    let blocks = placement::blocks(&model, args.blocks as usize);
     if !args.assign.is_empty() && args.assign.len() != blocks.len() {
         anyhow::bail!(BadInput(format!(
             "--assign names {} unit(s) but the chain has {} block(s)",
@@ -199,7 +245,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         seed: edgeprof::models::onnx::DEFAULT_SEED,
         blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
         units: units.clone(),
-        runs: args.runs,
+        runs: args.runs as usize,
         task,
     };
     let names: Vec<String> = units.iter().map(gpu::describe).collect();
@@ -213,14 +259,19 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     let Response::Profile { ms } = ask(&request(Task::Profile))? else {
         anyhow::bail!("the placement worker answered a profile request with something else");
     };
-    errln!("measuring the copy cost between the units …");
-    let Response::Transfer { samples } = ask(&request(Task::Transfer {
-        sizes: SIZES.to_vec(),
-    }))?
-    else {
-        anyhow::bail!("the placement worker answered a transfer request with something else");
-    };
     let k = units.len();
+    let samples = if k > 1 {
+        errln!("measuring the copy cost between the units …");
+        let Response::Transfer { samples } = ask(&request(Task::Transfer {
+            sizes: SIZES.to_vec(),
+        }))?
+        else {
+            anyhow::bail!("the placement worker answered a transfer request with something else");
+        };
+        samples
+    } else {
+        vec![vec![Vec::new()]]
+    };
     let mut links: Vec<Vec<Link>> = (0..k)
         .map(|a| {
             (0..k)
@@ -312,12 +363,13 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
 
 fn report_text(r: &PlaceReport) -> String {
     let mut out = format!(
-        "placement of {} {} batch {} over {} unit(s); unit 0 ({}) holds the input and the output\n\n",
+        "placement of {} {} batch {} over {} unit(s); unit 0 ({}) holds the input and the output\n{}\n\n",
         r.model,
         r.input,
         r.batch,
         r.units.len(),
-        r.units.first().map_or("", |u| u.name.as_str())
+        r.units.first().map_or("", |u| u.name.as_str()),
+        r.gpu
     );
     let mut header = vec!["block".to_string(), "layers".to_string(), "out".to_string()];
     header.extend(r.units.iter().map(|u| format!("{} ms", u.name)));
@@ -343,10 +395,12 @@ fn report_text(r: &PlaceReport) -> String {
     right.extend(r.units.iter().map(|_| true));
     right.push(false);
     out.push_str(&render::table(&header_refs, &right, &rows));
-    out.push_str(
-        "\ncopy cost between units (t = α + bytes/β, fitted from the copy microbenchmark)\n",
-    );
     let k = r.units.len();
+    if k > 1 {
+        out.push_str(
+            "\ncopy cost between units (t = α + bytes/β, fitted from the copy microbenchmark)\n",
+        );
+    }
     let mut link_rows = Vec::new();
     for a in 0..k {
         for b in 0..k {
@@ -365,11 +419,13 @@ fn report_text(r: &PlaceReport) -> String {
             }
         }
     }
-    out.push_str(&render::table(
-        &["link", "α ms", "β GB/s", "1 MiB ms"],
-        &[false, true, true, true],
-        &link_rows,
-    ));
+    if k > 1 {
+        out.push_str(&render::table(
+            &["link", "α ms", "β GB/s", "1 MiB ms"],
+            &[false, true, true, true],
+            &link_rows,
+        ));
+    }
     out.push_str("\nplans (predicted end-to-end latency)\n");
     let plan_name = |p: &Plan| -> String {
         p.units
@@ -403,7 +459,7 @@ fn report_text(r: &PlaceReport) -> String {
             "\nran {} as {} sub-model(s) chained {}: measured median {:.3} ms (range {:.3}–{:.3}) against {:.3} ms predicted ({:+.1}%); output matches the whole model's to {:.1e} (relative)",
             plan_name(p),
             m.segments.len(),
-            if r.units.iter().any(|u| u.engine.is_some()) {
+            if m.segments.iter().any(|s| r.units[s.0].engine.is_some()) {
                 "through channels, and pipes to the onnxruntime units' processes"
             } else {
                 "in one process"
@@ -425,15 +481,27 @@ mod tests {
 
     #[test]
     fn units_are_parsed_from_names_and_cpu_lists() -> anyhow::Result<()> {
-        let u = units_arg("a=0,b=1", None)?;
+        let allowed = edgeprof::tune::session::allowed_cpus();
+        let (a, b) = (allowed[0], *allowed.last().unwrap_or(&allowed[0]));
+        let u = units_arg(&format!("x={a},y={b}"), None)?;
         assert_eq!(u.len(), 2);
-        assert_eq!(u[1].cpus, vec![1]);
-        let u = units_arg("big=4-7;little=0,2", None)?;
-        assert_eq!(u.len(), 2);
-        assert_eq!(u[0].cpus, vec![4, 5, 6, 7]);
-        assert_eq!(u[1].cpus, vec![0, 2]);
-        assert!(units_arg("nonsense", None).is_err());
-        assert!(units_arg("a=x", None).is_err());
+        assert_eq!((u[0].cpus.clone(), u[1].cpus.clone()), (vec![a], vec![b]));
+        let u = units_arg(&format!("x={a};y={a},{b}"), None)?;
+        assert_eq!(u[1].cpus, if a == b { vec![a] } else { vec![a, b] });
+        // A core set of this machine names its CPUs.
+        assert_eq!(units_arg("x=all", None)?[0].cpus, allowed);
+        let refused = |text: &str, needle: &str| match units_arg(text, None) {
+            Ok(u) => panic!("{text} was taken: {u:?}"),
+            Err(e) => assert!(e.to_string().contains(needle), "{text}: {e}"),
+        };
+        refused("nonsense", "is not NAME=CPUS");
+        refused("a=x", "unknown core set \"x\"");
+        refused("=0", "is not NAME=CPUS");
+        refused(&format!("x={a};y={a},zzz"), "unknown core set");
+        refused(",", "names no unit");
+        refused(&format!("x={a},x={b}"), "names x twice");
+        refused("x=4096", "names CPU 4096, which this process may not use");
+        refused("x=onnxruntime:cpu", "the first unit (x) is the host");
         Ok(())
     }
 }

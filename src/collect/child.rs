@@ -84,7 +84,7 @@ pub fn keep_tail<R: Read + Send + 'static>(
 }
 
 /// A duration as the messages say it: `300 ms`, `20 s`.
-fn said(d: Duration) -> String {
+pub fn said(d: Duration) -> String {
     if d < Duration::from_secs(1) {
         format!("{} ms", d.as_millis())
     } else {

@@ -155,9 +155,12 @@ pub fn dir_name(name: &str) -> String {
 /// never sees half of it.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, bytes)
-        .and_then(|_| std::fs::rename(&tmp, path))
-        .with_context(|| format!("cannot write {}", path.display()))
+    let written = std::fs::write(&tmp, bytes).and_then(|_| std::fs::rename(&tmp, path));
+    if written.is_err() {
+        // A full disk leaves no half-written file behind.
+        let _ = std::fs::remove_file(&tmp);
+    }
+    written.with_context(|| format!("cannot write {}", path.display()))
 }
 
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {

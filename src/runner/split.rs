@@ -153,8 +153,7 @@ fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::R
         Ok(crate::models::onnx::encode(&crate::models::onnx::to_onnx(
             sub, r.seed,
         )))
-    })
-    .with_context(|| format!("cannot write {}", path.display()))?;
+    })?;
     Ok(path)
 }
 
@@ -410,30 +409,20 @@ fn plain(t: &Tensor) -> anyhow::Result<Vec<f32>> {
         .collect())
 }
 
-/// A segment of a split plan, ready to run on its unit.
+/// A segment of a split plan, ready to run on its unit: a tract session, or sub-model `id` of
+/// its unit's program (one program per unit, holding each of the unit's segments).
 enum SegmentRun {
     Tract(TractSession),
-    Remote(Remote),
+    Remote(Arc<Mutex<Remote>>, usize),
 }
 
 impl SegmentRun {
-    fn new(unit: &Unit, sub: &Model, file: Option<PathBuf>, seed: u64) -> anyhow::Result<Self> {
-        match (&unit.engine, file) {
-            (Some(engine), Some(file)) => {
-                let mut remote = Remote::start(&unit.name, engine)?;
-                remote.load(0, &file, &sub.input_shape, seed)?;
-                Ok(SegmentRun::Remote(remote))
-            }
-            _ => session(sub, seed).map(SegmentRun::Tract),
-        }
-    }
-
     fn run(&mut self, t: &Tensor) -> anyhow::Result<Tensor> {
         let (shape, data) = match self {
             SegmentRun::Tract(s) => s.run(t)?,
-            SegmentRun::Remote(remote) => {
+            SegmentRun::Remote(remote, id) => {
                 let data = plain(t)?;
-                remote.run(0, t.shape(), &data)?
+                lock(remote)?.run(*id, t.shape(), &data)?
             }
         };
         to_tensor(&shape, &data)
@@ -464,30 +453,48 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
     let input = whole.make_input(r.seed)?;
     let (_, expected) = whole.run(&input)?;
     drop(whole);
+    // The units an engine serves: one program each, every segment of the unit loaded in it.
+    let mut remotes: Vec<Option<Arc<Mutex<Remote>>>> = Vec::new();
+    for (i, unit) in r.units.iter().enumerate() {
+        let remote = if segments.iter().any(|s| s.0 == i) {
+            start_remote(unit)?
+        } else {
+            None
+        };
+        remotes.push(remote);
+    }
+    for (id, &(u, a, b)) in segments.iter().enumerate() {
+        if let Some(remote) = &remotes[u] {
+            let sub = model
+                .slice(a, b)
+                .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a segment of the chain"))?;
+            let file = sub_model_file(r, &sub, (a, b))?;
+            lock(remote)?.load(id, &file, &sub.input_shape, r.seed)?;
+        }
+    }
     // One thread per segment, chained by channels; the last hands the output back.
     let (first_tx, mut rx) = mpsc::channel::<Tensor>();
     let mut threads = Vec::new();
     let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
     // The first error of a stage while the plan runs, to say why it stopped.
     let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::new(Mutex::new(None));
-    for &(u, a, b) in &segments {
+    for (id, &(u, a, b)) in segments.iter().enumerate() {
         let sub = model
             .slice(a, b)
             .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a segment of the chain"))?;
         let (tx, next_rx) = mpsc::channel::<Tensor>();
         let stage: Stage = (rx, tx);
         rx = next_rx;
-        let unit = r.units[u].clone();
-        // A unit an engine serves runs the segment from its ONNX file.
-        let file = match unit.engine {
-            Some(_) => Some(sub_model_file(r, &sub, (a, b))?),
-            None => None,
-        };
+        let cpus = r.units[u].cpus.clone();
+        let remote = remotes[u].clone();
         let seed = r.seed;
         let ready = ready_tx.clone();
         let failure = Arc::clone(&failure);
         threads.push(std::thread::spawn(move || {
-            let setup = confine(&unit.cpus).and_then(|_| SegmentRun::new(&unit, &sub, file, seed));
+            let setup = confine(&cpus).and_then(|_| match remote {
+                Some(remote) => Ok(SegmentRun::Remote(remote, id)),
+                None => session(&sub, seed).map(SegmentRun::Tract),
+            });
             let mut s = match setup {
                 Ok(s) => {
                     let _ = ready.send(Ok(()));

@@ -26,6 +26,11 @@ pub fn onnxruntime_python(given: Option<&PathBuf>) -> Result<PathBuf, Unavailabl
     }
 }
 
+/// Whether a unit's spec names an engine (`onnxruntime:…`) rather than CPUs.
+pub fn is_engine_spec(spec: &str) -> bool {
+    spec.starts_with("onnxruntime:")
+}
+
 /// `ENGINE:DEVICE[@CPUS]` of `--units` (e.g. `onnxruntime:cuda:0`, `onnxruntime:cpu@1`), or
 /// None when `spec` is a CPU list.
 pub fn engine_unit(
@@ -49,22 +54,17 @@ pub fn engine_unit(
     let valid = device == "cpu"
         || device
             .strip_prefix("cuda:")
-            .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+            .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()) && n.parse::<u32>().is_ok());
     if !valid {
         anyhow::bail!(BadInput(format!(
             "--units: {name}={spec}: the device {device:?} is neither cpu nor cuda:N"
         )));
     }
     let cpus = match cpus {
-        Some(list) => {
-            let ids = edgeprof::collect::telemetry::cpu::parse_cpu_ids(list);
-            if ids.is_empty() {
-                anyhow::bail!(BadInput(format!(
-                    "--units: {name}={spec}: {list:?} is not a CPU list"
-                )));
-            }
-            ids
-        }
+        Some(list) if list.trim().is_empty() => anyhow::bail!(BadInput(format!(
+            "--units: {name}={spec}: name the CPUs after @ (e.g. @0-1), or leave @ out for all"
+        ))),
+        Some(list) => super::unit_cpus(name, list)?,
         None => edgeprof::tune::session::allowed_cpus(),
     };
     let python = onnxruntime_python(python)
@@ -126,13 +126,32 @@ fn word(kind: MemoryKind) -> &'static str {
 /// Decides the GPU's part: a GPU unit named in `--units` is kept (its memory detected where it
 /// can be); with the default units (`auto`), GPU 0 joins as unit `gpu` when there is one and
 /// onnxruntime here has its CUDA provider. The line says which, and why not.
-pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> Gpu {
+pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> anyhow::Result<Gpu> {
     if let Some((i, n)) = units
         .iter()
         .enumerate()
         .find_map(|(i, u)| ordinal(u).map(|n| (i, n)))
     {
-        return match gpuprof::memory_kind(Path::new("/"), n) {
+        // Said now, before any measurement, when its onnxruntime cannot reach a GPU.
+        for u in units.iter().filter(|u| ordinal(u).is_some()) {
+            let Some(engine) = &u.engine else { continue };
+            match providers(&engine.python) {
+                Ok(p) if p.iter().any(|p| p == "CUDAExecutionProvider") => {}
+                Ok(p) => anyhow::bail!(
+                    "unit {}: this onnxruntime ({}) has no CUDA execution provider (it has {}); \
+                     install onnxruntime-gpu in its environment",
+                    u.name,
+                    engine.python.display(),
+                    p.join(", ")
+                ),
+                Err(why) => anyhow::bail!(
+                    "unit {}: cannot ask {}'s onnxruntime for its providers: {why}",
+                    u.name,
+                    engine.python.display()
+                ),
+            }
+        }
+        return Ok(match gpuprof::memory_kind(Path::new("/"), n) {
             Ok((kind, how)) => Gpu {
                 line: format!(
                     "GPU {n}: {} memory ({how}); unit {} runs its blocks there on onnxruntime's \
@@ -144,20 +163,21 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> Gp
             },
             Err(why) => Gpu {
                 line: format!(
-                    "GPU {n}: its memory is not known ({why}); unit {} runs its blocks there, \
-                     each direction of its copies fitted apart",
+                    "GPU {n}: edgeprof cannot tell whether it shares the CPU's memory ({why}); \
+                     unit {} runs its blocks there on onnxruntime's CUDA provider, each \
+                     direction of its copies fitted apart",
                     units[i].name
                 ),
                 unit: Some((i, None)),
             },
-        };
+        });
     }
     let (kind, how) = match gpuprof::memory_kind(Path::new("/"), 0) {
         Err(why) => {
-            return Gpu {
+            return Ok(Gpu {
                 line: format!("GPU: {why}; the blocks are placed across the CPU units"),
                 unit: None,
-            }
+            })
         }
         Ok(found) => found,
     };
@@ -170,27 +190,34 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> Gp
         unit: None,
     };
     if !auto {
-        return not_a_unit("--units names no onnxruntime:cuda:N unit".into());
+        return Ok(not_a_unit(
+            "--units names no onnxruntime:cuda:N unit".into(),
+        ));
     }
     let python = match onnxruntime_python(python) {
         Ok(p) => p,
-        Err(why) => return not_a_unit(format!("its blocks run on onnxruntime, and {}", why.0)),
+        Err(why) => {
+            return Ok(not_a_unit(format!(
+                "its blocks run on onnxruntime, and {}",
+                why.0
+            )))
+        }
     };
     match providers(&python) {
         Ok(p) if p.iter().any(|p| p == "CUDAExecutionProvider") => {}
         Ok(p) => {
-            return not_a_unit(format!(
+            return Ok(not_a_unit(format!(
                 "onnxruntime with {} has no CUDA provider (it has {}); install onnxruntime-gpu \
                  there",
                 python.display(),
                 p.join(", ")
-            ))
+            )))
         }
         Err(why) => {
-            return not_a_unit(format!(
+            return Ok(not_a_unit(format!(
                 "cannot ask {}'s onnxruntime for its providers: {why}",
                 python.display()
-            ))
+            )))
         }
     }
     units.push(Unit {
@@ -202,14 +229,14 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> Gp
             python,
         }),
     });
-    Gpu {
+    Ok(Gpu {
         line: format!(
             "GPU 0: {} memory ({how}); unit gpu runs its blocks there on onnxruntime's CUDA \
              provider",
             word(kind)
         ),
         unit: Some((units.len() - 1, Some(kind))),
-    }
+    })
 }
 
 /// The links to and from the GPU unit `g` refitted as its memory has them (see
@@ -262,7 +289,10 @@ mod tests {
             "tflite:cpu",
             "onnxruntime:npu",
             "onnxruntime:cuda:",
+            "onnxruntime:cuda:99999999999999999999",
             "onnxruntime:cpu@x",
+            "onnxruntime:cpu@",
+            "onnxruntime:cpu@4096",
         ] {
             let Err(e) = engine_unit("a", bad, None) else {
                 panic!("{bad} was taken");

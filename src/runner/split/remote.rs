@@ -4,7 +4,9 @@
 //! tensors to and from the device, and runs a segment of a split plan on a tensor it is handed.
 //!
 //! The child is started by a thread already confined to the unit's CPUs, so the process and its
-//! threads inherit them. It ends when its stdin closes (this side dropped or killed).
+//! threads inherit them. It runs in a process group of its own and dies with the thread that
+//! holds it (the parent-death signal), so neither a killed worker nor a stuck program leaves it
+//! behind; it ends on its own when its stdin closes. Every request has a time limit.
 
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -12,7 +14,8 @@ use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
+use std::time::Duration;
 
 /// The unit program, run by the interpreter that has onnxruntime.
 const PROGRAM: &str = include_str!("../../engines/harness/ort_unit.py");
@@ -34,32 +37,106 @@ impl UnitEngine {
     }
 }
 
+/// How long the unit program may take to answer.
+#[derive(Debug, Clone, Copy)]
+pub struct Patience {
+    /// Setting up (importing onnxruntime, starting CUDA) and loading a sub-model (a CUDA
+    /// session is created and warmed up).
+    pub setup: Duration,
+    /// Timing, copying or running one sub-model.
+    pub each: Duration,
+}
+
+impl Default for Patience {
+    fn default() -> Self {
+        Patience {
+            setup: Duration::from_secs(300),
+            each: Duration::from_secs(120),
+        }
+    }
+}
+
+/// One answer: its JSON and its bytes, or what was read instead.
+type Answer = Result<(Value, Vec<u8>), String>;
+
 /// A running unit program.
 pub struct Remote {
     name: String,
     child: Child,
     /// Taken (closed) when the unit is dropped, so that the program ends.
     stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
+    /// The answers, read by a thread of their own (so a silent program can be waited for).
+    answers: mpsc::Receiver<Answer>,
+    /// Held by the thread that started the child; dropping it ends that thread, and with it the
+    /// child (its parent-death signal).
+    _hold: mpsc::Sender<()>,
     /// The child's last words on stderr, for an error when it ends.
     stderr: Arc<Mutex<String>>,
+    patience: Patience,
+}
+
+/// Reads answers from the program's stdout until it ends or says something else.
+fn read_answers(stdout: ChildStdout, answers: mpsc::Sender<Answer>) {
+    let mut stdout = BufReader::new(stdout);
+    loop {
+        let mut line = String::new();
+        match stdout.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let answer = match serde_json::from_str::<Value>(&line) {
+            Ok(v) => {
+                let n = v["bytes"].as_u64().unwrap_or(0) as usize;
+                let mut bytes = vec![0u8; n];
+                if stdout.read_exact(&mut bytes).is_err() {
+                    return;
+                }
+                Ok((v, bytes))
+            }
+            Err(e) => Err(format!("answered {:?}, not JSON ({e})", line.trim())),
+        };
+        let stop = answer.is_err();
+        if answers.send(answer).is_err() || stop {
+            return;
+        }
+    }
 }
 
 impl Remote {
     /// Starts the program for unit `name` and sets it up on its device, one intra-op thread.
     pub fn start(name: &str, engine: &UnitEngine) -> anyhow::Result<Remote> {
+        Remote::start_with(name, engine, Patience::default())
+    }
+
+    pub fn start_with(
+        name: &str,
+        engine: &UnitEngine,
+        patience: Patience,
+    ) -> anyhow::Result<Remote> {
         if engine.framework != "onnxruntime" {
             anyhow::bail!(
                 "unit {name}: {} cannot serve a placement unit; onnxruntime can",
                 engine.framework
             );
         }
-        let mut child = Command::new(&engine.python)
+        let mut command = Command::new(&engine.python);
+        command
             .args(["-c", PROGRAM])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
+            .stderr(Stdio::piped());
+        crate::collect::child::own_group(&mut command);
+        // The thread that starts the child holds it (it inherits this thread's CPUs).
+        let (spawned_tx, spawned_rx) = mpsc::channel::<std::io::Result<Child>>();
+        let (hold, held) = mpsc::channel::<()>();
+        std::thread::spawn(move || {
+            let _ = spawned_tx.send(command.spawn());
+            // Until the Remote is dropped.
+            let _ = held.recv();
+        });
+        let mut child = spawned_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("unit {name}: the thread starting its program ended"))?
             .with_context(|| {
                 format!(
                     "unit {name}: cannot start {} for onnxruntime",
@@ -69,6 +146,8 @@ impl Remote {
         let (Some(stdin), Some(stdout), Some(mut err)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
+            let _ = child.kill();
+            let _ = child.wait();
             anyhow::bail!("unit {name}: the child's pipes were not opened");
         };
         let stderr = Arc::new(Mutex::new(String::new()));
@@ -80,22 +159,32 @@ impl Remote {
                 *kept = text;
             }
         });
+        let (answer_tx, answers) = mpsc::channel();
+        std::thread::spawn(move || read_answers(stdout, answer_tx));
         let mut remote = Remote {
             name: name.to_string(),
             child,
             stdin: Some(stdin),
-            stdout: BufReader::new(stdout),
+            answers,
+            _hold: hold,
             stderr,
+            patience,
         };
         remote.ask(
             &json!({"op": "setup", "device": engine.device, "threads": 1}),
             &[],
+            patience.setup,
         )?;
         Ok(remote)
     }
 
-    /// Sends one request (and its bytes) and reads the answer (and its bytes).
-    fn ask(&mut self, request: &Value, payload: &[u8]) -> anyhow::Result<(Value, Vec<u8>)> {
+    /// Sends one request (and its bytes) and waits up to `limit` for the answer (and its bytes).
+    fn ask(
+        &mut self,
+        request: &Value,
+        payload: &[u8],
+        limit: Duration,
+    ) -> anyhow::Result<(Value, Vec<u8>)> {
         let mut line = request.to_string();
         line.push('\n');
         let sent = self.stdin.as_mut().map(|stdin| {
@@ -107,27 +196,36 @@ impl Remote {
         if !matches!(sent, Some(Ok(()))) {
             return Err(self.ended());
         }
-        let mut reply = String::new();
-        match self.stdout.read_line(&mut reply) {
-            Ok(0) | Err(_) => return Err(self.ended()),
-            Ok(_) => {}
-        }
-        let answer: Value = serde_json::from_str(&reply).map_err(|e| {
-            anyhow::anyhow!(
-                "unit {}: the onnxruntime unit answered {:?}, not JSON ({e})",
-                self.name,
-                reply.trim()
-            )
-        })?;
-        if let Some(why) = answer["error"].as_str() {
+        let answer = match self.answers.recv_timeout(limit) {
+            Ok(Ok(answer)) => answer,
+            Ok(Err(what)) => anyhow::bail!("unit {}: the onnxruntime unit {what}", self.name),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.ended()),
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                self.kill();
+                anyhow::bail!(
+                    "unit {}: the onnxruntime unit did not answer {} within {}",
+                    self.name,
+                    request["op"].as_str().unwrap_or("a request"),
+                    crate::collect::child::said(limit)
+                );
+            }
+        };
+        if let Some(why) = answer.0["error"].as_str() {
             anyhow::bail!("unit {}: {why}", self.name);
         }
-        let n = answer["bytes"].as_u64().unwrap_or(0) as usize;
-        let mut bytes = vec![0u8; n];
-        self.stdout
-            .read_exact(&mut bytes)
-            .map_err(|_| self.ended())?;
-        Ok((answer, bytes))
+        Ok(answer)
+    }
+
+    /// Kills the program with whatever it started in its group.
+    fn kill(&mut self) {
+        if let Ok(pid) = i32::try_from(self.child.id()) {
+            let _ = nix::sys::signal::killpg(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 
     /// Why the child stopped answering: its exit and its last line on stderr.
@@ -139,9 +237,9 @@ impl Remote {
                 status = Some(s);
                 break;
             }
-            std::thread::sleep(std::time::Duration::from_millis(20));
+            std::thread::sleep(Duration::from_millis(20));
         }
-        std::thread::sleep(std::time::Duration::from_millis(50));
+        std::thread::sleep(Duration::from_millis(50));
         let last = self
             .stderr
             .lock()
@@ -150,11 +248,11 @@ impl Remote {
                 t.lines()
                     .rev()
                     .find(|l| !l.trim().is_empty())
-                    .map(str::to_string)
+                    .map(|l| format!(": {}", l.trim()))
             })
             .unwrap_or_default();
         let how = status.map_or("stopped answering".to_string(), |s| format!("ended ({s})"));
-        anyhow::anyhow!("unit {}: the onnxruntime unit {how}: {last}", self.name)
+        anyhow::anyhow!("unit {}: the onnxruntime unit {how}{last}", self.name)
     }
 
     /// Loads sub-model `id` from `path`, its input (of `shape`) placed on the device.
@@ -168,13 +266,14 @@ impl Remote {
         self.ask(
             &json!({"op": "load", "id": id, "path": path, "shape": shape, "seed": seed % (1 << 31)}),
             &[],
+            self.patience.setup,
         )
         .map(drop)
     }
 
     /// One run of sub-model `id`, input and output on the device, in milliseconds.
     pub fn time(&mut self, id: usize) -> anyhow::Result<f64> {
-        let (answer, _) = self.ask(&json!({"op": "time", "id": id}), &[])?;
+        let (answer, _) = self.ask(&json!({"op": "time", "id": id}), &[], self.patience.each)?;
         answer["ms"]
             .as_f64()
             .ok_or_else(|| anyhow::anyhow!("unit {}: a time without milliseconds", self.name))
@@ -183,13 +282,17 @@ impl Remote {
     /// Copies `data` to the device (and keeps it there for [`Remote::fetch`]).
     pub fn put(&mut self, data: &[f32]) -> anyhow::Result<()> {
         let bytes = to_bytes(data);
-        self.ask(&json!({"op": "put", "bytes": bytes.len()}), &bytes)
-            .map(drop)
+        self.ask(
+            &json!({"op": "put", "bytes": bytes.len()}),
+            &bytes,
+            self.patience.each,
+        )
+        .map(drop)
     }
 
     /// Copies what the last [`Remote::put`] placed on the device back to this process.
     pub fn fetch(&mut self) -> anyhow::Result<Vec<f32>> {
-        let (_, bytes) = self.ask(&json!({"op": "fetch"}), &[])?;
+        let (_, bytes) = self.ask(&json!({"op": "fetch"}), &[], self.patience.each)?;
         Ok(from_bytes(&bytes))
     }
 
@@ -204,6 +307,7 @@ impl Remote {
         let (answer, out) = self.ask(
             &json!({"op": "run", "id": id, "shape": shape, "bytes": bytes.len()}),
             &bytes,
+            self.patience.each,
         )?;
         let shape: Vec<usize> = serde_json::from_value(answer["shape"].clone())
             .map_err(|e| anyhow::anyhow!("unit {}: an output without a shape ({e})", self.name))?;
@@ -219,10 +323,9 @@ impl Drop for Remote {
             if let Ok(Some(_)) = self.child.try_wait() {
                 return;
             }
-            std::thread::sleep(std::time::Duration::from_millis(10));
+            std::thread::sleep(Duration::from_millis(10));
         }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.kill();
     }
 }
 
@@ -299,6 +402,47 @@ mod tests {
         let mut other = refuses.clone();
         other.framework = "tflite".into();
         assert!(start_error(&other).contains("onnxruntime can"));
+        Ok(())
+    }
+
+    #[test]
+    fn a_silent_unit_program_is_given_up_on_and_killed() -> anyhow::Result<()> {
+        let dir = tempfile::tempdir()?;
+        let pid_file = dir.path().join("pid");
+        // Reads the request, then says nothing (as a program stuck starting CUDA would).
+        let silent = stand_in(
+            dir.path(),
+            &format!(
+                "echo $$ > '{}'; read line; exec sleep 600",
+                pid_file.display()
+            ),
+        )?;
+        let patience = Patience {
+            setup: Duration::from_millis(500),
+            each: Duration::from_millis(500),
+        };
+        let mut said = String::new();
+        for _ in 0..20 {
+            match Remote::start_with("gpu", &silent, patience) {
+                Ok(_) => panic!("a silent unit program started"),
+                Err(e) if format!("{e:#}").contains("Text file busy") => {
+                    std::thread::sleep(Duration::from_millis(50))
+                }
+                Err(e) => {
+                    said = e.to_string();
+                    break;
+                }
+            }
+        }
+        assert_eq!(
+            said,
+            "unit gpu: the onnxruntime unit did not answer setup within 500 ms"
+        );
+        // It was killed: nothing is left running.
+        let pid = std::fs::read_to_string(&pid_file)?;
+        let alive = Path::new("/proc").join(pid.trim()).join("stat");
+        let state = std::fs::read_to_string(&alive).unwrap_or_default();
+        assert!(state.is_empty() || state.contains(") Z"), "{state}");
         Ok(())
     }
 
