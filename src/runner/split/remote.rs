@@ -357,10 +357,14 @@ mod tests {
     }
 
     fn start_error(engine: &UnitEngine) -> String {
+        start_error_with(engine, Patience::default())
+    }
+
+    fn start_error_with(engine: &UnitEngine, patience: Patience) -> String {
         // A script just written may be busy while another test's child inherits its descriptor
         // between fork and exec: that is tried again.
         for _ in 0..20 {
-            match Remote::start("gpu", engine) {
+            match Remote::start_with("gpu", engine, patience) {
                 Ok(_) => panic!("a broken unit program started"),
                 Err(e) if format!("{e:#}").contains("Text file busy") => {
                     std::thread::sleep(std::time::Duration::from_millis(50))
@@ -421,21 +425,8 @@ mod tests {
             setup: Duration::from_millis(500),
             each: Duration::from_millis(500),
         };
-        let mut said = String::new();
-        for _ in 0..20 {
-            match Remote::start_with("gpu", &silent, patience) {
-                Ok(_) => panic!("a silent unit program started"),
-                Err(e) if format!("{e:#}").contains("Text file busy") => {
-                    std::thread::sleep(Duration::from_millis(50))
-                }
-                Err(e) => {
-                    said = e.to_string();
-                    break;
-                }
-            }
-        }
         assert_eq!(
-            said,
+            start_error_with(&silent, patience),
             "unit gpu: the onnxruntime unit did not answer setup within 500 ms"
         );
         // It was killed: nothing is left running.
