@@ -108,7 +108,7 @@ pub(super) enum Command {
     /// set, engine, engine options, batch, device) with a learned cost model; or measure a
     /// space exhaustively, or replay a measured table against random and grid search
     Tune(Box<tune::TuneArgs>),
-    /// Place a model's blocks on processing units (CPU clusters) for the least end-to-end
+    /// Place a model's blocks on processing units (CPU clusters, a GPU) for the least end-to-end
     /// latency, from per-block profiles and a measured copy cost; run the plan as a split
     Place(place::PlaceArgs),
     /// Measure blocks, copies or a split plan for `place` (JSON request on stdin, JSON on stdout)
