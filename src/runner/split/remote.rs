@@ -31,12 +31,6 @@ pub struct UnitEngine {
     pub python: PathBuf,
 }
 
-impl UnitEngine {
-    pub fn is_gpu(&self) -> bool {
-        self.device != "cpu"
-    }
-}
-
 /// How long the unit program may take to answer.
 #[derive(Debug, Clone, Copy)]
 pub struct Patience {
