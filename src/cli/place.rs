@@ -400,11 +400,9 @@ fn report_text(r: &PlaceReport) -> String {
         out.push_str(
             "\ncopy cost between units (t = α + bytes/β, fitted from the copy microbenchmark)\n",
         );
-    }
-    let mut link_rows = Vec::new();
-    for a in 0..k {
-        for b in 0..k {
-            if a != b {
+        let mut link_rows = Vec::new();
+        for a in 0..k {
+            for b in (0..k).filter(|&b| b != a) {
                 let l = &r.links.links[a][b];
                 link_rows.push(vec![
                     format!("{} → {}", r.units[a].name, r.units[b].name),
@@ -418,8 +416,6 @@ fn report_text(r: &PlaceReport) -> String {
                 ]);
             }
         }
-    }
-    if k > 1 {
         out.push_str(&render::table(
             &["link", "α ms", "β GB/s", "1 MiB ms"],
             &[false, true, true, true],

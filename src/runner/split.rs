@@ -453,7 +453,8 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
     let input = whole.make_input(r.seed)?;
     let (_, expected) = whole.run(&input)?;
     drop(whole);
-    // The units an engine serves: one program each, every segment of the unit loaded in it.
+    // The units an engine serves: one program each, every segment of the unit loaded in it
+    // below.
     let mut remotes: Vec<Option<Arc<Mutex<Remote>>>> = Vec::new();
     for (i, unit) in r.units.iter().enumerate() {
         let remote = if segments.iter().any(|s| s.0 == i) {
@@ -462,15 +463,6 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
             None
         };
         remotes.push(remote);
-    }
-    for (id, &(u, a, b)) in segments.iter().enumerate() {
-        if let Some(remote) = &remotes[u] {
-            let sub = model
-                .slice(a, b)
-                .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a segment of the chain"))?;
-            let file = sub_model_file(r, &sub, (a, b))?;
-            lock(remote)?.load(id, &file, &sub.input_shape, r.seed)?;
-        }
     }
     // One thread per segment, chained by channels; the last hands the output back.
     let (first_tx, mut rx) = mpsc::channel::<Tensor>();
@@ -487,6 +479,10 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
         rx = next_rx;
         let cpus = r.units[u].cpus.clone();
         let remote = remotes[u].clone();
+        if let Some(remote) = &remote {
+            let file = sub_model_file(r, &sub, (a, b))?;
+            lock(remote)?.load(id, &file, &sub.input_shape, r.seed)?;
+        }
         let seed = r.seed;
         let ready = ready_tx.clone();
         let failure = Arc::clone(&failure);
