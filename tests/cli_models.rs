@@ -254,27 +254,31 @@ fn typo_tips_leave_internal_commands_out() {
 /// Two PyTorch exports of one small network (tests/fixtures/onnx/torch/make.py): TorchScript's
 /// at opset 13 with an open batch, and dynamo's at opset 20.
 #[test]
-fn info_reads_pytorch_exports_as_the_layers_they_hold() {
-    for (file, params) in [("small_opset13.onnx", 6_538), ("small_dynamo.onnx", 6_378)] {
+fn info_reads_pytorch_exports_node_by_node() {
+    for (file, params, nodes) in [
+        ("small_opset13.onnx", 6_538, 77),
+        ("small_dynamo.onnx", 6_378, 24),
+    ] {
         let path = fixture(&format!("torch/{file}"));
         let v = json_of(&["models", "info", &path, "--json"]);
-        let kinds: Vec<&str> = v["layers"]
+        let ops: Vec<&str> = v["nodes"]
             .as_array()
-            .map(|l| l.iter().filter_map(|x| x["kind"].as_str()).collect())
+            .map(|l| l.iter().filter_map(|x| x["op"].as_str()).collect())
             .unwrap_or_default();
-        // Stem, ceil-mode pool, inverted residual with Hardswish, SE with SiLU, chunk, cat,
-        // shuffle, residual, pool, flatten, classifier: 22 layers either way.
-        assert_eq!(kinds.len(), 22, "{file}: {kinds:?}");
-        for kind in [
-            "Hardswish",
-            "DepthwiseConv2d",
-            "SiLU",
-            "ChannelShuffle",
-            "Linear",
-        ] {
-            assert!(kinds.contains(&kind), "{file}: {kind} in {kinds:?}");
+        assert_eq!(
+            (v["node_count"].as_u64(), v["costed"].as_u64()),
+            (Some(nodes), Some(nodes)),
+            "{file}: {ops:?}"
+        );
+        for op in ["Conv", "Sigmoid", "Transpose", "Gemm", "MaxPool"] {
+            assert!(ops.contains(&op), "{file}: {op} in {ops:?}");
         }
         assert_eq!(v["total"]["params"], params, "{file}");
+        assert_eq!(
+            v["outputs"][0]["shape"],
+            serde_json::json!([1, 10]),
+            "{file}"
+        );
     }
     // The batch is open in the TorchScript export: --batch sets it.
     let small = fixture("torch/small_opset13.onnx");
@@ -283,8 +287,8 @@ fn info_reads_pytorch_exports_as_the_layers_they_hold() {
         v["total"]["flops"].as_u64().unwrap_or(0)
     };
     assert_eq!(flops(&["--batch", "4"]), 4 * flops(&[]));
-    // dynamo's export fixes the batch in its reshapes: at another one it cannot run, and is
-    // refused as an engine would refuse it.
+    assert_eq!(flops(&["--input", "input=4x3x64x64"]), 4 * flops(&[]));
+    // dynamo's export fixes the batch at 1: another one contradicts the file.
     assert_bad_input(
         &[
             "models",
@@ -293,18 +297,35 @@ fn info_reads_pytorch_exports_as_the_layers_they_hold() {
             "--batch",
             "4",
         ],
-        "node node_view (Reshape): a reshape of [4, 16, 16, 16] to [1, 2, 8, 16, 16]",
+        "input x fixes dimension 0 at 1 in the file; 4x3x64x64 contradicts it",
     );
     assert_bad_input(
         &["models", "info", &small, "--classes", "10"],
         "--classes sets a zoo model's classifier",
     );
     assert_bad_input(
-        &["models", "info", &fixture("unknown_op.onnx")],
-        "uses operators edgeprof cannot cost: com.example.NoSuchOp ×1",
+        &["models", "info", &small, "--input", "y=1x3x64x64"],
+        "it has no input named \"y\"",
     );
     assert_bad_input(
         &["models", "info", &fixture("not_protobuf.onnx")],
         "not_protobuf.onnx is not an ONNX model",
     );
+}
+
+/// An operator edgeprof does not know is listed, never a refusal of the model.
+#[test]
+fn info_lists_an_unknown_operator_and_costs_the_rest() {
+    let v = json_of(&["models", "info", &fixture("unknown_op.onnx"), "--json"]);
+    assert_eq!(v["not_costed"][0]["op"], "com.example.NoSuchOp");
+    assert_eq!(
+        v["not_costed"][0]["reason"],
+        "a custom domain's operator, which edgeprof does not know"
+    );
+    let out = edgeprof()
+        .args(["models", "info", &fixture("unknown_op.onnx")])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("not costed: 1 of 1 nodes"), "{text}");
 }

@@ -575,9 +575,11 @@ impl ShapeArgs {
 /// The shape of a zoo model or an ONNX file, as `models info` takes it.
 #[derive(Args, Debug)]
 pub(super) struct InfoShapeArgs {
-    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape]
-    #[arg(long, value_name = "CxHxW")]
-    pub(super) input: Option<InputShape>,
+    /// A zoo model's input as CxHxW [default: 3x224x224]. An ONNX file's inputs, once each:
+    /// NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS, NAME=TYPE:VALUE for a scalar
+    /// (sr=int64:16000), or CxHxW for its one image input [default: the file's own shapes]
+    #[arg(long, value_name = "SPEC")]
+    pub(super) input: Vec<String>,
     /// Batch size [default: 1, or an ONNX file's own]
     #[arg(long)]
     pub(super) batch: Option<usize>,

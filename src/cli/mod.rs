@@ -96,9 +96,43 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Models(ModelsCommand::List { json }) => models_list(json),
         Command::Models(ModelsCommand::Info { name, shape, json }) => {
+            if is_file_model(&name) {
+                if shape.classes.is_some() {
+                    bail!(BadInput(format!(
+                        "--classes sets a zoo model's classifier; {name} has its own"
+                    )));
+                }
+                let specs = shape
+                    .input
+                    .iter()
+                    .map(|s| s.parse())
+                    .collect::<Result<Vec<edgeprof::models::onnx_graph::InputSpec>, _>>()
+                    .map_err(|e| BadInput(e.to_string()))?;
+                let cost = edgeprof::models::onnx_graph::analyse_file(
+                    Path::new(&name),
+                    &specs,
+                    shape.batch,
+                )
+                .map_err(|e| BadInput(e.to_string()))?;
+                return if json {
+                    print_json(&cost)
+                } else {
+                    print_out(&render::graph_cost_table(&cost))
+                };
+            }
+            let input = match &shape.input[..] {
+                [] => None,
+                [text] => Some(
+                    text.parse::<InputShape>()
+                        .map_err(|e| BadInput(e.to_string()))?,
+                ),
+                _ => bail!(BadInput(format!(
+                    "{name} is a zoo model with one input: give --input once"
+                ))),
+            };
             let model = describe_model(
                 &name,
-                shape.input,
+                input,
                 shape.batch,
                 shape.classes,
                 InputShape::default(),

@@ -91,6 +91,166 @@ pub fn cost_table(cost: &ModelCost) -> String {
     out
 }
 
+/// The node-by-node cost of an ONNX file (`edgeprof models info FILE.onnx`): the nodes run
+/// per inference, the cost by operator, the totals, and what was not costed and why.
+pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> String {
+    let tensors = |list: &mut dyn Iterator<Item = String>| list.collect::<Vec<_>>().join(", ");
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{}: inputs {}",
+        cost.model,
+        tensors(&mut cost.inputs.iter().map(|t| format!(
+            "{} {} {}",
+            t.name,
+            shape(&t.shape),
+            t.elem_type
+        )))
+    );
+    let _ = writeln!(
+        out,
+        "outputs {}",
+        tensors(&mut cost.outputs.iter().map(|o| match o {
+            Some(t) => format!("{} {}", t.name, shape(&t.shape)),
+            None => "(shape unknown)".to_string(),
+        }))
+    );
+    let folded = cost.nodes.iter().filter(|n| n.folded).count();
+    let _ = writeln!(
+        out,
+        "{} nodes: {} costed ({:.1} %), of which {} computed once at load\n",
+        cost.node_count,
+        cost.costed,
+        100.0 * cost.coverage(),
+        folded
+    );
+    let rows: Vec<Vec<String>> = cost
+        .nodes
+        .iter()
+        .filter(|n| n.not_costed.is_none() && !n.folded)
+        .map(|n| {
+            vec![
+                n.name.clone(),
+                n.op.clone(),
+                n.output_shape.as_deref().map(shape).unwrap_or_default(),
+                si(n.flops),
+                si(n.macs),
+                thousands(n.params),
+                bytes(n.input_bytes),
+                bytes(n.output_bytes),
+                bytes(n.dram_bytes),
+            ]
+        })
+        .collect();
+    out.push_str(&table_keeping(
+        &[
+            "node", "op", "output", "FLOPs", "MACs", "params", "in", "out", "DRAM",
+        ],
+        &[false, false, false, true, true, true, true, true, true],
+        &rows,
+        &[0, 1, 3],
+    ));
+    // The operators that carry the work, largest first.
+    let mut by_op: Vec<(String, usize, u64, u64)> = Vec::new();
+    for n in cost
+        .nodes
+        .iter()
+        .filter(|n| n.not_costed.is_none() && !n.folded)
+    {
+        match by_op.iter_mut().find(|(op, ..)| *op == n.op) {
+            Some(e) => {
+                e.1 += 1;
+                e.2 += n.flops;
+                e.3 += n.dram_bytes;
+            }
+            None => by_op.push((n.op.clone(), 1, n.flops, n.dram_bytes)),
+        }
+    }
+    by_op.sort_by(|a, b| b.2.cmp(&a.2).then(b.3.cmp(&a.3)));
+    let t = &cost.total;
+    let share = |part: u64, whole: u64| {
+        if whole == 0 {
+            "-".to_string()
+        } else {
+            format!("{:.1} %", 100.0 * part as f64 / whole as f64)
+        }
+    };
+    let op_rows: Vec<Vec<String>> = by_op
+        .iter()
+        .map(|(op, count, flops, dram)| {
+            vec![
+                op.clone(),
+                count.to_string(),
+                si(*flops),
+                share(*flops, t.flops),
+                bytes(*dram),
+                share(*dram, t.dram_bytes),
+            ]
+        })
+        .collect();
+    let _ = writeln!(out);
+    out.push_str(&table_keeping(
+        &["operator", "nodes", "FLOPs", "share", "DRAM", "share"],
+        &[false, true, true, true, true, true],
+        &op_rows,
+        &[0, 2, 3],
+    ));
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "total FLOPs        {} ({})",
+        thousands(t.flops),
+        si(t.flops)
+    );
+    let _ = writeln!(
+        out,
+        "total MACs         {} ({}; convolutions, matrix products, recurrences)",
+        thousands(t.macs),
+        si(t.macs)
+    );
+    let _ = writeln!(
+        out,
+        "parameters         {} (and {} batch-norm statistics; {})",
+        thousands(t.params),
+        thousands(t.buffers),
+        bytes(t.param_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "activations        {} read, {} written",
+        bytes(t.input_bytes),
+        bytes(t.output_bytes)
+    );
+    let _ = writeln!(
+        out,
+        "min. DRAM traffic  {} (weights + inputs + outputs, node by node)",
+        bytes(t.dram_bytes)
+    );
+    if t.dram_bytes > 0 {
+        let _ = writeln!(
+            out,
+            "intensity          {:.2} FLOP/byte at DRAM",
+            t.flops as f64 / t.dram_bytes as f64
+        );
+    }
+    if !cost.not_costed.is_empty() {
+        let _ = writeln!(
+            out,
+            "\nnot costed: {} of {} nodes (the totals leave them out)",
+            cost.node_count - cost.costed,
+            cost.node_count
+        );
+        for n in &cost.not_costed {
+            let _ = writeln!(
+                out,
+                "  {} ×{}: {} (first: {})",
+                n.op, n.nodes, n.reason, n.first
+            );
+        }
+    }
+    out
+}
+
 /// The statistics of one run, one figure per line (bench and report share it).
 pub fn stats_lines(r: &RunStats) -> String {
     let mut out = String::new();

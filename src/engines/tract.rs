@@ -327,6 +327,29 @@ pub fn check_fits(origin: &str, what: &str, needed: Option<u64>) -> Result<(), E
     }
 }
 
+/// Drops the intermediate shapes (`value_info`) an exporter wrote with symbolic dimensions
+/// (`batch,16,(height+1)/2,…`): they are hints, and tract would hold them against the concrete
+/// input it is given (`Unifying shapes DynamicDimension.0,16,112,112 and 1,16,112,112`) where
+/// onnxruntime infers them again. Concrete ones stay.
+fn forget_symbolic_value_info(proto: &mut pb::ModelProto) {
+    use pb::tensor_shape_proto::dimension::Value;
+    let Some(graph) = proto.graph.as_mut() else {
+        return;
+    };
+    graph.value_info.retain(|v| {
+        let Some(pb::type_proto::Value::TensorType(t)) =
+            v.r#type.as_ref().and_then(|t| t.value.as_ref())
+        else {
+            return true;
+        };
+        t.shape.as_ref().is_none_or(|s| {
+            s.dim
+                .iter()
+                .all(|d| matches!(d.value, Some(Value::DimValue(v)) if v > 0))
+        })
+    });
+}
+
 impl TractSession {
     /// Loads, optionally overrides the input shape (N, C, H, W) of a file, optimises and plans.
     /// tract's panics on malformed models become [`EngineError::Crashed`].
@@ -404,6 +427,8 @@ impl TractSession {
         if let Some(shape) = input_shape {
             check_fits(&origin, "the input tensor", f32_bytes(shape))?;
         }
+        let mut proto = proto;
+        forget_symbolic_value_info(&mut proto);
         let stage = Cell::new("loading");
         let outcome = contained(|| {
             Self::prepare_uncontained(

@@ -4,6 +4,7 @@
 pub mod cost;
 pub mod graph;
 pub mod onnx;
+pub mod onnx_graph;
 pub mod onnx_read;
 pub mod weights;
 pub mod zoo;

@@ -30,9 +30,10 @@ pub enum ReadError {
     #[error("{file} is not an ONNX model: {reason}")]
     Decode { file: String, reason: String },
     #[error(
-        "{file} uses operators edgeprof cannot cost: {ops} (it reads convolutions, batch norms, \
-         activations, poolings, additions, channel scales, concatenations, channel shuffles and \
-         slices, flattening and fully connected layers)"
+        "{file} uses operators edgeprof cannot cost: {ops} (the cost model's layers are \
+         convolutions, batch norms, activations, poolings, additions, channel scales, \
+         concatenations, channel shuffles and slices, flattening and fully connected layers; \
+         `edgeprof models info` costs every operator node by node)"
     )]
     Unsupported { file: String, ops: String },
     #[error("{file}: node {node} ({op}): {reason}")]

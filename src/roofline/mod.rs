@@ -470,11 +470,26 @@ pub fn condition_cost(
 ) -> Result<crate::models::cost::CostTotals, crate::error::BadInput> {
     let model = match &c.model {
         crate::config::ModelRef::Onnx(path) => {
-            let given = crate::models::onnx_read::Given {
-                input: Some(c.input),
-                batch: Some(c.batch),
-            };
-            crate::models::onnx_read::read_file(path, given).map_err(|e| BadInput(e.to_string()))?
+            use crate::models::onnx_graph;
+            let spec = onnx_graph::InputSpec::image(c.input);
+            let cost = onnx_graph::analyse_file(path, &[spec], Some(c.batch))
+                .map_err(|e| BadInput(e.to_string()))?;
+            // Totals that leave nodes out would place the point too low: say which instead.
+            if cost.costed < cost.node_count {
+                let ops: Vec<String> = cost
+                    .not_costed
+                    .iter()
+                    .map(|n| format!("{} ×{}", n.op, n.nodes))
+                    .collect();
+                return Err(BadInput(format!(
+                    "{} of its {} nodes are not costed ({}): see `edgeprof models info {}`",
+                    cost.node_count - cost.costed,
+                    cost.node_count,
+                    ops.join(", "),
+                    path.display()
+                )));
+            }
+            return Ok(cost.cost_totals());
         }
         crate::config::ModelRef::Zoo(_) => condition_model(c, classes)?,
     };

