@@ -228,3 +228,181 @@ fn tract_runs_the_image_models_at_their_own_sizes() {
         assert!(text.contains("median"), "{file}: {text}");
     }
 }
+
+/// ONNX's own conformance tests (the single-operator node tests, PyTorch's converted modules
+/// and operators, a few simple graphs), fetched from the onnx 1.17.0 wheel into the cache.
+fn conformance_tests() -> Vec<PathBuf> {
+    let dir = models();
+    let out = std::process::Command::new(python())
+        .arg(script())
+        .arg("conformance")
+        .arg(dir)
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "cannot fetch ONNX's conformance tests: {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("{e}"),
+    }
+    let data = dir.join("onnx-1.17.0/onnx/backend/test/data");
+    let mut cases = Vec::new();
+    for group in ["node", "pytorch-converted", "pytorch-operator", "simple"] {
+        let Ok(entries) = std::fs::read_dir(data.join(group)) else {
+            panic!("{} is missing", data.join(group).display());
+        };
+        for e in entries.flatten() {
+            if e.path().join("model.onnx").is_file() {
+                cases.push(e.path());
+            }
+        }
+    }
+    cases.sort();
+    cases
+}
+
+fn decode<M: prost::Message + Default>(path: &Path) -> Option<M> {
+    M::decode(&std::fs::read(path).ok()?[..]).ok()
+}
+
+/// What the node-by-node analysis made of one conformance test.
+#[derive(Debug, PartialEq)]
+enum Outcome {
+    /// Every node costed, every output's shape the expected one.
+    Matched,
+    /// Every node costed, an output's shape not the expected one: a wrong shape rule.
+    WrongShape(String),
+    /// Some node not costed (an operator it does not know, a shape known only at run time).
+    NotCosted(String),
+    /// Its inputs could not be bound (a sequence, an optional).
+    NotBound(String),
+}
+
+fn conformance_case(case: &Path) -> Outcome {
+    use edgeprof::models::onnx_graph::{analyse, InputSpec};
+    use tract_onnx::pb;
+    let Some(model) = decode::<pb::ModelProto>(&case.join("model.onnx")) else {
+        return Outcome::NotBound("model.onnx does not decode".into());
+    };
+    let Some(graph) = model.graph.as_ref() else {
+        return Outcome::NotBound("no graph".into());
+    };
+    let inits: std::collections::HashSet<&str> =
+        graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    let inputs: Vec<&str> = graph
+        .input
+        .iter()
+        .map(|i| i.name.as_str())
+        .filter(|n| !inits.contains(n))
+        .collect();
+    let data = case.join("test_data_set_0");
+    let mut specs = Vec::new();
+    for (k, name) in inputs.iter().enumerate() {
+        let Some(t) = decode::<pb::TensorProto>(&data.join(format!("input_{k}.pb"))) else {
+            return Outcome::NotBound(format!("input_{k}.pb is no tensor"));
+        };
+        match InputSpec::from_tensor(Some(name.to_string()), &t) {
+            Ok(s) => specs.push(s),
+            Err(e) => return Outcome::NotBound(e),
+        }
+    }
+    let cost = match analyse(&model, "m", "model.onnx", &specs, None) {
+        Ok(c) => c,
+        Err(e) => return Outcome::NotBound(e.to_string()),
+    };
+    if cost.costed < cost.node_count {
+        return Outcome::NotCosted(format!("{:?}", cost.not_costed));
+    }
+    for (k, out) in cost.outputs.iter().enumerate() {
+        let Some(want) = decode::<pb::TensorProto>(&data.join(format!("output_{k}.pb"))) else {
+            return Outcome::NotBound(format!("output_{k}.pb is no tensor"));
+        };
+        let want: Vec<usize> = want.dims.iter().map(|&d| d as usize).collect();
+        match out {
+            Some(t) if t.shape == want => {}
+            other => {
+                return Outcome::WrongShape(format!(
+                    "output {k}: {:?}, expected {want:?}",
+                    other.as_ref().map(|t| &t.shape)
+                ))
+            }
+        }
+    }
+    Outcome::Matched
+}
+
+/// Every conformance test the analysis costs whole has the output shapes ONNX expects, and
+/// the count it costs whole does not drop.
+#[test]
+fn onnx_conformance_tests_are_costed_with_their_expected_shapes() {
+    let cases = conformance_tests();
+    let mut matched = 0;
+    let mut wrong = Vec::new();
+    let mut not_costed = 0;
+    let mut not_bound = 0;
+    for case in &cases {
+        match conformance_case(case) {
+            Outcome::Matched => matched += 1,
+            Outcome::WrongShape(why) => wrong.push(format!("{}: {why}", case.display())),
+            Outcome::NotCosted(why) => {
+                not_costed += 1;
+                if std::env::var_os("EDGEPROF_TEST_VERBOSE").is_some() {
+                    eprintln!("{}: {why}", case.display());
+                }
+            }
+            Outcome::NotBound(why) => {
+                not_bound += 1;
+                if std::env::var_os("EDGEPROF_TEST_VERBOSE").is_some() {
+                    eprintln!("{}: not bound: {why}", case.display());
+                }
+            }
+        }
+    }
+    eprintln!(
+        "{} conformance tests: {matched} costed with the expected output shapes, {} with \
+         another shape, {not_costed} not costed whole, {not_bound} not bound",
+        cases.len(),
+        wrong.len()
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+    assert!(cases.len() >= 1_400, "{} cases", cases.len());
+    assert!(matched >= MATCHED_FLOOR, "{matched} < {MATCHED_FLOOR}");
+}
+
+/// The count measured when the test was written; raise it as operators are added.
+const MATCHED_FLOOR: usize = 1_281;
+
+/// A valid file with a type tract lacks is refused in one sentence that says so.
+#[test]
+fn a_type_tract_lacks_is_named_in_one_sentence() {
+    let dir = models();
+    conformance_tests();
+    let data = dir.join("onnx-1.17.0/onnx/backend/test/data/node");
+    for (case, says) in [
+        (
+            "test_cast_FLOAT_to_BFLOAT16",
+            "it holds bfloat16 tensors, a type tract lacks",
+        ),
+        (
+            "test_dequantizelinear_int4",
+            "it holds int4 tensors, a type tract lacks",
+        ),
+        (
+            "test_optional_get_element_tensor",
+            "it holds sequences or optionals, which tract does not run",
+        ),
+    ] {
+        let model = data.join(case).join("model.onnx");
+        assert_bad_input(
+            &[
+                "bench",
+                "--engine",
+                "tract",
+                "--model",
+                &model.display().to_string(),
+            ],
+            says,
+        );
+    }
+}

@@ -350,6 +350,87 @@ fn forget_symbolic_value_info(proto: &mut pb::ModelProto) {
     });
 }
 
+/// The element types of a valid ONNX file that tract has no tensor type for, and what tract
+/// runs instead.
+const TYPES_TRACT_LACKS: &str =
+    "tract runs float16, float32 and float64, integers of 8 to 64 bits, bool and strings";
+
+/// Why tract cannot run a valid file, in one sentence, when it holds an element type tract
+/// lacks (bfloat16, float8, 4-bit, complex) or values that are no tensors (sequences,
+/// optionals); None when it holds neither.
+fn what_tract_lacks(graph: &pb::GraphProto) -> Option<String> {
+    use pb::tensor_proto::DataType as D;
+    let lacks = |t: i32| {
+        matches!(
+            D::try_from(t),
+            Ok(D::Bfloat16
+                | D::Float8e4m3fn
+                | D::Float8e4m3fnuz
+                | D::Float8e5m2
+                | D::Float8e5m2fnuz
+                | D::Uint4
+                | D::Int4
+                | D::Float4e2m1
+                | D::Complex64
+                | D::Complex128)
+        )
+        .then(|| crate::models::onnx_graph::elem_type_name(t))
+    };
+    let mut types: Vec<String> = Vec::new();
+    let mut note = |t: Option<String>| {
+        if let Some(t) = t {
+            if !types.contains(&t) {
+                types.push(t);
+            }
+        }
+    };
+    let mut not_tensors = false;
+    let mut stack = vec![graph];
+    while let Some(g) = stack.pop() {
+        for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
+            match v.r#type.as_ref().map(|t| t.value.as_ref()) {
+                Some(Some(pb::type_proto::Value::TensorType(t))) => note(lacks(t.elem_type)),
+                Some(None) => not_tensors = true,
+                None => {}
+            }
+        }
+        for t in &g.initializer {
+            note(lacks(t.data_type));
+        }
+        for n in &g.node {
+            if n.op_type.starts_with("Sequence") || n.op_type.starts_with("Optional") {
+                not_tensors = true;
+            }
+            for a in &n.attribute {
+                match a.name.as_str() {
+                    "to" | "output_dtype" | "dtype" => note(lacks(a.i as i32)),
+                    _ => {}
+                }
+                if let Some(t) = &a.t {
+                    note(lacks(t.data_type));
+                }
+                stack.extend(a.g.iter());
+                stack.extend(a.graphs.iter());
+            }
+        }
+    }
+    if !types.is_empty() {
+        Some(format!(
+            "it holds {} tensors, a type tract lacks ({TYPES_TRACT_LACKS}): run it \
+             on the onnxruntime engine",
+            types.join(" and ")
+        ))
+    } else if not_tensors {
+        Some(
+            "it holds sequences or optionals, which tract does not run: run it on the \
+             onnxruntime engine"
+                .to_string(),
+        )
+    } else {
+        None
+    }
+}
+
 impl TractSession {
     /// Loads, optionally overrides the input shape (N, C, H, W) of a file, optimises and plans.
     /// tract's panics on malformed models become [`EngineError::Crashed`].
@@ -488,6 +569,9 @@ impl TractSession {
             .graph
             .as_ref()
             .ok_or_else(|| invalid(anyhow::anyhow!("the file holds no graph")))?;
+        if let Some(why) = what_tract_lacks(graph) {
+            return Err(unsupported(why));
+        }
         let layer_names: Vec<String> = graph.node.iter().map(|n| n.name.clone()).collect();
         ranks::check(graph, input_shape.map(<[usize]>::len))
             .map_err(|why| invalid(anyhow::anyhow!(why)))?;

@@ -376,6 +376,14 @@ pub(super) fn run_onnx_reader(_: &mut Scratch, bytes: &[u8]) {
         if let Ok(model) = from_proto(&proto, "fuzz", "fuzz.onnx", given) {
             let _ = crate::models::cost::analyze(&model);
         }
+        // The node-by-node analysis of the same file, at the file's shapes and at the given.
+        let specs: Vec<crate::models::onnx_graph::InputSpec> = given
+            .input
+            .map(crate::models::onnx_graph::InputSpec::image)
+            .into_iter()
+            .collect();
+        let _ =
+            crate::models::onnx_graph::analyse(&proto, "fuzz", "fuzz.onnx", &specs, given.batch);
     }
 }
 

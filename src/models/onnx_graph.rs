@@ -94,6 +94,8 @@ pub struct InputSpec {
     pub elem: Option<i32>,
     pub dims: Option<Vec<usize>>,
     pub value: Option<f64>,
+    /// A whole tensor's values (read from an ONNX `.pb` file), row-major; kept when small.
+    pub values: Option<Vec<f64>>,
     /// `CxHxW` given the old way: the last three dimensions of a 4-D input.
     pub image: Option<InputShape>,
 }
@@ -106,15 +108,43 @@ impl InputSpec {
             elem: None,
             dims: None,
             value: None,
+            values: None,
             image: Some(shape),
         }
+    }
+
+    /// An input given as a tensor (an ONNX test's `input_0.pb`): its type, shape and, when
+    /// small, its values.
+    pub fn from_tensor(
+        name: Option<String>,
+        tensor: &pb::TensorProto,
+    ) -> Result<InputSpec, String> {
+        let t = tensor_of(tensor)?;
+        Ok(InputSpec {
+            name,
+            elem: Some(t.elem),
+            dims: Some(t.shape),
+            value: None,
+            values: t.value,
+            image: None,
+        })
+    }
+
+    /// `NAME=@FILE`: the tensor in an ONNX `.pb` file (as ONNX's test data hold them).
+    fn from_file(name: Option<String>, path: &Path) -> Result<InputSpec, String> {
+        use prost::Message;
+        let bytes =
+            read_model_bytes(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let tensor = pb::TensorProto::decode(&bytes[..])
+            .map_err(|e| format!("{} is no ONNX tensor (.pb): {e}", path.display()))?;
+        Self::from_tensor(name, &tensor)
     }
 }
 
 #[derive(Debug, Error, PartialEq)]
 #[error(
     "input {text:?} is not NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS (ids=int64:1x77), \
-     NAME=TYPE:VALUE for a scalar (sr=int64:16000) or CxHxW (3x224x224): {why}"
+     NAME=TYPE:VALUE for a scalar (sr=int64:16000), NAME=@FILE.pb or CxHxW (3x224x224): {why}"
 )]
 pub struct InputSpecError {
     pub text: String,
@@ -139,6 +169,12 @@ impl std::str::FromStr for InputSpec {
             }
             None => (None, text.trim()),
         };
+        if let Some(file) = rest.strip_prefix('@') {
+            return Self::from_file(name, Path::new(file.trim())).map_err(|why| InputSpecError {
+                text: text.to_string(),
+                why,
+            });
+        }
         let (elem, body) = match rest.split_once(':') {
             Some((t, b)) => (
                 Some(elem_type_named(t.trim()).ok_or_else(|| {
@@ -175,6 +211,7 @@ impl std::str::FromStr for InputSpec {
             elem,
             dims,
             value,
+            values: None,
             image: None,
         })
     }
@@ -563,6 +600,13 @@ fn bind_inputs(
     let mut symbols: HashMap<String, usize> = HashMap::new();
     let mut bound = Vec::new();
     for (k, v) in inputs.iter().enumerate() {
+        if matches!(&v.r#type, Some(t) if t.value.is_none()) {
+            return Err(format!(
+                "input {} is not a tensor (a sequence, a map or an optional), which edgeprof \
+                 does not analyse",
+                v.name
+            ));
+        }
         let (decl_elem, decl) = declared(v);
         let spec = given
             .iter()
@@ -586,6 +630,17 @@ fn bind_inputs(
             (Some(s), Some(d)) if d.is_empty() && s.value.is_some() => {
                 value = s.value.map(|x| vec![x]);
                 Vec::new()
+            }
+            (
+                Some(InputSpec {
+                    values: Some(v),
+                    dims: Some(g),
+                    ..
+                }),
+                _,
+            ) => {
+                value = Some(v.clone());
+                g.clone()
             }
             (Some(s), _) if s.value.is_some() && s.dims.is_none() => {
                 return Err(format!(
@@ -684,17 +739,15 @@ fn bind_inputs(
                 }
             }
         }
-        if dims.contains(&0) {
-            return Err(format!("input {} has an empty dimension", v.name));
-        }
         checked_elements(&dims).map_err(|e| format!("input {}: {e}", v.name))?;
         bound.push((
             v.name.clone(),
             T {
                 elem,
                 shape: dims,
-                constant: value.is_some(),
-                value,
+                // Known values serve shape arithmetic; the input still arrives at run time.
+                constant: false,
+                value: value.filter(|v| v.len() <= SMALL),
             },
         ));
     }
@@ -909,10 +962,9 @@ impl Walk {
                     if o.is_empty() {
                         continue;
                     }
+                    // Values stay known where they were computed from known ones (a shape
+                    // from a given input's value), even where the node runs each time.
                     t.constant = folded;
-                    if !folded {
-                        t.value = None;
-                    }
                     scope.insert(o.clone(), Ok(t));
                 }
                 self.nodes.push(record);

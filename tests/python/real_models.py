@@ -2,6 +2,9 @@
 
     python real_models.py fetch CACHE_DIR          download the pinned wheels (pip download
                                                    --no-deps) and extract the models into CACHE_DIR
+    python real_models.py conformance CACHE_DIR    download the onnx 1.17.0 wheel (the last one that
+                                                   ships ONNX's backend tests) and extract its
+                                                   single-operator and PyTorch-converted tests
     python real_models.py shapes MODEL SPEC...     run MODEL on onnxruntime with seeded random
                                                    inputs (SPEC: NAME=DIMS or NAME=TYPE:VALUE)
                                                    and print its outputs' shapes as JSON
@@ -61,6 +64,40 @@ def fetch(cache):
         print(f"fetched {package}=={version}", file=sys.stderr)
 
 
+# ONNX's own conformance tests (model.onnx with test_data_set_*/input_N.pb and output_N.pb);
+# onnx stopped shipping them in its wheels after 1.17. Only the data is used: the wheel is
+# unpacked, never installed, so its Python and platform tags do not matter.
+CONFORMANCE = ("onnx", "1.17.0")
+CONFORMANCE_DIRS = ("node", "pytorch-converted", "pytorch-operator", "simple")
+
+
+def conformance(cache):
+    package, version = CONFORMANCE
+    target = os.path.join(cache, f"{package}-{version}")
+    done = os.path.join(target, ".complete")
+    if os.path.exists(done):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
+             "--python-version", "3.11", "--implementation", "cp", "-d", tmp,
+             f"{package}=={version}"],
+            check=True,
+        )
+        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+        if len(wheels) != 1:
+            sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
+        prefixes = tuple(f"onnx/backend/test/data/{d}/" for d in CONFORMANCE_DIRS)
+        with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+            for member in z.namelist():
+                if member.startswith(prefixes) and not member.endswith("/"):
+                    z.extract(member, target)
+    with open(done, "w") as f:
+        f.write("\n".join(CONFORMANCE_DIRS))
+    print(f"fetched the conformance tests of {package}=={version}", file=sys.stderr)
+
+
 def shapes(model, specs):
     import numpy as np
     import onnxruntime as ort
@@ -88,6 +125,8 @@ def shapes(model, specs):
 if __name__ == "__main__":
     if sys.argv[1:2] == ["fetch"] and len(sys.argv) == 3:
         fetch(sys.argv[2])
+    elif sys.argv[1:2] == ["conformance"] and len(sys.argv) == 3:
+        conformance(sys.argv[2])
     elif sys.argv[1:2] == ["shapes"] and len(sys.argv) >= 3:
         shapes(sys.argv[2], sys.argv[3:])
     else:

@@ -182,8 +182,17 @@ fn with_value(elem: i32, shape: Vec<usize>, value: Option<Vec<f64>>) -> R<T> {
     Ok(x)
 }
 
+/// Elements of a shape (saturating: a shape past 64 bits is refused where a tensor is made).
 fn n(shape: &[usize]) -> u64 {
-    shape.iter().map(|&d| d as u64).product()
+    shape
+        .iter()
+        .fold(1u64, |acc, &d| acc.saturating_mul(d as u64))
+}
+
+/// a · b for sizes, refused when it overflows.
+fn times(a: usize, b: usize) -> R<usize> {
+    a.checked_mul(b)
+        .ok_or_else(|| "its sizes overflow 64 bits".to_string())
 }
 
 /// a · b · …, refused when it overflows.
@@ -370,7 +379,6 @@ fn binary_op(op: &str) -> bool {
             | "BitwiseAnd"
             | "BitwiseOr"
             | "BitwiseXor"
-            | "PRelu"
     )
 }
 
@@ -386,6 +394,10 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
     }
     if let Some(per) = unary_flops(op) {
         return unary(node, op, per, ins);
+    }
+    if op == "PRelu" {
+        // The slope is broadcast to X (older exports give it per channel, unaligned).
+        return elementwise(input(ins, 0)?, 2);
     }
     if binary_op(op) {
         return binary(op, ins);
@@ -417,7 +429,14 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
         "Reshape" => reshape(node, ins),
         "Flatten" => {
             let x = input(ins, 0)?;
-            let a = axis_incl(ai(node, "axis", 1), x.shape.len())?;
+            // Flatten's axis runs over -r..=r, a negative one counted from r.
+            let r = x.shape.len() as i64;
+            let a = ai(node, "axis", 1);
+            let a = if a < 0 { a + r } else { a };
+            if !(0..=r).contains(&a) {
+                return Err(format!("axis {a} is outside a rank-{r} tensor"));
+            }
+            let a = a as usize;
             let shape = vec![n(&x.shape[..a]) as usize, n(&x.shape[a..]) as usize];
             Ok(view(with_value(x.elem, shape, x.value.clone())?))
         }
@@ -540,19 +559,17 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             if b == 0 {
                 return Err("its blocksize is 0".into());
             }
+            let b2 = times(b, b)?;
             let shape = if op == "DepthToSpace" {
-                if !c.is_multiple_of(b * b) {
-                    return Err(format!(
-                        "{c} channels do not divide by blocksize² {}",
-                        b * b
-                    ));
+                if !c.is_multiple_of(b2) {
+                    return Err(format!("{c} channels do not divide by blocksize² {b2}"));
                 }
-                vec![nb, c / (b * b), h * b, w * b]
+                vec![nb, c / b2, times(h, b)?, times(w, b)?]
             } else {
                 if !h.is_multiple_of(b) || !w.is_multiple_of(b) {
                     return Err(format!("{h}×{w} does not divide by blocksize {b}"));
                 }
-                vec![nb, c * b * b, h / b, w / b]
+                vec![nb, times(c, b2)?, h / b, w / b]
             };
             Ok(one(t(x.elem, shape)?, 0, 0))
         }
@@ -659,7 +676,7 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             let planes = n(&shape);
             let flops = match op {
                 "GlobalAveragePool" => inputs,
-                "GlobalMaxPool" => inputs - planes,
+                "GlobalMaxPool" => inputs.saturating_sub(planes),
                 _ => mul(&[inputs, 2])?,
             };
             Ok(one(t(x.elem, shape)?, 0, flops))
@@ -711,6 +728,62 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             let ratio = ai(node, "sampling_ratio", 0).max(1) as u64;
             let flops = mul(&[n(&shape), ratio * ratio, 7])?;
             Ok(one(t(x.elem, shape)?, 0, flops))
+        }
+        "HannWindow" | "HammingWindow" | "BlackmanWindow" => {
+            let size = ints(input(ins, 0)?, "size")?
+                .first()
+                .copied()
+                .ok_or("its size is empty")?;
+            let elem = ai(node, "output_datatype", F32 as i64) as i32;
+            let shape = vec![size.max(0) as usize];
+            let flops = mul(&[n(&shape), 4])?;
+            Ok(one(t(elem, shape)?, 0, flops))
+        }
+        "MelWeightMatrix" => {
+            let bins = ints(input(ins, 0)?, "number of mel bins")?;
+            let dft = ints(input(ins, 1)?, "DFT length")?;
+            let (Some(&bins), Some(&dft)) = (bins.first(), dft.first()) else {
+                return Err("its mel bins or DFT length are empty".into());
+            };
+            let elem = ai(node, "output_datatype", F32 as i64) as i32;
+            let shape = vec![(dft.max(0) / 2 + 1) as usize, bins.max(0) as usize];
+            let flops = n(&shape);
+            Ok(one(t(elem, shape)?, 0, flops))
+        }
+        "STFT" => stft(node, ins),
+        "DFT" => dft(node, opset, ins),
+        "CenterCropPad" => {
+            let x = input(ins, 0)?;
+            let target = ints(input(ins, 1)?, "target shape")?;
+            let rank = x.shape.len();
+            let axes: Vec<usize> = match aints(node, "axes") {
+                Some(a) => a.iter().map(|&v| axis(v, rank)).collect::<R<_>>()?,
+                None => (0..rank).collect(),
+            };
+            if axes.len() != target.len() {
+                return Err(format!("{} sizes for {} axes", target.len(), axes.len()));
+            }
+            let mut shape = x.shape.clone();
+            for (&a, &d) in axes.iter().zip(&target) {
+                shape[a] = d.max(0) as usize;
+            }
+            Ok(one(t(x.elem, shape)?, 0, 0))
+        }
+        "NegativeLogLikelihoodLoss" | "SoftmaxCrossEntropyLoss" => {
+            let scores = input(ins, 0)?;
+            let labels = input(ins, 1)?;
+            let per_label = mul(&[n(&labels.shape), 2])?;
+            let (shape, flops) = if astr(node, "reduction", "mean") == "none" {
+                (labels.shape.clone(), per_label)
+            } else {
+                (Vec::new(), add(per_label, n(&labels.shape))?)
+            };
+            let mut out = one(t(scores.elem, shape)?, 0, flops);
+            if op == "SoftmaxCrossEntropyLoss" {
+                out.flops = add(out.flops, mul(&[n(&scores.shape), 5])?)?;
+                out.outputs.push(t(scores.elem, scores.shape.clone())?);
+            }
+            Ok(out)
         }
         "NonZero" | "NonMaxSuppression" | "Unique" | "Compress" => Err(
             "its output's size depends on the values it computes, known only when the model \
@@ -1188,11 +1261,21 @@ fn slice(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Out> {
         } else if step > 0 {
             let s = s.clamp(0, d);
             let e = e.clamp(0, d);
-            (s, e, if e > s { (e - s + step - 1) / step } else { 0 })
+            let count = if e > s {
+                ((e - s) as u64).div_ceil(step.unsigned_abs())
+            } else {
+                0
+            };
+            (s, e, count as i64)
         } else {
             let s = s.clamp(0, d - 1);
             let e = e.clamp(-1, d - 1);
-            (s, e, if s > e { (s - e - step - 1) / -step } else { 0 })
+            let count = if s > e {
+                ((s - e) as u64).div_ceil(step.unsigned_abs())
+            } else {
+                0
+            };
+            (s, e, count as i64)
         };
         shape[a] = count as usize;
         ranges[a] = (s, e, step);
@@ -1281,9 +1364,9 @@ fn pad(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Out> {
     }
     let mut shape = x.shape.clone();
     for (k, &a) in axes.iter().enumerate() {
-        let d = shape[a] as i64 + pads[k] + pads[k + axes.len()];
-        if d < 0 {
-            return Err(format!("pads {pads:?} leave a negative size"));
+        let d = shape[a] as i128 + pads[k] as i128 + pads[k + axes.len()] as i128;
+        if d < 0 || d > super::MAX_ELEMENTS as i128 {
+            return Err(format!("pads {pads:?} leave a size out of range"));
         }
         shape[a] = d as usize;
     }
@@ -1309,7 +1392,7 @@ fn windows(node: &pb::NodeProto, spatial: &[usize], kernel: &[usize], ceil: bool
             return Err("a stride or dilation below 1".into());
         }
         let (st, d) = (st as usize, d as usize);
-        let span = (kernel[i].max(1) - 1) * d + 1;
+        let span = times(kernel[i].max(1) - 1, d)? + 1;
         let len = spatial[i];
         let o = match auto.as_str() {
             "SAME_UPPER" | "SAME_LOWER" => len.div_ceil(st),
@@ -1324,13 +1407,16 @@ fn windows(node: &pb::NodeProto, spatial: &[usize], kernel: &[usize], ceil: bool
                 if pb < 0 || pe < 0 {
                     return Err("negative pads".into());
                 }
-                let padded = len + pb as usize + pe as usize;
+                let padded = len
+                    .checked_add(pb as usize)
+                    .and_then(|v| v.checked_add(pe as usize))
+                    .ok_or("its pads overflow")?;
                 if padded < span {
                     return Err(format!("a window of {span} does not fit {padded}"));
                 }
                 if ceil {
                     let mut o = (padded - span).div_ceil(st) + 1;
-                    if (o - 1) * st >= len + pb as usize {
+                    if (o - 1).saturating_mul(st) >= len + pb as usize {
                         o -= 1;
                     }
                     o
@@ -1357,7 +1443,7 @@ fn conv(node: &pb::NodeProto, ins: &[Option<&T>], w_at: usize, x_at: usize, b_at
     let group = ai(node, "group", 1).max(1) as usize;
     let (nb, c) = (x.shape[0], x.shape[1]);
     let m = w.shape[0];
-    if !c.is_multiple_of(group) || !m.is_multiple_of(group) || w.shape[1] * group != c {
+    if !c.is_multiple_of(group) || !m.is_multiple_of(group) || times(w.shape[1], group)? != c {
         return Err(format!(
             "{c} input channels in {group} groups do not fit weights {}",
             show_shape(&w.shape)
@@ -1397,7 +1483,7 @@ fn conv_transpose(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
             show_shape(&w.shape)
         ));
     }
-    let m = w.shape[1] * group;
+    let m = times(w.shape[1], group)?;
     let kernel: Vec<usize> = w.shape[2..].to_vec();
     let strides = aints(node, "strides").unwrap_or_else(|| vec![1; s]);
     let dil = aints(node, "dilations").unwrap_or_else(|| vec![1; s]);
@@ -1412,18 +1498,20 @@ fn conv_transpose(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
             let auto = astr(node, "auto_pad", "NOTSET");
             let mut out = Vec::with_capacity(s);
             for i in 0..s {
+                // Attributes may be any 64-bit numbers: computed wide, then checked.
+                let len = x.shape[2 + i] as i128;
                 let v = if auto.starts_with("SAME") {
-                    x.shape[2 + i] as i64 * strides[i]
+                    len * strides[i] as i128
                 } else {
-                    strides[i] * (x.shape[2 + i] as i64 - 1)
-                        + extra[i]
-                        + (kernel[i] as i64 - 1) * dil[i]
+                    strides[i] as i128 * (len - 1)
+                        + extra[i] as i128
+                        + (kernel[i] as i128 - 1) * dil[i] as i128
                         + 1
-                        - pads[i]
-                        - pads[i + s]
+                        - pads[i] as i128
+                        - pads[i + s] as i128
                 };
-                if v <= 0 {
-                    return Err("its output would be empty".into());
+                if v <= 0 || v > super::MAX_ELEMENTS as i128 {
+                    return Err(format!("its output size {v} is out of range"));
                 }
                 out.push(v as usize);
             }
@@ -1500,7 +1588,7 @@ fn gemm(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
     }
     let macs = mul(&[m as u64, nn as u64, k as u64])?;
     let c = if opt(ins, 2).is_some() && af(node, "beta", 1.0) != 0.0 {
-        (m * nn) as u64
+        mul(&[m as u64, nn as u64])?
     } else {
         0
     };
@@ -1581,7 +1669,8 @@ fn einsum(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
     if at.is_some_and(|p| out_labels[..p].chars().count() == out_labels.replace("...", "").len()) {
         shape.extend(&ellipsis);
     }
-    let space = mul(&[n(&ellipsis), sizes.values().map(|&d| d as u64).product()])?;
+    let labels: Vec<u64> = sizes.values().map(|&d| d as u64).collect();
+    let space = mul(&[n(&ellipsis), mul(&labels)?])?;
     let (macs, flops) = if xs.len() >= 2 {
         let macs = mul(&[space, xs.len() as u64 - 1])?;
         (macs, mul(&[macs, 2])?)
@@ -1647,10 +1736,11 @@ fn reduce(node: &pb::NodeProto, op: &str, opset: i64, ins: &[Option<&T>]) -> R<O
     let (i, o) = (n(&x.shape), n(&shape));
     let flops = match op {
         "ReduceMean" | "ReduceL1" | "ReduceLogSum" => i,
-        "ReduceSumSquare" => mul(&[i, 2])? - o,
+        "ReduceSumSquare" => mul(&[i, 2])?.saturating_sub(o),
         "ReduceL2" => mul(&[i, 2])?,
         "ReduceLogSumExp" => mul(&[i, 3])?,
-        _ => i - o,
+        // An empty input reduces to outputs that cost nothing.
+        _ => i.saturating_sub(o),
     };
     let value = match (&x.value, op) {
         (Some(v), "ReduceProd" | "ReduceSum" | "ReduceMax" | "ReduceMin") if o == 1 => {
@@ -1727,11 +1817,93 @@ fn resize(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Out> {
     }
     let d = shape.iter().zip(&x.shape).filter(|(a, b)| a != b).count() as u32;
     let per = match astr(node, "mode", "nearest").as_str() {
-        "linear" | "bilinear" | "trilinear" => 2 * 2u64.pow(d) - 1,
-        "cubic" | "bicubic" => 2 * 4u64.pow(d) - 1,
+        "linear" | "bilinear" | "trilinear" => {
+            2 * 2u64.checked_pow(d).ok_or("too many resized axes")? - 1
+        }
+        "cubic" | "bicubic" => 2 * 4u64.checked_pow(d).ok_or("too many resized axes")? - 1,
         _ => 0,
     };
     let flops = mul(&[n(&shape), per])?;
+    Ok(one(t(x.elem, shape)?, 0, flops))
+}
+
+/// FLOPs of one fast Fourier transform of `len` points: 5 · N · log2 N, the usual count.
+fn fft_flops(len: usize) -> u64 {
+    let n = len.max(1) as u64;
+    5 * n * (64 - (n - 1).leading_zeros()) as u64
+}
+
+/// STFT: frames of the signal, each transformed (one-sided: half the bins and one).
+fn stft(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
+    let x = input(ins, 0)?;
+    let [batch, len, _] = x.shape[..] else {
+        return Err(format!(
+            "its signal {} is not batch×length×1|2",
+            show_shape(&x.shape)
+        ));
+    };
+    let step = ints(input(ins, 1)?, "frame step")?
+        .first()
+        .copied()
+        .unwrap_or(0);
+    let frame = match (opt(ins, 3), opt(ins, 2)) {
+        (Some(f), _) => ints(f, "frame length")?.first().copied().unwrap_or(0),
+        (None, Some(w)) => *w.shape.first().ok_or("its window is a scalar")? as i64,
+        (None, None) => return Err("it has neither a window nor a frame length".into()),
+    };
+    if step <= 0 || frame <= 0 || frame as usize > len {
+        return Err(format!(
+            "frames of {frame} every {step} do not fit {len} samples"
+        ));
+    }
+    let (step, frame) = (step as usize, frame as usize);
+    let frames = (len - frame) / step + 1;
+    let bins = if ai(node, "onesided", 1) != 0 {
+        frame / 2 + 1
+    } else {
+        frame
+    };
+    let flops = mul(&[batch as u64, frames as u64, fft_flops(frame) + frame as u64])?;
+    Ok(one(t(x.elem, vec![batch, frames, bins, 2])?, 0, flops))
+}
+
+/// DFT along one axis (the last one holds real or complex parts).
+fn dft(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Out> {
+    let x = input(ins, 0)?;
+    let rank = x.shape.len();
+    if rank < 2 || !matches!(x.shape[rank - 1], 1 | 2) {
+        return Err(format!(
+            "its input {} does not end in 1 or 2",
+            show_shape(&x.shape)
+        ));
+    }
+    let a = if opset >= 20 {
+        match opt(ins, 2) {
+            Some(a) => ints(a, "axis")?.first().copied().unwrap_or(-2),
+            None => -2,
+        }
+    } else {
+        ai(node, "axis", 1)
+    };
+    let a = axis(a, rank)?;
+    if a == rank - 1 {
+        return Err("its axis is the real/imaginary one".into());
+    }
+    let len = match opt(ins, 1) {
+        Some(l) if n(&l.shape) > 0 => {
+            ints(l, "DFT length")?.first().copied().unwrap_or(0).max(0) as usize
+        }
+        _ => x.shape[a],
+    };
+    let mut shape = x.shape.clone();
+    shape[rank - 1] = 2;
+    shape[a] = if ai(node, "onesided", 0) != 0 {
+        len / 2 + 1
+    } else {
+        len
+    };
+    let transforms = n(&x.shape) / (x.shape[a].max(1) * x.shape[rank - 1]) as u64;
+    let flops = mul(&[transforms, fft_flops(len)])?;
     Ok(one(t(x.elem, shape)?, 0, flops))
 }
 
@@ -1767,7 +1939,12 @@ fn recurrent(node: &pb::NodeProto, op: &str, ins: &[Option<&T>], w_at: usize) ->
         _ => 6,
     };
     let steps = mul(&[seq as u64, dirs as u64, batch as u64])?;
-    let macs = mul(&[steps, (gates * hidden) as u64, (input_size + hidden) as u64])?;
+    let macs = mul(&[
+        steps,
+        gates as u64,
+        hidden as u64,
+        (input_size as u64).saturating_add(hidden as u64),
+    ])?;
     let flops = add(mul(&[macs, 2])?, mul(&[steps, hidden as u64, per_unit])?)?;
     let (y, state) = if layout == 0 {
         (vec![seq, dirs, batch, hidden], vec![dirs, batch, hidden])
