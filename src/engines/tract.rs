@@ -464,7 +464,11 @@ impl TractSession {
                     })?
                     .map_err(|e| EngineError::InvalidModel {
                         origin: origin.clone(),
-                        reason: one_line(&e),
+                        reason: format!(
+                            "{}{}",
+                            one_line(&e),
+                            crate::models::onnx_graph::format_hint(path)
+                        ),
                     })?;
                 let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
                 (proto, origin, dir)

@@ -358,6 +358,17 @@ impl GraphCost {
     }
 }
 
+/// What the file at `path` is when it is no ONNX file (by its first bytes or its name) and how
+/// to convert it, as a clause to end a sentence with; empty when it looks like nothing known.
+pub fn format_hint(path: &Path) -> String {
+    use std::io::Read;
+    let mut head = [0u8; 16];
+    let n = std::fs::File::open(path)
+        .and_then(|mut f| f.read(&mut head))
+        .unwrap_or(0);
+    other_format_hint(path, &head[..n])
+}
+
 /// What a model file is when it is no ONNX file, by its first bytes or its name.
 fn other_format_hint(path: &Path, head: &[u8]) -> String {
     let ext = path
@@ -367,7 +378,7 @@ fn other_format_hint(path: &Path, head: &[u8]) -> String {
     let tflite = head.get(4..8) == Some(b"TFL3") || ext == "tflite";
     let zip = head.starts_with(b"PK\x03\x04");
     if tflite {
-        "; this is a TensorFlow Lite model: run it on the tflite engine, or convert it with \
+        "; this is a TensorFlow Lite model, which edgeprof does not read: convert it with \
          `python -m tf2onnx.convert --tflite FILE --output FILE.onnx`"
             .into()
     } else if zip || matches!(ext.as_str(), "pt" | "pth" | "pt2" | "ptl") {

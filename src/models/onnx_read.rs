@@ -104,7 +104,7 @@ pub fn read_file(path: &Path, given: Given) -> Result<Model, ReadError> {
     })?;
     let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| ReadError::Decode {
         file: file.clone(),
-        reason: e.to_string(),
+        reason: format!("{e}{}", super::onnx_graph::format_hint(path)),
     })?;
     let name = path
         .file_stem()

@@ -376,7 +376,11 @@ pub fn to_json(
         "device": manifest.device,
         "counts": {"ok": ok, "failed": failed, "not_run": not_run, "skipped": skipped},
         "conditions": rows,
-        "outputs": {"tolerance": crate::results::agreement::TOLERANCE, "compared": agreement},
+        "outputs": {
+            "tolerance": crate::results::agreement::TOLERANCE,
+            "absolute_floor": crate::results::agreement::ABSOLUTE_FLOOR,
+            "compared": agreement
+        },
     });
     Ok(serde_json::to_string_pretty(&value)? + "\n")
 }
@@ -498,9 +502,10 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
         out.push_str(&format!(
             "\n## Outputs\n\nEach engine's first output against the reference's, on the same \
              weights and input; they agree when the largest difference is within {:e} of the \
-             reference's largest value.\n\n| model | condition | reference | max abs diff | \
-             relative | agree |\n|---|---|---|--:|--:|---|\n",
-            crate::results::agreement::TOLERANCE
+             reference's largest value, or at most {:e}.\n\n| model | condition | reference | \
+             max abs diff | relative | agree |\n|---|---|---|--:|--:|---|\n",
+            crate::results::agreement::TOLERANCE,
+            crate::results::agreement::ABSOLUTE_FLOOR
         ));
         for a in agreement {
             out.push_str(&format!(

@@ -368,8 +368,9 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
         let _ = writeln!(
             out,
             "\noutputs: each engine's first output against the reference's (same weights and \
-             input; agree = within {:e} of the reference's largest value)",
-            results::agreement::TOLERANCE
+             input; agree = within {:e} of the reference's largest value, or {:e} apart)",
+            results::agreement::TOLERANCE,
+            results::agreement::ABSOLUTE_FLOOR
         );
         let table: Vec<Vec<String>> = agreement
             .iter()
