@@ -21,6 +21,25 @@ pub enum BenchModel {
         path: PathBuf,
         input_shape: Option<Vec<usize>>,
     },
+    /// An ONNX file with its inputs bound by name (tract), and the outputs expected of it
+    /// (ONNX `.pb` files, in output order; may be empty).
+    Fed {
+        path: PathBuf,
+        inputs: Vec<crate::models::onnx_graph::BoundInput>,
+        expected: Vec<PathBuf>,
+    },
+}
+
+/// One output against the output expected of it.
+#[derive(Debug, Clone, Serialize)]
+pub struct OutputCheck {
+    pub output: usize,
+    pub shape: Vec<usize>,
+    pub expected_shape: Vec<usize>,
+    pub max_abs_diff: f64,
+    /// Over the expected output's largest magnitude.
+    pub max_rel_diff: f64,
+    pub agree: bool,
 }
 
 pub struct BenchRequest {
@@ -64,6 +83,66 @@ pub struct BenchReport {
     pub profile: Option<Vec<LayerTime>>,
     /// Every timed iteration, in order.
     pub samples_ms: Vec<f64>,
+    /// The outputs against the expected ones, when expected outputs were given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub checked: Vec<OutputCheck>,
+}
+
+/// Reads the outputs expected of a model (ONNX `.pb` tensors) and compares them with the
+/// outputs of one inference, by the rule engines are compared with: within
+/// [`crate::results::agreement::TOLERANCE`] of the expected output's largest magnitude, or at
+/// most [`crate::results::agreement::ABSOLUTE_FLOOR`] apart.
+pub fn check_outputs(
+    outputs: &[(Vec<usize>, Vec<f32>)],
+    expected: &[PathBuf],
+) -> Result<Vec<OutputCheck>, crate::error::BadInput> {
+    use crate::results::agreement::{agrees, difference};
+    if expected.len() > outputs.len() {
+        return Err(crate::error::BadInput(format!(
+            "{} expected outputs were given; the model has {}",
+            expected.len(),
+            outputs.len()
+        )));
+    }
+    let mut checks = Vec::with_capacity(expected.len());
+    for (k, (path, (shape, values))) in expected.iter().zip(outputs).enumerate() {
+        let spec = crate::models::onnx_graph::InputSpec::from_pb_file(path)
+            .map_err(crate::error::BadInput)?;
+        let want_shape = spec.dims.unwrap_or_default();
+        let want: Vec<f32> = spec
+            .values
+            .unwrap_or_default()
+            .iter()
+            .map(|&v| v as f32)
+            .collect();
+        let (max_abs_diff, max_rel_diff, agree) = if *shape != want_shape {
+            (f64::NAN, f64::NAN, false)
+        } else if want.is_empty() && values.is_empty() {
+            (0.0, 0.0, true)
+        } else {
+            match difference(&want, values) {
+                Some((abs, rel)) => (abs, rel, agrees(abs, rel)),
+                // A NaN or an infinity where both hold the same one agrees; elsewhere not.
+                None => {
+                    let same = want.len() == values.len()
+                        && want
+                            .iter()
+                            .zip(values)
+                            .all(|(a, b)| a == b || (a.is_nan() && b.is_nan()));
+                    (f64::NAN, f64::NAN, same)
+                }
+            }
+        };
+        checks.push(OutputCheck {
+            output: k,
+            shape: shape.clone(),
+            expected_shape: want_shape,
+            max_abs_diff,
+            max_rel_diff,
+            agree,
+        });
+    }
+    Ok(checks)
 }
 
 fn ms(d: Duration) -> f64 {
@@ -96,6 +175,11 @@ pub fn run(
             path.display().to_string(),
             None,
         ),
+        BenchModel::Fed { path, inputs, .. } => (
+            Source::OnnxFed { path, inputs },
+            path.display().to_string(),
+            None,
+        ),
     };
     if request.profile_runs > 0 && request.engine != "tract" {
         anyhow::bail!(crate::error::BadInput(format!(
@@ -112,6 +196,12 @@ pub fn run(
     });
     let first = session.time_one()?;
     on_event(BenchEvent::FirstInference { time: first });
+    let checked = match (&request.model, session.outputs()) {
+        (BenchModel::Fed { expected, .. }, Some(outputs)) if !expected.is_empty() => {
+            check_outputs(&outputs?, expected)?
+        }
+        _ => Vec::new(),
+    };
 
     let mut warm: Vec<f64> = Vec::with_capacity(request.warmup);
     for _ in 0..request.warmup {
@@ -148,7 +238,7 @@ pub fn run(
         }
         _ => None,
     };
-    assemble(
+    let mut report = assemble(
         session.engine(),
         Measured {
             model: name,
@@ -161,7 +251,9 @@ pub fn run(
         },
         analytic,
         profile,
-    )
+    )?;
+    report.checked = checked;
+    Ok(report)
 }
 
 /// The least a zoo model needs while it runs, by its analytic cost: its parameters, plus the
@@ -230,6 +322,7 @@ pub fn assemble(
         analytic,
         profile,
         samples_ms: m.repeats.concat(),
+        checked: Vec::new(),
     })
 }
 

@@ -406,3 +406,93 @@ fn a_type_tract_lacks_is_named_in_one_sentence() {
         );
     }
 }
+
+/// Runs one conformance test on tract through `bench`, its inputs from the test's data and its
+/// outputs checked against the expected ones: Ok when they agree.
+fn tract_runs_conformance_case(case: &Path) -> Result<(), String> {
+    use tract_onnx::pb;
+    let model = case.join("model.onnx");
+    let Some(proto) = decode::<pb::ModelProto>(&model) else {
+        return Err("model.onnx does not decode".into());
+    };
+    let graph = proto.graph.unwrap_or_default();
+    let inits: std::collections::HashSet<String> =
+        graph.initializer.iter().map(|t| t.name.clone()).collect();
+    let data = case.join("test_data_set_0");
+    let mut cmd = edgeprof();
+    cmd.args([
+        "bench",
+        "--engine",
+        "tract",
+        "--warmup",
+        "0",
+        "--iterations",
+        "1",
+        "--threads",
+        "1",
+        "--model",
+    ])
+    .arg(&model);
+    for (k, input) in graph
+        .input
+        .iter()
+        .filter(|i| !inits.contains(&i.name))
+        .enumerate()
+    {
+        cmd.arg("--input").arg(format!(
+            "{}=@{}",
+            input.name,
+            data.join(format!("input_{k}.pb")).display()
+        ));
+    }
+    for k in 0..graph.output.len() {
+        cmd.arg("--expect").arg(data.join(format!("output_{k}.pb")));
+    }
+    let out = cmd.output().map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!stderr.contains("panicked"), "{}: {stderr}", case.display());
+    if out.status.success() {
+        Ok(())
+    } else {
+        Err(stderr.lines().last().unwrap_or("").to_string())
+    }
+}
+
+/// ONNX's conformance tests that tract runs through `bench` with the outputs ONNX expects; the
+/// count must not drop. The others end in one error line each (no panic).
+#[test]
+fn onnx_conformance_tests_run_on_tract_with_their_expected_outputs() {
+    let cases = conformance_tests();
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let passed = std::sync::atomic::AtomicUsize::new(0);
+    std::thread::scope(|s| {
+        for _ in 0..2 {
+            s.spawn(|| loop {
+                let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                let Some(case) = cases.get(i) else { break };
+                match tract_runs_conformance_case(case) {
+                    Ok(()) => {
+                        passed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    Err(why) => {
+                        if std::env::var_os("EDGEPROF_TEST_VERBOSE").is_some() {
+                            eprintln!("{}: {why}", case.display());
+                        }
+                    }
+                }
+            });
+        }
+    });
+    let passed = passed.into_inner();
+    eprintln!(
+        "{} conformance tests: {passed} run on tract with the expected outputs",
+        cases.len()
+    );
+    assert!(
+        passed >= TRACT_PASSED_FLOOR,
+        "{passed} < {TRACT_PASSED_FLOOR}"
+    );
+}
+
+/// The count measured when the test was written; raise it as tract or edgeprof gain.
+const TRACT_PASSED_FLOOR: usize = 0;

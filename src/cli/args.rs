@@ -613,15 +613,22 @@ pub(super) struct BenchArgs {
     /// Zoo model name, or the path of an ONNX file
     #[arg(long, value_name = "NAME|FILE.onnx")]
     pub(super) model: String,
-    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape]
-    #[arg(long, value_name = "CxHxW")]
-    pub(super) input: Option<InputShape>,
+    /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape].
+    /// An ONNX file's inputs by name, once each, on tract: NAME=DIMS, NAME=TYPE:DIMS,
+    /// NAME=TYPE:VALUE for a scalar, NAME=@FILE.pb for a tensor's values
+    #[arg(long, value_name = "SPEC")]
+    pub(super) input: Vec<String>,
     /// Batch size [zoo default: 1]
     #[arg(long)]
     pub(super) batch: Option<usize>,
     /// Number of output classes of a zoo model
     #[arg(long, default_value_t = 1000)]
     pub(super) classes: usize,
+    /// An output expected of the ONNX file (an ONNX .pb tensor, as its test data hold them),
+    /// once per output in order: the first inference's outputs must agree with them (within
+    /// 1e-4 of the largest value, or 1e-6 apart), else the bench fails after its figures
+    #[arg(long, value_name = "FILE.pb")]
+    pub(super) expect: Vec<PathBuf>,
     /// Threads for the engine's executor (0 or left out: all available cores)
     #[arg(long)]
     pub(super) threads: Option<usize>,

@@ -629,7 +629,10 @@ fn bench_isolated(
     let (model_ref, input, batch, analytic, label) = match &model {
         BenchModel::Zoo(m) => (
             ModelRef::Zoo(m.name.clone()),
-            args.input.unwrap_or_default(),
+            args.input
+                .first()
+                .and_then(|s| s.parse::<InputShape>().ok())
+                .unwrap_or_default(),
             args.batch.unwrap_or(1),
             Some(cost::analyze(m).total),
             m.name.clone(),
@@ -653,6 +656,11 @@ fn bench_isolated(
                 path.display().to_string(),
             )
         }
+        BenchModel::Fed { .. } => bail!(BadInput(
+            "--isolated runs one image input (CxHxW); inputs by name and --expect run in this \
+             process: leave out --isolated"
+                .into()
+        )),
     };
     let condition = Condition::new(
         args.engine.name(),
@@ -751,8 +759,56 @@ pub(crate) fn is_file_model(model: &str) -> bool {
 
 fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     let threads = edgeprof::runner::resolve_threads(args.threads.unwrap_or(0));
-    let model = if is_file_model(&args.model) {
-        let input_shape = match (args.input, args.batch) {
+    // One `CxHxW` is the image input of a zoo model or a file; anything else binds a file's
+    // inputs by name, as `models info` does.
+    let image = match &args.input[..] {
+        [] => None,
+        [one] => one.parse::<InputShape>().ok(),
+        _ => None,
+    };
+    let by_name = !args.input.is_empty() && image.is_none();
+    let model = if is_file_model(&args.model) && (by_name || !args.expect.is_empty()) {
+        if args.engine.name() != "tract" {
+            bail!(BadInput(format!(
+                "inputs by name and --expect run on tract; {} runs one image input",
+                args.engine.name()
+            )));
+        }
+        if args.profile {
+            bail!(BadInput(
+                "--profile runs one image input (CxHxW); leave it out with inputs by name or \
+                 --expect"
+                    .into()
+            ));
+        }
+        let mut specs = args
+            .input
+            .iter()
+            .map(|s| s.parse())
+            .collect::<Result<Vec<edgeprof::models::onnx_graph::InputSpec>, _>>()
+            .map_err(|e| BadInput(e.to_string()))?;
+        if let Some(image) = image {
+            specs = vec![edgeprof::models::onnx_graph::InputSpec::image(image)];
+        }
+        let path = PathBuf::from(&args.model);
+        let inputs = edgeprof::models::onnx_graph::bind_file_inputs(&path, &specs, args.batch)
+            .map_err(|e| BadInput(e.to_string()))?;
+        BenchModel::Fed {
+            path,
+            inputs,
+            expected: args.expect.clone(),
+        }
+    } else if !args.expect.is_empty() {
+        bail!(BadInput(
+            "--expect checks an ONNX file's outputs; a zoo model has no expected outputs".into()
+        ));
+    } else if by_name {
+        bail!(BadInput(format!(
+            "input {:?} is not CxHxW: a zoo model has one image input (for example 3x224x224)",
+            args.input.join(" ")
+        )));
+    } else if is_file_model(&args.model) {
+        let input_shape = match (image, args.batch) {
             (Some(s), batch) => Some(vec![batch.unwrap_or(1), s.channels, s.height, s.width]),
             (None, Some(_)) => bail!(BadInput(
                 "--batch on an ONNX file needs --input CxHxW as well".into()
@@ -764,7 +820,7 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
             input_shape,
         }
     } else {
-        let input = args.input.unwrap_or_default();
+        let input = image.unwrap_or_default();
         let params = ModelParams {
             num_classes: args.classes,
             channels: input.channels,
@@ -803,10 +859,26 @@ fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     };
     let report = bench::run(&request, render::progress_line)?;
     if args.json {
-        print_json(&report)
+        print_json(&report)?;
     } else {
-        print_out(&render::bench_summary(&report))
+        print_out(&render::bench_summary(&report))?;
     }
+    // Outputs that differ from the expected are the run's failure, after its figures.
+    if let Some(bad) = report.checked.iter().find(|c| !c.agree) {
+        bail!(
+            "output {} differs from the expected: {}",
+            bad.output,
+            if bad.shape != bad.expected_shape {
+                format!("shape {:?}, expected {:?}", bad.shape, bad.expected_shape)
+            } else {
+                format!(
+                    "{:.3e} apart, {:.3e} of the expected's largest value",
+                    bad.max_abs_diff, bad.max_rel_diff
+                )
+            }
+        );
+    }
+    Ok(())
 }
 
 #[cfg(test)]

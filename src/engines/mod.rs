@@ -40,6 +40,11 @@ pub enum Source<'a> {
         path: &'a Path,
         input_shape: Option<&'a [usize]>,
     },
+    /// An ONNX file with every input bound as the user gave it (names, types, shapes, values).
+    OnnxFed {
+        path: &'a Path,
+        inputs: &'a [crate::models::onnx_graph::BoundInput],
+    },
 }
 
 /// A model loaded on a built-in engine, with its reproducible input.
@@ -51,6 +56,11 @@ pub enum Loaded {
     Candle {
         session: candle::CandleSession,
         input: candle_core::Tensor,
+    },
+    /// tract with any number of inputs, of any element type.
+    TractFed {
+        session: tract::TractSession,
+        inputs: tract_onnx::prelude::TVec<tract_onnx::prelude::TValue>,
     },
 }
 
@@ -75,6 +85,11 @@ impl Loaded {
                         input_shape,
                         threads,
                     )?,
+                    Source::OnnxFed { path, inputs } => {
+                        let (session, inputs) =
+                            tract::TractSession::load_fed(path, inputs, threads, seed)?;
+                        return Ok(Loaded::TractFed { session, inputs });
+                    }
                 };
                 let input = session.make_input(seed)?;
                 Ok(Loaded::Tract { session, input })
@@ -90,12 +105,15 @@ impl Loaded {
                 let input = session.make_input(seed)?;
                 Ok(Loaded::Candle { session, input })
             }
-            ("candle", Source::OnnxFile { path, .. }) => Err(EngineError::UnsupportedModel {
-                origin: path.display().to_string(),
-                reason: "candle runs the zoo's models (built from their description); run ONNX \
+            ("candle", Source::OnnxFile { path, .. } | Source::OnnxFed { path, .. }) => {
+                Err(EngineError::UnsupportedModel {
+                    origin: path.display().to_string(),
+                    reason:
+                        "candle runs the zoo's models (built from their description); run ONNX \
                          files on tract"
-                    .to_string(),
-            }),
+                            .to_string(),
+                })
+            }
             (other, _) => Err(EngineError::UnsupportedModel {
                 origin: other.to_string(),
                 reason: format!(
@@ -108,14 +126,14 @@ impl Loaded {
 
     pub fn engine(&self) -> &'static str {
         match self {
-            Loaded::Tract { .. } => "tract",
+            Loaded::Tract { .. } | Loaded::TractFed { .. } => "tract",
             Loaded::Candle { .. } => "candle",
         }
     }
 
     pub fn init_time(&self) -> Duration {
         match self {
-            Loaded::Tract { session, .. } => session.init_time,
+            Loaded::Tract { session, .. } | Loaded::TractFed { session, .. } => session.init_time,
             Loaded::Candle { session, .. } => session.init_time,
         }
     }
@@ -123,14 +141,16 @@ impl Loaded {
     /// Threads the engine really runs with.
     pub fn threads(&self) -> usize {
         match self {
-            Loaded::Tract { session, .. } => session.threads,
+            Loaded::Tract { session, .. } | Loaded::TractFed { session, .. } => session.threads,
             Loaded::Candle { session, .. } => session.threads,
         }
     }
 
     pub fn input_shape(&self) -> &[usize] {
         match self {
-            Loaded::Tract { session, .. } => &session.input_shape,
+            Loaded::Tract { session, .. } | Loaded::TractFed { session, .. } => {
+                &session.input_shape
+            }
             Loaded::Candle { session, .. } => &session.input_shape,
         }
     }
@@ -139,7 +159,7 @@ impl Loaded {
     /// reads them from the ONNX graph).
     pub fn parameters(&self) -> Option<u64> {
         match self {
-            Loaded::Tract { .. } => None,
+            Loaded::Tract { .. } | Loaded::TractFed { .. } => None,
             Loaded::Candle { session, .. } => Some(session.parameters),
         }
     }
@@ -149,6 +169,12 @@ impl Loaded {
         match self {
             Loaded::Tract { session, input } => session.run(input).map(|(_, v)| v),
             Loaded::Candle { session, input } => session.run(input).map(|(_, v)| v),
+            Loaded::TractFed { session, inputs } => Ok(session
+                .run_fed(inputs)?
+                .into_iter()
+                .next()
+                .map(|(_, v)| v)
+                .unwrap_or_default()),
         }
     }
 
@@ -162,7 +188,15 @@ impl Loaded {
                     .profile(input, runs)
                     .map(|times| times.into_iter().filter(|t| t.mapped).collect()),
             ),
-            Loaded::Candle { .. } => None,
+            Loaded::Candle { .. } | Loaded::TractFed { .. } => None,
+        }
+    }
+
+    /// Every output of one inference, with its shape (inputs bound by name only).
+    pub fn outputs(&self) -> Option<Result<Vec<(Vec<usize>, Vec<f32>)>, EngineError>> {
+        match self {
+            Loaded::TractFed { session, inputs } => Some(session.run_fed(inputs)),
+            _ => None,
         }
     }
 
@@ -171,6 +205,7 @@ impl Loaded {
         match self {
             Loaded::Tract { session, input } => session.time_one(input),
             Loaded::Candle { session, input } => session.time_one(input),
+            Loaded::TractFed { session, inputs } => session.time_fed(inputs),
         }
     }
 }

@@ -332,22 +332,138 @@ pub fn check_fits(origin: &str, what: &str, needed: Option<u64>) -> Result<(), E
 /// input it is given (`Unifying shapes DynamicDimension.0,16,112,112 and 1,16,112,112`) where
 /// onnxruntime infers them again. Concrete ones stay.
 fn forget_symbolic_value_info(proto: &mut pb::ModelProto) {
+    if let Some(graph) = proto.graph.as_mut() {
+        forget_symbolic_shapes(graph, true);
+    }
+}
+
+/// [`forget_symbolic_value_info`] in one graph and its branch bodies (whose outputs' symbolic
+/// shapes are hints too; the top graph's outputs stay as the file declares them).
+fn forget_symbolic_shapes(graph: &mut pb::GraphProto, top: bool) {
     use pb::tensor_shape_proto::dimension::Value;
-    let Some(graph) = proto.graph.as_mut() else {
-        return;
-    };
-    graph.value_info.retain(|v| {
-        let Some(pb::type_proto::Value::TensorType(t)) =
-            v.r#type.as_ref().and_then(|t| t.value.as_ref())
-        else {
-            return true;
-        };
-        t.shape.as_ref().is_none_or(|s| {
+    let symbolic = |v: &pb::ValueInfoProto| match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(pb::type_proto::Value::TensorType(t)) => t.shape.as_ref().is_some_and(|s| {
             s.dim
                 .iter()
-                .all(|d| matches!(d.value, Some(Value::DimValue(v)) if v > 0))
-        })
-    });
+                .any(|d| !matches!(d.value, Some(Value::DimValue(v)) if v > 0))
+        }),
+        None => false,
+    };
+    graph.value_info.retain(|v| !symbolic(v));
+    if !top {
+        for o in graph.output.iter_mut() {
+            if symbolic(o) {
+                if let Some(pb::type_proto::Value::TensorType(t)) =
+                    o.r#type.as_mut().and_then(|t| t.value.as_mut())
+                {
+                    t.shape = None;
+                }
+            }
+        }
+    }
+    for node in graph.node.iter_mut() {
+        for a in node.attribute.iter_mut() {
+            if let Some(g) = a.g.as_mut() {
+                forget_symbolic_shapes(g, false);
+            }
+            for g in a.graphs.iter_mut() {
+                forget_symbolic_shapes(g, false);
+            }
+        }
+    }
+}
+
+fn is_integer(elem: i32) -> bool {
+    use pb::tensor_proto::DataType as D;
+    matches!(
+        D::try_from(elem),
+        Ok(D::Int64
+            | D::Int32
+            | D::Int16
+            | D::Int8
+            | D::Uint64
+            | D::Uint32
+            | D::Uint16
+            | D::Uint8
+            | D::Bool)
+    )
+}
+
+/// An integer input's given values as an initializer of its name.
+fn integer_tensor(input: &crate::models::onnx_graph::BoundInput) -> pb::TensorProto {
+    use pb::tensor_proto::DataType as D;
+    let values = input.values.as_deref().unwrap_or_default();
+    let mut t = pb::TensorProto {
+        name: input.name.clone(),
+        dims: input.shape.iter().map(|&d| d as i64).collect(),
+        data_type: input.elem,
+        ..Default::default()
+    };
+    match D::try_from(input.elem) {
+        Ok(D::Int64) => t.int64_data = values.iter().map(|&v| v as i64).collect(),
+        Ok(D::Uint64 | D::Uint32) => t.uint64_data = values.iter().map(|&v| v as u64).collect(),
+        _ => t.int32_data = values.iter().map(|&v| v as i32).collect(),
+    }
+    t
+}
+
+/// tract's element type for an ONNX one.
+fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError> {
+    use pb::tensor_proto::DataType as D;
+    Ok(match D::try_from(elem) {
+        Ok(D::Float) => f32::datum_type(),
+        Ok(D::Double) => f64::datum_type(),
+        Ok(D::Float16) => f16::datum_type(),
+        Ok(D::Int64) => i64::datum_type(),
+        Ok(D::Int32) => i32::datum_type(),
+        Ok(D::Int16) => i16::datum_type(),
+        Ok(D::Int8) => i8::datum_type(),
+        Ok(D::Uint64) => u64::datum_type(),
+        Ok(D::Uint32) => u32::datum_type(),
+        Ok(D::Uint16) => u16::datum_type(),
+        Ok(D::Uint8) => u8::datum_type(),
+        Ok(D::Bool) => bool::datum_type(),
+        _ => {
+            return Err(EngineError::UnsupportedModel {
+                origin: origin.to_string(),
+                reason: format!(
+                    "an input is {}, a type tract lacks ({TYPES_TRACT_LACKS})",
+                    crate::models::onnx_graph::elem_type_name(elem)
+                ),
+            })
+        }
+    })
+}
+
+/// The tensor an input is fed: its given values, else seeded uniform values in [-1, 1) for a
+/// floating-point input and zeros for the others.
+fn fed_tensor(
+    input: &crate::models::onnx_graph::BoundInput,
+    seed: u64,
+) -> Result<Tensor, EngineError> {
+    let run_err = |e: anyhow::Error| EngineError::Run {
+        reason: format!("input {}: {}", input.name, one_line(&e)),
+    };
+    let datum = datum_of(input.elem, &input.name)?;
+    let values: Vec<f64> = match &input.values {
+        Some(v) => v.clone(),
+        None if datum.is_float() => crate::models::weights::input_data(&input.shape, seed)
+            .iter()
+            .map(|&v| v as f64)
+            .collect(),
+        None => vec![0.0; input.shape.iter().product()],
+    };
+    let wide = Tensor::from_shape(&input.shape, &values).map_err(run_err)?;
+    let typed = if datum == bool::datum_type() {
+        wide.cast_to::<f32>()
+            .map_err(run_err)?
+            .cast_to_dt(datum)
+            .map_err(run_err)?
+            .into_owned()
+    } else {
+        wide.cast_to_dt(datum).map_err(run_err)?.into_owned()
+    };
+    Ok(typed)
 }
 
 /// The element types of a valid ONNX file that tract has no tensor type for, and what tract
@@ -384,14 +500,19 @@ fn what_tract_lacks(graph: &pb::GraphProto) -> Option<String> {
             }
         }
     };
-    let mut not_tensors = false;
+    // A model input with a type that is no tensor's is a sequence, a map or an optional (the
+    // types tract's reader does not decode); inside a graph an empty type is only unsaid.
+    let mut not_tensors = graph
+        .input
+        .iter()
+        .any(|v| matches!(&v.r#type, Some(t) if t.value.is_none()));
     let mut stack = vec![graph];
     while let Some(g) = stack.pop() {
         for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
-            match v.r#type.as_ref().map(|t| t.value.as_ref()) {
-                Some(Some(pb::type_proto::Value::TensorType(t))) => note(lacks(t.elem_type)),
-                Some(None) => not_tensors = true,
-                None => {}
+            if let Some(pb::type_proto::Value::TensorType(t)) =
+                v.r#type.as_ref().and_then(|t| t.value.as_ref())
+            {
+                note(lacks(t.elem_type));
             }
         }
         for t in &g.initializer {
@@ -474,7 +595,66 @@ impl TractSession {
                 (proto, origin, dir)
             }
         };
-        Self::prepare(proto, origin, dir, input_shape, threads, start)
+        Self::prepare(proto, origin, dir, input_shape, None, threads, start)
+    }
+
+    /// Loads an ONNX file with its inputs as the user bound them (any number, any element
+    /// type), and makes the tensors every inference is fed: the given values, else seeded
+    /// uniform values in [-1, 1) for floating-point inputs and zeros for the others.
+    pub fn load_fed(
+        path: &Path,
+        inputs: &[crate::models::onnx_graph::BoundInput],
+        threads: usize,
+        seed: u64,
+    ) -> Result<(TractSession, TVec<TValue>), EngineError> {
+        let start = Instant::now();
+        let origin = path.display().to_string();
+        let bytes = crate::models::onnx_graph::read_model_bytes(path).map_err(|reason| {
+            EngineError::Unreadable {
+                path: path.to_path_buf(),
+                reason,
+            }
+        })?;
+        let proto = contained(|| tract_onnx::onnx().proto_model_for_read(&mut &bytes[..]))
+            .map_err(|reason| EngineError::Crashed {
+                origin: origin.clone(),
+                stage: "reading",
+                reason: reason.0,
+            })?
+            .map_err(|e| EngineError::InvalidModel {
+                origin: origin.clone(),
+                reason: format!(
+                    "{}{}",
+                    one_line(&e),
+                    crate::models::onnx_graph::format_hint(path)
+                ),
+            })?;
+        let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
+        // Integer inputs given with their values (a sample rate, axes, a target shape) become
+        // constants: tract needs shapes and axes known when it optimises.
+        let (constants, inputs): (Vec<_>, Vec<_>) = inputs
+            .iter()
+            .partition(|i| i.values.is_some() && is_integer(i.elem));
+        let mut proto = proto;
+        if let Some(graph) = proto.graph.as_mut() {
+            for c in &constants {
+                graph.input.retain(|v| v.name != c.name);
+                graph.initializer.push(integer_tensor(c));
+            }
+        }
+        let inputs: Vec<crate::models::onnx_graph::BoundInput> =
+            inputs.into_iter().cloned().collect();
+        let mut tensors = TVec::new();
+        for (k, input) in inputs.iter().enumerate() {
+            let bytes = input.shape.iter().try_fold(
+                crate::models::onnx_graph::elem_bytes(input.elem),
+                |acc, &d| acc.checked_mul(d as u64),
+            );
+            check_fits(&origin, &format!("input {}", input.name), bytes)?;
+            tensors.push(fed_tensor(input, seed.wrapping_add(k as u64))?.into_tvalue());
+        }
+        let session = Self::prepare(proto, origin, dir, None, Some(&inputs), threads, start)?;
+        Ok((session, tensors))
     }
 
     /// Loads an ONNX model from its bytes (no external data), as [`TractSession::load`] does a
@@ -497,7 +677,15 @@ impl TractSession {
                 origin: origin.to_string(),
                 reason: one_line(&e),
             })?;
-        Self::prepare(proto, origin.to_string(), None, input_shape, threads, start)
+        Self::prepare(
+            proto,
+            origin.to_string(),
+            None,
+            input_shape,
+            None,
+            threads,
+            start,
+        )
     }
 
     /// Parses, checks, optimises and plans a decoded model, containing tract's panics.
@@ -506,6 +694,7 @@ impl TractSession {
         origin: String,
         dir: Option<String>,
         input_shape: Option<&[usize]>,
+        fed: Option<&[crate::models::onnx_graph::BoundInput]>,
         threads: usize,
         start: Instant,
     ) -> Result<TractSession, EngineError> {
@@ -521,6 +710,7 @@ impl TractSession {
                 &origin,
                 dir.as_deref(),
                 input_shape,
+                fed,
                 threads,
                 &stage,
             )
@@ -549,6 +739,7 @@ impl TractSession {
         origin: &str,
         dir: Option<&str>,
         input_shape: Option<&[usize]>,
+        fed: Option<&[crate::models::onnx_graph::BoundInput]>,
         threads: usize,
         stage: &Cell<&'static str>,
     ) -> Result<
@@ -587,7 +778,19 @@ impl TractSession {
             )));
         }
         let mut model = parsed.model;
-        if model.inputs.len() != 1 {
+        if let Some(fed) = fed {
+            if fed.len() != model.inputs.len() {
+                return Err(unsupported(format!(
+                    "it has {} inputs and {} were bound",
+                    model.inputs.len(),
+                    fed.len()
+                )));
+            }
+            for (k, input) in fed.iter().enumerate() {
+                let fact = InferenceFact::dt_shape(datum_of(input.elem, origin)?, &input.shape);
+                model.set_input_fact(k, fact).map_err(invalid)?;
+            }
+        } else if model.inputs.len() != 1 {
             return Err(unsupported(format!(
                 "edgeprof runs models with exactly one input; this one has {}",
                 model.inputs.len()
@@ -607,7 +810,7 @@ impl TractSession {
         let largest_tensor = check_tensors(origin, &typed)?;
         let typed = typed.into_optimized().map_err(prepare)?;
         let fact = typed.input_fact(0).map_err(invalid)?.clone();
-        if fact.datum_type != f32::datum_type() {
+        if fed.is_none() && fact.datum_type != f32::datum_type() {
             return Err(unsupported(format!(
                 "its input is {:?}; edgeprof feeds float32 inputs only",
                 fact.datum_type
@@ -625,7 +828,9 @@ impl TractSession {
             })?;
         // The file's own input shape (without --input) is checked here, before any inference
         // allocates it.
-        check_fits(origin, "the input tensor", f32_bytes(&input_shape))?;
+        if fed.is_none() {
+            check_fits(origin, "the input tensor", f32_bytes(&input_shape))?;
+        }
         let threads = threads.max(1);
         stage.set("planning");
         let plan = typed
@@ -686,6 +891,48 @@ impl TractSession {
                 .copied()
                 .collect();
             Ok((first.shape().to_vec(), values))
+        })
+        .map_err(self.crashed("running"))?
+    }
+
+    /// One inference on fed inputs; every output as float32 values with its shape.
+    pub fn run_fed(
+        &self,
+        inputs: &TVec<TValue>,
+    ) -> Result<Vec<(Vec<usize>, Vec<f32>)>, EngineError> {
+        let run_err = |e: anyhow::Error| EngineError::Run {
+            reason: one_line(&e),
+        };
+        contained(|| {
+            let outputs = self.plan.run(inputs.clone()).map_err(run_err)?;
+            outputs
+                .iter()
+                .map(|o| {
+                    let values = o
+                        .cast_to::<f32>()
+                        .map_err(run_err)?
+                        .to_plain_array_view::<f32>()
+                        .map_err(run_err)?
+                        .iter()
+                        .copied()
+                        .collect();
+                    Ok((o.shape().to_vec(), values))
+                })
+                .collect()
+        })
+        .map_err(self.crashed("running"))?
+    }
+
+    /// Wall time of one inference on fed inputs.
+    pub fn time_fed(&self, inputs: &TVec<TValue>) -> Result<Duration, EngineError> {
+        contained(|| {
+            let start = Instant::now();
+            self.plan
+                .run(inputs.clone())
+                .map_err(|e| EngineError::Run {
+                    reason: one_line(&e),
+                })?;
+            Ok(start.elapsed())
         })
         .map_err(self.crashed("running"))?
     }

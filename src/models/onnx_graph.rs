@@ -120,14 +120,26 @@ impl InputSpec {
         tensor: &pb::TensorProto,
     ) -> Result<InputSpec, String> {
         let t = tensor_of(tensor)?;
+        let values = match t.value {
+            Some(v) => Some(v),
+            None => Some(
+                tensor_values(tensor)
+                    .ok_or_else(|| format!("its {} values are not read", elem_type_name(t.elem)))?,
+            ),
+        };
         Ok(InputSpec {
             name,
             elem: Some(t.elem),
             dims: Some(t.shape),
             value: None,
-            values: t.value,
+            values,
             image: None,
         })
+    }
+
+    /// The tensor in an ONNX `.pb` file, unnamed (an expected output).
+    pub fn from_pb_file(path: &Path) -> Result<InputSpec, String> {
+        Self::from_file(None, path)
     }
 
     /// `NAME=@FILE`: the tensor in an ONNX `.pb` file (as ONNX's test data hold them).
@@ -261,6 +273,16 @@ pub(crate) fn elem_bytes(t: i32) -> u64 {
         Ok(D::Float16 | D::Bfloat16 | D::Int16 | D::Uint16) => 2,
         _ => 1,
     }
+}
+
+/// One input of the model bound as the user gave it: name, ONNX element type, shape, and the
+/// values when given (a scalar's, or a `.pb` file's).
+#[derive(Debug, Clone, PartialEq)]
+pub struct BoundInput {
+    pub name: String,
+    pub elem: i32,
+    pub shape: Vec<usize>,
+    pub values: Option<Vec<f64>>,
 }
 
 /// One input of the model as it was analysed.
@@ -419,6 +441,34 @@ pub(crate) fn read_model_bytes(path: &Path) -> Result<Vec<u8>, String> {
     Ok(bytes)
 }
 
+/// The inputs of the ONNX file at `path` bound by `given`, as [`bind_inputs`] binds them.
+pub fn bind_file_inputs(
+    path: &Path,
+    given: &[InputSpec],
+    batch: Option<usize>,
+) -> Result<Vec<BoundInput>, AnalysisError> {
+    use prost::Message;
+    let file = path.display().to_string();
+    let bytes = read_model_bytes(path).map_err(|reason| AnalysisError::Io {
+        file: file.clone(),
+        reason,
+    })?;
+    let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| AnalysisError::Decode {
+        file: file.clone(),
+        reason: e.to_string().replace('\n', " "),
+        hint: other_format_hint(path, &bytes[..bytes.len().min(16)]),
+    })?;
+    let inputs_err = |reason: String| AnalysisError::Inputs {
+        file: file.clone(),
+        reason,
+    };
+    let graph = proto
+        .graph
+        .as_ref()
+        .ok_or_else(|| inputs_err("the file holds no graph".into()))?;
+    bind_inputs(graph, given, batch).map_err(inputs_err)
+}
+
 /// Analyses the ONNX file at `path` with its inputs bound by `given` (and `batch`, which sets
 /// the first dimension of a model's single image input when `CxHxW` is given the old way).
 pub fn analyse_file(
@@ -470,37 +520,77 @@ fn le<const N: usize>(raw: &[u8], value: impl Fn([u8; N]) -> f64) -> Vec<f64> {
         .collect()
 }
 
+/// Every value of a numeric tensor proto (None for types this does not read, or a count that
+/// does not match its dimensions).
+fn tensor_values(t: &pb::TensorProto) -> Option<Vec<f64>> {
+    let count = checked_elements(
+        &t.dims
+            .iter()
+            .map(|&d| d.max(0) as usize)
+            .collect::<Vec<_>>(),
+    )
+    .ok()?;
+    let v = values_of(t)?;
+    (v.len() as u64 == count).then_some(v)
+}
+
+fn values_of(t: &pb::TensorProto) -> Option<Vec<f64>> {
+    use pb::tensor_proto::DataType as D;
+    let raw = &t.raw_data;
+    Some(match D::try_from(t.data_type).ok()? {
+        D::Float if raw.is_empty() => t.float_data.iter().map(|&v| v as f64).collect(),
+        D::Float => le(raw, |b| f32::from_le_bytes(b) as f64),
+        D::Double if raw.is_empty() => t.double_data.clone(),
+        D::Double => le(raw, f64::from_le_bytes),
+        D::Int64 if raw.is_empty() => t.int64_data.iter().map(|&v| v as f64).collect(),
+        D::Int64 => le(raw, |b| i64::from_le_bytes(b) as f64),
+        D::Int32 | D::Int16 | D::Int8 | D::Uint8 | D::Uint16 | D::Bool if raw.is_empty() => {
+            t.int32_data.iter().map(|&v| v as f64).collect()
+        }
+        D::Int32 => le(raw, |b| i32::from_le_bytes(b) as f64),
+        D::Int16 => le(raw, |b| i16::from_le_bytes(b) as f64),
+        D::Uint16 => le(raw, |b| u16::from_le_bytes(b) as f64),
+        D::Int8 => raw.iter().map(|&b| b as i8 as f64).collect(),
+        D::Uint8 | D::Bool => raw.iter().map(|&b| b as f64).collect(),
+        D::Uint32 | D::Uint64 if raw.is_empty() => {
+            t.uint64_data.iter().map(|&v| v as f64).collect()
+        }
+        D::Uint32 => le(raw, |b| u32::from_le_bytes(b) as f64),
+        D::Uint64 => le(raw, |b| u64::from_le_bytes(b) as f64),
+        // Half-precision values are their bits: in int32_data, or two bytes each.
+        D::Float16 | D::Bfloat16 => {
+            let bits: Vec<u16> = if raw.is_empty() {
+                t.int32_data.iter().map(|&v| v as u16).collect()
+            } else {
+                raw.chunks_exact(2)
+                    .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                    .collect()
+            };
+            let half = t.data_type == D::Float16 as i32;
+            bits.iter()
+                .map(|&b| {
+                    if half {
+                        tract_onnx::prelude::f16::from_bits(b).to_f64()
+                    } else {
+                        f32::from_bits(u32::from(b) << 16) as f64
+                    }
+                })
+                .collect()
+        }
+        _ => return None,
+    })
+}
+
 /// A tensor proto as a value: its dimensions always, its values when small and of a numeric
 /// type this reads.
 pub(crate) fn tensor_of(t: &pb::TensorProto) -> Result<T, String> {
-    use pb::tensor_proto::DataType as D;
     let mut shape = Vec::with_capacity(t.dims.len());
     for &d in &t.dims {
         shape.push(usize::try_from(d).map_err(|_| format!("a negative dimension {d}"))?);
     }
     let count = checked_elements(&shape)?;
-    let raw = &t.raw_data;
     let value = (count <= SMALL as u64)
-        .then(|| {
-            let v: Vec<f64> = match D::try_from(t.data_type).ok()? {
-                D::Float if raw.is_empty() => t.float_data.iter().map(|&v| v as f64).collect(),
-                D::Float => le(raw, |b| f32::from_le_bytes(b) as f64),
-                D::Double if raw.is_empty() => t.double_data.clone(),
-                D::Double => le(raw, f64::from_le_bytes),
-                D::Int64 if raw.is_empty() => t.int64_data.iter().map(|&v| v as f64).collect(),
-                D::Int64 => le(raw, |b| i64::from_le_bytes(b) as f64),
-                D::Int32 | D::Int16 | D::Int8 | D::Uint8 | D::Uint16 | D::Bool
-                    if raw.is_empty() =>
-                {
-                    t.int32_data.iter().map(|&v| v as f64).collect()
-                }
-                D::Int32 => le(raw, |b| i32::from_le_bytes(b) as f64),
-                D::Int8 => raw.iter().map(|&b| b as i8 as f64).collect(),
-                D::Uint8 | D::Bool => raw.iter().map(|&b| b as f64).collect(),
-                _ => return None,
-            };
-            (v.len() as u64 == count).then_some(v)
-        })
+        .then(|| values_of(t).filter(|v| v.len() as u64 == count))
         .flatten();
     Ok(T {
         elem: t.data_type,
@@ -581,11 +671,11 @@ fn show_declared(dims: &[Dim]) -> String {
 /// The model's inputs (graph inputs that are no initializer), each bound: the file's fixed
 /// dimensions, the user's where given (a contradiction refused), a symbol bound once holds
 /// everywhere, and an open leading dimension of an input of rank ≥ 2 is a batch of 1.
-fn bind_inputs(
+pub fn bind_inputs(
     graph: &pb::GraphProto,
     given: &[InputSpec],
     batch: Option<usize>,
-) -> Result<Vec<(String, T)>, String> {
+) -> Result<Vec<BoundInput>, String> {
     let inits: std::collections::HashSet<&str> =
         graph.initializer.iter().map(|t| t.name.as_str()).collect();
     let inputs: Vec<&pb::ValueInfoProto> = graph
@@ -751,16 +841,22 @@ fn bind_inputs(
             }
         }
         checked_elements(&dims).map_err(|e| format!("input {}: {e}", v.name))?;
-        bound.push((
-            v.name.clone(),
-            T {
-                elem,
-                shape: dims,
-                // Known values serve shape arithmetic; the input still arrives at run time.
-                constant: false,
-                value: value.filter(|v| v.len() <= SMALL),
-            },
-        ));
+        if let Some(v2) = &value {
+            if v2.len() as u64 != checked_elements(&dims)? {
+                return Err(format!(
+                    "input {} has {} values for its shape {}",
+                    v.name,
+                    v2.len(),
+                    show_shape(&dims)
+                ));
+            }
+        }
+        bound.push(BoundInput {
+            name: v.name.clone(),
+            elem,
+            shape: dims,
+            values: value,
+        });
     }
     Ok(bound)
 }
@@ -786,7 +882,22 @@ pub fn analyse(
         .iter()
         .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
         .map_or(13, |o| o.version);
-    let bound = bind_inputs(graph, given, batch).map_err(inputs_err)?;
+    let bound: Vec<(String, T)> = bind_inputs(graph, given, batch)
+        .map_err(inputs_err)?
+        .into_iter()
+        .map(|b| {
+            let value = b.values.filter(|v| v.len() <= SMALL);
+            (
+                b.name,
+                T {
+                    elem: b.elem,
+                    shape: b.shape,
+                    constant: false,
+                    value,
+                },
+            )
+        })
+        .collect();
     let open_scalars = bound
         .iter()
         .filter(|(_, t)| t.shape.is_empty() && t.value.is_none())
