@@ -94,35 +94,47 @@ pub fn cost_table(cost: &ModelCost) -> String {
 /// The node-by-node cost of an ONNX file (`edgeprof models info FILE.onnx`): the nodes run
 /// per inference, the cost by operator, the totals, and what was not costed and why.
 pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> String {
-    let tensors = |list: &mut dyn Iterator<Item = String>| list.collect::<Vec<_>>().join(", ");
+    // Prose lines wrap at spaces to the terminal's width (whole when not a terminal).
+    let width = edgeprof::text::table_width();
+    let line = |text: String| match width {
+        Some(w) => edgeprof::text::wrap(&text, w, "  "),
+        None => text,
+    };
     let mut out = String::new();
+    let inputs: Vec<String> = cost
+        .inputs
+        .iter()
+        .map(|t| match t.value {
+            Some(v) => format!("{} {} = {v}", t.name, t.elem_type),
+            None => format!("{} {} {}", t.name, shape(&t.shape), t.elem_type),
+        })
+        .collect();
     let _ = writeln!(
         out,
-        "{}: inputs {}",
-        cost.model,
-        tensors(&mut cost.inputs.iter().map(|t| format!(
-            "{} {} {}",
-            t.name,
-            shape(&t.shape),
-            t.elem_type
-        )))
+        "{}",
+        line(format!("{}: inputs {}", cost.model, inputs.join(", ")))
     );
-    let _ = writeln!(
-        out,
-        "outputs {}",
-        tensors(&mut cost.outputs.iter().map(|o| match o {
-            Some(t) => format!("{} {}", t.name, shape(&t.shape)),
-            None => "(shape unknown)".to_string(),
-        }))
-    );
+    let outputs: Vec<String> = cost
+        .outputs
+        .iter()
+        .map(|o| match &o.shape {
+            Some(s) if s.is_empty() => format!("{} (scalar)", o.name),
+            Some(s) => format!("{} {}", o.name, shape(s)),
+            None => format!("{} (shape unknown)", o.name),
+        })
+        .collect();
+    let _ = writeln!(out, "{}", line(format!("outputs {}", outputs.join(", "))));
     let folded = cost.nodes.iter().filter(|n| n.folded).count();
     let _ = writeln!(
         out,
-        "{} nodes: {} costed ({:.1} %), of which {} computed once at load\n",
-        cost.node_count,
-        cost.costed,
-        100.0 * cost.coverage(),
-        folded
+        "{}\n",
+        line(format!(
+            "{} nodes: {} costed ({:.1} %), of which {} computed once at load",
+            cost.node_count,
+            cost.costed,
+            100.0 * cost.coverage(),
+            folded
+        ))
     );
     let rows: Vec<Vec<String>> = cost
         .nodes
@@ -132,7 +144,11 @@ pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> Strin
             vec![
                 n.name.clone(),
                 n.op.clone(),
-                n.output_shape.as_deref().map(shape).unwrap_or_default(),
+                match n.output_shape.as_deref() {
+                    Some([]) => "scalar".to_string(),
+                    Some(s) => shape(s),
+                    None => String::new(),
+                },
                 si(n.flops),
                 si(n.macs),
                 thousands(n.params),
@@ -204,7 +220,7 @@ pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> Strin
     );
     let _ = writeln!(
         out,
-        "total MACs         {} ({}; convolutions, matrix products, recurrences)",
+        "total MACs         {} ({}; conv, matmul, RNN)",
         thousands(t.macs),
         si(t.macs)
     );
@@ -236,15 +252,31 @@ pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> Strin
     if !cost.not_costed.is_empty() {
         let _ = writeln!(
             out,
-            "\nnot costed: {} of {} nodes (the totals leave them out)",
-            cost.node_count - cost.costed,
-            cost.node_count
+            "\n{}",
+            line(format!(
+                "not costed: {} of {} nodes (the totals leave them out)",
+                cost.node_count - cost.costed,
+                cost.node_count
+            ))
         );
         for n in &cost.not_costed {
             let _ = writeln!(
                 out,
-                "  {} ×{}: {} (first: {})",
-                n.op, n.nodes, n.reason, n.first
+                "{}",
+                line(format!(
+                    "  {} ×{}: {} (first: {})",
+                    n.op, n.nodes, n.reason, n.first
+                ))
+            );
+        }
+        if cost.downstream > 0 {
+            let _ = writeln!(
+                out,
+                "{}",
+                line(format!(
+                    "  and {} node(s) after them, whose input shapes follow from them",
+                    cost.downstream
+                ))
             );
         }
     }

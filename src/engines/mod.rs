@@ -193,7 +193,7 @@ impl Loaded {
     }
 
     /// Every output of one inference, with its shape (inputs bound by name only).
-    pub fn outputs(&self) -> Option<Result<Vec<(Vec<usize>, Vec<f32>)>, EngineError>> {
+    pub fn outputs(&self) -> Option<Result<Vec<tract::Output>, EngineError>> {
         match self {
             Loaded::TractFed { session, inputs } => Some(session.run_fed(inputs)),
             _ => None,

@@ -407,6 +407,9 @@ fn integer_tensor(input: &crate::models::onnx_graph::BoundInput) -> pb::TensorPr
     t
 }
 
+/// One output of an inference: its shape and its values as float32.
+pub type Output = (Vec<usize>, Vec<f32>);
+
 /// tract's element type for an ONNX one.
 fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError> {
     use pb::tensor_proto::DataType as D;
@@ -896,10 +899,7 @@ impl TractSession {
     }
 
     /// One inference on fed inputs; every output as float32 values with its shape.
-    pub fn run_fed(
-        &self,
-        inputs: &TVec<TValue>,
-    ) -> Result<Vec<(Vec<usize>, Vec<f32>)>, EngineError> {
+    pub fn run_fed(&self, inputs: &TVec<TValue>) -> Result<Vec<Output>, EngineError> {
         let run_err = |e: anyhow::Error| EngineError::Run {
             reason: one_line(&e),
         };

@@ -120,13 +120,8 @@ impl InputSpec {
         tensor: &pb::TensorProto,
     ) -> Result<InputSpec, String> {
         let t = tensor_of(tensor)?;
-        let values = match t.value {
-            Some(v) => Some(v),
-            None => Some(
-                tensor_values(tensor)
-                    .ok_or_else(|| format!("its {} values are not read", elem_type_name(t.elem)))?,
-            ),
-        };
+        // Values of a type this does not read leave the input its type and shape only.
+        let values = t.value.or_else(|| tensor_values(tensor));
         Ok(InputSpec {
             name,
             elem: Some(t.elem),
@@ -147,21 +142,44 @@ impl InputSpec {
         use prost::Message;
         let bytes =
             read_model_bytes(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
-        let tensor = pb::TensorProto::decode(&bytes[..])
-            .map_err(|e| format!("{} is no ONNX tensor (.pb): {e}", path.display()))?;
+        let no_tensor = |why: String| format!("{} holds no ONNX tensor ({why})", path.display());
+        if bytes.is_empty() {
+            return Err(no_tensor("it is empty".into()));
+        }
+        let tensor =
+            pb::TensorProto::decode(&bytes[..]).map_err(|e| no_tensor(short_decode_error(&e)))?;
+        if tensor.data_type == 0 {
+            return Err(no_tensor("it names no element type".into()));
+        }
         Self::from_tensor(name, &tensor)
     }
 }
 
-#[derive(Debug, Error, PartialEq)]
-#[error(
-    "input {text:?} is not NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS (ids=int64:1x77), \
-     NAME=TYPE:VALUE for a scalar (sr=int64:16000), NAME=@FILE.pb or CxHxW (3x224x224): {why}"
-)]
+#[derive(Debug, PartialEq)]
 pub struct InputSpecError {
     pub text: String,
     pub why: String,
+    /// The text is well formed but names a file that cannot be read as a tensor.
+    pub file: bool,
 }
+
+impl std::fmt::Display for InputSpecError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.file {
+            write!(f, "input {:?}: {}", self.text, self.why)
+        } else {
+            write!(
+                f,
+                "input {:?} is not NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS \
+                 (ids=int64:1x77), NAME=TYPE:VALUE for a scalar (sr=int64:16000), NAME=@FILE.pb \
+                 or CxHxW (3x224x224): {}",
+                self.text, self.why
+            )
+        }
+    }
+}
+
+impl std::error::Error for InputSpecError {}
 
 impl std::str::FromStr for InputSpec {
     type Err = InputSpecError;
@@ -170,6 +188,7 @@ impl std::str::FromStr for InputSpec {
         let err = |why: &str| InputSpecError {
             text: text.to_string(),
             why: why.to_string(),
+            file: false,
         };
         let (name, rest) = match text.split_once('=') {
             Some((n, r)) => {
@@ -182,9 +201,13 @@ impl std::str::FromStr for InputSpec {
             None => (None, text.trim()),
         };
         if let Some(file) = rest.strip_prefix('@') {
+            if file.trim().is_empty() {
+                return Err(err("no file after @"));
+            }
             return Self::from_file(name, Path::new(file.trim())).map_err(|why| InputSpecError {
                 text: text.to_string(),
                 why,
+                file: true,
             });
         }
         let (elem, body) = match rest.split_once(':') {
@@ -206,12 +229,25 @@ impl std::str::FromStr for InputSpec {
         let parts: Vec<&str> = body.split(['x', 'X', '×']).map(str::trim).collect();
         let dims: Option<Vec<usize>> = parts.iter().map(|p| p.parse::<usize>().ok()).collect();
         let value = if parts.len() == 1 {
-            body.parse::<f64>().ok().filter(|v| v.is_finite())
+            match body.to_ascii_lowercase().as_str() {
+                "true" => Some(1.0),
+                "false" => Some(0.0),
+                _ => body.parse::<f64>().ok().filter(|v| v.is_finite()),
+            }
         } else {
             None
         };
         if dims.is_none() && value.is_none() {
+            if parts
+                .iter()
+                .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            {
+                return Err(err("a dimension is larger than any tensor's"));
+            }
             return Err(err("dimensions are whole numbers joined by x"));
+        }
+        if dims.as_ref().is_some_and(|d| d.len() > 1 && d.contains(&0)) {
+            return Err(err("a dimension is 0"));
         }
         if name.is_none() && elem.is_none() {
             if let Ok(image) = body.parse::<InputShape>() {
@@ -249,6 +285,19 @@ fn elem_type_named(name: &str) -> Option<i32> {
         _ => return None,
     };
     Some(t as i32)
+}
+
+/// A protobuf decoding error in a few words: its reason without the path of fields it was
+/// found under (which runs to thousands of characters in deeply nested graphs).
+pub(crate) fn short_decode_error(e: &prost::DecodeError) -> String {
+    let text = e.to_string();
+    if text.contains("recursion limit reached") {
+        return "its graphs are nested deeper than protobuf's recursion limit".into();
+    }
+    match text.rsplit_once(": ") {
+        Some((_, reason)) => format!("failed to decode Protobuf message: {reason}"),
+        None => text,
+    }
 }
 
 /// The name ONNX gives an element type (`float32`, `int64`, …).
@@ -291,6 +340,17 @@ pub struct TensorDesc {
     pub name: String,
     pub elem_type: String,
     pub shape: Vec<usize>,
+    /// A scalar input's value, when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<f64>,
+}
+
+/// One output of the model as it was analysed.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct OutputDesc {
+    pub name: String,
+    pub elem_type: Option<String>,
+    pub shape: Option<Vec<usize>>,
 }
 
 /// One node's cost. A node that was not costed has zeros and says why.
@@ -315,6 +375,10 @@ pub struct NodeCost {
     pub folded: bool,
     /// Why it was not costed; None when it was.
     pub not_costed: Option<String>,
+    /// When it was not costed only because an input's shape is unknown: the node that
+    /// input's unknown shape goes back to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// Totals over the costed nodes; parameters count each weight once.
@@ -345,13 +409,17 @@ pub struct NotCosted {
 pub struct GraphCost {
     pub model: String,
     pub inputs: Vec<TensorDesc>,
-    pub outputs: Vec<Option<TensorDesc>>,
+    /// The model's outputs; a shape (and type) unknown when a node before it was not costed.
+    pub outputs: Vec<OutputDesc>,
     pub nodes: Vec<NodeCost>,
     pub total: Totals,
     /// Nodes in all (branch bodies that were costed included) and those costed.
     pub node_count: usize,
     pub costed: usize,
+    /// The operators not costed for a reason of their own (each once, with its count).
     pub not_costed: Vec<NotCosted>,
+    /// Nodes not costed only because their inputs come after one of those (shapes unknown).
+    pub downstream: usize,
 }
 
 impl GraphCost {
@@ -455,7 +523,7 @@ pub fn bind_file_inputs(
     })?;
     let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| AnalysisError::Decode {
         file: file.clone(),
-        reason: e.to_string().replace('\n', " "),
+        reason: short_decode_error(&e),
         hint: other_format_hint(path, &bytes[..bytes.len().min(16)]),
     })?;
     let inputs_err = |reason: String| AnalysisError::Inputs {
@@ -484,7 +552,7 @@ pub fn analyse_file(
     })?;
     let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| AnalysisError::Decode {
         file: file.clone(),
-        reason: e.to_string().replace('\n', " "),
+        reason: short_decode_error(&e),
         hint: other_format_hint(path, &bytes[..bytes.len().min(16)]),
     })?;
     let name = path
@@ -500,6 +568,9 @@ pub(crate) struct T {
     pub elem: i32,
     pub shape: Vec<usize>,
     pub constant: bool,
+    /// One of the file's weights (an initializer, a `Constant`, or computed at load from
+    /// them alone); a constant computed from shapes (a detector's anchor grid) is not.
+    pub weight: bool,
     pub value: Option<Vec<f64>>,
 }
 
@@ -596,8 +667,20 @@ pub(crate) fn tensor_of(t: &pb::TensorProto) -> Result<T, String> {
         elem: t.data_type,
         shape,
         constant: true,
+        weight: false,
         value,
     })
+}
+
+/// An initializer as a value: a weight of the file, or why it cannot be read (said as the
+/// reason of the nodes that read it).
+fn initializer(t: &pb::TensorProto) -> Slot {
+    tensor_of(t)
+        .map(|mut v| {
+            v.weight = true;
+            v
+        })
+        .map_err(|e| format!("its input {} cannot be read: {e}", t.name))
 }
 
 /// Elements of a shape, refused past [`MAX_ELEMENTS`].
@@ -694,6 +777,16 @@ pub fn bind_inputs(
             }
         }
     }
+    if batch == Some(0) {
+        return Err("the batch must be at least 1".into());
+    }
+    for (k, spec) in given.iter().enumerate() {
+        if let Some(n) = &spec.name {
+            if given[..k].iter().any(|s| s.name.as_ref() == Some(n)) {
+                return Err(format!("input {n} is given twice"));
+            }
+        }
+    }
     let unnamed: Vec<&InputSpec> = given.iter().filter(|s| s.name.is_none()).collect();
     if unnamed.len() > 1 {
         return Err("more than one input given without a name: name them (NAME=DIMS)".into());
@@ -773,7 +866,17 @@ pub fn bind_inputs(
                 })?;
                 vec![n, img.channels, img.height, img.width]
             }
-            (Some(InputSpec { dims: Some(g), .. }), _) => g.clone(),
+            (Some(InputSpec { dims: Some(g), .. }), _) => {
+                if let (Some(b), Some(&first)) = (batch, g.first()) {
+                    if g.len() >= 2 && first != b {
+                        return Err(format!(
+                            "--batch {b} contradicts input {}'s first dimension {first}",
+                            v.name
+                        ));
+                    }
+                }
+                g.clone()
+            }
             (_, Some(d)) => {
                 let mut out = Vec::with_capacity(d.len());
                 for (i, dim) in d.iter().enumerate() {
@@ -841,6 +944,9 @@ pub fn bind_inputs(
             }
         }
         checked_elements(&dims).map_err(|e| format!("input {}: {e}", v.name))?;
+        if let (Some(v2), true) = (&value, dims.is_empty()) {
+            check_scalar(&v.name, elem, v2.first().copied().unwrap_or_default())?;
+        }
         if let Some(v2) = &value {
             if v2.len() as u64 != checked_elements(&dims)? {
                 return Err(format!(
@@ -859,6 +965,32 @@ pub fn bind_inputs(
         });
     }
     Ok(bound)
+}
+
+/// A scalar input's value fits its element type: a whole number in range for an integer, 0 or
+/// 1 for a bool.
+fn check_scalar(name: &str, elem: i32, value: f64) -> Result<(), String> {
+    use pb::tensor_proto::DataType as D;
+    let (lo, hi) = match D::try_from(elem) {
+        Ok(D::Bool) => (0.0, 1.0),
+        Ok(D::Int8) => (-128.0, 127.0),
+        Ok(D::Uint8) => (0.0, 255.0),
+        Ok(D::Int16) => (-32768.0, 32767.0),
+        Ok(D::Uint16) => (0.0, 65535.0),
+        Ok(D::Int32) => (-2147483648.0, 2147483647.0),
+        Ok(D::Uint32) => (0.0, 4294967295.0),
+        // Exactly representable integers only.
+        Ok(D::Int64) => (-9007199254740992.0, 9007199254740992.0),
+        Ok(D::Uint64) => (0.0, 9007199254740992.0),
+        _ => return Ok(()),
+    };
+    if value.fract() != 0.0 || value < lo || value > hi {
+        return Err(format!(
+            "input {name} is {}: {value} is not one of its values",
+            elem_type_name(elem)
+        ));
+    }
+    Ok(())
 }
 
 /// Analyses a decoded ONNX model; `name` names the model, `file` the file in messages.
@@ -893,6 +1025,7 @@ pub fn analyse(
                     elem: b.elem,
                     shape: b.shape,
                     constant: false,
+                    weight: false,
                     value,
                 },
             )
@@ -912,7 +1045,7 @@ pub fn analyse(
     };
     let mut scope: HashMap<String, Slot> = HashMap::new();
     for t in &graph.initializer {
-        scope.insert(t.name.clone(), tensor_of(t));
+        scope.insert(t.name.clone(), initializer(t));
     }
     for (n, t) in &bound {
         scope.insert(n.clone(), Ok(t.clone()));
@@ -922,16 +1055,25 @@ pub fn analyse(
         .output
         .iter()
         .map(|o| match scope.get(&o.name) {
-            Some(Ok(t)) => Some(TensorDesc {
+            Some(Ok(t)) => OutputDesc {
                 name: o.name.clone(),
-                elem_type: elem_type_name(t.elem),
-                shape: t.shape.clone(),
-            }),
-            _ => None,
+                elem_type: Some(elem_type_name(t.elem)),
+                shape: Some(t.shape.clone()),
+            },
+            _ => OutputDesc {
+                name: o.name.clone(),
+                elem_type: None,
+                shape: None,
+            },
         })
         .collect();
     let mut not_costed: Vec<NotCosted> = Vec::new();
-    for n in &walk.nodes {
+    let downstream = walk
+        .nodes
+        .iter()
+        .filter(|n| n.not_costed.is_some() && n.after.is_some())
+        .count();
+    for n in walk.nodes.iter().filter(|n| n.after.is_none()) {
         if let Some(reason) = &n.not_costed {
             match not_costed
                 .iter_mut()
@@ -956,15 +1098,88 @@ pub fn analyse(
                 name: n.clone(),
                 elem_type: elem_type_name(t.elem),
                 shape: t.shape.clone(),
+                value: t
+                    .value
+                    .as_ref()
+                    .filter(|_| t.shape.is_empty())
+                    .and_then(|v| v.first().copied()),
             })
             .collect(),
         outputs,
         node_count: walk.nodes.len(),
         costed,
+        downstream,
         nodes: walk.nodes,
         total: walk.total,
         not_costed,
     })
+}
+
+/// The graph's nodes in an order where every node comes after those that produce its inputs
+/// (the file's own order where it already is one, as ONNX requires; exporters sometimes do
+/// not keep it), and the nodes on a cycle, which have no such place.
+fn topological(graph: &pb::GraphProto, scope: &HashMap<String, Slot>) -> (Vec<usize>, Vec<usize>) {
+    let producer: HashMap<&str, usize> = graph
+        .node
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| n.output.iter().map(move |o| (o.as_str(), i)))
+        .collect();
+    let deps: Vec<Vec<usize>> = graph
+        .node
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            let mut d: Vec<usize> = n
+                .input
+                .iter()
+                .filter(|x| !x.is_empty() && !scope.contains_key(x.as_str()))
+                .filter_map(|x| producer.get(x.as_str()).copied())
+                .filter(|&p| p != i || n.output.iter().all(|o| o.is_empty()))
+                .collect();
+            // A node that reads its own output is on a cycle of one.
+            if n.input
+                .iter()
+                .any(|x| !x.is_empty() && n.output.contains(x))
+            {
+                d.push(i);
+            }
+            d
+        })
+        .collect();
+    let mut state = vec![0u8; graph.node.len()]; // 0 new, 1 on the stack, 2 placed
+    let mut order = Vec::with_capacity(graph.node.len());
+    let mut cyclic = Vec::new();
+    for start in 0..graph.node.len() {
+        if state[start] != 0 {
+            continue;
+        }
+        // Iterative depth-first search: (node, next dependency to visit).
+        let mut stack = vec![(start, 0usize)];
+        state[start] = 1;
+        while let Some((node, k)) = stack.pop() {
+            if let Some(&dep) = deps[node].get(k) {
+                stack.push((node, k + 1));
+                match state[dep] {
+                    0 => {
+                        state[dep] = 1;
+                        stack.push((dep, 0));
+                    }
+                    // Back to a node still open: a cycle.
+                    1 if !cyclic.contains(&dep) => cyclic.push(dep),
+                    _ => {}
+                }
+            } else {
+                state[node] = 2;
+                if !cyclic.contains(&node) {
+                    order.push(node);
+                }
+            }
+        }
+    }
+    // What depends on a node of a cycle cannot come before it either: it is listed after.
+    cyclic.sort_unstable();
+    (order, cyclic)
 }
 
 /// The walk over a graph and its costed branch bodies.
@@ -998,11 +1213,49 @@ fn op_label(node: &pb::NodeProto) -> String {
     }
 }
 
+impl NodeCost {
+    fn named(name: &str, op: &str) -> NodeCost {
+        NodeCost {
+            name: name.to_string(),
+            op: op.to_string(),
+            output_shape: None,
+            macs: 0,
+            flops: 0,
+            params: 0,
+            buffers: 0,
+            param_bytes: 0,
+            input_bytes: 0,
+            output_bytes: 0,
+            dram_bytes: 0,
+            folded: false,
+            not_costed: None,
+            after: None,
+        }
+    }
+}
+
 impl Walk {
     fn graph(&mut self, graph: &pb::GraphProto, scope: &mut HashMap<String, Slot>, prefix: &str) {
-        for (i, node) in graph.node.iter().enumerate() {
+        let (order, cyclic) = topological(graph, scope);
+        // Nodes on a cycle never have all their inputs: their outputs are unknown to the nodes
+        // that read them, and each is listed.
+        for &i in &cyclic {
+            for o in &graph.node[i].output {
+                scope.insert(o.clone(), Err(format!("its input {o} comes from a cycle")));
+            }
+        }
+        for i in order {
+            let node = &graph.node[i];
             let name = node_name(node, i, prefix);
             self.node(node, &name, scope);
+        }
+        for i in cyclic {
+            let node = &graph.node[i];
+            let name = node_name(node, i, prefix);
+            self.nodes.push(NodeCost {
+                not_costed: Some("the graph has a cycle through this node".into()),
+                ..NodeCost::named(&name, &op_label(node))
+            });
         }
     }
 
@@ -1023,21 +1276,7 @@ impl Walk {
                     }
                 })
                 .collect();
-        let mut record = NodeCost {
-            name: name.to_string(),
-            op: op.clone(),
-            output_shape: None,
-            macs: 0,
-            flops: 0,
-            params: 0,
-            buffers: 0,
-            param_bytes: 0,
-            input_bytes: 0,
-            output_bytes: 0,
-            dram_bytes: 0,
-            folded: false,
-            not_costed: None,
-        };
+        let mut record = NodeCost::named(name, &op);
         let unknown = |why: String, scope: &mut HashMap<String, Slot>| {
             for o in &node.output {
                 scope.insert(o.clone(), Err(name.to_string()));
@@ -1049,9 +1288,15 @@ impl Walk {
             let why = if since.starts_with("its input") {
                 since.clone()
             } else {
+                record.after = Some(since.clone());
                 format!("its input's shape is unknown (since node {since})")
             };
-            record.not_costed = Some(unknown(why, scope));
+            // Later nodes trace back to the same first node.
+            let root = record.after.clone().unwrap_or_else(|| name.to_string());
+            for o in &node.output {
+                scope.insert(o.clone(), Err(root.clone()));
+            }
+            record.not_costed = Some(why);
             self.nodes.push(record);
             return;
         }
@@ -1075,6 +1320,16 @@ impl Walk {
                         || known.iter().flatten().all(|t| t.constant)
                             && !ops::RUN_TIME.contains(&op.as_str()));
                 record.output_shape = out.outputs.first().map(|t| t.shape.clone());
+                // A folded node's outputs are weights when it is a Constant or every input it
+                // computes on is one (a dequantized or reshaped weight).
+                let data: Vec<&T> = known
+                    .iter()
+                    .enumerate()
+                    .filter(|(k, _)| ops::role(&op, *k) != ops::Role::Control)
+                    .filter_map(|(_, t)| *t)
+                    .collect();
+                let weight = folded
+                    && (op == "Constant" || (!data.is_empty() && data.iter().all(|t| t.weight)));
                 if folded {
                     record.folded = true;
                 } else {
@@ -1087,6 +1342,7 @@ impl Walk {
                     // Values stay known where they were computed from known ones (a shape
                     // from a given input's value), even where the node runs each time.
                     t.constant = folded;
+                    t.weight = weight;
                     scope.insert(o.clone(), Ok(t));
                 }
                 self.nodes.push(record);
@@ -1109,7 +1365,7 @@ impl Walk {
             let Some(t) = t else { continue };
             let role = ops::role(op, k);
             let bytes = t.elements().saturating_mul(elem_bytes(t.elem));
-            if t.constant {
+            if t.constant && t.weight {
                 if role == ops::Role::Control {
                     continue;
                 }
@@ -1194,7 +1450,7 @@ impl Walk {
                 self.nodes.push(record);
                 let mut inner = scope.clone();
                 for t in &taken.initializer {
-                    inner.insert(t.name.clone(), tensor_of(t));
+                    inner.insert(t.name.clone(), initializer(t));
                 }
                 self.graph(taken, &mut inner, &format!("{name}/{label}/"));
                 for (o, b) in node.output.iter().zip(&taken.output) {
@@ -1218,7 +1474,7 @@ impl Walk {
                     };
                     let mut inner = scope.clone();
                     for t in &g.initializer {
-                        inner.insert(t.name.clone(), tensor_of(t));
+                        inner.insert(t.name.clone(), initializer(t));
                     }
                     side.graph(g, &mut inner, "");
                     shapes.push(
@@ -1244,6 +1500,7 @@ impl Walk {
                         (Some(Ok(a)), Some(Ok(b))) if a.shape == b.shape && a.elem == b.elem => {
                             Ok(T {
                                 constant: false,
+                                weight: false,
                                 value: None,
                                 ..a
                             })

@@ -172,6 +172,7 @@ fn t(elem: i32, shape: Vec<usize>) -> R<T> {
         elem,
         shape,
         constant: false,
+        weight: false,
         value: None,
     })
 }
@@ -494,10 +495,11 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
         }
         "Pad" => pad(node, opset, ins),
         "ConstantOfShape" => {
-            let dims: Vec<usize> = ints(input(ins, 0)?, "shape")?
-                .iter()
-                .map(|&d| d.max(0) as usize)
-                .collect();
+            let dims = ints(input(ins, 0)?, "shape")?;
+            if let Some(bad) = dims.iter().find(|&&d| d < 0) {
+                return Err(format!("a dimension of {bad}"));
+            }
+            let dims: Vec<usize> = dims.iter().map(|&d| d as usize).collect();
             let (elem, fill) = match attr(node, "value").and_then(|a| a.t.as_ref()) {
                 Some(tp) => {
                     let c = super::tensor_of(tp)?;
@@ -628,8 +630,11 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             let size = ai(node, "size", 1).max(1) as u64;
             elementwise(x, 2 * size + 3)
         }
-        "Softmax" | "LogSoftmax" => elementwise(input(ins, 0)?, 5),
-        "Hardmax" => elementwise(input(ins, 0)?, 1),
+        "Softmax" | "LogSoftmax" | "Hardmax" => {
+            let x = input(ins, 0)?;
+            axis(ai(node, "axis", -1), x.shape.len().max(1))?;
+            elementwise(x, if op == "Hardmax" { 1 } else { 5 })
+        }
         "CumSum" => elementwise(input(ins, 0)?, 1),
         "Trilu" | "ReverseSequence" => elementwise(input(ins, 0)?, 0),
         "QuantizeLinear" => {
@@ -1311,20 +1316,18 @@ fn gather(node: &pb::NodeProto, ins: &[Option<&T>]) -> R<Out> {
             let inner = n(&x.shape[a + 1..]) as usize;
             let len = x.shape[a] as i64;
             let mut out = Vec::with_capacity(n(&shape) as usize);
-            let mut ok = true;
             for o in 0..outer {
                 for &i in iv {
                     let i = i as i64;
                     let i = if i < 0 { i + len } else { i };
                     if !(0..len).contains(&i) {
-                        ok = false;
-                        break;
+                        return Err(format!("index {i} is outside 0..{len}"));
                     }
                     let base = (o * len as usize + i as usize) * inner;
                     out.extend_from_slice(&v[base..base + inner]);
                 }
             }
-            ok.then_some(out)
+            Some(out)
         }
         _ => None,
     };
@@ -1380,6 +1383,12 @@ fn windows(node: &pb::NodeProto, spatial: &[usize], kernel: &[usize], ceil: bool
     let dil = aints(node, "dilations").unwrap_or_else(|| vec![1; s]);
     let pads = aints(node, "pads").unwrap_or_else(|| vec![0; 2 * s]);
     let auto = astr(node, "auto_pad", "NOTSET");
+    if !matches!(
+        auto.as_str(),
+        "NOTSET" | "SAME_UPPER" | "SAME_LOWER" | "VALID" | ""
+    ) {
+        return Err(format!("auto_pad {auto:?} is none of ONNX's"));
+    }
     if strides.len() != s || dil.len() != s || pads.len() != 2 * s || kernel.len() != s {
         return Err(format!(
             "its strides, dilations, pads or kernel do not fit {s} spatial axes"
@@ -1440,7 +1449,11 @@ fn conv(node: &pb::NodeProto, ins: &[Option<&T>], w_at: usize, x_at: usize, b_at
             show_shape(&w.shape)
         ));
     }
-    let group = ai(node, "group", 1).max(1) as usize;
+    let group = ai(node, "group", 1);
+    if group < 1 {
+        return Err(format!("a group of {group}"));
+    }
+    let group = group as usize;
     let (nb, c) = (x.shape[0], x.shape[1]);
     let m = w.shape[0];
     if !c.is_multiple_of(group) || !m.is_multiple_of(group) || times(w.shape[1], group)? != c {
@@ -1450,6 +1463,14 @@ fn conv(node: &pb::NodeProto, ins: &[Option<&T>], w_at: usize, x_at: usize, b_at
         ));
     }
     let kernel: Vec<usize> = w.shape[2..].to_vec();
+    if let Some(k) = aints(node, "kernel_shape") {
+        if k.iter().map(|&v| v as usize).ne(kernel.iter().copied()) {
+            return Err(format!(
+                "kernel_shape {k:?} contradicts its weights {}",
+                show_shape(&w.shape)
+            ));
+        }
+    }
     let spatial = windows(node, &x.shape[2..], &kernel, false)?;
     let mut shape = vec![nb, m];
     shape.extend(&spatial);
@@ -1779,9 +1800,12 @@ fn resize(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Out> {
             return Err(format!("{} sizes for {} axes", sizes.len(), axes.len()));
         }
         let policy = astr(node, "keep_aspect_ratio_policy", "stretch");
+        if let Some(bad) = sizes.iter().find(|&&v| v < 0) {
+            return Err(format!("a size of {bad}"));
+        }
         if policy == "stretch" {
             for (&a, &s) in axes.iter().zip(&sizes) {
-                shape[a] = s.max(0) as usize;
+                shape[a] = s as usize;
             }
         } else {
             let ratios = axes

@@ -204,10 +204,7 @@ fn a_1d_convolution_and_a_transposed_one_by_hand() {
     let b = only(&c, "t");
     assert_eq!(b.output_shape, Some(vec![1, 2, 12]));
     assert_eq!((b.macs, b.flops, b.params), (320, 640, 64));
-    assert_eq!(
-        c.outputs[0].as_ref().map(|o| o.shape.clone()),
-        Some(vec![1, 2, 12])
-    );
+    assert_eq!(c.outputs[0].shape.clone(), Some(vec![1, 2, 12]));
 }
 
 #[test]
@@ -235,10 +232,7 @@ fn an_lstm_by_hand() {
     assert_eq!(l.output_shape, Some(vec![7, 1, 1, 32]));
     assert_eq!((l.macs, l.flops), (43_008, 86_016 + 7_168));
     assert_eq!(l.params, 128 * 16 + 128 * 32 + 256);
-    assert_eq!(
-        c.outputs[1].as_ref().map(|o| o.shape.clone()),
-        Some(vec![1, 1, 32])
-    );
+    assert_eq!(c.outputs[1].shape.clone(), Some(vec![1, 1, 32]));
 }
 
 #[test]
@@ -353,15 +347,10 @@ fn an_unknown_operator_is_listed_and_the_rest_costed() {
         .iter()
         .map(|n| (n.op.as_str(), n.nodes))
         .collect();
-    assert_eq!(
-        ops,
-        [("com.example.NoSuchOp", 1), ("Relu", 1), ("NonZero", 1)]
-    );
-    assert!(
-        c.not_costed[1].reason.contains("since node mystery"),
-        "{:?}",
-        c.not_costed
-    );
+    // The node after the unknown one is not costed because of it, and said so apart.
+    assert_eq!(ops, [("com.example.NoSuchOp", 1), ("NonZero", 1)]);
+    assert_eq!(c.downstream, 1);
+    assert_eq!(only(&c, "after").after.as_deref(), Some("mystery"));
     assert_eq!(c.total.flops, 8 + 32);
 }
 
@@ -411,20 +400,20 @@ fn branchy() -> pb::ModelProto {
 
 #[test]
 fn an_if_costs_the_branch_its_known_condition_takes() {
+    // The comparison runs each time (sr is an input); the Relu branch is taken.
     let c = run(&branchy(), &["sr=int64:16000"]);
     assert_eq!(c.costed, c.node_count);
-    assert_eq!(c.total.flops, 10);
+    assert_eq!(c.total.flops, 1 + 10);
+    assert_eq!(c.inputs[1].value, Some(16000.0));
     assert!(c.nodes.iter().any(|n| n.name == "choose/then/Relu_0"));
     let c = run(&branchy(), &["sr=int64:8000"]);
-    assert_eq!(c.total.flops, 80);
+    assert_eq!(c.total.flops, 1 + 80);
+    assert!(refused(&branchy(), &["sr=int64:16000.5"]).contains("16000.5 is not one of its values"));
     // Without the value, the If is listed and its output keeps the shape both branches give.
     let c = run(&branchy(), &[]);
     assert_eq!(c.not_costed.len(), 1);
     assert_eq!(c.not_costed[0].op, "If");
-    assert_eq!(
-        c.outputs[0].as_ref().map(|o| o.shape.clone()),
-        Some(vec![1, 10])
-    );
+    assert_eq!(c.outputs[0].shape.clone(), Some(vec![1, 10]));
 }
 
 #[test]
@@ -540,5 +529,106 @@ fn other_formats_are_named_with_how_to_convert() {
     match analyse_file(Path::new("/dev/zero"), &[], None) {
         Ok(_) => panic!("/dev/zero analysed"),
         Err(e) => assert!(e.to_string().contains("not a regular file"), "{e}"),
+    }
+}
+
+#[test]
+fn nodes_out_of_order_are_sorted_and_a_cycle_is_named() {
+    let c = run(
+        &model(
+            vec![
+                node("Sigmoid", "second", &["a"], &["y"]),
+                node("Relu", "first", &["x"], &["a"]),
+            ],
+            vec![f32_input("x", &[1, 8])],
+            vec![],
+            &["y"],
+        ),
+        &[],
+    );
+    assert_eq!(c.costed, 2);
+    assert_eq!(c.total.flops, 8 + 32);
+    let cyclic = run(
+        &model(
+            vec![
+                node("Add", "p", &["x", "b"], &["a"]),
+                node("Relu", "q", &["a"], &["b"]),
+            ],
+            vec![f32_input("x", &[1, 8])],
+            vec![],
+            &["b"],
+        ),
+        &[],
+    );
+    assert_eq!(cyclic.costed, 0);
+    assert!(
+        cyclic
+            .not_costed
+            .iter()
+            .any(|n| n.reason == "the graph has a cycle through this node"),
+        "{:?}",
+        cyclic.not_costed
+    );
+}
+
+#[test]
+fn constants_computed_from_shapes_are_no_parameters() {
+    // A detector's anchors: a Range over the input's width, scaled by a weight.
+    let mut nodes = vec![
+        node("Shape", "shape", &["x"], &["s"]),
+        with(
+            node("Gather", "w", &["s", "three"], &["width"]),
+            vec![int("axis", 0)],
+        ),
+        node("Range", "grid", &["zero", "width", "one"], &["g"]),
+        node("Cast", "as_float", &["g"], &["gf"]),
+        node("Mul", "scale", &["gf", "half"], &["anchors"]),
+        node("Add", "place", &["x", "anchors"], &["y"]),
+    ];
+    nodes[3].attribute = vec![int("to", F32 as i64)];
+    let c = run(
+        &model(
+            nodes,
+            vec![f32_input("x", &[1, 2, 4, 16])],
+            vec![
+                scalar_i64("three", 3),
+                scalar_i64("zero", 0),
+                scalar_i64("one", 1),
+                float_tensor("half", &[], &[0.5]),
+            ],
+            &["y"],
+        ),
+        &[],
+    );
+    assert_eq!(c.costed, c.node_count, "{:?}", c.not_costed);
+    // The anchors (16 values) are read as data, not counted as parameters.
+    assert_eq!(c.total.params, 0);
+    assert_eq!(only(&c, "place").input_bytes, (128 + 16) * 4);
+}
+
+#[test]
+fn an_input_given_twice_or_a_zero_batch_is_refused() {
+    let proto = model(
+        vec![node("Relu", "r", &["x"], &["y"])],
+        vec![input("x", F32, &[Err("n"), Ok(8)])],
+        vec![],
+        &["y"],
+    );
+    assert!(refused(&proto, &["x=1x8", "x=2x8"]).contains("input x is given twice"));
+    match analyse(&proto, "m", "m.onnx", &[], Some(0)) {
+        Ok(c) => panic!("analysed: {c:?}"),
+        Err(e) => assert!(
+            e.to_string().contains("the batch must be at least 1"),
+            "{e}"
+        ),
+    }
+}
+
+fn scalar_i64(name: &str, v: i64) -> pb::TensorProto {
+    pb::TensorProto {
+        name: name.to_string(),
+        data_type: I64,
+        int64_data: vec![v],
+        ..Default::default()
     }
 }
