@@ -10,17 +10,10 @@ mod common;
 use common::*;
 use std::path::{Path, PathBuf};
 use std::process;
-use std::sync::OnceLock;
 
 /// The Python interpreter with onnx and onnxruntime, set up on first use.
 fn python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        test_python(
-            "import onnx, onnxruntime, numpy",
-            &["onnx", "onnxruntime", "numpy"],
-        )
-    })
+    onnx_python()
 }
 
 /// Exports each (model, input) with reference data and runs the checker script on all of them.

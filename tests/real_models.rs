@@ -12,15 +12,9 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The Python interpreter with onnxruntime, set up on first use.
+/// The Python interpreter with onnx and onnxruntime, set up on first use.
 fn python() -> &'static Path {
-    static PYTHON: OnceLock<PathBuf> = OnceLock::new();
-    PYTHON.get_or_init(|| {
-        test_python(
-            "import onnx, onnxruntime, numpy",
-            &["onnx", "onnxruntime", "numpy"],
-        )
-    })
+    onnx_python()
 }
 
 fn script() -> String {
@@ -304,7 +298,7 @@ fn conformance_case(case: &Path) -> Outcome {
         };
         match InputSpec::from_tensor(Some(name.to_string()), &t) {
             Ok(s) => specs.push(s),
-            Err(e) => return Outcome::NotBound(e),
+            Err(e) => return Outcome::NotBound(e.to_string()),
         }
     }
     let cost = match analyse(&model, "m", "model.onnx", &specs, None) {

@@ -577,7 +577,8 @@ impl ShapeArgs {
 pub(super) struct InfoShapeArgs {
     /// A zoo model's input as CxHxW [default: 3x224x224]. An ONNX file's inputs, once each:
     /// NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS, NAME=TYPE:VALUE for a scalar
-    /// (sr=int64:16000), or CxHxW for its one image input [default: the file's own shapes]
+    /// (sr=int64:16000), NAME=@FILE.pb for a tensor's shape and values, or CxHxW for its one
+    /// image input [default: the file's own shapes]
     #[arg(long, value_name = "SPEC")]
     pub(super) input: Vec<String>,
     /// Batch size [default: 1, or an ONNX file's own]

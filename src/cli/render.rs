@@ -49,8 +49,28 @@ pub fn cost_table(cost: &ModelCost) -> String {
         &[false, false, false, true, true, true, true, true, true],
         &rows,
     ));
-    let t = &cost.total;
     let _ = writeln!(out);
+    out.push_str(&totals_block(
+        &cost.total,
+        "conv + linear",
+        &format!(
+            "{} with BN buffers",
+            thousands(cost.total.params + cost.total.buffers)
+        ),
+        "layer by layer",
+    ));
+    out
+}
+
+/// The totals under a cost table: FLOPs, MACs (`macs_of` says of what), parameters (with
+/// `params_note`), activations, the minimal DRAM traffic (`summed` says how) and the intensity.
+fn totals_block(
+    t: &edgeprof::models::cost::CostTotals,
+    macs_of: &str,
+    params_note: &str,
+    summed: &str,
+) -> String {
+    let mut out = String::new();
     let _ = writeln!(
         out,
         "total FLOPs        {} ({})",
@@ -59,15 +79,14 @@ pub fn cost_table(cost: &ModelCost) -> String {
     );
     let _ = writeln!(
         out,
-        "total MACs         {} ({}; conv + linear)",
+        "total MACs         {} ({}; {macs_of})",
         thousands(t.macs),
         si(t.macs)
     );
     let _ = writeln!(
         out,
-        "parameters         {} ({} with BN buffers: {})",
+        "parameters         {} ({params_note}: {})",
         thousands(t.params),
-        thousands(t.params + t.buffers),
         bytes(t.param_bytes)
     );
     let _ = writeln!(
@@ -78,7 +97,7 @@ pub fn cost_table(cost: &ModelCost) -> String {
     );
     let _ = writeln!(
         out,
-        "min. DRAM traffic  {} (weights + inputs + outputs, layer by layer)",
+        "min. DRAM traffic  {} (weights + inputs + outputs, {summed})",
         bytes(t.dram_bytes)
     );
     if t.dram_bytes > 0 {
@@ -212,43 +231,12 @@ pub fn graph_cost_table(cost: &edgeprof::models::onnx_graph::GraphCost) -> Strin
         &[0, 2, 3],
     ));
     let _ = writeln!(out);
-    let _ = writeln!(
-        out,
-        "total FLOPs        {} ({})",
-        thousands(t.flops),
-        si(t.flops)
-    );
-    let _ = writeln!(
-        out,
-        "total MACs         {} ({}; conv, matmul, RNN)",
-        thousands(t.macs),
-        si(t.macs)
-    );
-    let _ = writeln!(
-        out,
-        "parameters         {} (and {} batch-norm statistics; {})",
-        thousands(t.params),
-        thousands(t.buffers),
-        bytes(t.param_bytes)
-    );
-    let _ = writeln!(
-        out,
-        "activations        {} read, {} written",
-        bytes(t.input_bytes),
-        bytes(t.output_bytes)
-    );
-    let _ = writeln!(
-        out,
-        "min. DRAM traffic  {} (weights + inputs + outputs, node by node)",
-        bytes(t.dram_bytes)
-    );
-    if t.dram_bytes > 0 {
-        let _ = writeln!(
-            out,
-            "intensity          {:.2} FLOP/byte at DRAM",
-            t.flops as f64 / t.dram_bytes as f64
-        );
-    }
+    out.push_str(&totals_block(
+        t,
+        "conv, matmul, RNN",
+        &format!("and {} batch-norm statistics", thousands(t.buffers)),
+        "node by node",
+    ));
     if !cost.not_costed.is_empty() {
         let _ = writeln!(
             out,

@@ -120,6 +120,17 @@ pub fn test_python(check: &str, packages: &[&str]) -> std::path::PathBuf {
     test_python_in("test-venv", "EDGEPROF_TEST_PYTHON", check, packages)
 }
 
+/// The tests' Python with onnx, onnxruntime and numpy, set up once per test binary.
+pub fn onnx_python() -> &'static std::path::Path {
+    static PYTHON: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    PYTHON.get_or_init(|| {
+        test_python(
+            "import onnx, onnxruntime, numpy",
+            &["onnx", "onnxruntime", "numpy"],
+        )
+    })
+}
+
 /// [`test_python`] in the virtual environment `target/VENV` (or `$VAR` when set): frameworks
 /// whose dependencies might not agree with the others' get one of their own.
 pub fn test_python_in(venv: &str, var: &str, check: &str, packages: &[&str]) -> std::path::PathBuf {

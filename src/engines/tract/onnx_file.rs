@@ -1,0 +1,237 @@
+//! What tract is given of an ONNX file before it parses it: the types and values it lacks
+//! said in one sentence, the symbolic intermediate shapes that would clash with a concrete
+//! input dropped, and the tensors fed to a model whose inputs the user bound by name.
+
+use super::*;
+
+/// Drops the intermediate shapes (`value_info`) an exporter wrote with symbolic dimensions
+/// (`batch,16,(height+1)/2,…`): they are hints, and tract would hold them against the concrete
+/// input it is given (`Unifying shapes DynamicDimension.0,16,112,112 and 1,16,112,112`) where
+/// onnxruntime infers them again. Concrete ones stay.
+pub(super) fn forget_symbolic_value_info(proto: &mut pb::ModelProto) {
+    if let Some(graph) = proto.graph.as_mut() {
+        forget_symbolic_shapes(graph, true);
+    }
+}
+
+/// [`forget_symbolic_value_info`] in one graph and its branch bodies (whose outputs' symbolic
+/// shapes are hints too; the top graph's outputs stay as the file declares them).
+pub(super) fn forget_symbolic_shapes(graph: &mut pb::GraphProto, top: bool) {
+    use pb::tensor_shape_proto::dimension::Value;
+    let symbolic = |v: &pb::ValueInfoProto| match v.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+        Some(pb::type_proto::Value::TensorType(t)) => t.shape.as_ref().is_some_and(|s| {
+            s.dim
+                .iter()
+                .any(|d| !matches!(d.value, Some(Value::DimValue(v)) if v > 0))
+        }),
+        None => false,
+    };
+    graph.value_info.retain(|v| !symbolic(v));
+    if !top {
+        for o in graph.output.iter_mut() {
+            if symbolic(o) {
+                if let Some(pb::type_proto::Value::TensorType(t)) =
+                    o.r#type.as_mut().and_then(|t| t.value.as_mut())
+                {
+                    t.shape = None;
+                }
+            }
+        }
+    }
+    for node in graph.node.iter_mut() {
+        for a in node.attribute.iter_mut() {
+            if let Some(g) = a.g.as_mut() {
+                forget_symbolic_shapes(g, false);
+            }
+            for g in a.graphs.iter_mut() {
+                forget_symbolic_shapes(g, false);
+            }
+        }
+    }
+}
+
+/// An integer input's given values as an initializer of its name.
+pub(super) fn integer_tensor(input: &crate::models::onnx_graph::BoundInput) -> pb::TensorProto {
+    use pb::tensor_proto::DataType as D;
+    let values = input.values.as_deref().unwrap_or_default();
+    let mut t = pb::TensorProto {
+        name: input.name.clone(),
+        dims: input.shape.iter().map(|&d| d as i64).collect(),
+        data_type: input.elem,
+        ..Default::default()
+    };
+    match D::try_from(input.elem) {
+        Ok(D::Int64) => t.int64_data = values.iter().map(|&v| v as i64).collect(),
+        Ok(D::Uint64 | D::Uint32) => t.uint64_data = values.iter().map(|&v| v as u64).collect(),
+        _ => t.int32_data = values.iter().map(|&v| v as i32).collect(),
+    }
+    t
+}
+
+/// A model file decoded by tract's reader (`decode`), its panics contained and its errors said
+/// with what the file looks like when it is no ONNX file.
+pub(super) fn decode_file(
+    path: &Path,
+    origin: &str,
+    decode: impl FnOnce() -> TractResult<pb::ModelProto>,
+) -> Result<pb::ModelProto, EngineError> {
+    contained(decode)
+        .map_err(|reason| EngineError::Crashed {
+            origin: origin.to_string(),
+            stage: "reading",
+            reason: reason.0,
+        })?
+        .map_err(|e| EngineError::InvalidModel {
+            origin: origin.to_string(),
+            reason: format!(
+                "{}{}",
+                one_line(&e),
+                crate::models::onnx_graph::format_hint(path)
+            ),
+        })
+}
+
+/// tract's element type for an ONNX one.
+pub(super) fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError> {
+    use pb::tensor_proto::DataType as D;
+    Ok(match D::try_from(elem) {
+        Ok(D::Float) => f32::datum_type(),
+        Ok(D::Double) => f64::datum_type(),
+        Ok(D::Float16) => f16::datum_type(),
+        Ok(D::Int64) => i64::datum_type(),
+        Ok(D::Int32) => i32::datum_type(),
+        Ok(D::Int16) => i16::datum_type(),
+        Ok(D::Int8) => i8::datum_type(),
+        Ok(D::Uint64) => u64::datum_type(),
+        Ok(D::Uint32) => u32::datum_type(),
+        Ok(D::Uint16) => u16::datum_type(),
+        Ok(D::Uint8) => u8::datum_type(),
+        Ok(D::Bool) => bool::datum_type(),
+        _ => {
+            return Err(EngineError::UnsupportedModel {
+                origin: origin.to_string(),
+                reason: format!(
+                    "an input is {}, a type tract lacks ({TYPES_TRACT_LACKS})",
+                    crate::models::onnx_graph::elem_type_name(elem)
+                ),
+            })
+        }
+    })
+}
+
+/// The tensor an input is fed: its given values, else seeded uniform values in [-1, 1) for a
+/// floating-point input and zeros for the others.
+pub(super) fn fed_tensor(
+    input: &crate::models::onnx_graph::BoundInput,
+    seed: u64,
+) -> Result<Tensor, EngineError> {
+    let run_err = |e: anyhow::Error| EngineError::Run {
+        reason: format!("input {}: {}", input.name, one_line(&e)),
+    };
+    let datum = datum_of(input.elem, &input.name)?;
+    let values: Vec<f64> = match &input.values {
+        Some(v) => v.clone(),
+        None if datum.is_float() => crate::models::weights::input_data(&input.shape, seed)
+            .iter()
+            .map(|&v| v as f64)
+            .collect(),
+        None => vec![0.0; input.shape.iter().product()],
+    };
+    let wide = Tensor::from_shape(&input.shape, &values).map_err(run_err)?;
+    let typed = if datum == bool::datum_type() {
+        wide.cast_to::<f32>()
+            .map_err(run_err)?
+            .cast_to_dt(datum)
+            .map_err(run_err)?
+            .into_owned()
+    } else {
+        wide.cast_to_dt(datum).map_err(run_err)?.into_owned()
+    };
+    Ok(typed)
+}
+
+/// The element types of a valid ONNX file that tract has no tensor type for, and what tract
+/// runs instead.
+pub(super) const TYPES_TRACT_LACKS: &str =
+    "tract runs float16, float32 and float64, integers of 8 to 64 bits, bool and strings";
+
+/// Why tract cannot run a valid file, in one sentence, when it holds an element type tract
+/// lacks (bfloat16, float8, 4-bit, complex) or values that are no tensors (sequences,
+/// optionals); None when it holds neither.
+pub(super) fn what_tract_lacks(graph: &pb::GraphProto) -> Option<String> {
+    use pb::tensor_proto::DataType as D;
+    let lacks = |t: i32| {
+        matches!(
+            D::try_from(t),
+            Ok(D::Bfloat16
+                | D::Float8e4m3fn
+                | D::Float8e4m3fnuz
+                | D::Float8e5m2
+                | D::Float8e5m2fnuz
+                | D::Uint4
+                | D::Int4
+                | D::Float4e2m1
+                | D::Complex64
+                | D::Complex128)
+        )
+        .then(|| crate::models::onnx_graph::elem_type_name(t))
+    };
+    let mut types: Vec<String> = Vec::new();
+    let mut note = |t: Option<String>| {
+        if let Some(t) = t {
+            if !types.contains(&t) {
+                types.push(t);
+            }
+        }
+    };
+    // A model input with a type that is no tensor's is a sequence, a map or an optional (the
+    // types tract's reader does not decode); inside a graph an empty type is only unsaid.
+    let mut not_tensors = graph
+        .input
+        .iter()
+        .any(|v| matches!(&v.r#type, Some(t) if t.value.is_none()));
+    let mut stack = vec![graph];
+    while let Some(g) = stack.pop() {
+        for v in g.input.iter().chain(&g.output).chain(&g.value_info) {
+            if let Some(pb::type_proto::Value::TensorType(t)) =
+                v.r#type.as_ref().and_then(|t| t.value.as_ref())
+            {
+                note(lacks(t.elem_type));
+            }
+        }
+        for t in &g.initializer {
+            note(lacks(t.data_type));
+        }
+        for n in &g.node {
+            if n.op_type.starts_with("Sequence") || n.op_type.starts_with("Optional") {
+                not_tensors = true;
+            }
+            for a in &n.attribute {
+                match a.name.as_str() {
+                    "to" | "output_dtype" | "dtype" => note(lacks(a.i as i32)),
+                    _ => {}
+                }
+                if let Some(t) = &a.t {
+                    note(lacks(t.data_type));
+                }
+                stack.extend(a.g.iter());
+                stack.extend(a.graphs.iter());
+            }
+        }
+    }
+    if !types.is_empty() {
+        Some(format!(
+            "it holds {} tensors, a type tract lacks ({TYPES_TRACT_LACKS}): run it \
+             on the onnxruntime engine",
+            types.join(" and ")
+        ))
+    } else if not_tensors {
+        Some(
+            "it holds sequences or optionals, which tract does not run: run it on the \
+             onnxruntime engine"
+                .to_string(),
+        )
+    } else {
+        None
+    }
+}
