@@ -227,19 +227,28 @@ fn tract_runs_the_image_models_at_their_own_sizes() {
 /// and operators, a few simple graphs), fetched from the onnx 1.17.0 wheel into the cache.
 fn conformance_tests() -> Vec<PathBuf> {
     let dir = models();
-    let out = std::process::Command::new(python())
-        .arg(script())
-        .arg("conformance")
-        .arg(dir)
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "cannot fetch ONNX's conformance tests: {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => panic!("{e}"),
-    }
+    // Fetched once, under the cache's lock (tests in parallel all ask for it).
+    static FETCHED: OnceLock<()> = OnceLock::new();
+    FETCHED.get_or_init(|| {
+        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+        let _lock = match Lock::take(&target.join("test-models.lock")) {
+            Ok(l) => l,
+            Err(e) => panic!("{e}"),
+        };
+        let out = std::process::Command::new(python())
+            .arg(script())
+            .arg("conformance")
+            .arg(dir)
+            .output();
+        match out {
+            Ok(o) if o.status.success() => {}
+            Ok(o) => panic!(
+                "cannot fetch ONNX's conformance tests: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => panic!("{e}"),
+        }
+    });
     let data = dir.join("onnx-1.17.0/onnx/backend/test/data");
     let mut cases = Vec::new();
     for group in ["node", "pytorch-converted", "pytorch-operator", "simple"] {

