@@ -21,29 +21,39 @@ fn script() -> String {
     format!("{}/tests/python/real_models.py", env!("CARGO_MANIFEST_DIR"))
 }
 
-/// The cache holding the fetched models, filled once (tests in parallel wait on a lock).
+/// The cache the real models and ONNX's conformance tests are fetched into.
+fn cache() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models")
+}
+
+/// Runs `real_models.py WHAT CACHE` under the cache's lock (tests in parallel wait on it).
+fn fetch(what: &str) {
+    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _lock = match Lock::take(&target.join("test-models.lock")) {
+        Ok(l) => l,
+        Err(e) => panic!("{e}"),
+    };
+    let out = std::process::Command::new(python())
+        .arg(script())
+        .arg(what)
+        .arg(cache())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "cannot fetch ({what}): {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("cannot run {}: {e}", script()),
+    }
+}
+
+/// The cache holding the fetched models, filled once.
 fn models() -> &'static Path {
     static DIR: OnceLock<PathBuf> = OnceLock::new();
     DIR.get_or_init(|| {
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-        let dir = target.join("test-models");
-        let _lock = match Lock::take(&target.join("test-models.lock")) {
-            Ok(l) => l,
-            Err(e) => panic!("{e}"),
-        };
-        let out = std::process::Command::new(python())
-            .arg(script())
-            .arg("fetch")
-            .arg(&dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => dir,
-            Ok(o) => panic!(
-                "cannot fetch the real models: {}",
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => panic!("cannot run {}: {e}", script()),
-        }
+        fetch("fetch");
+        cache()
     })
 }
 
@@ -227,28 +237,9 @@ fn tract_runs_the_image_models_at_their_own_sizes() {
 /// and operators, a few simple graphs), fetched from the onnx 1.17.0 wheel into the cache.
 fn conformance_tests() -> Vec<PathBuf> {
     let dir = models();
-    // Fetched once, under the cache's lock (tests in parallel all ask for it).
+    // Fetched once (tests in parallel all ask for it).
     static FETCHED: OnceLock<()> = OnceLock::new();
-    FETCHED.get_or_init(|| {
-        let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-        let _lock = match Lock::take(&target.join("test-models.lock")) {
-            Ok(l) => l,
-            Err(e) => panic!("{e}"),
-        };
-        let out = std::process::Command::new(python())
-            .arg(script())
-            .arg("conformance")
-            .arg(dir)
-            .output();
-        match out {
-            Ok(o) if o.status.success() => {}
-            Ok(o) => panic!(
-                "cannot fetch ONNX's conformance tests: {}",
-                String::from_utf8_lossy(&o.stderr)
-            ),
-            Err(e) => panic!("{e}"),
-        }
-    });
+    FETCHED.get_or_init(|| fetch("conformance"));
     let data = dir.join("onnx-1.17.0/onnx/backend/test/data");
     let mut cases = Vec::new();
     for group in ["node", "pytorch-converted", "pytorch-operator", "simple"] {

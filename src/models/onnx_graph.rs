@@ -304,6 +304,15 @@ pub fn analyse_file(
     given: &[InputSpec],
     batch: Option<usize>,
 ) -> Result<GraphCost, AnalysisError> {
+    let (proto, file) = decode_file(path)?;
+    let name = path
+        .file_stem()
+        .map_or_else(|| file.clone(), |s| s.to_string_lossy().into_owned());
+    analyse(&proto, &name, &file, given, batch)
+}
+
+/// The ONNX model in the file at `path`, and the file's name for messages.
+fn decode_file(path: &Path) -> Result<(pb::ModelProto, String), AnalysisError> {
     use prost::Message;
     let file = path.display().to_string();
     let bytes = read_model_bytes(path).map_err(|reason| AnalysisError::Io {
@@ -315,10 +324,7 @@ pub fn analyse_file(
         reason: short_decode_error(&e),
         hint: other_format_hint(path, &bytes[..bytes.len().min(16)]),
     })?;
-    let name = path
-        .file_stem()
-        .map_or_else(|| file.clone(), |s| s.to_string_lossy().into_owned());
-    analyse(&proto, &name, &file, given, batch)
+    Ok((proto, file))
 }
 
 /// A value as the analysis follows it: its element type, shape, whether it is known before

@@ -197,7 +197,7 @@ fn attr_ints(node: &pb::NodeProto, name: &str) -> Option<Vec<i64>> {
 }
 
 /// The name a node's layer takes: the node's, else its first output's, else its position.
-fn node_name(node: &pb::NodeProto, index: usize) -> String {
+pub(crate) fn node_name(node: &pb::NodeProto, index: usize) -> String {
     if !node.name.is_empty() {
         node.name.clone()
     } else if let Some(o) = node.output.first().filter(|o| !o.is_empty()) {

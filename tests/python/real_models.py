@@ -38,34 +38,41 @@ MODELS = [
 ]
 
 
+def unpack(cache, package, version, wanted, pip_args=()):
+    """Downloads PACKAGE==VERSION's wheel and extracts the members `wanted` accepts into
+    CACHE/PACKAGE-VERSION, once: extracted apart, then moved into place whole, so that a run
+    cut short leaves no half tree."""
+    target = os.path.join(cache, f"{package}-{version}")
+    if os.path.exists(os.path.join(target, ".complete")):
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
+             "--only-binary=:all:", *pip_args, "-d", tmp, f"{package}=={version}"],
+            check=True,
+        )
+        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
+        if len(wheels) != 1:
+            sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
+        partial = os.path.join(tmp, "extracted")
+        with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
+            for member in z.namelist():
+                if wanted(member):
+                    z.extract(member, partial)
+        with open(os.path.join(partial, ".complete"), "w") as f:
+            f.write(f"{package}=={version}\n")
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.move(partial, target)
+    print(f"fetched {package}=={version}", file=sys.stderr)
+
+
 def fetch(cache):
     os.makedirs(cache, exist_ok=True)
     wanted = {}
     for package, version, member in MODELS:
-        wanted.setdefault((package, version), []).append(member)
+        wanted.setdefault((package, version), set()).add(member)
     for (package, version), members in wanted.items():
-        target = os.path.join(cache, f"{package}-{version}")
-        done = os.path.join(target, ".complete")
-        if os.path.exists(done):
-            continue
-        with tempfile.TemporaryDirectory() as tmp:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-                 "--only-binary=:all:", "-d", tmp, f"{package}=={version}"],
-                check=True,
-            )
-            wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
-            if len(wheels) != 1:
-                sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
-            partial = os.path.join(tmp, "extracted")
-            with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
-                for member in members:
-                    z.extract(member, partial)
-            with open(os.path.join(partial, ".complete"), "w") as f:
-                f.write("\n".join(members))
-            shutil.rmtree(target, ignore_errors=True)
-            shutil.move(partial, target)
-        print(f"fetched {package}=={version}", file=sys.stderr)
+        unpack(cache, package, version, members.__contains__)
 
 
 # ONNX's own conformance tests (model.onnx with test_data_set_*/input_N.pb and output_N.pb);
@@ -77,33 +84,13 @@ CONFORMANCE_DIRS = ("node", "pytorch-converted", "pytorch-operator", "simple")
 
 def conformance(cache):
     package, version = CONFORMANCE
-    target = os.path.join(cache, f"{package}-{version}")
-    done = os.path.join(target, ".complete")
-    if os.path.exists(done):
-        return
-    with tempfile.TemporaryDirectory() as tmp:
-        subprocess.run(
-            [sys.executable, "-m", "pip", "download", "--quiet", "--no-deps",
-             "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
-             "--python-version", "3.11", "--implementation", "cp", "-d", tmp,
-             f"{package}=={version}"],
-            check=True,
-        )
-        wheels = [f for f in os.listdir(tmp) if f.endswith(".whl")]
-        if len(wheels) != 1:
-            sys.exit(f"{package}=={version}: expected one wheel, found {wheels}")
-        prefixes = tuple(f"onnx/backend/test/data/{d}/" for d in CONFORMANCE_DIRS)
-        # Extracted apart, then moved into place whole: a run cut short leaves no half tree.
-        partial = os.path.join(tmp, "extracted")
-        with zipfile.ZipFile(os.path.join(tmp, wheels[0])) as z:
-            for member in z.namelist():
-                if member.startswith(prefixes) and not member.endswith("/"):
-                    z.extract(member, partial)
-        with open(os.path.join(partial, ".complete"), "w") as f:
-            f.write("\n".join(CONFORMANCE_DIRS))
-        shutil.rmtree(target, ignore_errors=True)
-        shutil.move(partial, target)
-    print(f"fetched the conformance tests of {package}=={version}", file=sys.stderr)
+    prefixes = tuple(f"onnx/backend/test/data/{d}/" for d in CONFORMANCE_DIRS)
+    unpack(
+        cache, package, version,
+        lambda m: m.startswith(prefixes) and not m.endswith("/"),
+        ("--platform", "manylinux2014_x86_64", "--python-version", "3.11",
+         "--implementation", "cp"),
+    )
 
 
 def shapes(model, specs):

@@ -227,17 +227,7 @@ pub fn bind_file_inputs(
     given: &[InputSpec],
     batch: Option<usize>,
 ) -> Result<Vec<BoundInput>, AnalysisError> {
-    use prost::Message;
-    let file = path.display().to_string();
-    let bytes = read_model_bytes(path).map_err(|reason| AnalysisError::Io {
-        file: file.clone(),
-        reason,
-    })?;
-    let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| AnalysisError::Decode {
-        file: file.clone(),
-        reason: short_decode_error(&e),
-        hint: other_format_hint(path, &bytes[..bytes.len().min(16)]),
-    })?;
+    let (proto, file) = decode_file(path)?;
     let inputs_err = |reason: String| AnalysisError::Inputs {
         file: file.clone(),
         reason,

@@ -216,10 +216,6 @@ fn add(a: u64, b: u64) -> R<u64> {
         .ok_or_else(|| "its cost overflows 64 bits".to_string())
 }
 
-fn is_int(elem: i32) -> bool {
-    super::is_integer_type(elem)
-}
-
 const BOOL: i32 = D::Bool as i32;
 const I64: i32 = D::Int64 as i32;
 const F32: i32 = D::Float as i32;

@@ -86,14 +86,10 @@ pub(super) struct Walk {
 
 /// The name a node goes by: its own, else its first output's, else its operator and place.
 pub(super) fn node_name(node: &pb::NodeProto, index: usize, prefix: &str) -> String {
-    let own = if !node.name.is_empty() {
-        node.name.clone()
-    } else if let Some(o) = node.output.first().filter(|o| !o.is_empty()) {
-        o.clone()
-    } else {
-        format!("{}_{index}", node.op_type)
-    };
-    format!("{prefix}{own}")
+    format!(
+        "{prefix}{}",
+        crate::models::onnx_read::node_name(node, index)
+    )
 }
 
 pub(super) fn op_label(node: &pb::NodeProto) -> String {

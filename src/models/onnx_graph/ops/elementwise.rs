@@ -156,7 +156,7 @@ pub(super) fn unary(node: &pb::NodeProto, op: &str, per: u64, ins: &[Option<&T>]
                     .unwrap_or(af(node, "max", f32::MAX) as f64);
                 r = r.max(lo).min(hi);
             }
-            if is_int(elem) {
+            if super::super::is_integer_type(elem) {
                 r = r.trunc();
             }
             out.push(r);
@@ -193,7 +193,7 @@ pub(super) fn binary(op: &str, ins: &[Option<&T>]) -> R<Out> {
                 .zip(&ib)
                 .map(|(&i, &j)| {
                     let r = binary_value(op, va[i], vb[j])?;
-                    Some(if is_int(elem) && op == "Div" {
+                    Some(if super::super::is_integer_type(elem) && op == "Div" {
                         r.trunc()
                     } else {
                         r
