@@ -5,7 +5,7 @@
 //! The modules form layers, and imports flow one way, downwards:
 //!
 //! - **bottom**: [`collect`] (samplers, device and process readers), [`models`], [`config`],
-//!   [`stats`], with the shared [`error`] and [`text`] helpers. These name nothing above them.
+//!   [`stats`], with the shared [`error`], [`files`] and [`text`] helpers. These name nothing above them.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
 //!   [`bench`], [`session`], [`lockfile`], [`throttle`]); at their top [`jobs`], the jobs a
@@ -25,6 +25,7 @@ pub mod config;
 pub mod engines;
 pub mod error;
 pub mod event;
+pub mod files;
 pub mod fleet;
 #[cfg(test)]
 mod fuzz;

@@ -243,10 +243,13 @@ fn an_operator_tract_lacks_fails_the_run_with_a_reason() {
             "1",
         ])
         .assert()
-        .code(1);
+        .code(2);
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(
-        stderr.contains("NoSuchOp") && !stderr.contains("panicked"),
+        stderr.contains(
+            "tract does not implement the operator NoSuchOp (com.example): export the model \
+             without custom operators, or run it where they are implemented"
+        ),
         "{stderr}"
     );
 }
@@ -314,4 +317,56 @@ fn candle_benches_zoo_models_and_says_what_it_cannot_run() {
         ],
         "--profile needs tract's node profile",
     );
+}
+
+/// An ONNX file in a worker process is fed its inputs by name from `.npy` files and its outputs
+/// come back: checked against the expected ones and saved, the same seeded values as in this
+/// process when no values are given.
+#[test]
+fn a_file_in_a_worker_is_fed_by_name_and_its_outputs_come_back(
+) -> Result<(), Box<dyn std::error::Error>> {
+    use edgeprof::models::npy;
+    const FLOAT: i32 = 1;
+    let tmp = temp_dir();
+    let a = [0.5, -1.0, 2.0, 3.25];
+    let b = [1.5, 1.0, -2.0, 0.25];
+    let sum: Vec<f64> = a.iter().zip(&b).map(|(x, y)| x + y).collect();
+    npy::write_file(&tmp.path().join("a.npy"), FLOAT, &[1, 4], &a)?;
+    npy::write_file(&tmp.path().join("b.npy"), FLOAT, &[1, 4], &b)?;
+    npy::write_file(&tmp.path().join("sum.npy"), FLOAT, &[1, 4], &sum)?;
+    npy::write_file(&tmp.path().join("wrong.npy"), FLOAT, &[1, 4], &a)?;
+    let bench = |expected: &str, saved: &str, isolated: bool, given: bool| {
+        let mut cmd = edgeprof();
+        cmd.args(["bench", "--model", &fixture("two_inputs.onnx")])
+            .args(["--warmup", "0", "--iterations", "1"]);
+        if isolated {
+            cmd.arg("--isolated");
+        }
+        if given {
+            cmd.arg("--input")
+                .arg(format!("a=@{}", tmp.path().join("a.npy").display()))
+                .arg("--input")
+                .arg(format!("b=@{}", tmp.path().join("b.npy").display()));
+        }
+        if !expected.is_empty() {
+            cmd.arg("--expect").arg(tmp.path().join(expected));
+        }
+        cmd.arg("--save-outputs").arg(tmp.path().join(saved));
+        cmd.assert()
+    };
+    let out = bench("sum.npy", "worker", true, true).success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("1 of 1 agree with the expected"), "{text}");
+    let saved = npy::read_file(&tmp.path().join("worker/output_0.npy"))?;
+    assert_eq!((saved.shape, saved.values), (vec![1, 4], sum));
+    let failed = bench("wrong.npy", "wrong", true, true).code(1);
+    let err = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(err.contains("output 0 differs from the expected"), "{err}");
+    // Seeded inputs: the worker is fed what this process feeds (input k with seed + k).
+    bench("", "seeded-here", false, false).success();
+    bench("", "seeded-worker", true, false).success();
+    let here = std::fs::read(tmp.path().join("seeded-here/output_0.npy"))?;
+    let there = std::fs::read(tmp.path().join("seeded-worker/output_0.npy"))?;
+    assert_eq!(here, there);
+    Ok(())
 }

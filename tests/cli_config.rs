@@ -253,3 +253,99 @@ fn excluded_and_skipped_conditions_are_reported() {
             ),
         );
 }
+
+/// An ONNX file runs at its own shape when the config gives no inputs, and a shape the file
+/// fixes that the config contradicts is refused by `config check`, at the line that gives it.
+#[test]
+fn an_onnx_file_runs_at_its_own_shape_and_contradictions_are_refused() {
+    let dir = temp_dir();
+    export_model(
+        "shufflenet_v2_x0_5",
+        "3x48x64",
+        &dir.path().join("fixed.onnx"),
+    );
+    let config = dir.path().join("own.toml");
+    write(
+        &config,
+        "[matrix]\nmodels = [\"fixed.onnx\", \"resnet34\"]\n",
+    );
+    let path = config.to_string_lossy().into_owned();
+    let check = json_of(&["config", "check", &path, "--json"]);
+    let inputs: Vec<&str> = check["plan"]["to_run"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["input"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(inputs, ["3x48x64", "3x224x224"]);
+    write(
+        &config,
+        "[matrix]\nmodels = [\"fixed.onnx\"]\ninputs = [\"3x48x64\", \"3x32x32\"]\n",
+    );
+    assert_bad_input(
+        &["config", "check", &path],
+        "own.toml:3: matrix.inputs[1] = \"3x32x32\": at batch 1: ",
+    );
+    assert_bad_input(
+        &["config", "check", &path],
+        "input input fixes dimension 2 at 48 in the file; 1x3x32x32 contradicts it",
+    );
+    write(
+        &config,
+        "[matrix]\nmodels = [\"fixed.onnx\"]\nbatch = [2]\n",
+    );
+    assert_bad_input(
+        &["config", "check", &path],
+        "own.toml:2: matrix.models[0] = \"fixed.onnx\": at batch 2: ",
+    );
+}
+
+/// `matrix.inputs` gives an ONNX file's inputs by name, to every file that has them or to one
+/// model; the zoo's models keep the image shapes; the sweep feeds them so.
+#[test]
+fn inputs_by_name_go_to_the_files_that_have_them() {
+    let dir = temp_dir();
+    let model = fixture("two_inputs.onnx");
+    let config = dir.path().join("named.toml");
+    write(
+        &config,
+        &format!(
+            "[matrix]\nmodels = [{model:?}, \"resnet34\"]\ninputs = [\"a=1x4 b=1x4\", \"3x32x32\"]\n\
+             threads = [1]\n[measure]\nwarmup = 0\niterations = 2\nrepeats = 1\nprocesses = 1\n"
+        ),
+    );
+    let path = config.to_string_lossy().into_owned();
+    let check = json_of(&["config", "check", &path, "--json"]);
+    let ids: Vec<&str> = check["plan"]["to_run"]
+        .as_array()
+        .map(|c| c.iter().filter_map(|c| c["id"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(
+        ids,
+        [
+            format!("tract/{model}/a=1x4,b=1x4/b1/t1/cpu").as_str(),
+            "tract/resnet34/3x32x32/b1/t1/cpu"
+        ]
+    );
+    let out = dir.path().join("results");
+    run_config(&config, &out);
+    let summary = read(&only_entry(&out).join("summary.csv"));
+    assert_eq!(summary.matches(",ok,").count(), 2, "{summary}");
+    let scoped = format!("\"{model}: a=1x5 b=1x4\"");
+    for (inputs, error) in [
+        (
+            "\"c=1x4\"",
+            "named.toml:3: matrix.inputs[0] = \"c=1x4\": no ONNX file among matrix.models has \
+             inputs named c",
+        ),
+        (scoped.as_str(), "contradicts"),
+        (
+            "\"a=1x4 4x4\"",
+            "has no name: in a set of inputs by name each is NAME=SPEC",
+        ),
+    ] {
+        write(
+            &config,
+            &format!("[matrix]\nmodels = [{model:?}]\ninputs = [{inputs}]\n"),
+        );
+        assert_bad_input(&["config", "check", &path], error);
+    }
+}

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{edgeprof, only_entry, read, run_command, temp_dir, test_python, write};
+use common::{edgeprof, export_model, only_entry, read, run_command, temp_dir, test_python, write};
 use std::path::{Path, PathBuf};
 
 fn records(dir: &Path) -> Vec<serde_json::Value> {
@@ -454,18 +454,7 @@ fn the_onnxruntime_harness_times_what_onnxruntimes_own_loop_times() {
     assert!(python.is_file(), "{}", python.display());
     let tmp = temp_dir();
     let model = tmp.path().join("s.onnx");
-    edgeprof()
-        .args([
-            "models",
-            "export",
-            "shufflenet_v2_x0_5",
-            "--input",
-            "3x64x64",
-            "-o",
-        ])
-        .arg(&model)
-        .assert()
-        .success();
+    export_model("shufflenet_v2_x0_5", "3x64x64", &model);
     let config = tmp.path().join("ort.toml");
     write(
         &config,

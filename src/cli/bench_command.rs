@@ -1,5 +1,6 @@
-//! `edgeprof bench`: one model on one engine, in this process or an isolated worker; an ONNX
-//! file's inputs by name and its expected outputs on tract.
+//! `edgeprof bench`: one model on one engine, in this process or a worker process (always so
+//! for the frameworks run through a harness); an ONNX file's inputs by name, its expected
+//! outputs and its saved outputs.
 
 use super::*;
 
@@ -13,17 +14,23 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         _ => None,
     };
     let by_name = !args.input.is_empty() && image.is_none();
-    let model = if is_file_model(&args.model) && (by_name || !args.expect.is_empty()) {
-        if args.engine.name() != "tract" {
-            bail!(BadInput(format!(
-                "inputs by name and --expect run on tract; {} runs one image input",
-                args.engine.name()
-            )));
+    let fed = !args.expect.is_empty() || args.save_outputs.is_some();
+    let model = if args.model.to_ascii_lowercase().ends_with(".tflite") {
+        if !args.input.is_empty() || args.batch.is_some() {
+            bail!(BadInput(
+                "a .tflite file runs at the inputs it declares; leave out --input and --batch"
+                    .into()
+            ));
         }
+        BenchModel::Tflite {
+            path: PathBuf::from(&args.model),
+            expected: args.expect.clone(),
+        }
+    } else if is_file_model(&args.model) && (by_name || fed) {
         if args.profile {
             bail!(BadInput(
-                "--profile runs one image input (CxHxW); leave it out with inputs by name or \
-                 --expect"
+                "--profile runs one image input (CxHxW); leave it out with inputs by name, \
+                 --expect or --save-outputs"
                     .into()
             ));
         }
@@ -44,9 +51,11 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
             inputs,
             expected: args.expect.clone(),
         }
-    } else if !args.expect.is_empty() {
+    } else if fed {
         bail!(BadInput(
-            "--expect checks an ONNX file's outputs; a zoo model has no expected outputs".into()
+            "--expect and --save-outputs take an ONNX file's outputs; run one with --model \
+             FILE.onnx"
+                .into()
         ));
     } else if by_name {
         bail!(BadInput(format!(
@@ -76,19 +85,6 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         };
         BenchModel::Zoo(zoo::build(&args.model, &params)?)
     };
-    if args.isolated {
-        if args.profile {
-            bail!(BadInput(
-                "--profile times tract's nodes inside this process; leave out --isolated".into()
-            ));
-        }
-        let report = bench_isolated(&args, model, threads)?;
-        return if args.json {
-            print_json(&report)
-        } else {
-            print_out(&render::bench_summary(&report))
-        };
-    }
     let request = BenchRequest {
         engine: args.engine.name().to_string(),
         model,
@@ -102,6 +98,10 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         } else {
             0
         },
+        classes: args.classes,
+        isolated: args.isolated,
+        save_outputs: args.save_outputs.clone(),
+        python: args.python.clone(),
     };
     let report = bench::run(&request, render::progress_line)?;
     if args.json {
@@ -125,106 +125,4 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         );
     }
     Ok(())
-}
-
-/// `bench --isolated`: the same measurement through a worker process and the worker protocol.
-fn bench_isolated(
-    args: &BenchArgs,
-    model: BenchModel,
-    threads: usize,
-) -> anyhow::Result<bench::BenchReport> {
-    use edgeprof::config::{Device, ModelRef};
-    use edgeprof::runner::{matrix::Condition, protocol::WorkerRequest, spawn};
-    let (model_ref, input, batch, analytic, label) = match &model {
-        BenchModel::Zoo(m) => (
-            ModelRef::Zoo(m.name.clone()),
-            args.input
-                .first()
-                .and_then(|s| s.parse::<InputShape>().ok())
-                .unwrap_or_default(),
-            args.batch.unwrap_or(1),
-            Some(cost::analyze(m).total),
-            m.name.clone(),
-        ),
-        BenchModel::File { path, input_shape } => {
-            let Some(shape) = input_shape else {
-                bail!(BadInput(
-                    "--isolated on an ONNX file needs --input CxHxW (and --batch N)".into()
-                ));
-            };
-            let input = InputShape {
-                channels: shape[1],
-                height: shape[2],
-                width: shape[3],
-            };
-            (
-                ModelRef::Onnx(path.clone()),
-                input,
-                shape[0],
-                None,
-                path.display().to_string(),
-            )
-        }
-        BenchModel::Fed { .. } => bail!(BadInput(
-            "--isolated runs one image input (CxHxW); inputs by name and --expect run in this \
-             process: leave out --isolated"
-                .into()
-        )),
-    };
-    let condition = Condition::new(
-        args.engine.name(),
-        model_ref,
-        input,
-        batch,
-        threads,
-        Device::Cpu,
-    );
-    let request = WorkerRequest {
-        condition,
-        warmup: args.warmup,
-        warmup_seconds: 0.0,
-        iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
-        min_duration_s: 0.0,
-        repeats: usize::try_from(args.repeats).unwrap_or(1),
-        seed: args.seed,
-        classes: args.classes,
-        counters: false,
-        model_file: None,
-        input_file: None,
-        output_file: None,
-        options: None,
-        layer_runs: 0,
-    };
-    let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    errln!("running {} in a worker process …", request.condition.id);
-    let limits = spawn::RunLimits {
-        // A single benchmark has no configured timeout: a day stands for none.
-        timeout: std::time::Duration::from_secs(86_400),
-        sample_interval: std::time::Duration::from_millis(500),
-    };
-    let attempt = spawn::run_worker(
-        &spawn::WorkerCommand::edgeprof(&program),
-        &request,
-        limits,
-        &edgeprof::collect::stop::Cancel::new(),
-        |_| {},
-    );
-    let run = attempt.outcome?;
-    let first_inference_ms = run
-        .first_inference_ms
-        .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;
-    bench::assemble(
-        args.engine.name(),
-        bench::Measured {
-            model: label,
-            input_shape: vec![batch, input.channels, input.height, input.width],
-            threads: run.threads.unwrap_or(threads),
-            init_ms: run.init_ms,
-            first_inference_ms,
-            warmup_ms: run.warmup_ms,
-            repeats: run.repeats,
-        },
-        analytic,
-        None,
-    )
 }

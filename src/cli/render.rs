@@ -353,10 +353,14 @@ pub fn bench_summary(r: &BenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} on {}, input {}, {} thread(s)",
+        "{} on {}, {}, {} thread(s)",
         r.model,
         r.engine,
-        shape(&r.input_shape),
+        if r.input_shape.is_empty() {
+            "at the inputs the file declares".to_string()
+        } else {
+            format!("input {}", shape(&r.input_shape))
+        },
         r.threads
     );
     out.push_str(&stats_lines(&r.stats));
@@ -371,6 +375,26 @@ pub fn bench_summary(r: &BenchReport) -> String {
             out,
             "analytic work           {} FLOPs per inference → {gflops:.2} GFLOP/s at the median",
             si(a.flops)
+        );
+    }
+    if !r.checked.is_empty() {
+        let agree = r.checked.iter().filter(|c| c.agree).count();
+        // The largest difference among the outputs whose shapes match.
+        let widest = r
+            .checked
+            .iter()
+            .filter(|c| c.max_rel_diff.is_finite())
+            .max_by(|a, b| a.max_rel_diff.total_cmp(&b.max_rel_diff));
+        let _ = writeln!(
+            out,
+            "outputs checked         {agree} of {} agree with the expected{}",
+            r.checked.len(),
+            widest
+                .map(|c| format!(
+                    " (at most {:.2e} apart, {:.2e} of the largest value)",
+                    c.max_abs_diff, c.max_rel_diff
+                ))
+                .unwrap_or_default()
         );
     }
     if let Some(profile) = &r.profile {
@@ -419,6 +443,38 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
         .join(", ")
 }
 
+/// The inputs axis: `matrix.inputs`, or, without it, each ONNX file at its own shape.
+fn inputs_line(m: &edgeprof::config::Matrix) -> String {
+    let zoo = m
+        .models
+        .iter()
+        .any(|model| matches!(model, edgeprof::config::ModelRef::Zoo(_)));
+    let mut parts: Vec<String> = Vec::new();
+    // The image shapes, where a zoo model or an ONNX file runs at them.
+    let images = m.models.iter().any(|model| match model {
+        edgeprof::config::ModelRef::Onnx(p) => {
+            !m.own_inputs.contains_key(p) && !m.named_for.contains_key(p)
+        }
+        edgeprof::config::ModelRef::Zoo(_) => true,
+    });
+    if zoo || images {
+        parts.push(list(&m.inputs));
+    }
+    let name = |path: &std::path::Path| {
+        path.file_name().map_or_else(
+            || path.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        )
+    };
+    for (path, shape) in &m.own_inputs {
+        parts.push(format!("{} at its own {shape}", name(path)));
+    }
+    for (path, sets) in &m.named_for {
+        parts.push(format!("{} by name: {}", name(path), sets.join(" | ")));
+    }
+    parts.join("; ")
+}
+
 /// What `edgeprof config check` prints: the resolved axes, the plan and its estimate.
 pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_seconds: f64) -> String {
     let m = &config.matrix;
@@ -438,7 +494,7 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
     for (axis, values) in [
         ("engines", list(&m.engines)),
         ("models", list(&m.models)),
-        ("inputs", list(&m.inputs)),
+        ("inputs", inputs_line(m)),
         ("batch", list(&m.batch)),
         ("threads", threads.join(", ")),
         ("devices", list(&m.devices)),
@@ -554,6 +610,7 @@ pub fn progress_line(event: BenchEvent) {
             }
         }
         BenchEvent::Profiling { runs } => errln!("profiling node by node over {runs} runs …"),
+        BenchEvent::InWorker => errln!("loaded in a worker process; timing …"),
     }
 }
 

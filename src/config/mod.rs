@@ -122,6 +122,23 @@ pub struct Matrix {
     pub engines: Vec<String>,
     pub models: Vec<ModelRef>,
     pub inputs: Vec<InputShape>,
+    /// Whether the config gives image shapes (else `inputs` holds the default for the zoo's
+    /// models and ONNX files run at their own shapes).
+    #[serde(skip)]
+    pub inputs_given: bool,
+    /// ONNX files' own image shapes (their first input's C×H×W where the file fixes it), which
+    /// they run at when the config gives no `matrix.inputs`; empty when it gives some.
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub own_inputs: std::collections::BTreeMap<PathBuf, InputShape>,
+    /// Sets of an ONNX file's inputs by name (`input=1x512 state=2x1x128 sr=int64:16000`, a
+    /// file's values as `NAME=@/absolute/path.npy`), as `matrix.inputs` gives them, each given to
+    /// one model when it names it first (`/path/rec.onnx: x=1x3x48x320`, see [`split_named`]).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub named_inputs: Vec<String>,
+    /// The sets of `named_inputs` each ONNX file runs at: those whose every name is an input of
+    /// the file (a file with none runs at `inputs`, or its own shape).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub named_for: std::collections::BTreeMap<PathBuf, Vec<String>>,
     pub batch: Vec<usize>,
     /// Thread counts; 0 means all available cores.
     pub threads: Vec<usize>,
@@ -133,6 +150,59 @@ pub struct Matrix {
     /// Where the matrix runs: `local` (this machine) and names of `[[nodes]]`; every node runs
     /// every condition (a fleet run when any is not `local`).
     pub nodes: Vec<String>,
+}
+
+impl Matrix {
+    /// The inputs `model` runs at, each an image shape or a set of inputs by name: an ONNX
+    /// file's sets by name where the config gives some for it, else its own shape when the
+    /// config gives no inputs, else `matrix.inputs`.
+    pub fn inputs_of(&self, model: &ModelRef) -> Vec<(InputShape, Option<String>)> {
+        match model {
+            ModelRef::Onnx(path) if self.named_for.contains_key(path) => self.named_for[path]
+                .iter()
+                .map(|n| (InputShape::default(), Some(n.clone())))
+                .collect(),
+            ModelRef::Onnx(path) if self.own_inputs.contains_key(path) => {
+                vec![(self.own_inputs[path], None)]
+            }
+            _ => self.inputs.iter().map(|&i| (i, None)).collect(),
+        }
+    }
+}
+
+/// A set of inputs by name as `matrix.inputs` keeps it: the model it is given to, when it
+/// names one (`/path/m.onnx: x=1x3x48x320`), and the set itself.
+pub fn split_named(text: &str) -> (Option<PathBuf>, String) {
+    match text.split_once(": ") {
+        Some((model, set)) if model.ends_with(".onnx") => {
+            (Some(PathBuf::from(model)), set.trim().to_string())
+        }
+        _ => (None, text.to_string()),
+    }
+}
+
+/// The inputs of a set given by name (`input=1x512 state=2x1x128`), as `models info --input`
+/// takes them one by one.
+pub fn named_specs(text: &str) -> Result<Vec<crate::models::onnx_graph::InputSpec>, BadInput> {
+    text.split_whitespace()
+        .map(|spec| {
+            let parsed: crate::models::onnx_graph::InputSpec =
+                spec.parse().map_err(|e| BadInput(format!("{e}")))?;
+            if parsed.name.is_none() {
+                return Err(BadInput(format!(
+                    "{spec:?} has no name: in a set of inputs by name each is NAME=SPEC"
+                )));
+            }
+            Ok(parsed)
+        })
+        .collect()
+}
+
+/// The batch a set of inputs by name is bound with: the batch axis binds open leading
+/// dimensions only beyond its default of 1 (a set gives its own leading dimensions, such as a
+/// recurrent state's 2).
+pub fn named_batch(named: Option<&str>, batch: usize) -> Option<usize> {
+    (named.is_none() || batch != 1).then_some(batch)
 }
 
 /// The node name of this machine in `matrix.nodes`.
@@ -319,6 +389,18 @@ impl Default for Tune {
 }
 
 impl Config {
+    /// Runs the external framework `framework` under `python` (as `[frameworks.NAME] python`
+    /// would), with no options.
+    pub fn set_python(&mut self, framework: &str, python: &Path) {
+        self.frameworks.insert(
+            framework.to_string(),
+            FrameworkSettings {
+                python: Some(python.to_path_buf()),
+                options: serde_json::Map::new(),
+            },
+        );
+    }
+
     /// The interpreters the config names, by framework.
     pub fn interpreters(&self) -> std::collections::BTreeMap<String, PathBuf> {
         self.frameworks

@@ -4,6 +4,8 @@
 use super::raw::*;
 use super::*;
 
+mod matrix;
+
 /// Turns spans into located errors while the user layer is resolved.
 pub(super) struct Resolver<'a> {
     pub(super) file: &'a str,
@@ -180,103 +182,6 @@ impl Resolver<'_> {
                 .map(|(i, v)| f(self, &format!("{key}[{i}]"), v))
                 .collect(),
         }
-    }
-
-    pub(super) fn matrix(&self, raw: RawMatrix) -> Result<Matrix, ConfigError> {
-        let engines = self.axis(
-            "matrix.engines",
-            &raw.engines,
-            vec![DEFAULT_ENGINE.to_string()],
-            Self::engine,
-        )?;
-        let models = self.axis(
-            "matrix.models",
-            &raw.models,
-            ["shufflenet_v2_x0_5", "mobilenet_v2", "resnet34", "resnet50"]
-                .map(|m| ModelRef::Zoo(m.to_string()))
-                .to_vec(),
-            Self::model,
-        )?;
-        let inputs = self.axis(
-            "matrix.inputs",
-            &raw.inputs,
-            vec![InputShape::default()],
-            Self::input,
-        )?;
-        let batch = self.axis("matrix.batch", &raw.batch, vec![1], |r, k, v| {
-            r.int_in(k, v, BATCH_RANGE.0 as i64, BATCH_RANGE.1 as i64)
-        })?;
-        let threads = self.axis("matrix.threads", &raw.threads, vec![0], |r, k, v| {
-            r.int_in(k, v, THREADS_RANGE.0 as i64, THREADS_RANGE.1 as i64)
-        })?;
-        let devices = self.axis(
-            "matrix.devices",
-            &raw.devices,
-            vec![Device::Cpu],
-            Self::device,
-        )?;
-        let cores = self.axis("matrix.cores", &raw.cores, vec![None], Self::core_list)?;
-        let classes = match &raw.classes {
-            Some(v) => self.int_in("matrix.classes", v, 1, 1_000_000)?,
-            None => 1000,
-        };
-        let mut exclude = Vec::new();
-        for (i, spanned_rule) in raw.exclude.unwrap_or_default().iter().enumerate() {
-            let rule = spanned_rule.get_ref();
-            let key = |field: &str| format!("matrix.exclude[{i}].{field}");
-            let parsed = Exclude {
-                engine: rule
-                    .engine
-                    .as_ref()
-                    .map(|v| self.engine(&key("engine"), v))
-                    .transpose()?,
-                model: rule
-                    .model
-                    .as_ref()
-                    .map(|v| self.model(&key("model"), v))
-                    .transpose()?,
-                input: rule
-                    .input
-                    .as_ref()
-                    .map(|v| self.input(&key("input"), v))
-                    .transpose()?,
-                batch: rule
-                    .batch
-                    .as_ref()
-                    .map(|v| self.int_in(&key("batch"), v, 1, zoo::MAX_BATCH as i64))
-                    .transpose()?,
-                threads: rule
-                    .threads
-                    .as_ref()
-                    .map(|v| self.int_in(&key("threads"), v, 0, 1024))
-                    .transpose()?,
-                device: rule
-                    .device
-                    .as_ref()
-                    .map(|v| self.device(&key("device"), v))
-                    .transpose()?,
-            };
-            if parsed == Exclude::default() {
-                return Err(self.error(
-                    &format!("matrix.exclude[{i}]"),
-                    Some(spanned_rule.span().start..spanned_rule.span().start),
-                    "an exclude rule must name at least one of engine, model, input, batch, threads, device".to_string(),
-                ));
-            }
-            exclude.push(parsed);
-        }
-        Ok(Matrix {
-            engines,
-            models,
-            inputs,
-            batch,
-            threads,
-            devices,
-            cores,
-            classes,
-            exclude,
-            nodes: Vec::new(),
-        })
     }
 
     pub(super) fn nodes(&self, raw: Vec<Spanned<RawNode>>) -> Result<Vec<Node>, ConfigError> {

@@ -41,7 +41,7 @@ fn written_configs_read_back_the_same() {
         // UI's starting config is): its resolved paths must not stay relative to that place.
         (
             PathBuf::from("tests/fixtures/workers/relative.toml"),
-            "[command]\nprogram = \"./slow.sh\"\n[matrix]\n\
+            "[command]\nprogram = \"./slow.sh\"\n[matrix]\nengines = [\"command\"]\n\
              models = [\"../onnx/two_inputs.onnx\"]\n"
                 .to_string(),
         ),

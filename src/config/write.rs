@@ -25,10 +25,17 @@ pub fn to_toml(config: &Config) -> String {
             ModelRef::Onnx(p) => path(p),
         })),
     );
-    matrix.insert(
-        "inputs".into(),
-        strings(&mut m.inputs.iter().map(|i| i.to_string())),
-    );
+    // Left out when the config gave none: ONNX files then run at their own shapes.
+    let inputs: Vec<String> = m
+        .inputs
+        .iter()
+        .filter(|_| m.inputs_given)
+        .map(|i| i.to_string())
+        .chain(m.named_inputs.iter().cloned())
+        .collect();
+    if !inputs.is_empty() {
+        matrix.insert("inputs".into(), strings(&mut inputs.into_iter()));
+    }
     matrix.insert("batch".into(), ints(&m.batch));
     matrix.insert("threads".into(), ints(&m.threads));
     matrix.insert(

@@ -192,11 +192,13 @@ impl Loaded {
         }
     }
 
-    /// Every output of one inference, with its shape (inputs bound by name only).
-    pub fn outputs(&self) -> Option<Result<Vec<tract::Output>, EngineError>> {
+    /// Every output of one inference on the loaded input, in the model's output order, each
+    /// with its shape.
+    pub fn outputs(&self) -> Result<Vec<tract::Output>, EngineError> {
         match self {
-            Loaded::TractFed { session, inputs } => Some(session.run_fed(inputs)),
-            _ => None,
+            Loaded::Tract { session, input } => session.run(input).map(|o| vec![o]),
+            Loaded::Candle { session, input } => session.run(input).map(|o| vec![o]),
+            Loaded::TractFed { session, inputs } => session.run_fed(inputs),
         }
     }
 

@@ -404,20 +404,20 @@ impl TractSession {
         let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
         // Integer inputs given with their values (a sample rate, axes, a target shape) become
         // constants: tract needs shapes and axes known when it optimises.
-        let (constants, inputs): (Vec<_>, Vec<_>) = inputs.iter().partition(|i| {
-            i.values.is_some() && crate::models::onnx_graph::is_integer_type(i.elem)
-        });
+        // Each input keeps its place among the model's inputs, which seeds its values.
+        let (constants, inputs): (Vec<_>, Vec<_>) =
+            inputs.iter().enumerate().partition(|(_, i)| {
+                i.values.is_some() && crate::models::onnx_graph::is_integer_type(i.elem)
+            });
         let mut proto = proto;
         if let Some(graph) = proto.graph.as_mut() {
-            for c in &constants {
+            for (_, c) in &constants {
                 graph.input.retain(|v| v.name != c.name);
                 graph.initializer.push(integer_tensor(c));
             }
         }
-        let inputs: Vec<crate::models::onnx_graph::BoundInput> =
-            inputs.into_iter().cloned().collect();
         let mut tensors = TVec::new();
-        for (k, input) in inputs.iter().enumerate() {
+        for &(k, input) in &inputs {
             let bytes = input.shape.iter().try_fold(
                 crate::models::onnx_graph::elem_bytes(input.elem),
                 |acc, &d| acc.checked_mul(d as u64),
@@ -425,6 +425,8 @@ impl TractSession {
             check_fits(&origin, &format!("input {}", input.name), bytes)?;
             tensors.push(fed_tensor(input, seed.wrapping_add(k as u64))?.into_tvalue());
         }
+        let inputs: Vec<crate::models::onnx_graph::BoundInput> =
+            inputs.into_iter().map(|(_, i)| i.clone()).collect();
         let session = Self::prepare(proto, origin, dir, None, Some(&inputs), threads, start)?;
         Ok((session, tensors))
     }

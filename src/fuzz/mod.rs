@@ -421,6 +421,11 @@ fn short_protocol() {
 }
 
 #[test]
+fn short_npy() {
+    short_run("npy");
+}
+
+#[test]
 fn short_results() {
     short_run("results");
 }

@@ -245,6 +245,27 @@ pub fn targets() -> Vec<Target> {
             short: 8_000,
         },
         Target {
+            name: "npy",
+            seeds: npy_seeds,
+            dictionary: &[
+                "'descr': '<f4'",
+                "'descr': '>i8'",
+                "'descr': '|b1'",
+                "'descr': '<f2'",
+                "'descr': '<c8'",
+                "'descr': '|O'",
+                "'descr': [('a', '<f4')]",
+                "'fortran_order': True",
+                "'shape': (",
+                "4611686018427387904,",
+                "-1,",
+                "NUMPY\x02\x00",
+            ],
+            structured: None,
+            run: run_npy,
+            short: 4_000,
+        },
+        Target {
             name: "results",
             seeds: results_seeds,
             dictionary: &[
@@ -721,4 +742,28 @@ pub(super) fn run_sysfs(scratch: &mut Scratch, bytes: &[u8]) {
         }
         let _ = crate::collect::device::fingerprint(&root);
     });
+}
+
+/// `.npy` tensors of each kind a model takes, written by edgeprof's own encoder.
+fn npy_seeds() -> Vec<Vec<u8>> {
+    use tract_onnx::pb::tensor_proto::DataType as D;
+    [
+        (D::Float, vec![2, 3]),
+        (D::Int64, vec![]),
+        (D::Bool, vec![4]),
+        (D::Float16, vec![1, 2, 2]),
+        (D::Uint8, vec![3, 1]),
+    ]
+    .into_iter()
+    .filter_map(|(elem, shape)| {
+        let n: usize = shape.iter().product();
+        crate::models::npy::encode(elem as i32, &shape, &vec![1.0; n]).ok()
+    })
+    .collect()
+}
+
+pub(super) fn run_npy(_: &mut Scratch, bytes: &[u8]) {
+    if let Ok(t) = crate::models::npy::read(bytes, "fuzz.npy") {
+        let _ = crate::models::npy::encode(t.elem, &t.shape, &t.values);
+    }
 }

@@ -3,6 +3,7 @@
 
 pub mod cost;
 pub mod graph;
+pub mod npy;
 pub mod onnx;
 pub mod onnx_graph;
 pub mod onnx_read;

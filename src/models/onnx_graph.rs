@@ -58,7 +58,7 @@ mod inputs;
 mod ops;
 mod walk;
 pub use inputs::{
-    bind_file_inputs, bind_inputs, BoundInput, InputError, InputSpec, InputSpecError,
+    bind_file_inputs, bind_inputs, input_names, BoundInput, InputError, InputSpec, InputSpecError,
 };
 use walk::Walk;
 #[cfg(test)]
@@ -256,8 +256,9 @@ fn other_format_hint(path: &Path, head: &[u8]) -> String {
     let tflite = head.get(4..8) == Some(b"TFL3") || ext == "tflite";
     let zip = head.starts_with(b"PK\x03\x04");
     if tflite {
-        "; this is a TensorFlow Lite model, which edgeprof does not read: convert it with \
-         `python -m tf2onnx.convert --tflite FILE --output FILE.onnx`"
+        "; this is a TensorFlow Lite model: `edgeprof bench --engine tflite` runs it as it is; \
+         the analyses read ONNX (convert it with `python -m tf2onnx.convert --tflite FILE \
+         --output FILE.onnx`)"
             .into()
     } else if zip || matches!(ext.as_str(), "pt" | "pth" | "pt2" | "ptl") {
         "; this looks like a PyTorch file: export it with `torch.onnx.export(model, example, \

@@ -91,7 +91,12 @@ fn without_threads(r: &RunRecord) -> String {
     let c = &r.condition;
     format!(
         "{}|{}|{}|{}|{}|{:?}",
-        c.engine, c.model, c.input, c.batch, c.device, c.options
+        c.engine,
+        c.model,
+        c.input_text(),
+        c.batch,
+        c.device,
+        c.options
     )
 }
 
@@ -205,7 +210,7 @@ fn split_axis(c: &crate::runner::matrix::Condition, axis: &str) -> Option<(Strin
     let mut values = [
         ("engine", c.engine.clone()),
         ("model", c.model.to_string()),
-        ("input", c.input.to_string()),
+        ("input", c.input_text()),
         ("batch", c.batch.to_string()),
         ("threads", c.threads.to_string()),
         ("device", c.device.to_string()),

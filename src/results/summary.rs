@@ -136,7 +136,7 @@ impl Row {
             id: c.id.clone(),
             engine: c.engine.clone(),
             model: c.model.to_string(),
-            input: c.input.to_string(),
+            input: c.input_text(),
             batch: c.batch,
             threads: c.threads,
             device: c.device.to_string(),

@@ -471,8 +471,12 @@ pub fn condition_cost(
     let model = match &c.model {
         crate::config::ModelRef::Onnx(path) => {
             use crate::models::onnx_graph;
-            let spec = onnx_graph::InputSpec::image(c.input);
-            let cost = onnx_graph::analyse_file(path, &[spec], Some(c.batch))
+            let specs = match &c.named_inputs {
+                Some(named) => crate::config::named_specs(named)?,
+                None => vec![onnx_graph::InputSpec::image(c.input)],
+            };
+            let batch = crate::config::named_batch(c.named_inputs.as_deref(), c.batch);
+            let cost = onnx_graph::analyse_file(path, &specs, batch)
                 .map_err(|e| BadInput(e.to_string()))?;
             // Totals that leave nodes out would place the point too low: say which instead.
             if cost.costed < cost.node_count {
@@ -524,7 +528,7 @@ pub fn programs_from_results(
         }
         // Once per model, input and batch: an ONNX file is read whole each time.
         let cost = costs
-            .entry((c.model.to_string(), c.input.to_string(), c.batch))
+            .entry((c.model.to_string(), c.input_text(), c.batch))
             .or_insert_with(|| condition_cost(c, classes));
         let total = match cost.clone() {
             Ok(total) => total,

@@ -334,6 +334,8 @@ impl GpuProfiling<'_> {
             output_file: None,
             options: None,
             layer_runs: 0,
+            inputs: Vec::new(),
+            outputs_dir: None,
         };
         let prepared = prepare::prepare(&config, c, request, self.edgeprof, self.dir, interpreters)
             .map_err(|e| format!("{e:#}"))?;

@@ -23,6 +23,10 @@ pub struct Condition {
     /// options` (the tuner varies them).
     #[serde(default, skip_serializing_if = "serde_json::Map::is_empty")]
     pub options: serde_json::Map<String, serde_json::Value>,
+    /// An ONNX file's inputs by name (`input=1x512 state=2x1x128 sr=int64:16000`), when the
+    /// condition feeds them so; `input` then stands for nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub named_inputs: Option<String>,
 }
 
 impl Condition {
@@ -45,6 +49,33 @@ impl Condition {
             device,
             cores: None,
             options: serde_json::Map::new(),
+            named_inputs: None,
+        }
+    }
+
+    /// The condition fed an ONNX file's inputs by name (`named`, as `matrix.inputs` gives a
+    /// set), which stand in the id where an image shape would (`…/input=1x512,sr=int64:16000/b1/…`).
+    /// Called before [`Condition::with_placement`].
+    pub fn with_named_inputs(mut self, named: &str) -> Condition {
+        let specs: Vec<&str> = named.split_whitespace().collect();
+        self.id = format!(
+            "{}/{}/{}/b{}/t{}/{}",
+            self.engine,
+            self.model,
+            specs.join(","),
+            self.batch,
+            self.threads,
+            self.device
+        );
+        self.named_inputs = Some(specs.join(" "));
+        self
+    }
+
+    /// The condition's input as shown: its image shape, or its inputs by name.
+    pub fn input_text(&self) -> String {
+        match &self.named_inputs {
+            Some(named) => named.clone(),
+            None => self.input.to_string(),
         }
     }
 
@@ -77,7 +108,9 @@ impl Condition {
     fn matches(&self, rule: &Exclude) -> bool {
         rule.engine.as_ref().is_none_or(|e| *e == self.engine)
             && rule.model.as_ref().is_none_or(|m| *m == self.model)
-            && rule.input.is_none_or(|i| i == self.input)
+            && rule
+                .input
+                .is_none_or(|i| self.named_inputs.is_none() && i == self.input)
             && rule.batch.is_none_or(|b| b == self.batch)
             && rule.threads.is_none_or(|t| t == self.threads)
             && rule.device.is_none_or(|d| d == self.device)
@@ -186,20 +219,24 @@ pub fn expand(config: &Config) -> Plan {
     };
     for engine in &m.engines {
         for model in &m.models {
-            for input in &m.inputs {
+            for (input, named) in &m.inputs_of(model) {
                 for &batch in &m.batch {
                     for &threads in &m.threads {
                         for &device in &m.devices {
                             for cores in &m.cores {
-                                let condition = Condition::new(
+                                let mut condition = Condition::new(
                                     engine,
                                     model.clone(),
                                     *input,
                                     batch,
                                     threads,
                                     device,
-                                )
-                                .with_placement(cores.clone(), serde_json::Map::new());
+                                );
+                                if let Some(named) = named {
+                                    condition = condition.with_named_inputs(named);
+                                }
+                                let condition =
+                                    condition.with_placement(cores.clone(), serde_json::Map::new());
                                 if m.exclude.iter().any(|rule| condition.matches(rule)) {
                                     plan.excluded += 1;
                                 } else if let Some(reason) = unsupported(&condition) {

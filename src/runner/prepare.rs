@@ -286,6 +286,54 @@ pub struct Prepared {
     pub request: WorkerRequest,
 }
 
+/// Writes the values of every input of an ONNX file fed by name (`named`, as `matrix.inputs`
+/// gives a set) as `.npy` files in `cache` ([`write_fed`]).
+fn fed_inputs(
+    cache: &Path,
+    c: &Condition,
+    path: &Path,
+    named: &str,
+    seed: u64,
+) -> anyhow::Result<Vec<crate::runner::protocol::FedInput>> {
+    use crate::models::onnx_graph::bind_file_inputs;
+    let specs = crate::config::named_specs(named)?;
+    let bound = bind_file_inputs(
+        path,
+        &specs,
+        crate::config::named_batch(Some(named), c.batch),
+    )
+    .map_err(|e| crate::error::BadInput(e.to_string()))?;
+    write_fed(
+        &cache.join("inputs"),
+        &format!("{}-seed{seed}", file_stem(&c.id)),
+        &bound,
+        seed,
+    )
+}
+
+/// Writes the values an ONNX file's inputs are fed as `.npy` files `STEM-K.npy` in `dir`:
+/// the given values, else the seeded ones (input `k` with `seed + k`, as every engine feeds it).
+pub fn write_fed(
+    dir: &Path,
+    stem: &str,
+    inputs: &[crate::models::onnx_graph::BoundInput],
+    seed: u64,
+) -> anyhow::Result<Vec<crate::runner::protocol::FedInput>> {
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut fed = Vec::with_capacity(inputs.len());
+    for (k, input) in inputs.iter().enumerate() {
+        let file = dir.join(format!("{stem}-{k}.npy"));
+        let values = input.values_or_seeded(seed.wrapping_add(k as u64));
+        crate::models::npy::write_file(&file, input.elem, &input.shape, &values)
+            .with_context(|| format!("cannot write the values of input {}", input.name))?;
+        fed.push(crate::runner::protocol::FedInput {
+            name: input.name.clone(),
+            file,
+        });
+    }
+    Ok(fed)
+}
+
 /// The program and request of `condition`; `base` is the request without the files.
 pub fn prepare(
     config: &Config,
@@ -302,6 +350,11 @@ pub fn prepare(
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         request.output_file = Some(path);
+    }
+    // An ONNX file fed by name: every input's values, as every engine is fed them.
+    if let (Some(named), ModelRef::Onnx(path)) = (&condition.named_inputs, &condition.model) {
+        let cache = crate::engines::env::cache_dir()?;
+        request.inputs = fed_inputs(&cache, condition, path, named, config.measure.seed)?;
     }
     let command = match (&config.command, external::find(&condition.engine)) {
         (Some(c), _) if condition.engine == "command" => WorkerCommand {
@@ -331,10 +384,15 @@ fn external_command(
         .ok_or_else(|| anyhow::anyhow!("the {} harness is not in this build yet", f.name))?;
     let cache = crate::engines::env::cache_dir()?;
     let seed = config.measure.seed;
-    request.input_file = Some(input_file(&cache, condition, seed)?);
+    // A .tflite file the caller gives (the user's own) runs at the inputs it declares.
+    let own_tflite = f.model == ModelInput::Tflite && request.model_file.is_some();
+    if !own_tflite && request.inputs.is_empty() {
+        request.input_file = Some(input_file(&cache, condition, seed)?);
+    }
     let classes = config.matrix.classes;
     let model = match f.model {
         ModelInput::Onnx => Some(model_file(&cache, condition, classes, seed)),
+        ModelInput::Tflite if own_tflite => None,
         // A description the caller wrote (the cost model's probes, which the zoo cannot build).
         ModelInput::Description | ModelInput::TorchvisionWithZooWeights
             if request.model_file.is_some() =>

@@ -63,6 +63,21 @@ pub struct WorkerRequest {
     /// one; 0: none).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub layer_runs: usize,
+    /// An ONNX file's inputs by name, each with the `.npy` file of the values to feed: every
+    /// input of the model. When given, `input_file` is not read.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub inputs: Vec<FedInput>,
+    /// Where to write every output of the first inference, as `output_0.npy`,
+    /// `output_1.npy`, … in the model's output order (`models::npy::output_file_name`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outputs_dir: Option<std::path::PathBuf>,
+}
+
+/// One input of an ONNX file fed by name: the values in a `.npy` file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FedInput {
+    pub name: String,
+    pub file: std::path::PathBuf,
 }
 
 fn is_zero(n: &usize) -> bool {

@@ -76,7 +76,12 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         .then(|| crate::collect::perf::Counters::open(&crate::collect::perf::plan(Path::new("/"))));
     let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
     let zoo_model;
+    let fed;
     let source = match &c.model {
+        ModelRef::Onnx(path) if !request.inputs.is_empty() => {
+            fed = fed_inputs(&request.inputs)?;
+            Source::OnnxFed { path, inputs: &fed }
+        }
         ModelRef::Zoo(name) => {
             let params = ModelParams {
                 num_classes: request.classes,
@@ -116,6 +121,9 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             latency_ms: ms(first),
         },
     )?;
+    if let Some(dir) = &request.outputs_dir {
+        crate::models::npy::write_outputs(dir, &session.outputs()?)?;
+    }
     if let Some(path) = &request.output_file {
         let values = session.output()?;
         let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
@@ -207,6 +215,25 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         }
     }
     emit(out, &WorkerMessage::Summary { note: None })
+}
+
+/// An ONNX file's inputs by name, each read from the `.npy` file the request names.
+fn fed_inputs(
+    inputs: &[crate::runner::protocol::FedInput],
+) -> anyhow::Result<Vec<crate::models::onnx_graph::BoundInput>> {
+    inputs
+        .iter()
+        .map(|i| {
+            let t = crate::models::npy::read_file(&i.file)
+                .map_err(|e| crate::error::BadInput(format!("input {}: {e}", i.name)))?;
+            Ok(crate::models::onnx_graph::BoundInput {
+                name: i.name.clone(),
+                elem: t.elem,
+                shape: t.shape,
+                values: Some(t.values),
+            })
+        })
+        .collect()
 }
 
 /// The name cache simulation toggles on: only the inferences inside it are counted.

@@ -463,7 +463,12 @@ impl Conditions {
             }
             Axis::Device => toggle(&mut m.devices, &self.devices[index], &self.devices),
             Axis::Models => toggle(&mut m.models, &self.models[index], &self.models),
-            Axis::Inputs => toggle(&mut m.inputs, &self.inputs[index], &self.inputs),
+            Axis::Inputs => {
+                // Inputs chosen here hold for ONNX files too.
+                m.own_inputs.clear();
+                m.inputs_given = true;
+                toggle(&mut m.inputs, &self.inputs[index], &self.inputs)
+            }
             Axis::Batch => toggle(&mut m.batch, &self.batches[index], &self.batches),
             Axis::Threads => toggle(&mut m.threads, &self.threads[index], &self.threads),
             Axis::Metrics => {
@@ -518,6 +523,8 @@ impl Conditions {
                 if !self.inputs.contains(&shape) {
                     self.inputs.push(shape);
                 }
+                m.own_inputs.clear();
+                m.inputs_given = true;
                 if !m.inputs.contains(&shape) {
                     m.inputs.push(shape);
                 }

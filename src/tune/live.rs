@@ -369,6 +369,8 @@ pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Ca
     config.matrix.engines = vec![best.engine.clone()];
     config.matrix.models = vec![model.clone()];
     config.matrix.inputs = vec![input];
+    config.matrix.own_inputs.clear();
+    config.matrix.inputs_given = true;
     config.matrix.batch = vec![best.batch];
     config.matrix.threads = vec![best.threads];
     config.matrix.devices = vec![best.device];

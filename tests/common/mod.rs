@@ -227,3 +227,13 @@ pub fn allowed_cpus() -> Vec<usize> {
     }
     cpus
 }
+
+/// Exports zoo model `model` at `input` (CxHxW) to the ONNX file `path`, with the zoo's seeded
+/// weights.
+pub fn export_model(model: &str, input: &str, path: &std::path::Path) {
+    edgeprof()
+        .args(["models", "export", model, "--input", input, "-o"])
+        .arg(path)
+        .assert()
+        .success();
+}

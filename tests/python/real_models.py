@@ -5,6 +5,8 @@
     python real_models.py conformance CACHE_DIR    download the onnx 1.17.0 wheel (the last one that
                                                    ships ONNX's backend tests) and extract its
                                                    single-operator and PyTorch-converted tests
+    python real_models.py tflite CACHE_DIR         download the pinned mediapipe wheel and extract
+                                                   its TensorFlow Lite models
     python real_models.py shapes MODEL SPEC...     run MODEL on onnxruntime with seeded random
                                                    inputs (SPEC: NAME=DIMS or NAME=TYPE:VALUE)
                                                    and print its outputs' shapes as JSON
@@ -66,6 +68,26 @@ def unpack(cache, package, version, wanted, pip_args=()):
     print(f"fetched {package}=={version}", file=sys.stderr)
 
 
+# TensorFlow Lite models as a package ships them (face detection and landmarks, hands, person
+# segmentation): the wheel is unpacked, never installed (its tags pinned to this test machine's).
+TFLITE = ("mediapipe", "0.10.21", [
+    "mediapipe/modules/face_detection/face_detection_short_range.tflite",
+    "mediapipe/modules/face_landmark/face_landmark.tflite",
+    "mediapipe/modules/hand_landmark/hand_landmark_lite.tflite",
+    "mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",
+])
+
+
+def tflite(cache):
+    package, version, members = TFLITE
+    os.makedirs(cache, exist_ok=True)
+    unpack(
+        cache, package, version, set(members).__contains__,
+        ("--platform", "manylinux_2_28_x86_64", "--python-version", "3.11",
+         "--implementation", "cp"),
+    )
+
+
 def fetch(cache):
     os.makedirs(cache, exist_ok=True)
     wanted = {}
@@ -122,6 +144,8 @@ if __name__ == "__main__":
         fetch(sys.argv[2])
     elif sys.argv[1:2] == ["conformance"] and len(sys.argv) == 3:
         conformance(sys.argv[2])
+    elif sys.argv[1:2] == ["tflite"] and len(sys.argv) == 3:
+        tflite(sys.argv[2])
     elif sys.argv[1:2] == ["shapes"] and len(sys.argv) >= 3:
         shapes(sys.argv[2], sys.argv[3:])
     else:

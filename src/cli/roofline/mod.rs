@@ -538,6 +538,8 @@ fn simulate_missing(
             output_file: None,
             options: None,
             layer_runs: 0,
+            inputs: Vec::new(),
+            outputs_dir: None,
         };
         match cachesim::simulate(
             &valgrind,

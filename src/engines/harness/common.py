@@ -81,6 +81,18 @@ def read_input(np, request):
     return data.reshape(shape)
 
 
+def read_inputs(np, request):
+    """An ONNX file's inputs by name, each from the .npy file edgeprof wrote (the values every
+    engine is fed)."""
+    feeds = {}
+    for given in request["inputs"]:
+        try:
+            feeds[given["name"]] = np.load(given["file"], allow_pickle=False)
+        except (OSError, ValueError) as e:
+            raise HarnessError("cannot read input %s from %s: %s" % (given["name"], given["file"], e))
+    return feeds
+
+
 def read_description(np, path):
     """The zoo model's description (layers), its parameters by name (PyTorch's names, read
     from the weights file the description indexes) and its batch-norm epsilon."""
@@ -127,6 +139,10 @@ def main():
     )
     first_ms, out = timed(session)
     emit({"type": "first", "latency_ms": first_ms})
+    if request.get("outputs_dir"):
+        values = session.outputs(out) if hasattr(session, "outputs") else [out]
+        for k, value in enumerate(values):
+            np.save(os.path.join(request["outputs_dir"], "output_%d.npy" % k), np.asarray(value))
     if request.get("output_file"):
         value = session.output(out) if hasattr(session, "output") else out
         np.ascontiguousarray(np.asarray(value), dtype="<f4").tofile(request["output_file"])

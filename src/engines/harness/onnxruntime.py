@@ -149,8 +149,10 @@ class Session:
             raise HarnessError("onnxruntime fell back to the CPU instead of %s" % device)
         self.device = device
         self.version = ort.__version__
-        self.input_name = self.session.get_inputs()[0].name
-        self.input = read_input(np, request)
+        if request.get("inputs"):
+            self.feeds = read_inputs(np, request)
+        else:
+            self.feeds = {self.session.get_inputs()[0].name: read_input(np, request)}
         self.note = "providers %s, graph optimization %s, %s execution" % (
             ", ".join(used),
             level,
@@ -158,7 +160,13 @@ class Session:
         )
 
     def infer(self):
-        return self.session.run(None, {self.input_name: self.input})[0]
+        return self.session.run(None, self.feeds)
+
+    def output(self, out):
+        return out[0]
+
+    def outputs(self, out):
+        return out
 
     def profile_layers(self, runs):
         """Each node's median time over `runs` inferences, from onnxruntime's own profiler (a
@@ -179,7 +187,7 @@ class Session:
             finally:
                 so.enable_profiling = False
             for _ in range(runs):
-                session.run(None, {self.input_name: self.input})
+                session.run(None, self.feeds)
             with open(session.end_profiling()) as f:
                 events = json.load(f)
         spans = sorted(

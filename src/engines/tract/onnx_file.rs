@@ -119,8 +119,9 @@ pub(super) fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError
     })
 }
 
-/// The tensor an input is fed: its given values, else seeded uniform values in [-1, 1) for a
-/// floating-point input and zeros for the others.
+/// The tensor an input is fed ([`BoundInput::values_or_seeded`]).
+///
+/// [`BoundInput::values_or_seeded`]: crate::models::onnx_graph::BoundInput::values_or_seeded
 pub(super) fn fed_tensor(
     input: &crate::models::onnx_graph::BoundInput,
     seed: u64,
@@ -129,14 +130,7 @@ pub(super) fn fed_tensor(
         reason: format!("input {}: {}", input.name, one_line(&e)),
     };
     let datum = datum_of(input.elem, &input.name)?;
-    let values: Vec<f64> = match &input.values {
-        Some(v) => v.clone(),
-        None if datum.is_float() => crate::models::weights::input_data(&input.shape, seed)
-            .iter()
-            .map(|&v| v as f64)
-            .collect(),
-        None => vec![0.0; input.shape.iter().product()],
-    };
+    let values = input.values_or_seeded(seed);
     let wide = Tensor::from_shape(&input.shape, &values).map_err(run_err)?;
     let typed = if datum == bool::datum_type() {
         wide.cast_to::<f32>()
@@ -156,8 +150,8 @@ pub(super) const TYPES_TRACT_LACKS: &str =
     "tract runs float16, float32 and float64, integers of 8 to 64 bits, bool and strings";
 
 /// Why tract cannot run a valid file, in one sentence, when it holds an element type tract
-/// lacks (bfloat16, float8, 4-bit, complex) or values that are no tensors (sequences,
-/// optionals); None when it holds neither.
+/// lacks (bfloat16, float8, 4-bit, complex), values that are no tensors (sequences,
+/// optionals) or operators tract does not implement; None when it holds none of them.
 pub(super) fn what_tract_lacks(graph: &pb::GraphProto) -> Option<String> {
     use pb::tensor_proto::DataType as D;
     let lacks = |t: i32| {
@@ -232,6 +226,52 @@ pub(super) fn what_tract_lacks(graph: &pb::GraphProto) -> Option<String> {
                 .to_string(),
         )
     } else {
-        None
+        unimplemented_ops(graph)
     }
+}
+
+/// The operators of a graph (and its branch and loop bodies) that tract has no implementation
+/// of, named in one sentence (onnxruntime's own operators, such as `DynamicQuantizeLSTM`, are
+/// the usual ones); None when tract implements them all.
+fn unimplemented_ops(graph: &pb::GraphProto) -> Option<String> {
+    let onnx = tract_onnx::onnx();
+    let mut missing: Vec<String> = Vec::new();
+    // Operators of a domain neither tract nor onnxruntime knows: the model's own.
+    let mut custom = false;
+    let mut stack = vec![graph];
+    while let Some(g) = stack.pop() {
+        for n in &g.node {
+            if !onnx.op_register.0.contains_key(&n.op_type) {
+                let name = if n.domain.is_empty() || n.domain == "ai.onnx" {
+                    n.op_type.clone()
+                } else {
+                    format!("{} ({})", n.op_type, n.domain)
+                };
+                custom |= !matches!(n.domain.as_str(), "" | "ai.onnx" | "com.microsoft");
+                if !missing.contains(&name) {
+                    missing.push(name);
+                }
+            }
+            for a in &n.attribute {
+                stack.extend(a.g.iter());
+                stack.extend(a.graphs.iter());
+            }
+        }
+    }
+    (!missing.is_empty()).then(|| {
+        format!(
+            "tract does not implement {} {}: {}",
+            if missing.len() == 1 {
+                "the operator"
+            } else {
+                "the operators"
+            },
+            missing.join(", "),
+            if custom {
+                "export the model without custom operators, or run it where they are implemented"
+            } else {
+                "run it on the onnxruntime engine"
+            }
+        )
+    })
 }

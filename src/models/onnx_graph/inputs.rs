@@ -1,4 +1,4 @@
-//! A model's inputs as the user gives them (`NAME=DIMS`, `NAME=TYPE:VALUE`, `NAME=@FILE.pb`,
+//! A model's inputs as the user gives them (`NAME=DIMS`, `NAME=TYPE:VALUE`, `NAME=@FILE`,
 //! `CxHxW`) and as they are bound against what the file declares.
 
 use super::*;
@@ -18,7 +18,7 @@ pub struct InputSpec {
     pub elem: Option<i32>,
     pub dims: Option<Vec<usize>>,
     pub value: Option<f64>,
-    /// A whole tensor's values (read from an ONNX `.pb` file), row-major; kept when small.
+    /// A whole tensor's values (read from an ONNX `.pb` or a NumPy `.npy` file), row-major.
     pub values: Option<Vec<f64>>,
     /// `CxHxW` given the old way: the last three dimensions of a 4-D input.
     pub image: Option<InputShape>,
@@ -56,16 +56,29 @@ impl InputSpec {
         })
     }
 
-    /// The tensor in an ONNX `.pb` file, unnamed (an expected output).
+    /// The tensor in an ONNX `.pb` or a NumPy `.npy` file, unnamed (an expected output).
     pub fn from_pb_file(path: &Path) -> Result<InputSpec, InputError> {
         Self::from_file(None, path).map_err(InputError)
     }
 
-    /// `NAME=@FILE`: the tensor in an ONNX `.pb` file (as ONNX's test data hold them).
+    /// `NAME=@FILE`: the tensor in an ONNX `.pb` file (as ONNX's test data hold them) or a
+    /// NumPy `.npy` file.
     fn from_file(name: Option<String>, path: &Path) -> Result<InputSpec, String> {
         use prost::Message;
         let bytes =
             read_model_bytes(path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        if crate::models::npy::is_npy(&bytes) {
+            let t =
+                crate::models::npy::read(&bytes, &path.display().to_string()).map_err(|e| e.0)?;
+            return Ok(InputSpec {
+                name,
+                elem: Some(t.elem),
+                dims: Some(t.shape),
+                value: None,
+                values: Some(t.values),
+                image: None,
+            });
+        }
         let no_tensor = |why: String| format!("{} holds no ONNX tensor ({why})", path.display());
         if bytes.is_empty() {
             return Err(no_tensor("it is empty".into()));
@@ -95,8 +108,8 @@ impl std::fmt::Display for InputSpecError {
             write!(
                 f,
                 "input {:?} is not NAME=DIMS (images=1x3x640x640), NAME=TYPE:DIMS \
-                 (ids=int64:1x77), NAME=TYPE:VALUE for a scalar (sr=int64:16000), NAME=@FILE.pb \
-                 or CxHxW (3x224x224): {}",
+                 (ids=int64:1x77), NAME=TYPE:VALUE for a scalar (sr=int64:16000), NAME=@FILE (a \
+                 .pb or .npy tensor) or CxHxW (3x224x224): {}",
                 self.text, self.why
             )
         }
@@ -212,13 +225,36 @@ pub(super) fn elem_type_named(name: &str) -> Option<i32> {
 }
 
 /// One input of the model bound as the user gave it: name, ONNX element type, shape, and the
-/// values when given (a scalar's, or a `.pb` file's).
+/// values when given (a scalar's, or a `.pb` or `.npy` file's).
 #[derive(Debug, Clone, PartialEq)]
 pub struct BoundInput {
     pub name: String,
     pub elem: i32,
     pub shape: Vec<usize>,
     pub values: Option<Vec<f64>>,
+}
+
+impl BoundInput {
+    /// The values the input is fed: its given values, else seeded uniform values in [-1, 1)
+    /// for a floating-point input and zeros for the others. Every engine feeds input `k` of the
+    /// model (counting from 0) with `seed + k`, so each is fed the same values.
+    pub fn values_or_seeded(&self, seed: u64) -> Vec<f64> {
+        use pb::tensor_proto::DataType as D;
+        match &self.values {
+            Some(v) => v.clone(),
+            None if matches!(
+                D::try_from(self.elem),
+                Ok(D::Float | D::Float16 | D::Double | D::Bfloat16)
+            ) =>
+            {
+                crate::models::weights::input_data(&self.shape, seed)
+                    .iter()
+                    .map(|&v| f64::from(v))
+                    .collect()
+            }
+            None => vec![0.0; self.shape.iter().product()],
+        }
+    }
 }
 
 /// The inputs of the ONNX file at `path` bound by `given`, as [`bind_inputs`] binds them.
@@ -237,6 +273,22 @@ pub fn bind_file_inputs(
         .as_ref()
         .ok_or_else(|| inputs_err("the file holds no graph".into()))?;
     bind(graph, given, batch).map_err(inputs_err)
+}
+
+/// The names of the ONNX file's inputs (graph inputs that are no initializer), in order.
+pub fn input_names(path: &Path) -> Result<Vec<String>, AnalysisError> {
+    let (proto, _) = decode_file(path)?;
+    let Some(graph) = proto.graph.as_ref() else {
+        return Ok(Vec::new());
+    };
+    let inits: std::collections::HashSet<&str> =
+        graph.initializer.iter().map(|t| t.name.as_str()).collect();
+    Ok(graph
+        .input
+        .iter()
+        .filter(|v| !inits.contains(v.name.as_str()))
+        .map(|v| v.name.clone())
+        .collect())
 }
 
 /// A declared dimension: fixed, or open under a symbol (empty when anonymous).

@@ -29,6 +29,8 @@ fn request() -> WorkerRequest {
         output_file: None,
         options: None,
         layer_runs: 0,
+        inputs: Vec::new(),
+        outputs_dir: None,
     }
 }
 

@@ -96,6 +96,8 @@ impl Sweep<'_> {
             output_file: None,
             options: None,
             layer_runs: m.layer_runs,
+            inputs: Vec::new(),
+            outputs_dir: None,
         }
     }
 
@@ -267,6 +269,7 @@ impl Sweep<'_> {
             output_file: None,
             counters: false,
             layer_runs: 0,
+            outputs_dir: None,
             ..p.request.clone()
         };
         match self.watched(st, p, &request, on_event) {

@@ -52,7 +52,7 @@ pub fn measure_external(
             ))
         })?;
     let model = zoo_model(name, input)?;
-    let scratch = Scratch::new()?;
+    let scratch = crate::bench::scratch_dir("edgeprof-costmodel-")?;
     let seed = crate::models::onnx::DEFAULT_SEED;
     // What the framework runs: an ONNX file (the user's own, or the zoo's or probe's seeded
     // export), or the zoo model by name with its description (a probe's written here, since
@@ -67,11 +67,11 @@ pub fn measure_external(
             .into());
         }
         if super::probe::seed_of(name).is_some() {
-            let json = scratch.0.join("model.json");
+            let json = scratch.path().join("model.json");
             crate::runner::prepare::write_description(
                 &model,
                 &json,
-                &scratch.0.join("model.weights.f32"),
+                &scratch.path().join("model.weights.f32"),
                 seed,
             )?;
             description = Some(json);
@@ -80,7 +80,7 @@ pub fn measure_external(
     } else if super::is_file(name) {
         ModelRef::Onnx(Path::new(name).to_path_buf())
     } else {
-        let path = scratch.0.join("model.onnx");
+        let path = scratch.path().join("model.onnx");
         let proto = crate::models::onnx::to_onnx(&model, seed);
         std::fs::write(&path, crate::models::onnx::encode(&proto))
             .with_context(|| format!("cannot write {}", path.display()))?;
@@ -93,13 +93,7 @@ pub fn measure_external(
     let mut config = crate::config::parse("", Path::new("edgeprof-costmodel.toml"))?;
     config.measure.check_outputs = false;
     if let Some(python) = python {
-        config.frameworks.insert(
-            framework.name.to_string(),
-            crate::config::FrameworkSettings {
-                python: Some(python.to_path_buf()),
-                options: serde_json::Map::new(),
-            },
-        );
+        config.set_python(framework.name, python);
     }
     let request = WorkerRequest {
         condition: condition.clone(),
@@ -116,6 +110,8 @@ pub fn measure_external(
         output_file: None,
         options: None,
         layer_runs: how.layer_runs.max(1),
+        inputs: Vec::new(),
+        outputs_dir: None,
     };
     let interpreters =
         crate::runner::prepare::interpreters(&config, std::slice::from_ref(&condition));
@@ -125,7 +121,7 @@ pub fn measure_external(
         &condition,
         request,
         &program,
-        &scratch.0,
+        scratch.path(),
         &interpreters,
     )?;
     let limits = crate::runner::spawn::RunLimits {
@@ -230,28 +226,6 @@ pub(super) fn module_times(
         }
     }
     out
-}
-
-/// A directory of this process's own for the model file a framework runs, removed with it.
-struct Scratch(std::path::PathBuf);
-
-impl Scratch {
-    fn new() -> anyhow::Result<Scratch> {
-        let nanos = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.subsec_nanos());
-        let dir =
-            std::env::temp_dir().join(format!("edgeprof-costmodel-{}-{nanos}", std::process::id()));
-        std::fs::create_dir_all(&dir)
-            .with_context(|| format!("cannot make a scratch directory {}", dir.display()))?;
-        Ok(Scratch(dir))
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,9 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod worker;
+pub use worker::run_in_worker;
+
 /// Which model to benchmark.
 pub enum BenchModel {
     Zoo(Model),
@@ -26,6 +29,12 @@ pub enum BenchModel {
     Fed {
         path: PathBuf,
         inputs: Vec<crate::models::onnx_graph::BoundInput>,
+        expected: Vec<PathBuf>,
+    },
+    /// A .tflite file as it is (the tflite engine), at the inputs it declares, and the outputs
+    /// expected of it (may be empty).
+    Tflite {
+        path: PathBuf,
         expected: Vec<PathBuf>,
     },
 }
@@ -43,7 +52,7 @@ pub struct OutputCheck {
 }
 
 pub struct BenchRequest {
-    /// A built-in engine: tract or candle.
+    /// A built-in engine (tract, candle) or a framework run through its harness.
     pub engine: String,
     pub model: BenchModel,
     pub threads: usize,
@@ -55,17 +64,41 @@ pub struct BenchRequest {
     pub seed: u64,
     /// Profile node by node over this many extra inferences (0: no profile).
     pub profile_runs: usize,
+    /// Output classes of a zoo model, as the frameworks build it.
+    pub classes: usize,
+    /// Measure in a worker process, as the evaluation pipeline does (always so for the
+    /// frameworks run through a harness).
+    pub isolated: bool,
+    /// Where to write the first inference's outputs of an ONNX file as `.npy` files.
+    pub save_outputs: Option<PathBuf>,
+    /// The interpreter of a framework run through its harness, when not the one set up.
+    pub python: Option<PathBuf>,
 }
 
 /// What happens while a benchmark runs, for progress display.
 #[derive(Debug, Clone, PartialEq)]
 pub enum BenchEvent {
-    Loading { model: String },
-    Loaded { init: Duration },
-    FirstInference { time: Duration },
-    WarmupDone { iterations: usize },
-    Timed { done: usize, total: usize },
-    Profiling { runs: usize },
+    Loading {
+        model: String,
+    },
+    Loaded {
+        init: Duration,
+    },
+    FirstInference {
+        time: Duration,
+    },
+    WarmupDone {
+        iterations: usize,
+    },
+    Timed {
+        done: usize,
+        total: usize,
+    },
+    Profiling {
+        runs: usize,
+    },
+    /// The worker process has loaded the model and is measuring.
+    InWorker,
 }
 
 /// The outcome of one benchmark; every time in milliseconds.
@@ -149,11 +182,29 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Runs the benchmark, reporting progress through `on_event`.
+/// A folder of this process's own for the files a worker reads and writes, removed with it.
+pub fn scratch_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
+    use anyhow::Context;
+    tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .with_context(|| {
+            format!(
+                "cannot create a scratch folder in {}",
+                std::env::temp_dir().display()
+            )
+        })
+}
+
+/// Runs the benchmark, in this process or in a worker (see [`BenchRequest::isolated`]),
+/// reporting progress through `on_event`.
 pub fn run(
     request: &BenchRequest,
     mut on_event: impl FnMut(BenchEvent),
 ) -> anyhow::Result<BenchReport> {
+    if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str()) {
+        return run_in_worker(request, on_event);
+    }
     let (source, name, analytic) = match &request.model {
         BenchModel::Zoo(model) => {
             let costs = cost::analyze(model);
@@ -180,6 +231,10 @@ pub fn run(
             path.display().to_string(),
             None,
         ),
+        BenchModel::Tflite { .. } => anyhow::bail!(crate::error::BadInput(format!(
+            "a .tflite file runs on the tflite engine (--engine tflite), not {}",
+            request.engine
+        ))),
     };
     if request.profile_runs > 0 && request.engine != "tract" {
         anyhow::bail!(crate::error::BadInput(format!(
@@ -196,9 +251,15 @@ pub fn run(
     });
     let first = session.time_one()?;
     on_event(BenchEvent::FirstInference { time: first });
-    let checked = match (&request.model, session.outputs()) {
-        (BenchModel::Fed { expected, .. }, Some(outputs)) if !expected.is_empty() => {
-            check_outputs(&outputs?, expected)?
+    let checked = match &request.model {
+        BenchModel::Fed { expected, .. }
+            if !expected.is_empty() || request.save_outputs.is_some() =>
+        {
+            let outputs = session.outputs()?;
+            if let Some(dir) = &request.save_outputs {
+                crate::models::npy::write_outputs(dir, &outputs)?;
+            }
+            check_outputs(&outputs, expected)?
         }
         _ => Vec::new(),
     };

@@ -1,0 +1,325 @@
+//! A benchmark in a worker process: a built-in engine's `edgeprof worker`, as the evaluation
+//! pipeline runs it, or a framework's harness in its own Python environment. An ONNX file is
+//! fed by name there: its inputs go to the worker as `.npy` files (the same values tract is fed
+//! in this process) and every output of the first inference comes back the same way, to be
+//! checked or saved.
+
+use super::*;
+use crate::config::{Device, ModelRef};
+use crate::engines::external::{self, ModelInput};
+use crate::models::npy::output_file_name;
+use crate::models::onnx_graph::{self, BoundInput, InputSpec};
+use crate::models::InputShape;
+use crate::runner::matrix::Condition;
+use crate::runner::protocol::WorkerRequest;
+use crate::runner::spawn;
+use anyhow::Context;
+use std::path::Path;
+
+/// A single benchmark has no configured time limit: a day stands for none.
+const TIMEOUT: Duration = Duration::from_secs(86_400);
+
+/// What the worker is given of the model.
+enum Given<'a> {
+    Zoo(&'a Model),
+    /// An ONNX file and its inputs, every one bound.
+    Fed {
+        path: &'a Path,
+        inputs: std::borrow::Cow<'a, [BoundInput]>,
+        expected: &'a [PathBuf],
+    },
+    /// A .tflite file, at the inputs it declares.
+    Tflite {
+        path: &'a Path,
+        expected: &'a [PathBuf],
+    },
+}
+
+/// The model as a worker takes it: a zoo model, or an ONNX file with every input bound by name
+/// (an image shape given as `CxHxW`, else the file's own shapes).
+fn given(model: &BenchModel) -> anyhow::Result<Given<'_>> {
+    Ok(match model {
+        BenchModel::Zoo(m) => Given::Zoo(m),
+        BenchModel::File { path, input_shape } => {
+            let (specs, batch) = match input_shape.as_deref() {
+                Some(&[n, c, h, w]) => (
+                    vec![InputSpec::image(InputShape {
+                        channels: c,
+                        height: h,
+                        width: w,
+                    })],
+                    Some(n),
+                ),
+                _ => (Vec::new(), None),
+            };
+            let inputs = onnx_graph::bind_file_inputs(path, &specs, batch)
+                .map_err(|e| crate::error::BadInput(e.to_string()))?;
+            Given::Fed {
+                path,
+                inputs: inputs.into(),
+                expected: &[],
+            }
+        }
+        BenchModel::Fed {
+            path,
+            inputs,
+            expected,
+        } => Given::Fed {
+            path,
+            inputs: inputs.as_slice().into(),
+            expected,
+        },
+        BenchModel::Tflite { path, expected } => Given::Tflite { path, expected },
+    })
+}
+
+/// The condition that names the run: a zoo model's input, or an ONNX file's first image input
+/// (the input field of a condition is an image's; other inputs travel by name).
+fn condition(engine: &str, given: &Given<'_>, threads: usize) -> Condition {
+    let (model, input, batch) = match given {
+        Given::Zoo(m) => {
+            let s = &m.input_shape;
+            let input = match s[..] {
+                [_, c, h, w] => InputShape {
+                    channels: c,
+                    height: h,
+                    width: w,
+                },
+                _ => InputShape::default(),
+            };
+            (
+                ModelRef::Zoo(m.name.clone()),
+                input,
+                s.first().copied().unwrap_or(1),
+            )
+        }
+        Given::Fed { path, inputs, .. } => {
+            let image = inputs.iter().find_map(|i| match i.shape[..] {
+                [n, c, h, w] if n > 0 && c > 0 && h > 0 && w > 0 => Some((
+                    InputShape {
+                        channels: c,
+                        height: h,
+                        width: w,
+                    },
+                    n,
+                )),
+                _ => None,
+            });
+            let (input, batch) = image.unwrap_or((InputShape::default(), 1));
+            (ModelRef::Onnx(path.to_path_buf()), input, batch)
+        }
+        Given::Tflite { path, .. } => {
+            // Named by its file alone: the inputs are the file's own.
+            let mut c = Condition::new(
+                engine,
+                ModelRef::Onnx(path.to_path_buf()),
+                InputShape::default(),
+                1,
+                threads,
+                Device::Cpu,
+            );
+            c.id = format!("{engine}/{}/t{threads}/cpu", path.display());
+            return c;
+        }
+    };
+    Condition::new(engine, model, input, batch, threads, Device::Cpu)
+}
+
+/// Every output the worker wrote to `dir`, in order, as (shape, values).
+fn read_outputs(dir: &Path) -> anyhow::Result<Vec<crate::engines::tract::Output>> {
+    let mut outputs = Vec::new();
+    loop {
+        let path = dir.join(output_file_name(outputs.len()));
+        if !path.is_file() {
+            break;
+        }
+        let t = crate::models::npy::read_file(&path)?;
+        outputs.push((t.shape, t.values.iter().map(|&v| v as f32).collect()));
+    }
+    if outputs.is_empty() {
+        anyhow::bail!("the worker wrote none of the model's outputs");
+    }
+    Ok(outputs)
+}
+
+/// The outputs the worker wrote, saved where asked and checked against the expected ones.
+fn check_saved(
+    outputs_dir: &Path,
+    request: &BenchRequest,
+    expected: &[PathBuf],
+) -> anyhow::Result<Vec<OutputCheck>> {
+    let outputs = read_outputs(outputs_dir)?;
+    if let Some(dir) = &request.save_outputs {
+        crate::models::npy::write_outputs(dir, &outputs)?;
+    }
+    Ok(check_outputs(&outputs, expected)?)
+}
+
+/// Runs the benchmark in a worker process, reporting progress through `on_event`.
+pub fn run_in_worker(
+    request: &BenchRequest,
+    mut on_event: impl FnMut(BenchEvent),
+) -> anyhow::Result<BenchReport> {
+    let framework = external::find(&request.engine);
+    let engine = match framework {
+        Some(f) => f.name,
+        None => crate::engines::BUILT_IN
+            .iter()
+            .copied()
+            .find(|e| *e == request.engine)
+            .ok_or_else(|| {
+                crate::error::BadInput(format!("there is no engine named {}", request.engine))
+            })?,
+    };
+    if request.profile_runs > 0 {
+        anyhow::bail!(crate::error::BadInput(match framework {
+            None =>
+                "--profile times tract's nodes inside this process; leave out --isolated".into(),
+            Some(f) => format!(
+                "--profile needs tract's node profile; {} has none here",
+                f.name
+            ),
+        }));
+    }
+    let tflite = framework.is_some_and(|f| f.model == ModelInput::Tflite);
+    if matches!(request.model, BenchModel::Tflite { .. }) != tflite
+        && !matches!(request.model, BenchModel::Zoo(_))
+    {
+        anyhow::bail!(crate::error::BadInput(if tflite {
+            "tflite runs the zoo's models and .tflite files; run an ONNX file on tract or \
+             onnxruntime"
+                .to_string()
+        } else {
+            format!(
+                "a .tflite file runs on the tflite engine (--engine tflite), not {}",
+                request.engine
+            )
+        }));
+    }
+    if let (Some(f), BenchModel::File { .. } | BenchModel::Fed { .. }) = (framework, &request.model)
+    {
+        if f.model != ModelInput::Onnx {
+            anyhow::bail!(crate::error::BadInput(format!(
+                "{} runs the zoo's models here; run an ONNX file on tract or onnxruntime",
+                f.name
+            )));
+        }
+    }
+    let given = given(&request.model)?;
+    let scratch = scratch_dir("edgeprof-bench-")?;
+    let outputs_dir = scratch.path().join("outputs");
+    std::fs::create_dir_all(&outputs_dir)
+        .with_context(|| format!("cannot create {}", outputs_dir.display()))?;
+    let (label, inputs, analytic) = match &given {
+        Given::Tflite { path, .. } => (path.display().to_string(), Vec::new(), None),
+        Given::Zoo(m) => (m.name.clone(), Vec::new(), Some(cost::analyze(m).total)),
+        Given::Fed { path, inputs, .. } => (
+            path.display().to_string(),
+            crate::runner::prepare::write_fed(scratch.path(), "input", inputs, request.seed)?,
+            None,
+        ),
+    };
+    let condition = condition(&request.engine, &given, request.threads);
+    let mut config = crate::config::parse("", Path::new("edgeprof-bench.toml"))?;
+    config.measure.check_outputs = false;
+    config.measure.seed = request.seed;
+    config.matrix.classes = request.classes;
+    if let (Some(f), Some(python)) = (framework, &request.python) {
+        config.set_python(f.name, python);
+    }
+    let worker_request = WorkerRequest {
+        condition: condition.clone(),
+        warmup: request.warmup,
+        warmup_seconds: 0.0,
+        iterations: request.iterations.max(1),
+        min_duration_s: 0.0,
+        repeats: request.repeats.max(1),
+        seed: request.seed,
+        classes: request.classes,
+        counters: false,
+        model_file: match &given {
+            Given::Tflite { path, .. } => Some(path.to_path_buf()),
+            _ => None,
+        },
+        input_file: None,
+        output_file: None,
+        options: None,
+        layer_runs: 0,
+        inputs,
+        outputs_dir: Some(outputs_dir.clone()),
+    };
+    let interpreters =
+        crate::runner::prepare::interpreters(&config, std::slice::from_ref(&condition));
+    let program = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    on_event(BenchEvent::Loading {
+        model: label.clone(),
+    });
+    let prepared = crate::runner::prepare::prepare(
+        &config,
+        &condition,
+        worker_request,
+        &program,
+        scratch.path(),
+        &interpreters,
+    )?;
+    let limits = spawn::RunLimits {
+        timeout: TIMEOUT,
+        sample_interval: Duration::from_millis(500),
+    };
+    let total = request.iterations.max(1) * request.repeats.max(1);
+    let mut before = 0;
+    let mut in_repeat = 0;
+    let attempt = spawn::run_worker(
+        &prepared.command,
+        &prepared.request,
+        limits,
+        &crate::collect::stop::Cancel::new(),
+        |event| match event {
+            spawn::WorkerEvent::Ready => on_event(BenchEvent::InWorker),
+            spawn::WorkerEvent::Repeat(r) => {
+                before = r * request.iterations.max(1);
+                in_repeat = 0;
+            }
+            spawn::WorkerEvent::Timed(n) if n > in_repeat => {
+                in_repeat = n;
+                on_event(BenchEvent::Timed {
+                    done: (before + n).min(total),
+                    total,
+                });
+            }
+            _ => {}
+        },
+    );
+    let run = attempt.outcome?;
+    let first_inference_ms = run
+        .first_inference_ms
+        .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;
+    let (checked, input_shape) = match &given {
+        Given::Fed {
+            inputs, expected, ..
+        } => (
+            check_saved(&outputs_dir, request, expected)?,
+            inputs.first().map(|i| i.shape.clone()).unwrap_or_default(),
+        ),
+        Given::Tflite { expected, .. } => {
+            (check_saved(&outputs_dir, request, expected)?, Vec::new())
+        }
+        Given::Zoo(m) => (Vec::new(), m.input_shape.clone()),
+    };
+    let mut report = assemble(
+        engine,
+        Measured {
+            model: label,
+            input_shape,
+            threads: run.threads.unwrap_or(request.threads),
+            init_ms: run.init_ms,
+            first_inference_ms,
+            warmup_ms: run.warmup_ms,
+            repeats: run.repeats,
+        },
+        analytic,
+        None,
+    )?;
+    report.checked = checked;
+    Ok(report)
+}
