@@ -370,3 +370,32 @@ fn a_file_in_a_worker_is_fed_by_name_and_its_outputs_come_back(
     assert_eq!(here, there);
     Ok(())
 }
+
+/// A file fed by name is profiled node by node too, each node under its layer's name.
+#[test]
+fn a_file_fed_by_name_is_profiled_by_layer() {
+    let v = json_of(&[
+        "bench",
+        "--model",
+        &fixture("two_inputs.onnx"),
+        "--input",
+        "a=1x4",
+        "--input",
+        "b=1x4",
+        "--iterations",
+        "2",
+        "--profile",
+        "--profile-runs",
+        "2",
+        "--json",
+    ]);
+    let layers: Vec<(&str, bool)> = v["profile"]
+        .as_array()
+        .map(|p| {
+            p.iter()
+                .filter_map(|l| Some((l["layer"].as_str()?, l["mapped"].as_bool()?)))
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(layers, [("sum", true)], "{v}");
+}

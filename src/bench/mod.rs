@@ -291,13 +291,20 @@ pub fn run(
     }
 
     let profile = match &session {
-        Loaded::Tract { session, input } if request.profile_runs > 0 => {
+        _ if request.profile_runs == 0 => None,
+        Loaded::Tract { session, input } => {
             on_event(BenchEvent::Profiling {
                 runs: request.profile_runs,
             });
             Some(session.profile(input, request.profile_runs)?)
         }
-        _ => None,
+        Loaded::TractFed { session, inputs } => {
+            on_event(BenchEvent::Profiling {
+                runs: request.profile_runs,
+            });
+            Some(session.profile_fed(inputs, request.profile_runs)?)
+        }
+        Loaded::Candle { .. } => None,
     };
     let mut report = assemble(
         session.engine(),

@@ -27,13 +27,6 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
             expected: args.expect.clone(),
         }
     } else if is_file_model(&args.model) && (by_name || fed) {
-        if args.profile {
-            bail!(BadInput(
-                "--profile runs one image input (CxHxW); leave it out with inputs by name, \
-                 --expect or --save-outputs"
-                    .into()
-            ));
-        }
         let mut specs = args
             .input
             .iter()

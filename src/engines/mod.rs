@@ -188,7 +188,12 @@ impl Loaded {
                     .profile(input, runs)
                     .map(|times| times.into_iter().filter(|t| t.mapped).collect()),
             ),
-            Loaded::Candle { .. } | Loaded::TractFed { .. } => None,
+            Loaded::TractFed { session, inputs } => Some(
+                session
+                    .profile_fed(inputs, runs)
+                    .map(|times| times.into_iter().filter(|t| t.mapped).collect()),
+            ),
+            Loaded::Candle { .. } => None,
         }
     }
 

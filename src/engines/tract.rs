@@ -541,7 +541,19 @@ impl TractSession {
         if let Some(why) = what_tract_lacks(graph) {
             return Err(unsupported(why));
         }
-        let layer_names: Vec<String> = graph.node.iter().map(|n| n.name.clone()).collect();
+        // The graph's nodes and those of its branch and loop bodies (tract inlines an `If`
+        // whose condition is known, under its branch's node names).
+        let mut layer_names: Vec<String> = Vec::new();
+        let mut graphs = vec![graph];
+        while let Some(g) = graphs.pop() {
+            for n in &g.node {
+                layer_names.push(n.name.clone());
+                for a in &n.attribute {
+                    graphs.extend(a.g.iter());
+                    graphs.extend(a.graphs.iter());
+                }
+            }
+        }
         ranks::check(graph, input_shape.map(<[usize]>::len))
             .map_err(|why| invalid(anyhow::anyhow!(why)))?;
         let parsed = tract_onnx::onnx().parse(proto, dir).map_err(invalid)?;
@@ -703,6 +715,15 @@ impl TractSession {
     /// Runs `runs` inferences timing every node, and folds node times into source layers
     /// (in plan order of first appearance).
     pub fn profile(&self, input: &Tensor, runs: usize) -> Result<Vec<LayerTime>, EngineError> {
+        self.profile_fed(&tvec!(input.clone().into_tvalue()), runs)
+    }
+
+    /// [`TractSession::profile`] on inputs fed by name.
+    pub fn profile_fed(
+        &self,
+        inputs: &TVec<TValue>,
+        runs: usize,
+    ) -> Result<Vec<LayerTime>, EngineError> {
         let model = self.plan.model();
         let runs = runs.max(1);
         // Per run, per node.
@@ -715,20 +736,17 @@ impl TractSession {
             })?;
             for times in node_time.iter_mut() {
                 state
-                    .run_plan_with_eval(
-                        tvec!(input.clone().into_tvalue()),
-                        |session, op_state, node, inputs| {
-                            let start = Instant::now();
-                            let result =
-                                tract_onnx::tract_core::plan::eval(session, op_state, node, inputs);
-                            times[node.id] += start.elapsed();
-                            if !evaluated[node.id] {
-                                evaluated[node.id] = true;
-                                order.push(node.id);
-                            }
-                            result
-                        },
-                    )
+                    .run_plan_with_eval(inputs.clone(), |session, op_state, node, inputs| {
+                        let start = Instant::now();
+                        let result =
+                            tract_onnx::tract_core::plan::eval(session, op_state, node, inputs);
+                        times[node.id] += start.elapsed();
+                        if !evaluated[node.id] {
+                            evaluated[node.id] = true;
+                            order.push(node.id);
+                        }
+                        result
+                    })
                     .map_err(|e| EngineError::Run {
                         reason: one_line(&e),
                     })?;
