@@ -31,6 +31,8 @@ pub fn si(value: u64) -> String {
 pub fn bytes(value: u64) -> String {
     let v = value as f64;
     for (scale, unit) in [
+        (1024f64.powi(5), "PiB"),
+        (1024f64.powi(4), "TiB"),
         (1024f64.powi(3), "GiB"),
         (1024f64.powi(2), "MiB"),
         (1024.0, "KiB"),
@@ -410,6 +412,8 @@ mod tests {
         assert_eq!(si(4_089_000_000), "4.09 G");
         assert_eq!(bytes(1536), "1.50 KiB");
         assert_eq!(bytes(12), "12 B");
+        assert_eq!(bytes(3 << 40), "3.00 TiB");
+        assert_eq!(bytes(u64::MAX), "16384.00 PiB");
     }
 
     #[test]

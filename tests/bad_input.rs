@@ -106,7 +106,7 @@ fn inputs_too_large_to_allocate_are_refused_before_loading() {
             "--iterations",
             "1",
         ],
-        "the input tensor needs 3072.00 GiB but only",
+        "the input tensor needs 3.00 TiB but only",
     );
     // A 3 GiB input whose activations (over 100 GiB by the analytic model) cannot fit.
     assert_bad_input(
