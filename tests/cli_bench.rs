@@ -152,13 +152,15 @@ fn bench_runs_an_exported_onnx_file_and_a_dynamic_one_with_input() {
 #[test]
 fn broken_or_unreadable_onnx_files_are_exit_code_2() {
     for (file, needle) in [
-        ("not_protobuf.onnx", "is not a valid ONNX model"),
+        ("not_protobuf.onnx", "is not an ONNX model"),
         ("empty.onnx", "holds no graph"),
         ("no_graph.onnx", "holds no graph"),
-        ("truncated.onnx", "is not a valid ONNX model"),
+        ("truncated.onnx", "is not an ONNX model"),
         ("dangling_input.onnx", "produced by no node"),
-        ("two_inputs.onnx", "exactly one input"),
-        ("dynamic_input.onnx", "give it with --input"),
+        (
+            "dynamic_input.onnx",
+            "input x has open dimensions ([N, 3, H, W]): give them with --input x=DIMS",
+        ),
     ] {
         assert_bad_input(
             &["bench", "--model", &fixture(file), "--iterations", "1"],
@@ -228,7 +230,7 @@ fn bench_rejects_bad_arguments() {
             "--batch",
             "2",
         ],
-        "needs --input",
+        "input x has open dimensions ([N, 3, H, W]): give them with --input x=DIMS",
     );
 }
 
@@ -398,4 +400,20 @@ fn a_file_fed_by_name_is_profiled_by_layer() {
         })
         .unwrap_or_default();
     assert_eq!(layers, [("sum", true)], "{v}");
+}
+
+/// A file named .tflite that is no TensorFlow Lite model is refused before any framework starts,
+/// saying what it is.
+#[test]
+fn a_tflite_name_on_another_file_is_refused_in_a_sentence() -> Result<(), std::io::Error> {
+    let tmp = temp_dir();
+    let renamed = tmp.path().join("model.tflite");
+    std::fs::copy(fixture("two_inputs.onnx"), &renamed)?;
+    let renamed = renamed.display().to_string();
+    assert_bad_input(
+        &["bench", "--engine", "tflite", "--model", &renamed],
+        "model.tflite is not a TensorFlow Lite model (it lacks the TFL3 mark of one); it is an \
+         ONNX file: run it on tract or onnxruntime",
+    );
+    Ok(())
 }

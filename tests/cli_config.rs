@@ -290,12 +290,27 @@ fn an_onnx_file_runs_at_its_own_shape_and_contradictions_are_refused() {
     );
     write(
         &config,
-        "[matrix]\nmodels = [\"fixed.onnx\"]\nbatch = [2]\n",
+        "[matrix]\nmodels = [\"fixed.onnx\"]\nbatch = [1, 2]\n",
     );
     assert_bad_input(
         &["config", "check", &path],
-        "own.toml:2: matrix.models[0] = \"fixed.onnx\": at batch 2: ",
+        "own.toml:3: matrix.batch[1] = 2: ",
     );
+    // With a zoo model at another size: the error says how to run the file at its own shape,
+    // and an exclude rule that leaves the file out of that size is honoured.
+    let mixed = "[matrix]\nmodels = [\"fixed.onnx\", \"resnet34\"]\ninputs = [\"3x32x32\"]\n";
+    write(&config, mixed);
+    assert_bad_input(
+        &["config", "check", &path],
+        "(run it at its own shape with \"fixed.onnx: input=1x3x48x64\" in matrix.inputs, or \
+         leave it out with [[matrix.exclude]] model = \"fixed.onnx\")",
+    );
+    write(
+        &config,
+        &format!("{mixed}[[matrix.exclude]]\nmodel = \"fixed.onnx\"\ninput = \"3x32x32\"\n"),
+    );
+    let check = json_of(&["config", "check", &path, "--json"]);
+    assert_eq!(check["plan"]["to_run"].as_array().map(Vec::len), Some(1));
 }
 
 /// `matrix.inputs` gives an ONNX file's inputs by name, to every file that has them or to one
@@ -340,6 +355,10 @@ fn inputs_by_name_go_to_the_files_that_have_them() {
         (
             "\"a=1x4 4x4\"",
             "has no name: in a set of inputs by name each is NAME=SPEC",
+        ),
+        (
+            "\"a=1x4 b=1x4\", \"a=1x4  b=1x4\"",
+            "matrix.inputs[1] = \"a=1x4  b=1x4\": is given twice",
         ),
     ] {
         write(

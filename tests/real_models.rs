@@ -683,6 +683,51 @@ fn tflite_files_run_as_they_are_on_the_tflite_engine() {
             "{file}"
         );
     }
+    // In a sweep beside a zoo model: the file on tflite, tract leaving it out with the reason.
+    let config = tmp.path().join("tflite.toml");
+    let segmentation = dir.join("selfie_segmentation/selfie_segmentation.tflite");
+    write(
+        &config,
+        &format!(
+            "name = \"tfl\"\n[matrix]\nengines = [\"tract\", \"tflite\"]\n\
+             models = [{:?}, \"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\nthreads = [1]\n\
+             [measure]\nwarmup = 0\niterations = 2\nrepeats = 1\nprocesses = 1\n",
+            segmentation.display().to_string()
+        ),
+    );
+    let out = tmp.path().join("results");
+    run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", &data)
+        .assert()
+        .success();
+    let summary = read(&only_entry(&out).join("summary.csv"));
+    let column = summary
+        .lines()
+        .next()
+        .and_then(|h| h.split(',').position(|c| c == "status"));
+    let status = |id: &str| {
+        summary
+            .lines()
+            .find(|l| l.starts_with(id))
+            .zip(column)
+            .and_then(|(l, k)| l.split(',').nth(k))
+            .map(str::to_string)
+    };
+    // The config names a file by its one spelling: its canonical path.
+    let file = match std::fs::canonicalize(&segmentation) {
+        Ok(p) => p.display().to_string(),
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        status(&format!("tflite/{file}/declared/b1/t1/cpu,")).as_deref(),
+        Some("ok"),
+        "{summary}"
+    );
+    assert_eq!(
+        status(&format!("tract/{file}/declared/b1/t1/cpu,")).as_deref(),
+        Some("skipped"),
+        "{summary}"
+    );
     let face = dir
         .join("face_detection/face_detection_short_range.tflite")
         .display()

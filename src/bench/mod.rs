@@ -140,7 +140,7 @@ pub fn check_outputs(
     let mut checks = Vec::with_capacity(expected.len());
     for (k, (path, (shape, values))) in expected.iter().zip(outputs).enumerate() {
         let spec = crate::models::onnx_graph::InputSpec::from_pb_file(path)
-            .map_err(|e| crate::error::BadInput(e.0))?;
+            .map_err(|e| crate::error::BadInput(format!("--expect for output {k}: {}", e.0)))?;
         let want_shape = spec.dims.unwrap_or_default();
         let want: Vec<f32> = spec
             .values

@@ -109,17 +109,15 @@ fn condition(engine: &str, given: &Given<'_>, threads: usize) -> Condition {
             (ModelRef::Onnx(path.to_path_buf()), input, batch)
         }
         Given::Tflite { path, .. } => {
-            // Named by its file alone: the inputs are the file's own.
-            let mut c = Condition::new(
+            return Condition::new(
                 engine,
-                ModelRef::Onnx(path.to_path_buf()),
+                ModelRef::Tflite(path.to_path_buf()),
                 InputShape::default(),
                 1,
                 threads,
                 Device::Cpu,
-            );
-            c.id = format!("{engine}/{}/t{threads}/cpu", path.display());
-            return c;
+            )
+            .with_declared_inputs();
         }
     };
     Condition::new(engine, model, input, batch, threads, Device::Cpu)
@@ -140,6 +138,32 @@ fn read_outputs(dir: &Path) -> anyhow::Result<Vec<crate::engines::tract::Output>
         anyhow::bail!("the worker wrote none of the model's outputs");
     }
     Ok(outputs)
+}
+
+/// Refuses a file that is no TensorFlow Lite model (its flatbuffer says `TFL3` at byte 4), in
+/// one sentence that says what it looks like.
+fn check_tflite(path: &Path) -> Result<(), crate::error::BadInput> {
+    use std::io::Read;
+    let mut head = [0u8; 8];
+    let read = std::fs::File::open(path).and_then(|mut f| f.read(&mut head));
+    match read {
+        Err(e) => Err(crate::error::BadInput(format!(
+            "cannot read {}: {e}",
+            path.display()
+        ))),
+        Ok(n) if n == 8 && &head[4..8] == b"TFL3" => Ok(()),
+        Ok(_) => {
+            let looks = if onnx_graph::input_names(path).is_ok() {
+                "; it is an ONNX file: run it on tract or onnxruntime".to_string()
+            } else {
+                String::new()
+            };
+            Err(crate::error::BadInput(format!(
+                "{} is not a TensorFlow Lite model (it lacks the TFL3 mark of one){looks}",
+                path.display()
+            )))
+        }
+    }
 }
 
 /// The outputs the worker wrote, saved where asked and checked against the expected ones.
@@ -205,6 +229,9 @@ pub fn run_in_worker(
             )));
         }
     }
+    if let BenchModel::Tflite { path, .. } = &request.model {
+        check_tflite(path)?;
+    }
     let given = given(&request.model)?;
     let scratch = scratch_dir("edgeprof-bench-")?;
     let outputs_dir = scratch.path().join("outputs");
@@ -237,10 +264,7 @@ pub fn run_in_worker(
         seed: request.seed,
         classes: request.classes,
         counters: false,
-        model_file: match &given {
-            Given::Tflite { path, .. } => Some(path.to_path_buf()),
-            _ => None,
-        },
+        model_file: None,
         input_file: None,
         output_file: None,
         options: None,

@@ -26,7 +26,8 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
             path: PathBuf::from(&args.model),
             expected: args.expect.clone(),
         }
-    } else if is_file_model(&args.model) && (by_name || fed) {
+    } else if is_file_model(&args.model) && (image.is_none() || fed) {
+        // An ONNX file is fed by name: as given, else at the shapes the file fixes.
         let mut specs = args
             .input
             .iter()
@@ -56,16 +57,10 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
             args.input.join(" ")
         )));
     } else if is_file_model(&args.model) {
-        let input_shape = match (image, args.batch) {
-            (Some(s), batch) => Some(vec![batch.unwrap_or(1), s.channels, s.height, s.width]),
-            (None, Some(_)) => bail!(BadInput(
-                "--batch on an ONNX file needs --input CxHxW as well".into()
-            )),
-            (None, None) => None,
-        };
         BenchModel::File {
             path: PathBuf::from(&args.model),
-            input_shape,
+            input_shape: image
+                .map(|s| vec![args.batch.unwrap_or(1), s.channels, s.height, s.width]),
         }
     } else {
         let input = image.unwrap_or_default();

@@ -456,6 +456,7 @@ fn inputs_line(m: &edgeprof::config::Matrix) -> String {
             !m.own_inputs.contains_key(p) && !m.named_for.contains_key(p)
         }
         edgeprof::config::ModelRef::Zoo(_) => true,
+        edgeprof::config::ModelRef::Tflite(_) => false,
     });
     if zoo || images {
         parts.push(list(&m.inputs));
@@ -471,6 +472,11 @@ fn inputs_line(m: &edgeprof::config::Matrix) -> String {
     }
     for (path, sets) in &m.named_for {
         parts.push(format!("{} by name: {}", name(path), sets.join(" | ")));
+    }
+    for model in &m.models {
+        if let edgeprof::config::ModelRef::Tflite(path) = model {
+            parts.push(format!("{} at the inputs it declares", name(path)));
+        }
     }
     parts.join("; ")
 }

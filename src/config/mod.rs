@@ -61,13 +61,15 @@ pub struct ConfigError {
 pub enum ModelRef {
     Zoo(String),
     Onnx(PathBuf),
+    /// A TensorFlow Lite file, run as it is on the tflite engine at the inputs it declares.
+    Tflite(PathBuf),
 }
 
 impl std::fmt::Display for ModelRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ModelRef::Zoo(name) => f.write_str(name),
-            ModelRef::Onnx(path) => write!(f, "{}", path.display()),
+            ModelRef::Onnx(path) | ModelRef::Tflite(path) => write!(f, "{}", path.display()),
         }
     }
 }
@@ -165,6 +167,8 @@ impl Matrix {
             ModelRef::Onnx(path) if self.own_inputs.contains_key(path) => {
                 vec![(self.own_inputs[path], None)]
             }
+            // Runs at the inputs it declares: one condition per batch.
+            ModelRef::Tflite(_) => vec![(InputShape::default(), None)],
             _ => self.inputs.iter().map(|&i| (i, None)).collect(),
         }
     }

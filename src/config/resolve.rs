@@ -125,11 +125,25 @@ impl Resolver<'_> {
                 Err(self.at(key, v, format!("no ONNX file at {}", path.display())))
             };
         }
+        if name.to_ascii_lowercase().ends_with(".tflite") {
+            let path = self.base.join(name);
+            return if path.is_file() {
+                Ok(ModelRef::Tflite(
+                    std::fs::canonicalize(&path).unwrap_or(path),
+                ))
+            } else {
+                Err(self.at(
+                    key,
+                    v,
+                    format!("no TensorFlow Lite file at {}", path.display()),
+                ))
+            };
+        }
         Err(self.at(
             key,
             v,
             format!(
-                "neither a zoo model ({}) nor a path ending in .onnx",
+                "neither a zoo model ({}) nor a path ending in .onnx or .tflite",
                 zoo::zoo_names().join(", ")
             ),
         ))

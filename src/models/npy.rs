@@ -139,7 +139,12 @@ pub fn read(bytes: &[u8], origin: &str) -> Result<Tensor, NpyError> {
     // The header is checked here first: its type plain and its size within a model's, so that
     // the reader never sizes anything from an untrusted product.
     precheck(bytes).map_err(bad)?;
-    let npy = npyz::NpyFile::new(bytes).map_err(|e| bad(e.to_string()))?;
+    let npy = npyz::NpyFile::new(bytes).map_err(|e| {
+        bad(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "it is cut short".to_string(),
+            _ => e.to_string(),
+        })
+    })?;
     let DType::Plain(type_str) = npy.dtype() else {
         return Err(bad("it holds a structured array, not one tensor".into()));
     };
@@ -166,7 +171,12 @@ pub fn read(bytes: &[u8], origin: &str) -> Result<Tensor, NpyError> {
             bytes.len()
         )));
     }
-    let io = |e: std::io::Error| bad(e.to_string());
+    let io = |e: std::io::Error| {
+        bad(match e.kind() {
+            std::io::ErrorKind::UnexpectedEof => "it is cut short".to_string(),
+            _ => e.to_string(),
+        })
+    };
     fn wide<T: Into<f64>>(v: Vec<T>) -> Vec<f64> {
         v.into_iter().map(Into::into).collect()
     }
@@ -288,6 +298,12 @@ pub fn output_file_name(k: usize) -> String {
 /// created if need be.
 pub fn write_outputs(dir: &Path, outputs: &[(Vec<usize>, Vec<f32>)]) -> anyhow::Result<()> {
     use anyhow::Context;
+    if dir.exists() && !dir.is_dir() {
+        anyhow::bail!(crate::error::BadInput(format!(
+            "{} is a file, not a folder to save the outputs in",
+            dir.display()
+        )));
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     for (k, (shape, values)) in outputs.iter().enumerate() {
         let wide: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();

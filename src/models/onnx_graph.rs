@@ -78,7 +78,7 @@ const SMALL: usize = 4096;
 /// Why a file could not be analysed at all.
 #[derive(Debug, Error, PartialEq)]
 pub enum AnalysisError {
-    #[error("cannot read {file}: {reason}")]
+    #[error("cannot read ONNX file {file}: {reason}")]
     Io { file: String, reason: String },
     #[error("{file} is not an ONNX model ({reason}); edgeprof reads ONNX files{hint}")]
     Decode {

@@ -496,6 +496,13 @@ pub fn condition_cost(
             return Ok(cost.cost_totals());
         }
         crate::config::ModelRef::Zoo(_) => condition_model(c, classes)?,
+        crate::config::ModelRef::Tflite(path) => {
+            return Err(BadInput(format!(
+                "{} is a TensorFlow Lite file; the roofline costs ONNX files (convert it with \
+                 `python -m tf2onnx.convert --tflite FILE --output FILE.onnx`)",
+                path.display()
+            )))
+        }
     };
     Ok(crate::models::cost::analyze(&model).total)
 }

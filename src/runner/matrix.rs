@@ -71,11 +71,23 @@ impl Condition {
         self
     }
 
-    /// The condition's input as shown: its image shape, or its inputs by name.
+    /// The condition of a model that runs at the inputs it declares (a .tflite file): `declared`
+    /// stands in the id where an image shape would. Called before
+    /// [`Condition::with_placement`].
+    pub fn with_declared_inputs(mut self) -> Condition {
+        self.id = format!(
+            "{}/{}/{DECLARED}/b{}/t{}/{}",
+            self.engine, self.model, self.batch, self.threads, self.device
+        );
+        self
+    }
+
+    /// The condition's input as shown: its image shape, its inputs by name, or `declared`.
     pub fn input_text(&self) -> String {
-        match &self.named_inputs {
-            Some(named) => named.clone(),
-            None => self.input.to_string(),
+        match (&self.named_inputs, &self.model) {
+            (Some(named), _) => named.clone(),
+            (None, ModelRef::Tflite(_)) => DECLARED.to_string(),
+            (None, _) => self.input.to_string(),
         }
     }
 
@@ -117,6 +129,9 @@ impl Condition {
     }
 }
 
+/// What stands for the inputs of a model that runs at the inputs it declares.
+const DECLARED: &str = "declared";
+
 /// Why a condition will not run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Skipped {
@@ -145,6 +160,14 @@ pub fn unsupported(c: &Condition) -> Option<String> {
             "candle runs the zoo's models (built from their description), not ONNX files"
                 .to_string(),
         );
+    }
+    if let crate::config::ModelRef::Tflite(_) = c.model {
+        if c.engine != "tflite" {
+            return Some("a .tflite file runs on the tflite engine".to_string());
+        }
+        if c.batch != 1 {
+            return Some("a .tflite file runs at the batch it declares".to_string());
+        }
     }
     if let Some(f) = crate::engines::external::find(&c.engine) {
         if c.device != Device::Cpu && !f.gpu {
@@ -178,31 +201,38 @@ pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
         .filter_map(|name| {
             let f = crate::engines::external::find(name)?;
             let blocker = crate::engines::env::readiness(f, configured.get(name)).blocker(name);
-            let blocker = blocker.or_else(|| {
-                // tflite runs the .tflite files TensorFlow converts here.
-                let tf = crate::engines::external::find("tensorflow")?;
-                (f.model == crate::engines::external::ModelInput::Tflite)
-                    .then(|| {
-                        crate::engines::env::readiness(tf, configured.get(tf.name))
-                            .blocker(tf.name)
-                            .map(|why| {
-                                format!(
-                                    "tflite runs the .tflite files TensorFlow converts here, and {why}"
-                                )
-                            })
-                    })
-                    .flatten()
-            });
             blocker.map(|why| (name.to_string(), why))
         })
         .collect();
-    let (to_run, blocked): (Vec<Condition>, Vec<Condition>) = plan
-        .to_run
-        .into_iter()
-        .partition(|c| !blockers.contains_key(&c.engine));
+    // tflite runs the .tflite files TensorFlow converts from the zoo's models here (a user's
+    // own .tflite file needs no conversion).
+    let conversion = || {
+        let tf = crate::engines::external::find("tensorflow")?;
+        crate::engines::env::readiness(tf, configured.get(tf.name))
+            .blocker(tf.name)
+            .map(|why| format!("tflite runs the .tflite files TensorFlow converts here, and {why}"))
+    };
+    let converts = |c: &Condition| {
+        crate::engines::external::find(&c.engine)
+            .is_some_and(|f| f.model == crate::engines::external::ModelInput::Tflite)
+            && !matches!(c.model, crate::config::ModelRef::Tflite(_))
+    };
+    let conversion = if plan.to_run.iter().any(converts) {
+        conversion()
+    } else {
+        None
+    };
+    let reason = |c: &Condition| {
+        blockers
+            .get(&c.engine)
+            .cloned()
+            .or_else(|| conversion.clone().filter(|_| converts(c)))
+    };
+    let (to_run, blocked): (Vec<Condition>, Vec<Condition>) =
+        plan.to_run.into_iter().partition(|c| reason(c).is_none());
     plan.to_run = to_run;
     for condition in blocked {
-        let reason = blockers.get(&condition.engine).cloned().unwrap_or_default();
+        let reason = reason(&condition).unwrap_or_default();
         plan.skipped.push(Skipped { condition, reason });
     }
     plan
@@ -234,6 +264,9 @@ pub fn expand(config: &Config) -> Plan {
                                 );
                                 if let Some(named) = named {
                                     condition = condition.with_named_inputs(named);
+                                }
+                                if matches!(model, ModelRef::Tflite(_)) {
+                                    condition = condition.with_declared_inputs();
                                 }
                                 let condition =
                                     condition.with_placement(cores.clone(), serde_json::Map::new());
@@ -288,7 +321,7 @@ pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
                 })
                 .unwrap_or(ESTIMATE_FILE_INFERENCE_S)
         }
-        ModelRef::Onnx(_) => ESTIMATE_FILE_INFERENCE_S,
+        ModelRef::Onnx(_) | ModelRef::Tflite(_) => ESTIMATE_FILE_INFERENCE_S,
     };
     let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
     let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);

@@ -91,7 +91,7 @@ pub fn model_file(
     seed: u64,
 ) -> anyhow::Result<PathBuf> {
     match &c.model {
-        ModelRef::Onnx(path) => Ok(path.clone()),
+        ModelRef::Onnx(path) | ModelRef::Tflite(path) => Ok(path.clone()),
         ModelRef::Zoo(name) => {
             let path = cache.join("models").join(format!(
                 "{name}-{}-b{}-c{classes}-seed{seed}.onnx",
@@ -350,6 +350,10 @@ pub fn prepare(
                 .with_context(|| format!("cannot create {}", parent.display()))?;
         }
         request.output_file = Some(path);
+    }
+    // A .tflite file runs as it is, at the inputs it declares.
+    if let ModelRef::Tflite(path) = &condition.model {
+        request.model_file = Some(path.clone());
     }
     // An ONNX file fed by name: every input's values, as every engine is fed them.
     if let (Some(named), ModelRef::Onnx(path)) = (&condition.named_inputs, &condition.model) {

@@ -101,6 +101,10 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             path,
             input_shape: Some(&input_shape),
         },
+        ModelRef::Tflite(path) => anyhow::bail!(crate::error::BadInput(format!(
+            "{} is a TensorFlow Lite file: it runs on the tflite engine",
+            path.display()
+        ))),
     };
     let session = Loaded::load(&c.engine, source, threads, request.seed)?;
     emit(

@@ -359,6 +359,7 @@ impl Conditions {
                     let note = match r {
                         ModelRef::Zoo(_) => "built-in zoo".to_string(),
                         ModelRef::Onnx(_) => "ONNX file".to_string(),
+                        ModelRef::Tflite(_) => "TensorFlow Lite file".to_string(),
                     };
                     choice(r.to_string(), m.models.contains(r), note)
                 })

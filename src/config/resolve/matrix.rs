@@ -26,13 +26,6 @@ impl Resolver<'_> {
         let batch = self.axis("matrix.batch", &raw.batch, vec![1], |r, k, v| {
             r.int_in(k, v, BATCH_RANGE.0 as i64, BATCH_RANGE.1 as i64)
         })?;
-        // A `command` program makes of a model name what it will: only the engines that read
-        // the file bind it.
-        let (own_inputs, named_for) = if engines.iter().all(|e| e == "command") {
-            Default::default()
-        } else {
-            self.file_inputs(&raw, &models, (&inputs, &named_inputs), &batch)?
-        };
         let threads = self.axis("matrix.threads", &raw.threads, vec![0], |r, k, v| {
             r.int_in(k, v, THREADS_RANGE.0 as i64, THREADS_RANGE.1 as i64)
         })?;
@@ -48,7 +41,7 @@ impl Resolver<'_> {
             None => 1000,
         };
         let mut exclude = Vec::new();
-        for (i, spanned_rule) in raw.exclude.unwrap_or_default().iter().enumerate() {
+        for (i, spanned_rule) in raw.exclude.iter().flatten().enumerate() {
             let rule = spanned_rule.get_ref();
             let key = |field: &str| format!("matrix.exclude[{i}].{field}");
             let parsed = Exclude {
@@ -92,6 +85,13 @@ impl Resolver<'_> {
             }
             exclude.push(parsed);
         }
+        // A `command` program makes of a model name what it will: only the engines that read
+        // the file bind it.
+        let (own_inputs, named_for) = if engines.iter().all(|e| e == "command") {
+            Default::default()
+        } else {
+            self.file_inputs(&raw, &models, (&inputs, &named_inputs), &batch, &exclude)?
+        };
         Ok(Matrix {
             engines,
             models,
@@ -152,10 +152,14 @@ impl Resolver<'_> {
                 .collect();
             let text = specs.join(" ");
             named_specs(&text).map_err(|e| self.at(&key, v, e.0))?;
-            named.push(match model {
+            let entry = match model {
                 Some(path) => format!("{}: {text}", path.display()),
                 None => text,
-            });
+            };
+            if named.contains(&entry) {
+                return Err(self.at(&key, v, "is given twice".to_string()));
+            }
+            named.push(entry);
         }
         if images.is_empty() {
             images.push(InputShape::default());
@@ -175,6 +179,7 @@ impl Resolver<'_> {
         models: &[ModelRef],
         (inputs, named): (&[InputShape], &[String]),
         batch: &[usize],
+        exclude: &[Exclude],
     ) -> Result<
         (
             std::collections::BTreeMap<PathBuf, InputShape>,
@@ -266,19 +271,25 @@ impl Resolver<'_> {
                     .map(|(&shape, k)| (vec![InputSpec::image(shape)], Some(k), None))
                     .collect();
             } else if entries.is_empty() {
-                let shape = bind_file_inputs(path, &[], Some(batch[0]))
-                    .ok()
-                    .and_then(|bound| match bound.first().map(|b| &b.shape[..]) {
+                // Its own image shape where it fixes one, else the default.
+                let fixed = bind_file_inputs(path, &[], None).ok().and_then(|bound| {
+                    match bound.first().map(|b| &b.shape[..]) {
                         Some(&[_, c, h, w]) => Some(InputShape {
                             channels: c,
                             height: h,
                             width: w,
                         }),
                         _ => None,
-                    })
-                    .unwrap_or_default();
-                own.insert(path.clone(), shape);
-                entries.push((vec![InputSpec::image(shape)], None, None));
+                    }
+                });
+                if let Some(shape) = fixed {
+                    own.insert(path.clone(), shape);
+                }
+                entries.push((
+                    vec![InputSpec::image(fixed.unwrap_or_default())],
+                    None,
+                    None,
+                ));
             }
             planned.push((i, path, entries));
         }
@@ -299,13 +310,66 @@ impl Resolver<'_> {
         }
         for (i, path, entries) in planned {
             for (specs, k, set) in entries {
-                for &b in batch {
-                    if let Err(why) = bind_file_inputs(path, &specs, named_batch(set, b)) {
-                        return Err(located(k, i, format!("at batch {b}: {why}")));
+                for (j, &b) in batch.iter().enumerate() {
+                    // A condition an exclude rule leaves out is not bound.
+                    let image = specs.first().and_then(|s| s.image);
+                    let excluded = exclude.iter().any(|r| {
+                        r.model.as_ref() == Some(&models[i])
+                            && r.engine.is_none()
+                            && r.threads.is_none()
+                            && r.device.is_none()
+                            && r.batch.is_none_or(|rb| rb == b)
+                            && r.input.is_none_or(|ri| set.is_none() && Some(ri) == image)
+                    });
+                    if excluded {
+                        continue;
                     }
+                    let Err(why) = bind_file_inputs(path, &specs, named_batch(set, b)) else {
+                        continue;
+                    };
+                    // A batch the input itself allows is the batch's fault.
+                    let by_batch =
+                        b != 1 && bind_file_inputs(path, &specs, named_batch(set, 1)).is_ok();
+                    let hint = if set.is_none() && !by_batch {
+                        own_shape_hint(path)
+                    } else {
+                        String::new()
+                    };
+                    return Err(match (by_batch, raw.batch.as_ref()) {
+                        (true, Some(list)) => self.at(
+                            &format!("matrix.batch[{j}]"),
+                            &list.get_ref()[j],
+                            format!("{why}{hint}"),
+                        ),
+                        _ => located(k, i, format!("at batch {b}: {why}{hint}")),
+                    });
                 }
             }
         }
         Ok((own, named_for))
     }
+}
+
+/// How to run a file that fixes its shape at that shape: its inputs by name, given to it, or an
+/// exclude rule (empty when its shape is open).
+fn own_shape_hint(path: &Path) -> String {
+    let Ok(bound) = crate::models::onnx_graph::bind_file_inputs(path, &[], None) else {
+        return String::new();
+    };
+    let file = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let specs: Vec<String> = bound
+        .iter()
+        .map(|b| {
+            let dims: Vec<String> = b.shape.iter().map(usize::to_string).collect();
+            format!("{}={}", b.name, dims.join("x"))
+        })
+        .collect();
+    format!(
+        " (run it at its own shape with \"{file}: {}\" in matrix.inputs, or leave it out with \
+         [[matrix.exclude]] model = \"{file}\")",
+        specs.join(" ")
+    )
 }

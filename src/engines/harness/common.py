@@ -85,7 +85,7 @@ def read_inputs(np, request):
     """An ONNX file's inputs by name, each from the .npy file edgeprof wrote (the values every
     engine is fed)."""
     feeds = {}
-    for given in request["inputs"]:
+    for given in request.get("inputs", []):
         try:
             feeds[given["name"]] = np.load(given["file"], allow_pickle=False)
         except (OSError, ValueError) as e:

@@ -107,11 +107,17 @@ pub(super) fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError
         Ok(D::Uint16) => u16::datum_type(),
         Ok(D::Uint8) => u8::datum_type(),
         Ok(D::Bool) => bool::datum_type(),
+        Ok(D::String) => {
+            return Err(EngineError::UnsupportedModel {
+                origin: origin.to_string(),
+                reason: "it takes strings, and edgeprof feeds numbers and booleans only".into(),
+            })
+        }
         _ => {
             return Err(EngineError::UnsupportedModel {
                 origin: origin.to_string(),
                 reason: format!(
-                    "an input is {}, a type tract lacks ({TYPES_TRACT_LACKS})",
+                    "it takes {} values, a type tract lacks ({TYPES_TRACT_LACKS})",
                     crate::models::onnx_graph::elem_type_name(elem)
                 ),
             })

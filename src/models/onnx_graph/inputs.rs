@@ -81,7 +81,7 @@ impl InputSpec {
         }
         let no_tensor = |why: String| format!("{} holds no ONNX tensor ({why})", path.display());
         if bytes.is_empty() {
-            return Err(no_tensor("it is empty".into()));
+            return Err(format!("{} is empty: it holds no tensor", path.display()));
         }
         let tensor =
             pb::TensorProto::decode(&bytes[..]).map_err(|e| no_tensor(short_decode_error(&e)))?;
