@@ -255,22 +255,12 @@ pub fn run_in_worker(
         config.set_python(f.name, python);
     }
     let worker_request = WorkerRequest {
-        condition: condition.clone(),
         warmup: request.warmup,
-        warmup_seconds: 0.0,
         iterations: request.iterations.max(1),
-        min_duration_s: 0.0,
         repeats: request.repeats.max(1),
-        seed: request.seed,
-        classes: request.classes,
-        counters: false,
-        model_file: None,
-        input_file: None,
-        output_file: None,
-        options: None,
-        layer_runs: 0,
         inputs,
         outputs_dir: Some(outputs_dir.clone()),
+        ..WorkerRequest::new(condition.clone(), request.seed, request.classes)
     };
     let interpreters =
         crate::runner::prepare::interpreters(&config, std::slice::from_ref(&condition));

@@ -320,22 +320,14 @@ impl GpuProfiling<'_> {
         let mut config = self.config.clone();
         config.measure.check_outputs = false;
         let request = crate::runner::protocol::WorkerRequest {
-            condition: c.clone(),
             warmup: 1,
-            warmup_seconds: 0.0,
             iterations: ITERATIONS,
-            min_duration_s: 0.0,
             repeats: 1,
-            seed: config.measure.seed,
-            classes: config.matrix.classes,
-            counters: false,
-            model_file: None,
-            input_file: None,
-            output_file: None,
-            options: None,
-            layer_runs: 0,
-            inputs: Vec::new(),
-            outputs_dir: None,
+            ..crate::runner::protocol::WorkerRequest::new(
+                c.clone(),
+                config.measure.seed,
+                config.matrix.classes,
+            )
         };
         let prepared = prepare::prepare(&config, c, request, self.edgeprof, self.dir, interpreters)
             .map_err(|e| format!("{e:#}"))?;

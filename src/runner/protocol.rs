@@ -80,6 +80,31 @@ pub struct FedInput {
     pub file: std::path::PathBuf,
 }
 
+impl WorkerRequest {
+    /// A request for `condition`: one timed iteration with no warm-up, the inputs made from
+    /// `seed`, nothing optional asked for; callers set what they need over it.
+    pub fn new(condition: Condition, seed: u64, classes: usize) -> WorkerRequest {
+        WorkerRequest {
+            condition,
+            warmup: 0,
+            warmup_seconds: 0.0,
+            iterations: 1,
+            min_duration_s: 0.0,
+            repeats: 1,
+            seed,
+            classes,
+            counters: false,
+            model_file: None,
+            input_file: None,
+            output_file: None,
+            options: None,
+            layer_runs: 0,
+            inputs: Vec::new(),
+            outputs_dir: None,
+        }
+    }
+}
+
 fn is_zero(n: &usize) -> bool {
     *n == 0
 }

@@ -524,22 +524,14 @@ fn simulate_missing(
             record.condition.id
         );
         let request = edgeprof::runner::protocol::WorkerRequest {
-            condition: record.condition.clone(),
             warmup: 1,
-            warmup_seconds: 0.0,
             iterations,
-            min_duration_s: 0.0,
             repeats: 1,
-            seed: stored.seed(),
-            classes: stored.classes(),
-            counters: false,
-            model_file: None,
-            input_file: None,
-            output_file: None,
-            options: None,
-            layer_runs: 0,
-            inputs: Vec::new(),
-            outputs_dir: None,
+            ..edgeprof::runner::protocol::WorkerRequest::new(
+                record.condition.clone(),
+                stored.seed(),
+                stored.classes(),
+            )
         };
         match cachesim::simulate(
             &valgrind,

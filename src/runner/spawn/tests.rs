@@ -7,8 +7,8 @@ use crate::runner::matrix::Condition;
 use std::os::unix::fs::PermissionsExt;
 
 fn request() -> WorkerRequest {
-    WorkerRequest {
-        condition: Condition::new(
+    WorkerRequest::new(
+        Condition::new(
             "command",
             ModelRef::Zoo("resnet34".into()),
             InputShape::default(),
@@ -16,22 +16,9 @@ fn request() -> WorkerRequest {
             1,
             Device::Cpu,
         ),
-        warmup: 0,
-        warmup_seconds: 0.0,
-        iterations: 1,
-        min_duration_s: 0.0,
-        repeats: 1,
-        seed: 0,
-        classes: 10,
-        counters: false,
-        model_file: None,
-        input_file: None,
-        output_file: None,
-        options: None,
-        layer_runs: 0,
-        inputs: Vec::new(),
-        outputs_dir: None,
-    }
+        0,
+        10,
+    )
 }
 
 const LIMITS: RunLimits = RunLimits {

@@ -81,23 +81,15 @@ impl Sweep<'_> {
     fn request(&self, condition: &Condition) -> WorkerRequest {
         let m = &self.config.measure;
         WorkerRequest {
-            condition: condition.clone(),
             warmup: m.warmup,
             warmup_seconds: m.warmup_seconds,
             iterations: m.iterations,
             min_duration_s: m.min_duration_s,
             // The first of the processes the repeats are spread over.
             repeats: repetition::share(m.repeats, m.processes, 0),
-            seed: m.seed,
-            classes: self.config.matrix.classes,
             counters: self.config.output.roofline,
-            model_file: None,
-            input_file: None,
-            output_file: None,
-            options: None,
             layer_runs: m.layer_runs,
-            inputs: Vec::new(),
-            outputs_dir: None,
+            ..WorkerRequest::new(condition.clone(), m.seed, self.config.matrix.classes)
         }
     }
 

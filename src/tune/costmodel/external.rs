@@ -96,22 +96,16 @@ pub fn measure_external(
         config.set_python(framework.name, python);
     }
     let request = WorkerRequest {
-        condition: condition.clone(),
         warmup: 3,
-        warmup_seconds: 0.0,
         iterations: how.min_runs.max(RUNS_PER_REPEAT),
-        min_duration_s: 0.0,
         repeats: REPEATS,
-        seed: config.measure.seed,
-        classes: config.matrix.classes,
-        counters: false,
         model_file: description,
-        input_file: None,
-        output_file: None,
-        options: None,
         layer_runs: how.layer_runs.max(1),
-        inputs: Vec::new(),
-        outputs_dir: None,
+        ..WorkerRequest::new(
+            condition.clone(),
+            config.measure.seed,
+            config.matrix.classes,
+        )
     };
     let interpreters =
         crate::runner::prepare::interpreters(&config, std::slice::from_ref(&condition));
