@@ -387,6 +387,13 @@ impl TractSession {
                 graph.initializer.push(integer_tensor(c));
             }
         }
+        // What tract lacks is said of the file before its inputs are made.
+        if let Some(why) = proto.graph.as_ref().and_then(what_tract_lacks) {
+            return Err(EngineError::UnsupportedModel {
+                origin,
+                reason: why,
+            });
+        }
         let mut tensors = TVec::new();
         for &(k, input) in &inputs {
             let bytes = input.shape.iter().try_fold(

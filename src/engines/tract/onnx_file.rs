@@ -135,7 +135,7 @@ pub(super) fn fed_tensor(
     let run_err = |e: anyhow::Error| EngineError::Run {
         reason: format!("input {}: {}", input.name, one_line(&e)),
     };
-    let datum = datum_of(input.elem, &input.name)?;
+    let datum = datum_of(input.elem, &format!("input {}", input.name))?;
     let values = input.values_or_seeded(seed);
     let wide = Tensor::from_shape(&input.shape, &values).map_err(run_err)?;
     let typed = if datum == bool::datum_type() {
