@@ -445,10 +445,6 @@ fn list<T: std::fmt::Display>(items: &[T]) -> String {
 
 /// The inputs axis: `matrix.inputs`, or, without it, each ONNX file at its own shape.
 fn inputs_line(m: &edgeprof::config::Matrix) -> String {
-    let zoo = m
-        .models
-        .iter()
-        .any(|model| matches!(model, edgeprof::config::ModelRef::Zoo(_)));
     let mut parts: Vec<String> = Vec::new();
     // The image shapes, where a zoo model or an ONNX file runs at them.
     let images = m.models.iter().any(|model| match model {
@@ -458,7 +454,7 @@ fn inputs_line(m: &edgeprof::config::Matrix) -> String {
         edgeprof::config::ModelRef::Zoo(_) => true,
         edgeprof::config::ModelRef::Tflite(_) => false,
     });
-    if zoo || images {
+    if images {
         parts.push(list(&m.inputs));
     }
     let name = |path: &std::path::Path| {

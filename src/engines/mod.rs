@@ -166,16 +166,12 @@ impl Loaded {
 
     /// One inference on the loaded input: its first output's values.
     pub fn output(&self) -> Result<Vec<f32>, EngineError> {
-        match self {
-            Loaded::Tract { session, input } => session.run(input).map(|(_, v)| v),
-            Loaded::Candle { session, input } => session.run(input).map(|(_, v)| v),
-            Loaded::TractFed { session, inputs } => Ok(session
-                .run_fed(inputs)?
-                .into_iter()
-                .next()
-                .map(|(_, v)| v)
-                .unwrap_or_default()),
-        }
+        Ok(self
+            .outputs()?
+            .into_iter()
+            .next()
+            .map(|(_, v)| v)
+            .unwrap_or_default())
     }
 
     /// Each layer's median time over `runs` profiled inferences, where the engine has a
