@@ -12,51 +12,6 @@ use common::*;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-/// The Python interpreter with onnx and onnxruntime, set up on first use.
-fn python() -> &'static Path {
-    onnx_python()
-}
-
-fn script() -> String {
-    format!("{}/tests/python/real_models.py", env!("CARGO_MANIFEST_DIR"))
-}
-
-/// The cache the real models and ONNX's conformance tests are fetched into.
-fn cache() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models")
-}
-
-/// Runs `real_models.py WHAT CACHE` under the cache's lock (tests in parallel wait on it).
-fn fetch(what: &str) {
-    let target = Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
-    let _lock = match Lock::take(&target.join("test-models.lock")) {
-        Ok(l) => l,
-        Err(e) => panic!("{e}"),
-    };
-    let out = std::process::Command::new(python())
-        .arg(script())
-        .arg(what)
-        .arg(cache())
-        .output();
-    match out {
-        Ok(o) if o.status.success() => {}
-        Ok(o) => panic!(
-            "cannot fetch ({what}): {}",
-            String::from_utf8_lossy(&o.stderr)
-        ),
-        Err(e) => panic!("cannot run {}: {e}", script()),
-    }
-}
-
-/// The cache holding the fetched models, filled once.
-fn models() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        fetch("fetch");
-        cache()
-    })
-}
-
 /// (file in the cache, its inputs as `models info --input` takes them, what it is)
 const CASES: &[(&str, &[&str], &str)] = &[
     (
@@ -123,8 +78,8 @@ const CASES: &[(&str, &[&str], &str)] = &[
 
 /// The shapes onnxruntime gives the model's outputs for these inputs.
 fn onnxruntime_shapes(model: &Path, specs: &[&str]) -> serde_json::Value {
-    let out = std::process::Command::new(python())
-        .arg(script())
+    let out = std::process::Command::new(onnx_python())
+        .arg(real_models_script())
         .arg("shapes")
         .arg(model)
         .args(specs)
@@ -145,7 +100,7 @@ fn onnxruntime_shapes(model: &Path, specs: &[&str]) -> serde_json::Value {
 
 #[test]
 fn every_real_model_is_costed_node_by_node_with_the_shapes_onnxruntime_gives() {
-    let dir = models();
+    let dir = real_models();
     for (file, inputs, what) in CASES {
         let path = dir.join(file);
         let path_text = path.display().to_string();
@@ -190,7 +145,7 @@ fn every_real_model_is_costed_node_by_node_with_the_shapes_onnxruntime_gives() {
 
 #[test]
 fn an_open_dimension_is_asked_for_by_name() {
-    let path = models().join(CASES[4].0);
+    let path = real_models().join(CASES[4].0);
     assert_bad_input(
         &["models", "info", &path.display().to_string()],
         "input x has open dimensions ([p2o.DynamicDimension.0, 3, p2o.DynamicDimension.1, \
@@ -221,9 +176,9 @@ const TRACT_CANNOT: &[(&str, i32, &str)] = &[
 /// DynamicDimension.0,16,112,112 and 1,16,112,112`).
 #[test]
 fn every_real_model_runs_on_tract_and_onnxruntime_with_agreeing_outputs() {
-    let dir = models();
+    let dir = real_models();
     let tmp = temp_dir();
-    let py = python().display().to_string();
+    let py = onnx_python().display().to_string();
     let mut agreed = 0;
     for (k, (file, inputs, what)) in CASES.iter().enumerate() {
         let path = dir.join(file);
@@ -268,10 +223,10 @@ fn every_real_model_runs_on_tract_and_onnxruntime_with_agreeing_outputs() {
 /// ONNX's own conformance tests (the single-operator node tests, PyTorch's converted modules
 /// and operators, a few simple graphs), fetched from the onnx 1.17.0 wheel into the cache.
 fn conformance_tests() -> Vec<PathBuf> {
-    let dir = models();
+    let dir = real_models();
     // Fetched once (tests in parallel all ask for it).
     static FETCHED: OnceLock<()> = OnceLock::new();
-    FETCHED.get_or_init(|| fetch("conformance"));
+    FETCHED.get_or_init(|| fetch_test_models("conformance"));
     let data = dir.join("onnx-1.17.0/onnx/backend/test/data");
     let mut cases = Vec::new();
     for group in ["node", "pytorch-converted", "pytorch-operator", "simple"] {
@@ -396,7 +351,7 @@ const MATCHED_FLOOR: usize = 1_281;
 /// A valid file with a type tract lacks is refused in one sentence that says so.
 #[test]
 fn a_type_tract_lacks_is_named_in_one_sentence() {
-    let dir = models();
+    let dir = real_models();
     conformance_tests();
     let data = dir.join("onnx-1.17.0/onnx/backend/test/data/node");
     for (case, says) in [
@@ -521,7 +476,7 @@ const TRACT_PASSED_FLOOR: usize = 899;
 /// an output that is not the expected one fails the run after its figures.
 #[test]
 fn bench_feeds_inputs_by_name_and_checks_expected_outputs() {
-    let dir = models();
+    let dir = real_models();
     let vad = dir.join("silero-vad-6.2.3/silero_vad/data/silero_vad_op18_ifless.onnx");
     let out = edgeprof()
         .args(["bench", "--engine", "tract", "--model"])
@@ -576,7 +531,7 @@ fn bench_feeds_inputs_by_name_and_checks_expected_outputs() {
 /// to it in `matrix.inputs` — and the CPU roofline places each of them by its node-by-node cost.
 #[test]
 fn a_sweep_runs_the_real_models_and_the_roofline_places_each() {
-    let dir = models();
+    let dir = real_models();
     let tmp = temp_dir();
     let cases: Vec<_> = CASES
         .iter()
@@ -641,8 +596,8 @@ fn a_sweep_runs_the_real_models_and_the_roofline_places_each() {
 /// declare; their outputs are saved; tract says in one sentence where a .tflite file runs.
 #[test]
 fn tflite_files_run_as_they_are_on_the_tflite_engine() {
-    fetch("tflite");
-    let dir = cache().join("mediapipe-0.10.21/mediapipe/modules");
+    fetch_test_models("tflite");
+    let dir = test_models_cache().join("mediapipe-0.10.21/mediapipe/modules");
     let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data");
     edgeprof()
         .env("EDGEPROF_DATA_DIR", &data)

@@ -302,10 +302,10 @@ pub(super) enum RooflineCommand {
     /// Per-layer points of one zoo model (tract's node profile + analytic per-layer cost),
     /// ranked by the end-to-end time each can save
     Layers {
-        /// A zoo model
+        /// A zoo model or an ONNX file
         model: String,
         #[command(flatten)]
-        shape: ShapeArgs,
+        shape: InfoShapeArgs,
         /// tract's threads (0 or left out: all available cores)
         #[arg(long)]
         threads: Option<usize>,

@@ -121,23 +121,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                     print_out(&render::graph_cost_table(&cost))
                 };
             }
-            let input = match &shape.input[..] {
-                [] => None,
-                [text] => Some(
-                    text.parse::<InputShape>()
-                        .map_err(|e| BadInput(e.to_string()))?,
-                ),
-                _ => bail!(BadInput(format!(
-                    "{name} is a zoo model with one input: give --input once"
-                ))),
-            };
-            let model = describe_model(
-                &name,
-                input,
-                shape.batch,
-                shape.classes,
-                InputShape::default(),
-            )?;
+            let model = zoo_of(&name, &shape)?;
             let cost = cost::analyze(&model);
             if json {
                 print_json(&cost)
@@ -209,11 +193,34 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             top,
             chart,
         }) => {
-            let model = zoo::build(&model, &shape.params())?;
+            let threads = edgeprof::runner::resolve_threads(threads.unwrap_or(0));
+            // The request is checked whole before the ceilings are read and anything runs.
+            let profile: Box<dyn FnOnce() -> anyhow::Result<edgeprof::roofline::LayerProfile>> =
+                if is_file_model(&model) {
+                    if shape.batch.is_some() || shape.classes.is_some() {
+                        bail!(BadInput(format!(
+                            "{model} is an ONNX file: its inputs, batch included, are given by \
+                             --input NAME=DIMS"
+                        )));
+                    }
+                    let given = shape
+                        .input
+                        .iter()
+                        .map(|t| t.parse().map_err(|e| BadInput(format!("{e}"))))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let path = PathBuf::from(&model);
+                    Box::new(move || {
+                        edgeprof::roofline::file_layer_profile(&path, &given, threads, runs)
+                    })
+                } else {
+                    let zoo_model = zoo_of(&model, &shape)?;
+                    Box::new(move || edgeprof::roofline::layer_profile(&zoo_model, threads, runs))
+                };
             roofline::layers(
                 &model,
+                profile,
                 roofline::LayersOptions {
-                    threads: edgeprof::runner::resolve_threads(threads.unwrap_or(0)),
+                    threads,
                     runs,
                     ceilings: ceilings.as_deref(),
                     json,
@@ -617,6 +624,31 @@ fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
         &plan,
         estimated_seconds,
     ))
+}
+
+/// Zoo model `name` as `models info` and `roofline layers` take it: one input as CxHxW at
+/// most, the batch and classes given.
+fn zoo_of(
+    name: &str,
+    shape: &args::InfoShapeArgs,
+) -> anyhow::Result<edgeprof::models::graph::Model> {
+    let input = match &shape.input[..] {
+        [] => None,
+        [text] => Some(
+            text.parse::<InputShape>()
+                .map_err(|e| BadInput(e.to_string()))?,
+        ),
+        _ => bail!(BadInput(format!(
+            "{name} is a zoo model with one input: give --input once"
+        ))),
+    };
+    describe_model(
+        name,
+        input,
+        shape.batch,
+        shape.classes,
+        InputShape::default(),
+    )
 }
 
 /// The model `name` stands for, described for analytic costs: an ONNX file read at `input` and

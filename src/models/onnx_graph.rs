@@ -54,9 +54,11 @@ use std::path::Path;
 use thiserror::Error;
 use tract_onnx::pb;
 
+mod fusion;
 mod inputs;
 mod ops;
 mod walk;
+pub use fusion::fused_groups;
 pub use inputs::{
     bind_file_inputs, bind_inputs, input_names, BoundInput, InputError, InputSpec, InputSpecError,
 };
@@ -189,6 +191,28 @@ pub struct NodeCost {
     /// input's unknown shape goes back to.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub after: Option<String>,
+    /// What, beside its work, sets how an engine runs it (for the cost model's templates).
+    #[serde(skip)]
+    pub form: Form,
+}
+
+/// A run-time node's form: its first data input's shape, how many of its data inputs are
+/// computed at run time (not weights), and a windowed operator's kernel, stride and groups.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Form {
+    pub input_shape: Vec<usize>,
+    pub runtime_inputs: usize,
+    /// Kernel (each spatial axis), strides and groups of Conv, ConvTranspose and the pools.
+    pub kernel: Vec<usize>,
+    pub strides: Vec<usize>,
+    pub groups: usize,
+    /// Whether it works along an axis other than the last (a softmax over channels, say).
+    pub inner_axis: bool,
+    /// The values its run-time data inputs are, and those it produces (by name).
+    pub reads: Vec<String>,
+    /// The bytes of each of `reads`.
+    pub read_bytes: Vec<u64>,
+    pub writes: Vec<String>,
 }
 
 /// The operators that were not costed, each once with how many nodes and why.
@@ -234,6 +258,19 @@ impl GraphCost {
     pub fn cost_totals(&self) -> super::cost::CostTotals {
         self.total.clone()
     }
+}
+
+/// The name a node has in its file: a node of an `If`'s branch is analysed as
+/// `{if}/then/{node}` (or `/else/`), while an engine that inlines the branch keeps `{node}`.
+pub fn source_node_name(name: &str) -> &str {
+    let cut = [
+        name.rfind("/then/").map(|i| i + 6),
+        name.rfind("/else/").map(|i| i + 6),
+    ]
+    .into_iter()
+    .flatten()
+    .max();
+    cut.map_or(name, |i| &name[i..])
 }
 
 /// What the file at `path` is when it is no ONNX file (by its first bytes or its name) and how

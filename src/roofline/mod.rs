@@ -371,6 +371,60 @@ pub fn layer_profile(
     Ok(group_layers(&costs.layers, &times))
 }
 
+/// [`layer_profile`] of the ONNX file at `path` fed at `given` (as `bench` feeds it): its
+/// run-time nodes grouped as tract fuses them
+/// ([`crate::models::onnx_graph::fused_groups`]), each group's FLOPs and bytes from the
+/// node-by-node analysis and its time the sum of its members' node times. A group tract gave no
+/// time (done in place, or folded into another) is left out, its work with it; so are nodes the
+/// analysis could not cost (`models info` names them).
+pub fn file_layer_profile(
+    path: &std::path::Path,
+    given: &[crate::models::onnx_graph::InputSpec],
+    threads: usize,
+    runs: usize,
+) -> anyhow::Result<LayerProfile> {
+    use crate::models::onnx_graph as graph;
+    let cost = graph::analyse_file(path, given, None)?;
+    let bound = graph::bind_file_inputs(path, given, None)?;
+    let (session, fed) = crate::engines::tract::TractSession::load_fed(
+        path,
+        &bound,
+        threads,
+        crate::models::onnx::DEFAULT_SEED,
+    )?;
+    let times = session.profile_fed(&fed, runs.max(1))?;
+    let mut out = LayerProfile::default();
+    for members in graph::fused_groups(&cost) {
+        let nodes: Vec<&graph::NodeCost> =
+            members.iter().filter_map(|&i| cost.nodes.get(i)).collect();
+        let mut runs_ms: Option<Vec<f64>> = None;
+        for t in times.iter().filter(|t| {
+            t.mapped
+                && nodes
+                    .iter()
+                    .any(|n| graph::source_node_name(&n.name) == t.layer)
+        }) {
+            match &mut runs_ms {
+                Some(sum) => sum.iter_mut().zip(&t.runs_ms).for_each(|(s, v)| *s += v),
+                None => runs_ms = Some(t.runs_ms.clone()),
+            }
+        }
+        let Some(runs_ms) = runs_ms else { continue };
+        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
+        out.programs.push(Program {
+            label: names.join("+"),
+            precision: Precision::Fp32,
+            flops: nodes.iter().map(|n| n.flops as f64).sum(),
+            seconds: crate::stats::median(&runs_ms).unwrap_or(0.0) / 1e3,
+            traffic: vec![(Level::Dram, nodes.iter().map(|n| n.dram_bytes as f64).sum())],
+            source: PointSource::Analytic,
+            basis: vec!["time from tract's node profile (the median run)".to_string()],
+        });
+        out.runs_s.push(runs_ms.iter().map(|ms| ms / 1e3).collect());
+    }
+    Ok(out)
+}
+
 /// Joins analytic layer costs with profiled layer times (see [`layer_profile`]).
 pub fn group_layers(
     costs: &[crate::models::cost::LayerCost],

@@ -89,7 +89,7 @@ pub struct Group {
     /// Median over the profiled runs.
     pub seconds: f64,
     /// The leading layer's shape (absent in profiles written before it was kept: filled in
-    /// by rebuilding the model, [`Profile::with_dims`]).
+    /// by rebuilding the model, [`Profile::refreshed`]).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dims: Option<Dims>,
 }
@@ -274,44 +274,44 @@ impl Profile {
 
     /// Whether this profile is of an operator-template probe, not a model of the zoo.
     pub fn is_probe(&self) -> bool {
-        probe::seed_of(&self.model).is_some()
+        probe::seed_of(&self.model).is_some() || graph_probe::seed_of(&self.model).is_some()
     }
 
-    /// The profile with every group's [`Dims`] present: those a profile written before they
-    /// were kept lacks are taken from the model, rebuilt (groups matched by their layers).
-    pub fn with_dims(mut self) -> Profile {
-        if self
-            .groups
-            .iter()
-            .all(|g| g.dims.is_some_and(|d| d.model_bytes > 0))
-        {
-            return self;
-        }
-        let Ok(model) = zoo_model(&self.model, &self.input) else {
+    /// The profile with its groups described as this version describes them: template,
+    /// FLOPs, bytes and [`Dims`] taken from its model built again (groups matched by their
+    /// layers), so that profiles written by earlier versions (without shapes, or with another
+    /// count of a group's bytes) are learnt from alike; kept as they are where the model cannot
+    /// be built (an ONNX file moved since).
+    pub fn refreshed(mut self) -> Profile {
+        let Ok(planned) = groups_of(&self.model, &self.input) else {
             return self;
         };
-        let planned = planned_groups(&model);
         for g in &mut self.groups {
-            if g.dims.is_none_or(|d| d.model_bytes == 0) {
-                g.dims = planned
-                    .iter()
-                    .find(|p| p.label == g.label)
-                    .and_then(|p| p.dims);
+            if let Some(p) = planned.iter().find(|p| p.label == g.label) {
+                g.template = p.template.clone();
+                g.flops = p.flops;
+                g.bytes = p.bytes;
+                g.dims = p.dims;
             }
         }
         self
     }
 }
 
-/// A model's groups ([`planned_groups`]) with the profiled seconds: the sum of the median
-/// times tract gave any of their layers. Time tract gave no layer of the model (its own
-/// nodes) is left out; the end-to-end latency keeps it.
+/// A model's groups ([`planned_groups`]) with the profiled seconds ([`timed`]).
 pub fn profile_groups(model: &Model, times: &[crate::engines::tract::LayerTime]) -> Vec<Group> {
-    let mut groups = planned_groups(model);
+    timed(planned_groups(model), times)
+}
+
+/// `groups` with the profiled seconds: the sum of the median times tract gave any of their
+/// layers. Time tract gave no layer of the model (its own nodes) is left out; the end-to-end
+/// latency keeps it.
+pub fn timed(mut groups: Vec<Group>, times: &[crate::engines::tract::LayerTime]) -> Vec<Group> {
     for g in &mut groups {
         g.seconds = g
             .label
             .split('+')
+            .map(crate::models::onnx_graph::source_node_name)
             .filter_map(|name| times.iter().find(|t| t.mapped && t.layer == name))
             .map(|t| t.ms_per_run / 1e3)
             .sum();
@@ -319,24 +319,73 @@ pub fn profile_groups(model: &Model, times: &[crate::engines::tract::LayerTime])
     groups
 }
 
+/// The groups of zoo model, probe or ONNX file `name` at `input`, as [`CostModel::predict`]
+/// sums them: a file's from its node-by-node analysis ([`files::file_groups`]; `input` is
+/// `declared` for the file's own shapes, else its inputs as `models info --input` takes them,
+/// space-separated), the others' from the zoo's description ([`planned_groups`]).
+pub fn groups_of(name: &str, input: &str) -> Result<Vec<Group>, crate::error::BadInput> {
+    if let Some(seed) = graph_probe::seed_of(name) {
+        let proto = graph_probe::build(seed);
+        let cost =
+            crate::models::onnx_graph::analyse(&proto, name, name, &files::specs(input)?, None)
+                .map_err(|e| crate::error::BadInput(e.to_string()))?;
+        return Ok(files::file_groups(&cost));
+    }
+    if is_file(name) {
+        return Ok(files::file_groups(&files::analysis(
+            std::path::Path::new(name),
+            input,
+        )?));
+    }
+    Ok(planned_groups(&zoo_model(name, input)?))
+}
+
 /// The groups of a model not yet run: what [`CostModel::predict`] sums. Every layer but the
 /// followers leads a group (tract fuses batch norms and activations into what comes before).
+/// A group's bytes are what it moves fused: its layers' weights, what they read from outside
+/// the group, and its last layer's output (what one member hands the next stays in the caches,
+/// as it does in a file's groups, [`files::file_groups`]).
 pub fn planned_groups(model: &Model) -> Vec<Group> {
+    use crate::models::graph::ValueId;
     let costs = crate::models::cost::analyze(model);
+    let tensor_bytes = |v: ValueId| -> u64 {
+        model
+            .shape_of(v)
+            .iter()
+            .fold(4u64, |acc, &d| acc.saturating_mul(d as u64))
+    };
     let mut out: Vec<Group> = Vec::new();
+    // The current group's first layer, and what it has moved before its last output.
+    let mut first = 0usize;
+    let mut moved = 0u64;
     for (i, layer) in model.layers.iter().enumerate() {
         let cost = &costs.layers[i];
+        let joins = !out.is_empty() && follows(layer.op.kind());
+        if !joins {
+            first = i;
+            moved = 0;
+        }
+        let external: u64 = layer
+            .inputs
+            .iter()
+            .filter(|v| !matches!(v, ValueId::Layer(j) if (first..i).contains(j)))
+            .map(|v| tensor_bytes(*v))
+            .sum();
+        moved = moved
+            .saturating_add(cost.param_bytes)
+            .saturating_add(external);
+        let bytes = moved.saturating_add(cost.output_bytes);
         match out.last_mut() {
-            Some(g) if follows(layer.op.kind()) => {
+            Some(g) if joins => {
                 g.label = format!("{}+{}", g.label, layer.name);
                 g.flops += cost.flops as f64;
-                g.bytes += cost.dram_bytes as f64;
+                g.bytes = bytes as f64;
             }
             _ => out.push(Group {
                 label: layer.name.clone(),
                 template: template(&layer.op),
                 flops: cost.flops as f64,
-                bytes: cost.dram_bytes as f64,
+                bytes: bytes as f64,
                 seconds: 0.0,
                 dims: Some(Dims::of(model, layer)),
             }),
@@ -374,47 +423,34 @@ impl Default for Measure {
 /// this process (the command runs it in a worker process of its own).
 pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow::Result<Profile> {
     use crate::engines::tract::{ModelSource, TractSession};
+    if is_file(name) {
+        return files::measure(std::path::Path::new(name), input, threads, how);
+    }
+    if let Some(seed) = graph_probe::seed_of(name) {
+        // Written where tract reads files from, then profiled as a file is.
+        let scratch = crate::bench::scratch_dir("edgeprof-probe-")?;
+        let path = scratch.path().join(format!("{name}.onnx"));
+        crate::files::write_atomic(
+            &path,
+            &crate::models::onnx::encode(&graph_probe::build(seed)),
+        )?;
+        let mut p = files::measure(&path, input, threads, how)?;
+        p.model = name.to_string();
+        return Ok(p);
+    }
     let model = zoo_model(name, input)?;
     let seed = crate::models::onnx::DEFAULT_SEED;
-    let session = if is_file(name) {
-        // The file itself, at the input its layers were read at.
-        TractSession::load(
-            ModelSource::OnnxFile(std::path::Path::new(name)),
-            Some(&model.input_shape),
-            threads,
-        )?
-    } else {
-        TractSession::load(
-            ModelSource::Zoo {
-                model: &model,
-                seed,
-            },
-            None,
-            threads,
-        )?
-    };
+    let session = TractSession::load(
+        ModelSource::Zoo {
+            model: &model,
+            seed,
+        },
+        None,
+        threads,
+    )?;
     let x = session.make_input(seed)?;
-    for _ in 0..3 {
-        session.time_one(&x)?;
-    }
-    let mut times: Vec<f64> = Vec::new();
-    let (latency_ms, interval) = loop {
-        let more = if times.is_empty() {
-            how.min_runs.max(2)
-        } else {
-            times.len()
-        };
-        for _ in 0..more.min(how.max_runs.saturating_sub(times.len()).max(1)) {
-            times.push(session.time_one(&x)?.as_secs_f64() * 1e3);
-        }
-        let median = crate::stats::median(&times).unwrap_or(0.0);
-        let interval = crate::stats::median_interval(&times, crate::stats::BOOTSTRAP_ROUNDS)
-            .unwrap_or((median, median));
-        let half = (interval.1 - interval.0) / 2.0 / median.max(f64::MIN_POSITIVE);
-        if half <= how.target || times.len() >= how.max_runs {
-            break (median, interval);
-        }
-    };
+    let (latency_ms, interval, times) =
+        timed_runs(how, || Ok(session.time_one(&x)?.as_secs_f64() * 1e3))?;
     let layer_times = session.profile(&x, how.layer_runs)?;
     let groups = profile_groups(&model, &layer_times);
     Ok(Profile::one_round(
@@ -426,113 +462,58 @@ pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow:
     ))
 }
 
+/// Three warm-up runs, then timed runs until the median's 95 % interval is within
+/// `how.target` of it (or `how.max_runs`): the median, its interval and the runs, in ms.
+fn timed_runs(
+    how: Measure,
+    mut one: impl FnMut() -> anyhow::Result<f64>,
+) -> anyhow::Result<(f64, (f64, f64), Vec<f64>)> {
+    for _ in 0..3 {
+        one()?;
+    }
+    let mut times: Vec<f64> = Vec::new();
+    let (latency_ms, interval) = loop {
+        let more = if times.is_empty() {
+            how.min_runs.max(2)
+        } else {
+            times.len()
+        };
+        for _ in 0..more.min(how.max_runs.saturating_sub(times.len()).max(1)) {
+            times.push(one()?);
+        }
+        let median = crate::stats::median(&times).unwrap_or(0.0);
+        let interval = crate::stats::median_interval(&times, crate::stats::BOOTSTRAP_ROUNDS)
+            .unwrap_or((median, median));
+        let half = (interval.1 - interval.0) / 2.0 / median.max(f64::MIN_POSITIVE);
+        if half <= how.target || times.len() >= how.max_runs {
+            break (median, interval);
+        }
+    };
+    Ok((latency_ms, interval, times))
+}
+
 // ---------------------------------------------------------------- fitting
 
-/// Samples a template needs before it is fitted on its own (else its family's, else every
-/// group's model is used).
-pub const MIN_SAMPLES: usize = 4;
-
-/// A fitted time model: seconds = fixed + per_flop · FLOPs + per_byte · bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-pub struct Linear {
-    pub fixed: f64,
-    pub per_flop: f64,
-    pub per_byte: f64,
-    pub samples: usize,
-}
-
-impl Linear {
-    pub fn seconds(&self, flops: f64, bytes: f64) -> f64 {
-        self.fixed + self.per_flop * flops + self.per_byte * bytes
-    }
-}
-
-/// Non-negative least squares over `samples` (flops, bytes, seconds), in seconds: the large
-/// layers that make up most of a model's latency weigh most (weighing each sample by its
-/// relative error instead let the many tiny layers — squeeze-and-excitation convolutions on a
-/// 1×1 map — set the cost per FLOP, and predicted held-out models about half as well). An
-/// active set: a coefficient that comes out negative is dropped and the rest refitted.
-pub fn fit_linear(samples: &[(f64, f64, f64)]) -> Option<Linear> {
-    let usable: Vec<&(f64, f64, f64)> = samples.iter().filter(|s| s.2 > 0.0).collect();
-    if usable.is_empty() {
-        return None;
-    }
-    let mut active = [true; 3];
-    loop {
-        let index: Vec<usize> = (0..3).filter(|&j| active[j]).collect();
-        if index.is_empty() {
-            return None;
-        }
-        let n = index.len();
-        let mut a = vec![vec![0.0; n]; n];
-        let mut b = vec![0.0; n];
-        for (f, by, t) in &usable {
-            let x = [1.0, *f, *by];
-            for (r, &jr) in index.iter().enumerate() {
-                b[r] += x[jr] * t;
-                for (c, &jc) in index.iter().enumerate() {
-                    a[r][c] += x[jr] * x[jc];
-                }
-            }
-        }
-        // Collinear features (every sample's bytes a multiple of its FLOPs): the last one
-        // still active goes, and the rest are fitted.
-        let Some(solved) = solve(a, b) else {
-            match (1..3).rev().find(|&j| active[j]) {
-                Some(j) => {
-                    active[j] = false;
-                    continue;
-                }
-                None => return None,
-            }
-        };
-        let mut coef = [0.0; 3];
-        for (r, &j) in index.iter().enumerate() {
-            coef[j] = solved[r];
-        }
-        match (0..3)
-            .filter(|&j| active[j] && coef[j] < 0.0)
-            .min_by(|&x, &y| coef[x].total_cmp(&coef[y]))
-        {
-            Some(j) => active[j] = false,
-            None => {
-                return Some(Linear {
-                    fixed: coef[0],
-                    per_flop: coef[1],
-                    per_byte: coef[2],
-                    samples: usable.len(),
-                })
-            }
-        }
-    }
-}
-
-/// Solves the normal equations `a x = b` (symmetric, positive definite unless the features
-/// are collinear: None then) by Cholesky, the features scaled first (FLOPs and bytes reach 1e9
-/// beside a constant 1).
-fn solve(mut a: Vec<Vec<f64>>, mut b: Vec<f64>) -> Option<Vec<f64>> {
-    use crate::tune::gp::{backward, cholesky, forward};
-    let n = b.len();
-    let scale: Vec<f64> = (0..n).map(|j| a[j][j].abs().sqrt().max(1e-300)).collect();
-    for (r, row) in a.iter_mut().enumerate() {
-        for (c, v) in row.iter_mut().enumerate() {
-            *v /= scale[r] * scale[c];
-        }
-        b[r] /= scale[r];
-    }
-    // Scaled, the diagonal is 1: a pivot this small is a collinear feature.
-    let l = cholesky(&a)?;
-    if l.iter().enumerate().any(|(i, row)| row[i] < 1e-6) {
-        return None;
-    }
-    let x = backward(&l, &forward(&l, &b));
-    Some(x.iter().zip(&scale).map(|(x, s)| x / s).collect())
-}
-
 /// The families a layer's features mark (one feature each).
-const FAMILIES: [&str; 11] = [
-    "dw", "conv1x1", "conv", "linear", "maxpool", "avgpool", "add", "scale", "concat", "shuffle",
+const FAMILIES: [&str; 18] = [
+    "dw",
+    "conv1x1",
+    "conv",
+    "linear",
+    "maxpool",
+    "avgpool",
+    "add",
+    "scale",
+    "concat",
+    "shuffle",
     "eltwise",
+    "deconv",
+    "resize",
+    "rnn",
+    "matmul",
+    "softmax",
+    "softmax_inner",
+    "norm",
 ];
 
 /// A group's features for the forest: the logarithms of its FLOPs, bytes, channels in and out,
@@ -549,6 +530,8 @@ pub fn features(g: &Group) -> Option<Vec<f64>> {
         "conv1x1"
     } else if head.starts_with("conv") || head.starts_with("gconv") {
         "conv"
+    } else if head.starts_with("deconv") {
+        "deconv"
     } else {
         head
     };
@@ -771,6 +754,9 @@ pub fn is_file(model: &str) -> bool {
 mod db;
 mod eval;
 mod external;
+pub mod files;
+pub mod graph_probe;
+mod linear;
 pub mod partial;
 pub mod probe;
 pub mod rounds;
@@ -781,6 +767,7 @@ mod tests;
 pub mod trees;
 
 pub use db::Db;
-pub use eval::{leave_one_model_out, Held};
+pub use eval::{files_held_out, leave_one_model_out, planned, Held};
 pub use external::{measure_external, profiles_files, PROFILED_ENGINES};
+pub use linear::{fit_linear, Linear, MIN_SAMPLES};
 pub use stream::{footprint, measure_bandwidth};

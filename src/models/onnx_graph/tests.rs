@@ -632,3 +632,10 @@ fn scalar_i64(name: &str, v: i64) -> pb::TensorProto {
         ..Default::default()
     }
 }
+
+#[test]
+fn a_branch_node_is_known_by_its_own_name_in_the_file() {
+    assert_eq!(source_node_name("cond/then/conv"), "conv");
+    assert_eq!(source_node_name("a/else/b/then/c"), "c");
+    assert_eq!(source_node_name("/model.0/conv/Conv"), "/model.0/conv/Conv");
+}

@@ -100,6 +100,85 @@ pub(super) fn op_label(node: &pb::NodeProto) -> String {
     }
 }
 
+/// A run-time node's [`super::Form`], from its inputs and attributes.
+fn form(node: &pb::NodeProto, op: &str, known: &[Option<&T>]) -> super::Form {
+    let data: Vec<&T> = known
+        .iter()
+        .enumerate()
+        .filter(|(k, _)| ops::role(op, *k) == ops::Role::Data)
+        .filter_map(|(_, t)| *t)
+        .collect();
+    let ints = |name: &str| -> Vec<usize> {
+        node.attribute
+            .iter()
+            .find(|a| a.name == name)
+            .map(|a| {
+                a.ints
+                    .iter()
+                    .map(|&v| usize::try_from(v).unwrap_or(0))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let windowed = matches!(
+        op,
+        "Conv" | "ConvTranspose" | "MaxPool" | "AveragePool" | "LpPool"
+    );
+    let mut kernel = if windowed {
+        ints("kernel_shape")
+    } else {
+        Vec::new()
+    };
+    // A convolution without kernel_shape takes it from its weight's spatial axes.
+    if kernel.is_empty() && matches!(op, "Conv" | "ConvTranspose") {
+        if let Some(w) = known.get(1).copied().flatten() {
+            kernel = w.shape.iter().skip(2).copied().collect();
+        }
+    }
+    let groups = node
+        .attribute
+        .iter()
+        .find(|a| a.name == "group")
+        .map_or(1, |a| usize::try_from(a.i).unwrap_or(1).max(1));
+    let (reads, read_bytes) = known
+        .iter()
+        .enumerate()
+        .filter_map(|(k, t)| match t {
+            Some(t) if ops::role(op, k) == ops::Role::Data && !t.constant => Some((
+                node.input.get(k)?.clone(),
+                t.elements().saturating_mul(elem_bytes(t.elem)),
+            )),
+            _ => None,
+        })
+        .unzip();
+    let rank = data.first().map_or(0, |t| t.shape.len()) as i64;
+    let inner_axis = node
+        .attribute
+        .iter()
+        .find(|a| a.name == "axis")
+        .is_some_and(|a| rank > 0 && a.i != -1 && a.i != rank - 1);
+    super::Form {
+        inner_axis,
+        reads,
+        read_bytes,
+        writes: node
+            .output
+            .iter()
+            .filter(|o| !o.is_empty())
+            .cloned()
+            .collect(),
+        input_shape: data.first().map(|t| t.shape.clone()).unwrap_or_default(),
+        runtime_inputs: data.iter().filter(|t| !t.constant).count(),
+        strides: if windowed {
+            ints("strides")
+        } else {
+            Vec::new()
+        },
+        kernel,
+        groups,
+    }
+}
+
 impl NodeCost {
     fn named(name: &str, op: &str) -> NodeCost {
         NodeCost {
@@ -117,6 +196,7 @@ impl NodeCost {
             folded: false,
             not_costed: None,
             after: None,
+            form: super::Form::default(),
         }
     }
 }
@@ -253,6 +333,7 @@ impl Walk {
     ) {
         record.macs = out.macs;
         record.flops = out.flops;
+        record.form = form(node, op, known);
         for (k, t) in known.iter().enumerate() {
             let Some(t) = t else { continue };
             let role = ops::role(op, k);

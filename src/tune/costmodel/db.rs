@@ -46,10 +46,14 @@ impl Db {
                 continue;
             }
             match serde_json::from_str::<Profile>(line) {
-                Ok(p) => db.profiles.push(p.with_dims()),
+                Ok(p) => db.profiles.push(p),
                 Err(_) => db.skipped.push(n + 1),
             }
         }
+        // Each model built again once (a database holds a model at several thread counts).
+        use rayon::prelude::*;
+        let profiles = std::mem::take(&mut db.profiles);
+        db.profiles = profiles.into_par_iter().map(Profile::refreshed).collect();
         Ok(db)
     }
 

@@ -1,6 +1,7 @@
-//! Leave one model out: each profiled model predicted by a fit without any profile of it.
+//! Leave one model out: each profiled model predicted by a fit without any profile of it; and
+//! every ONNX file held out at once: the files predicted by a fit on the zoo and the probes alone.
 
-use super::{planned_groups, zoo_model, CostModel, Db, Profile};
+use super::{groups_of, CostModel, Db, Profile};
 use serde::Serialize;
 
 /// One model of a leave-one-model-out evaluation.
@@ -24,8 +25,27 @@ pub struct Held {
     pub fallbacks: usize,
 }
 
+impl Held {
+    /// Profile `p` beside what `model` (fitted without it) predicts from its `groups`.
+    fn of(p: &Profile, model: &CostModel, groups: &[super::Group]) -> Held {
+        let (predicted_ms, fallbacks) = model.predict(groups);
+        Held {
+            model: p.model.clone(),
+            input: p.input.clone(),
+            threads: p.threads,
+            cores: p.cores.clone(),
+            measured_ms: p.latency_ms,
+            measured_half_width: p.relative_half_width(),
+            rounds: p.rounds,
+            predicted_ms,
+            error: predicted_ms / p.latency_ms - 1.0,
+            fallbacks,
+        }
+    }
+}
+
 /// Leave-one-model-out over the latest profiles of `engine` (on `threads`, or every thread
-/// count): each zoo model predicted by a cost model fitted without any of its profiles, from its layers alone ([`planned_groups`]: nothing
+/// count): each zoo model predicted by a cost model fitted without any of its profiles, from its layers alone ([`super::planned_groups`]: nothing
 /// of its own profile is used).
 pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec<Held> {
     use rayon::prelude::*;
@@ -45,20 +65,49 @@ pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec
                 .copied()
                 .collect();
             let model = CostModel::fit_on(&others, engine, p.threads, p.cores.as_deref())?;
-            let groups = planned_groups(&zoo_model(&p.model, &p.input).ok()?);
-            let (predicted_ms, fallbacks) = model.predict(&groups);
-            Some(Held {
-                model: p.model.clone(),
-                input: p.input.clone(),
-                threads: p.threads,
-                cores: p.cores.clone(),
-                measured_ms: p.latency_ms,
-                measured_half_width: p.relative_half_width(),
-                rounds: p.rounds,
-                predicted_ms,
-                error: predicted_ms / p.latency_ms - 1.0,
-                fallbacks,
-            })
+            let groups = planned(p)?;
+            Some(Held::of(p, &model, &groups))
         })
         .collect()
+}
+
+/// Every ONNX file held out at once: each file profile of `engine` predicted by a cost model
+/// fitted on the zoo's models and the probes alone (none of the files), from its layers as a
+/// prediction sees them ([`planned`]).
+pub fn files_held_out(db: &Db, engine: &str) -> Vec<Held> {
+    let latest = db.latest();
+    let train: Vec<&Profile> = latest
+        .iter()
+        .filter(|p| !super::is_file(&p.model))
+        .copied()
+        .collect();
+    // One fit per (thread count, core set).
+    let mut fits: std::collections::BTreeMap<(usize, Option<Vec<usize>>), Option<CostModel>> =
+        std::collections::BTreeMap::new();
+    let mut out = Vec::new();
+    for p in latest
+        .iter()
+        .filter(|p| p.engine == engine && super::is_file(&p.model))
+    {
+        let fit = fits
+            .entry((p.threads, p.cores.clone()))
+            .or_insert_with(|| CostModel::fit_on(&train, engine, p.threads, p.cores.as_deref()));
+        let (Some(model), Some(groups)) = (fit.as_ref(), planned(p)) else {
+            continue;
+        };
+        out.push(Held::of(p, model, &groups));
+    }
+    out
+}
+
+/// The groups a profile was summed over, as a prediction sees them: its own where each keeps
+/// its shape, else the model's rebuilt (None when it cannot be).
+pub fn planned(p: &Profile) -> Option<Vec<super::Group>> {
+    if p.groups
+        .iter()
+        .all(|g| g.dims.is_some_and(|d| d.model_bytes > 0))
+    {
+        return Some(p.groups.clone());
+    }
+    groups_of(&p.model, &p.input).ok()
 }

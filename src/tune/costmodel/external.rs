@@ -51,7 +51,19 @@ pub fn measure_external(
                 PROFILED_ENGINES.join(", ")
             ))
         })?;
-    let model = zoo_model(name, input)?;
+    if super::graph_probe::seed_of(name).is_some() {
+        return Err(crate::error::BadInput(format!(
+            "{name} is a graph probe, profiled with tract only"
+        ))
+        .into());
+    }
+    let file = super::is_file(name);
+    // A file's groups come from its own analysis; the zoo's models and probes are built.
+    let model = if file {
+        None
+    } else {
+        Some(zoo_model(name, input)?)
+    };
     let scratch = crate::bench::scratch_dir("edgeprof-costmodel-")?;
     let seed = crate::models::onnx::DEFAULT_SEED;
     // What the framework runs: an ONNX file (the user's own, or the zoo's or probe's seeded
@@ -66,10 +78,10 @@ pub fn measure_external(
             ))
             .into());
         }
-        if super::probe::seed_of(name).is_some() {
+        if let (Some(model), Some(_)) = (&model, super::probe::seed_of(name)) {
             let json = scratch.path().join("model.json");
             crate::runner::prepare::write_description(
-                &model,
+                model,
                 &json,
                 &scratch.path().join("model.weights.f32"),
                 seed,
@@ -77,19 +89,31 @@ pub fn measure_external(
             description = Some(json);
         }
         ModelRef::Zoo(name.to_string())
-    } else if super::is_file(name) {
-        ModelRef::Onnx(Path::new(name).to_path_buf())
-    } else {
+    } else if let Some(model) = &model {
         let path = scratch.path().join("model.onnx");
-        let proto = crate::models::onnx::to_onnx(&model, seed);
+        let proto = crate::models::onnx::to_onnx(model, seed);
         std::fs::write(&path, crate::models::onnx::encode(&proto))
             .with_context(|| format!("cannot write {}", path.display()))?;
         ModelRef::Onnx(path)
+    } else {
+        ModelRef::Onnx(Path::new(name).to_path_buf())
     };
-    let shape: crate::models::InputShape = input
-        .parse()
-        .map_err(|e| crate::error::BadInput(format!("input {input:?}: {e}")))?;
-    let condition = Condition::new(framework.name, model_ref, shape, 1, threads, Device::Cpu);
+    // A file fed by name runs with those inputs; an image shape (CxHxW) the old way.
+    let named = file && input.contains('=');
+    let shape: crate::models::InputShape = if named {
+        crate::models::InputShape::default()
+    } else {
+        input.parse().map_err(|e| {
+            crate::error::BadInput(format!(
+                "input {input:?}: {e} ({engine} profiles a file at an image shape or at its \
+                 inputs by name: --file-input NAME=DIMS)"
+            ))
+        })?
+    };
+    let mut condition = Condition::new(framework.name, model_ref, shape, 1, threads, Device::Cpu);
+    if named {
+        condition = condition.with_named_inputs(input);
+    }
     let mut config = crate::config::parse("", Path::new("edgeprof-costmodel.toml"))?;
     config.measure.check_outputs = false;
     if let Some(python) = python {
@@ -139,12 +163,13 @@ pub fn measure_external(
     let interval =
         crate::stats::median_interval_of_repeats(&run.repeats, crate::stats::BOOTSTRAP_ROUNDS)
             .unwrap_or((latency_ms, latency_ms));
-    let layers = if framework.model == ModelInput::Onnx {
-        layer_times(&run.layers)
-    } else {
-        module_times(&model, &run.layers)
+    let groups = match &model {
+        Some(model) if framework.model != ModelInput::Onnx => {
+            profile_groups(model, &module_times(model, &run.layers))
+        }
+        Some(model) => profile_groups(model, &layer_times(&run.layers)),
+        None => super::timed(super::groups_of(name, input)?, &layer_times(&run.layers)),
     };
-    let groups = profile_groups(&model, &layers);
     Ok(Profile::one_round(
         framework.name,
         (name, input, threads),

@@ -63,9 +63,13 @@ pub fn mismatch(
     input: &str,
     cores: Option<&[usize]>,
 ) -> Option<String> {
-    let other = rounds
-        .iter()
-        .find(|p| p.engine != engine || p.input != input || p.cores.as_deref() != cores)?;
+    let other = rounds.iter().find(|p| {
+        p.engine != engine
+            || (p.input != input
+                && !super::is_file(&p.model)
+                && super::graph_probe::seed_of(&p.model).is_none())
+            || p.cores.as_deref() != cores
+    })?;
     let on = other.cores.as_deref().map_or("every CPU".to_string(), |c| {
         format!("CPUs {}", crate::collect::device::cpu_list(c))
     });

@@ -2,7 +2,7 @@
 //! times in its record, beside every timed iteration; such a record is the same measurement as
 //! `costmodel profile` makes (one round), and is learnt from alike.
 
-use super::{external, is_file, profile_groups, zoo_model, Profile};
+use super::{external, groups_of, is_file, profile_groups, timed, zoo_model, Profile};
 use crate::config::Device;
 use crate::results::{RunRecord, Stored};
 
@@ -66,15 +66,22 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
             .to_string_lossy()
             .into_owned(),
     };
-    let input = c.input.to_string();
-    let model = zoo_model(&name, &input).map_err(|e| e.0)?;
+    let input = c.input_text();
     let run = record.run.as_ref().ok_or("no run")?;
-    let layers = if is_file(&name) || c.engine != "pytorch" {
-        external::layer_times(&run.layers)
+    let groups = if is_file(&name) {
+        timed(
+            groups_of(&name, &input).map_err(|e| e.0)?,
+            &external::layer_times(&run.layers),
+        )
     } else {
-        external::module_times(&model, &run.layers)
+        let model = zoo_model(&name, &input).map_err(|e| e.0)?;
+        let layers = if c.engine != "pytorch" {
+            external::layer_times(&run.layers)
+        } else {
+            external::module_times(&model, &run.layers)
+        };
+        profile_groups(&model, &layers)
     };
-    let groups = profile_groups(&model, &layers);
     if groups.iter().all(|g| g.seconds <= 0.0) {
         return Err("its layer times name no layer of the model".into());
     }

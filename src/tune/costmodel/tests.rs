@@ -228,7 +228,7 @@ fn a_profile_written_before_shapes_were_kept_gets_them_from_its_model() {
     let line = serde_json::to_string(&p).unwrap_or_default();
     assert!(!line.contains("dims"), "{line}");
     let back: Profile = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}"));
-    let filled = back.with_dims();
+    let filled = back.refreshed();
     let got: Vec<Option<Dims>> = filled.groups.iter().map(|g| g.dims).collect();
     assert_eq!(got, want);
     assert!(got.iter().all(|d| d.is_some_and(|d| d.model_bytes > 0)));

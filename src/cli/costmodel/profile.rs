@@ -1,0 +1,350 @@
+//! `edgeprof costmodel profile`: the zoo models, the probes and ONNX files measured in rounds,
+//! each in a worker process of its own, into this device's measurement database.
+
+use super::{core_set, on_cpus, open, resume, ProfileArgs};
+use crate::cli::{print_out, BadInput};
+use anyhow::Context;
+use edgeprof::collect::device::cpu_list;
+use edgeprof::models::zoo;
+use edgeprof::tune::costmodel::{self, probe, Profile};
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+/// Probes profiled with the zoo when no model is named.
+const DEFAULT_PROBES: u64 = 80;
+
+/// Graph probes profiled with the zoo when no model is named (tract).
+const DEFAULT_GRAPH_PROBES: u64 = 60;
+
+/// How long one model's profile may take before its worker is stopped.
+const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
+
+/// The input the zoo models and the probes are profiled at.
+fn zoo_input(args: &ProfileArgs) -> edgeprof::models::InputShape {
+    args.input.unwrap_or(edgeprof::models::InputShape {
+        channels: 3,
+        height: 64,
+        width: 64,
+    })
+}
+
+/// The input `model` is profiled at: a file's `--file-input`s, else the `--input` given, else
+/// its own shapes; the zoo's and the probes' [`zoo_input`].
+fn input_of(args: &ProfileArgs, model: &str) -> String {
+    if costmodel::graph_probe::seed_of(model).is_some() {
+        return costmodel::graph_probe::input().to_string();
+    }
+    if !costmodel::is_file(model) {
+        return zoo_input(args).to_string();
+    }
+    if !args.file_inputs.is_empty() {
+        return args.file_inputs.join(" ");
+    }
+    args.input
+        .map_or(costmodel::files::DECLARED.to_string(), |i| i.to_string())
+}
+
+/// One model's profile, measured in an `edgeprof costmodel profile-one` child.
+fn profile_in_child(
+    model: &str,
+    input: &str,
+    threads: usize,
+    cores: Option<&[usize]>,
+    memory: bool,
+    args: &ProfileArgs,
+) -> anyhow::Result<Profile> {
+    let mut argv: Vec<String> = vec![
+        "costmodel".into(),
+        "profile-one".into(),
+        "--engine".into(),
+        args.engine.clone(),
+        "--model".into(),
+        model.into(),
+        "--input".into(),
+        input.into(),
+        "--threads".into(),
+        threads.to_string(),
+        "--target".into(),
+        args.target.to_string(),
+        "--max-runs".into(),
+        args.max_runs.to_string(),
+        "--layer-runs".into(),
+        args.layer_runs.to_string(),
+    ];
+    if let Some(p) = &args.python {
+        argv.extend(["--python".into(), p.display().to_string()]);
+    }
+    if let Some(cpus) = cores {
+        argv.extend(["--cores".into(), cpu_list(cpus)]);
+    }
+    if memory {
+        argv.push("--memory".into());
+    }
+    crate::cli::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker")
+}
+
+pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
+    let zoo_models: Vec<String> = if args.probes_only {
+        Vec::new()
+    } else if args.models.is_empty() {
+        zoo::zoo_names().into_iter().map(String::from).collect()
+    } else {
+        args.models.clone()
+    };
+    let mut zoo_models = zoo_models;
+    for m in &mut zoo_models {
+        if costmodel::is_file(m) {
+            if !costmodel::profiles_files(&args.engine) {
+                anyhow::bail!(BadInput(format!(
+                    "--model {m}: {} runs the zoo's models and the cost model's probes, not \
+                     ONNX files (profile the file with tract or onnxruntime)",
+                    args.engine
+                )));
+            }
+            // One spelling of the file wherever it is profiled from, read again by later fits;
+            // read now, so that a file the cost model cannot describe is refused before any
+            // measuring.
+            let path = std::fs::canonicalize(&*m)
+                .map_err(|e| BadInput(format!("--model {m}: cannot read it: {e}")))?;
+            *m = path.to_string_lossy().into_owned();
+            let cost = costmodel::files::analysis(Path::new(m), &input_of(&args, m))?;
+            if !cost.not_costed.is_empty() {
+                let ops: Vec<&str> = cost.not_costed.iter().map(|n| n.op.as_str()).collect();
+                anyhow::bail!(BadInput(format!(
+                    "--model {m} uses operators edgeprof cannot cost ({}): the cost model learns \
+                     only from files costed whole (`edgeprof models info {m}` says why; \
+                     `costmodel predict` still predicts it from the rest)",
+                    ops.join(", ")
+                )));
+            }
+            if costmodel::files::file_groups(&cost).is_empty() {
+                anyhow::bail!(BadInput(format!(
+                    "--model {m}: no node of it runs at inference time (`edgeprof models info \
+                     {m}` shows its nodes)"
+                )));
+            }
+        } else if zoo::find(m).is_none()
+            && probe::seed_of(m).is_none()
+            && costmodel::graph_probe::seed_of(m).is_none()
+        {
+            anyhow::bail!(BadInput(format!(
+                "--model {m}: the cost model profiles the zoo's models ({}), its probes \
+                 (probe-<seed>) and ONNX files (FILE.onnx)",
+                zoo::zoo_names().join(", ")
+            )));
+        }
+    }
+    let probe_count = args.probes.unwrap_or(if args.models.is_empty() {
+        DEFAULT_PROBES
+    } else {
+        0
+    });
+    // The whole device profile (nothing named) takes the graph probes too; a run that names
+    // its models or its template probes profiles those only.
+    let whole = args.models.is_empty() && args.probes.is_none() && !args.probes_only;
+    let graph_count = args
+        .graph_probes
+        .unwrap_or(if whole && args.engine == "tract" {
+            DEFAULT_GRAPH_PROBES
+        } else {
+            0
+        });
+    if graph_count > 0 && args.engine != "tract" {
+        anyhow::bail!(BadInput(format!(
+            "--graph-probes are profiled with tract only, not {}",
+            args.engine
+        )));
+    }
+    if args.probes_only && probe_count + graph_count == 0 {
+        anyhow::bail!(BadInput(
+            "--probes-only needs at least one probe (--probes N or --graph-probes N)".into()
+        ));
+    }
+    let probes: Vec<String> = (0..probe_count)
+        .map(|k| probe::name(args.probe_seed.saturating_add(k)))
+        .chain(
+            (0..graph_count)
+                .map(|k| costmodel::graph_probe::name(args.probe_seed.saturating_add(k))),
+        )
+        .collect();
+    // A probe after each model (the rest at the end), so that the probes and the models they
+    // predict are measured in the same spells of the machine.
+    let mut models: Vec<String> = Vec::new();
+    let per_model = probes.len().div_ceil(zoo_models.len().max(1));
+    let mut rest = probes.iter();
+    for m in &zoo_models {
+        models.push(m.clone());
+        models.extend(rest.by_ref().take(per_model).cloned());
+    }
+    models.extend(rest.cloned());
+    if !(0.001..=1.0).contains(&args.target) {
+        anyhow::bail!(BadInput(format!(
+            "--target {} must be between 0.001 and 1",
+            args.target
+        )));
+    }
+    if args.threads.contains(&0) || args.threads.is_empty() {
+        anyhow::bail!(BadInput("--threads takes counts of 1 or more".into()));
+    }
+    // An external engine's interpreter is found before anything is measured.
+    if let Some(f) = edgeprof::engines::external::find(&args.engine) {
+        let readiness = edgeprof::engines::env::readiness(f, args.python.as_ref());
+        if readiness.interpreter().is_none() {
+            anyhow::bail!(BadInput(format!(
+                "{} cannot profile here: {}; give --python PATH of an interpreter that has it",
+                f.name,
+                readiness.describe()
+            )));
+        }
+    }
+    let mut db = open(&args.db)?;
+    db.check_writable()?;
+    let input = zoo_input(&args).to_string();
+    let cores = core_set(&args.cores)?;
+    let on = on_cpus(cores.as_deref());
+    let rounds = args.rounds.max(1);
+    let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);
+    let total = models.len() * args.threads.len() * rounds;
+    let partial = db.path.as_deref().map(costmodel::partial::beside);
+    let left = resume::resumed(partial.as_deref(), &args, &input, cores.as_deref())?;
+    let mut k = left.len().min(total);
+    let mut taken = costmodel::rounds::Taken::new();
+    for p in left {
+        taken
+            .entry((p.model.clone(), p.threads))
+            .or_default()
+            .push(p);
+    }
+    // Each pass over the models measures the bandwidth no cache serves once per thread count,
+    // in the worker of its first model: every profile then keeps the median of them all.
+    let mut memory: BTreeMap<usize, Vec<f64>> = BTreeMap::new();
+    for p in taken.values().flatten() {
+        if let Some(rate) = p.memory_bytes_per_s {
+            memory.entry(p.threads).or_default().push(rate);
+        }
+    }
+    let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
+        k += 1;
+        let first = memory.get(&threads).is_none_or(|m| m.len() < round);
+        let tag = if max_rounds > 1 {
+            format!(
+                "[{k}/{total}] round {round}: {model} {} t{threads}{on}",
+                input_of(&args, model)
+            )
+        } else {
+            format!(
+                "[{k}/{total}] {model} {} t{threads}{on}",
+                input_of(&args, model)
+            )
+        };
+        errln!("{tag}: profiling …");
+        let input = input_of(&args, model);
+        let p = profile_in_child(model, &input, threads, cores.as_deref(), first, &args)
+            .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
+        if let Some(rate) = p.memory_bytes_per_s {
+            memory.entry(threads).or_default().push(rate);
+        }
+        if let Some(path) = &partial {
+            costmodel::partial::append(path, &p)?;
+        }
+        let reached = if p.relative_half_width() <= args.target {
+            String::new()
+        } else {
+            format!(
+                " (target ±{:.1} % not reached after {} runs)",
+                100.0 * args.target,
+                p.runs
+            )
+        };
+        errln!(
+            "{tag}: {:.3} ms ±{:.1} % over {} runs, {} layer groups{reached}",
+            p.latency_ms,
+            100.0 * p.relative_half_width(),
+            p.runs,
+            p.groups.len()
+        );
+        anyhow::Ok(p)
+    };
+    // Models interleaved with thread counts, and every model measured once per round, so that
+    // a slow spell of the machine does not hit every profile of one thread count or one model.
+    for round in 1..=rounds {
+        for model in &models {
+            for &threads in &args.threads {
+                let key = (model.clone(), threads);
+                if taken.get(&key).map_or(0, Vec::len) >= round {
+                    continue;
+                }
+                let p = measure(model, threads, round, total)?;
+                taken.entry(key).or_default().push(p);
+            }
+        }
+    }
+    // Then more rounds while a model's rounds disagree beyond the target, until they agree or
+    // have had `max_rounds`: every model again each time (the probes serve by their layers'
+    // times, medians over the rounds, not by their latency).
+    let order: Vec<(String, usize)> = models
+        .iter()
+        .filter(|m| probe::seed_of(m).is_none())
+        .flat_map(|m| args.threads.iter().map(move |&t| (m.clone(), t)))
+        .collect();
+    loop {
+        let keys = costmodel::rounds::next_round(&order, &taken, max_rounds, args.target);
+        if keys.is_empty() {
+            break;
+        }
+        let total = taken.values().map(Vec::len).sum::<usize>() + keys.len();
+        for (model, threads) in keys {
+            let round = taken.get(&(model.clone(), *threads)).map_or(0, Vec::len) + 1;
+            let p = measure(model, *threads, round, total)?;
+            taken.entry((model.clone(), *threads)).or_default().push(p);
+        }
+    }
+    let drift = costmodel::rounds::drift(
+        taken
+            .iter()
+            .filter(|((model, _), _)| probe::seed_of(model).is_none())
+            .map(|(_, ps)| &ps[..]),
+    );
+    if let Some((round, ratio)) = costmodel::rounds::strayed(&drift, 2.0 * args.target) {
+        errln!(
+            "warning: the machine's speed moved during the profile: round {round} ran {:.0} % \
+             {} than round 1 (median over the models); profiles of one database should come \
+             from one state of the machine, so profile again when it is quiet if `costmodel \
+             eval` errs more than it did",
+            100.0 * (ratio - 1.0).abs(),
+            if ratio > 1.0 { "slower" } else { "faster" }
+        );
+    }
+    let mut loose = 0;
+    for profiles in taken.values() {
+        if let Some(mut p) = Profile::merge(profiles) {
+            p.memory_bytes_per_s = memory
+                .get(&p.threads)
+                .and_then(|m| edgeprof::stats::median(m));
+            if !p.is_probe() && p.relative_half_width() > args.target {
+                loose += 1;
+            }
+            db.append(p)?;
+        }
+    }
+    if let Some(path) = &partial {
+        costmodel::partial::remove(path)?;
+    }
+    if loose > 0 {
+        errln!(
+            "warning: {loose} model profile(s) stayed wider than ±{:.1} % after {max_rounds} \
+             round(s): the machine changed speed between them (`costmodel eval` lists them)",
+            100.0 * args.target
+        );
+    }
+    let where_ = db
+        .path
+        .as_ref()
+        .map_or("memory".to_string(), |p| p.display().to_string());
+    print_out(&format!(
+        "{} profile(s) added to {where_} ({} in all)\n",
+        taken.len(),
+        db.profiles.len()
+    ))
+}
