@@ -282,10 +282,15 @@ impl Profile {
     /// layers), so that profiles written by earlier versions (without shapes, or with another
     /// count of a group's bytes) are learnt from alike; kept as they are where the model cannot
     /// be built (an ONNX file moved since).
-    pub fn refreshed(mut self) -> Profile {
-        let Ok(planned) = groups_of(&self.model, &self.input) else {
-            return self;
-        };
+    pub fn refreshed(self) -> Profile {
+        match groups_of(&self.model, &self.input) {
+            Ok(planned) => self.described_by(&planned),
+            Err(_) => self,
+        }
+    }
+
+    /// [`Profile::refreshed`] from its model's groups built already (`planned`).
+    pub fn described_by(mut self, planned: &[Group]) -> Profile {
         for g in &mut self.groups {
             if let Some(p) = planned.iter().find(|p| p.label == g.label) {
                 g.template = p.template.clone();
@@ -719,20 +724,12 @@ impl CostModel {
     }
 }
 
-/// The zoo model, operator probe ([`probe`]) or ONNX file (a path ending in `.onnx`, read by
-/// [`crate::models::onnx_read`] at `input`, batch 1) a profile was taken of, built again.
+/// The zoo model or operator probe ([`probe`]) a profile was taken of, built again at `input`
+/// (CxHxW); an ONNX file's groups come from its own analysis ([`groups_of`]).
 pub fn zoo_model(name: &str, input: &str) -> Result<Model, crate::error::BadInput> {
     let shape: crate::models::InputShape = input
         .parse()
         .map_err(|e| crate::error::BadInput(format!("input {input:?}: {e}")))?;
-    if is_file(name) {
-        let given = crate::models::onnx_read::Given {
-            input: Some(shape),
-            batch: Some(1),
-        };
-        return crate::models::onnx_read::read_file(std::path::Path::new(name), given)
-            .map_err(|e| crate::error::BadInput(e.to_string()));
-    }
     if let Some(seed) = probe::seed_of(name) {
         return probe::build(seed, [shape.channels, shape.height, shape.width])
             .map_err(|e| crate::error::BadInput(format!("{name} at {input}: {e}")));

@@ -50,10 +50,28 @@ impl Db {
                 Err(_) => db.skipped.push(n + 1),
             }
         }
-        // Each model built again once (a database holds a model at several thread counts).
+        // Each model built again once, however many profiles it has (thread counts, core
+        // sets, engines), and the models in parallel: an ONNX file is read and analysed anew.
         use rayon::prelude::*;
-        let profiles = std::mem::take(&mut db.profiles);
-        db.profiles = profiles.into_par_iter().map(Profile::refreshed).collect();
+        let models: std::collections::BTreeSet<(&str, &str)> = db
+            .profiles
+            .iter()
+            .map(|p| (p.model.as_str(), p.input.as_str()))
+            .collect();
+        let planned: BTreeMap<(String, String), Vec<super::Group>> = models
+            .into_par_iter()
+            .filter_map(|(model, input)| {
+                let groups = super::groups_of(model, input).ok()?;
+                Some(((model.to_string(), input.to_string()), groups))
+            })
+            .collect();
+        db.profiles = std::mem::take(&mut db.profiles)
+            .into_iter()
+            .map(|p| match planned.get(&(p.model.clone(), p.input.clone())) {
+                Some(groups) => p.described_by(groups),
+                None => p,
+            })
+            .collect();
         Ok(db)
     }
 
