@@ -656,6 +656,28 @@ fn a_split_plan_hands_blocks_to_an_onnxruntime_unit_and_matches_the_whole_model(
         "{measured}"
     );
     assert!(measured["median_ms"].as_f64().is_some_and(|m| m > 0.0));
+    // An ONNX file's blocks are its own sub-models, which the onnxruntime unit loads as well.
+    let tmp = temp_dir();
+    let file = tmp.path().join("squeezenet.onnx");
+    common::export_model("squeezenet1_1", "3x32x32", &file);
+    let mut command = edgeprof();
+    command
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["place", "--model"])
+        .arg(&file)
+        .args([
+            "--units", &units, "--blocks", "3", "--runs", "1", "--assign", "1,0,1", "--json",
+        ]);
+    let out = command
+        .timeout(std::time::Duration::from_secs(600))
+        .assert()
+        .success()
+        .get_output()
+        .stdout
+        .clone();
+    let report: serde_json::Value = serde_json::from_slice(&out).unwrap_or_default();
+    let difference = report["measured"]["max_relative_difference"].as_f64();
+    assert!(difference.is_some_and(|d| d < 1e-4), "{report}");
     // A CUDA unit where onnxruntime has no CUDA provider: refused with the reason.
     let failed = place(&format!("host={cpu},gpu=onnxruntime:cuda:0")).failure();
     let said = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();

@@ -692,3 +692,51 @@ fn tflite_files_run_as_they_are_on_the_tflite_engine() {
         "a .tflite file runs on the tflite engine (--engine tflite), not tract",
     );
 }
+
+/// `place` cuts every real model fed one tensor where one tensor crosses (never inside a
+/// residual, a feature pyramid or an attention block), runs the blocks as sub-models of their
+/// own on two units, and the chained plan computes what the whole model does; a model fed two
+/// tensors is refused in one sentence that names them.
+#[test]
+fn place_cuts_each_real_model_into_blocks_that_chain_to_its_output() {
+    let dir = real_models();
+    let cpus = allowed_cpus();
+    let a = cpus.first().copied().unwrap_or(0);
+    let b = cpus.get(1).copied().unwrap_or(a);
+    let units = format!("first={a},second={b}");
+    let mut placed = 0;
+    for (file, inputs, what) in CASES {
+        if TRACT_CANNOT.iter().any(|(f, _, _)| f == file) || file.contains("silero") {
+            continue;
+        }
+        let mut cmd = edgeprof();
+        cmd.args(["place", "--model"]).arg(dir.join(file)).args([
+            "--units", &units, "--blocks", "3", "--runs", "1", "--assign", "0,1,0", "--json",
+        ]);
+        for spec in *inputs {
+            cmd.args(["--input", spec]);
+        }
+        let out = cmd.assert().success().get_output().stdout.clone();
+        let report: serde_json::Value = match serde_json::from_slice(&out) {
+            Ok(v) => v,
+            Err(e) => panic!("{what}: place --json: {e}"),
+        };
+        assert_eq!(report["counts"], "nodes", "{what}");
+        assert_eq!(report["blocks"].as_array().map(Vec::len), Some(3), "{what}");
+        let difference = report["measured"]["max_relative_difference"]
+            .as_f64()
+            .unwrap_or(f64::INFINITY);
+        assert!(difference < 1e-4, "{what}: {difference}");
+        placed += 1;
+    }
+    assert_eq!(placed, 9);
+    let vad = dir.join("silero-vad-6.2.3/silero_vad/data/silero_vad_op18_ifless.onnx");
+    let vad = vad.display().to_string();
+    assert_bad_input(
+        &[
+            "place", "--model", &vad, "--input", "input=1x512", "--input", "state=2x1x128",
+            "--input", "sr=int64:16000",
+        ],
+        "placement cuts a chain that starts from one input, and 2 are fed when it runs (input, state)",
+    );
+}

@@ -28,11 +28,7 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         }
     } else if is_file_model(&args.model) && (image.is_none() || fed) {
         // An ONNX file is fed by name: as given, else at the shapes the file fixes.
-        let mut specs = args
-            .input
-            .iter()
-            .map(|s| s.parse())
-            .collect::<Result<Vec<edgeprof::models::onnx_graph::InputSpec>, _>>()
+        let mut specs = edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
             .map_err(|e| BadInput(e.to_string()))?;
         if let Some(image) = image {
             specs = vec![edgeprof::models::onnx_graph::InputSpec::image(image)];

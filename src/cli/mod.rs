@@ -103,11 +103,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                         "--classes sets a zoo model's classifier; {name} has its own"
                     )));
                 }
-                let specs = shape
-                    .input
-                    .iter()
-                    .map(|s| s.parse())
-                    .collect::<Result<Vec<edgeprof::models::onnx_graph::InputSpec>, _>>()
+                let specs = edgeprof::models::onnx_graph::InputSpec::parse_all(&shape.input)
                     .map_err(|e| BadInput(e.to_string()))?;
                 let cost = edgeprof::models::onnx_graph::analyse_file(
                     Path::new(&name),

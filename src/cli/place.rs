@@ -10,7 +10,7 @@ use anyhow::Context;
 use clap::Args;
 use edgeprof::models::zoo::{self, ModelParams};
 use edgeprof::models::InputShape;
-use edgeprof::runner::split::{Request, Response, Task, Unit};
+use edgeprof::runner::split::{Request, Response, Source, Task, Unit};
 use edgeprof::tune::placement::{self, Block, Link, Plan, Stage, Units};
 use serde::Serialize;
 use std::fmt::Write as _;
@@ -19,15 +19,20 @@ use std::time::Duration;
 
 #[derive(Args, Debug)]
 pub struct PlaceArgs {
-    /// Zoo model to place
+    /// The model to place: one of the zoo's, or an ONNX file
     #[arg(long)]
     model: String,
-    #[arg(long, default_value = "3x224x224")]
-    input: InputShape,
-    #[arg(long, default_value_t = 1)]
-    batch: usize,
-    #[arg(long, default_value_t = 1000)]
-    classes: usize,
+    /// A zoo model's input as CxHxW (default 3x224x224); an ONNX file's inputs as `models
+    /// info --input` takes them (NAME=DIMS, NAME=TYPE:VALUE, NAME=@FILE), repeated for several
+    /// (default: the file's own shapes)
+    #[arg(long, value_name = "SPEC")]
+    input: Vec<String>,
+    /// A zoo model's batch (default 1)
+    #[arg(long)]
+    batch: Option<usize>,
+    /// A zoo model's classes (default 1000)
+    #[arg(long)]
+    classes: Option<usize>,
     /// The units as NAME=CPUS, comma-separated (e.g. big=4-7,little=0-3), or
     /// NAME=onnxruntime:DEVICE[@CPUS] for a unit onnxruntime serves on `cpu` or `cuda:N`; the
     /// first is the host, where the input starts and the output ends (default: big and LITTLE
@@ -88,6 +93,8 @@ struct PlaceReport {
     measured: Option<Measured>,
     /// Whether a GPU was weighed, and why not.
     gpu: String,
+    /// What a block's range counts: a zoo model's layers, or an ONNX file's nodes.
+    counts: &'static str,
 }
 
 /// The CPUs of unit `name`: a CPU list (`4-7`, `0,2`) or a core set of this machine (`big`,
@@ -188,23 +195,102 @@ fn ask(request: &Request) -> anyhow::Result<Response> {
     )
 }
 
-pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
+/// The model as the worker takes it, its blocks, its input's bytes and how the report
+/// names its input and batch.
+struct Placed {
+    source: Source,
+    blocks: Vec<Block>,
+    input_bytes: u64,
+    input: String,
+    batch: usize,
+}
+
+fn placed(args: &PlaceArgs) -> anyhow::Result<Placed> {
+    let max_blocks = args.blocks as usize;
+    if crate::cli::is_file_model(&args.model) {
+        for (flag, given) in [
+            ("--batch", args.batch.is_some()),
+            ("--classes", args.classes.is_some()),
+        ] {
+            if given {
+                anyhow::bail!(BadInput(format!(
+                    "{flag} sets a zoo model's; {} has its own (bind its inputs with --input NAME=DIMS)",
+                    args.model
+                )));
+            }
+        }
+        let path = Path::new(&args.model);
+        let given = edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
+            .map_err(|e| BadInput(e.to_string()))?;
+        let chain = edgeprof::models::onnx_graph::Chain::open(path, &given)
+            .map_err(|e| BadInput(e.to_string()))?;
+        let input = chain.input();
+        return Ok(Placed {
+            source: Source::File {
+                path: path.to_path_buf(),
+                inputs: args.input.clone(),
+            },
+            blocks: placement::file_blocks(&chain, max_blocks),
+            input_bytes: input.bytes(),
+            input: format!(
+                "{}={}",
+                input.name,
+                edgeprof::models::onnx_graph::show_shape(&input.shape)
+            ),
+            batch: input.shape.first().copied().unwrap_or(1),
+        });
+    }
     if zoo::find(&args.model).is_none() {
         anyhow::bail!(BadInput(format!(
-            "--model {}: placement cuts the zoo's models ({}) into blocks; ONNX files are not \
-             supported",
+            "--model {}: neither a zoo model ({}) nor an ONNX file",
             args.model,
             zoo::zoo_names().join(", ")
         )));
     }
+    let input: InputShape = match args.input.as_slice() {
+        [] => InputShape::default(),
+        [one] => one.parse().map_err(|e| {
+            BadInput(format!(
+                "--input {one}: {e} (a zoo model has one image input, CxHxW)"
+            ))
+        })?,
+        _ => anyhow::bail!(BadInput(
+            "a zoo model has one image input: give --input once, as CxHxW".into()
+        )),
+    };
+    let batch = args.batch.unwrap_or(1);
+    let classes = args.classes.unwrap_or(1000);
     let params = ModelParams {
-        num_classes: args.classes,
-        channels: args.input.channels,
-        height: args.input.height,
-        width: args.input.width,
-        batch: args.batch,
+        num_classes: classes,
+        channels: input.channels,
+        height: input.height,
+        width: input.width,
+        batch,
     };
     let model = zoo::build(&args.model, &params)?;
+    Ok(Placed {
+        source: Source::Zoo {
+            model: args.model.clone(),
+            input,
+            batch,
+            classes,
+        },
+        blocks: placement::blocks(&model, max_blocks),
+        input_bytes: model.input_shape.iter().map(|&d| d as u64).product::<u64>()
+            * edgeprof::models::cost::BYTES_PER_ELEMENT,
+        input: input.to_string(),
+        batch,
+    })
+}
+
+pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
+    let Placed {
+        source,
+        blocks,
+        input_bytes,
+        input,
+        batch,
+    } = placed(&args)?;
     if args.no_gpu && args.units.is_some() {
         anyhow::bail!(BadInput(
             "--no-gpu leaves the GPU out of the default units; with --units, name only the \
@@ -223,7 +309,6 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         args.units.is_none() && !args.no_gpu,
         args.python.as_ref(),
     )?;
-    let blocks = placement::blocks(&model, args.blocks as usize);
     if !args.assign.is_empty() && args.assign.len() != blocks.len() {
         anyhow::bail!(BadInput(format!(
             "--assign names {} unit(s) but the chain has {} block(s)",
@@ -238,10 +323,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         )));
     }
     let request = |task: Task| Request {
-        model: args.model.clone(),
-        input: args.input,
-        batch: args.batch,
-        classes: args.classes,
+        source: source.clone(),
         seed: edgeprof::models::onnx::DEFAULT_SEED,
         blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
         units: units.clone(),
@@ -301,8 +383,6 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
             out_bytes: b.out_bytes,
         })
         .collect();
-    let input_bytes = model.input_shape.iter().map(|&d| d as u64).product::<u64>()
-        * edgeprof::models::cost::BYTES_PER_ELEMENT;
     let optimal = placement::optimal(&stages, &units_model, input_bytes);
     let single: Vec<Plan> = (0..k)
         .map(|u| placement::single(&stages, &units_model, input_bytes, u))
@@ -341,8 +421,8 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     };
     let report = PlaceReport {
         model: args.model.clone(),
-        input: args.input.to_string(),
-        batch: args.batch,
+        input,
+        batch,
         units,
         blocks,
         stages,
@@ -353,6 +433,11 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         ran,
         measured,
         gpu: gpu.line,
+        counts: if matches!(source, Source::File { .. }) {
+            "nodes"
+        } else {
+            "layers"
+        },
     };
     if args.json {
         print_json(&report)
@@ -371,7 +456,7 @@ fn report_text(r: &PlaceReport) -> String {
         r.units.first().map_or("", |u| u.name.as_str()),
         r.gpu
     );
-    let mut header = vec!["block".to_string(), "layers".to_string(), "out".to_string()];
+    let mut header = vec!["block".to_string(), r.counts.to_string(), "out".to_string()];
     header.extend(r.units.iter().map(|u| format!("{} ms", u.name)));
     header.push("optimal".into());
     let rows: Vec<Vec<String>> = r

@@ -54,10 +54,12 @@ use std::path::Path;
 use thiserror::Error;
 use tract_onnx::pb;
 
+mod chain;
 mod fusion;
 mod inputs;
 mod ops;
 mod walk;
+pub use chain::{tensor_proto, Chain, Crossing};
 pub use fusion::fused_groups;
 pub use inputs::{
     bind_file_inputs, bind_inputs, input_names, BoundInput, InputError, InputSpec, InputSpecError,
@@ -90,6 +92,8 @@ pub enum AnalysisError {
     },
     #[error("{file}: {reason}")]
     Inputs { file: String, reason: String },
+    #[error("{file} cannot be cut into blocks for placement: {reason}")]
+    Unplaceable { file: String, reason: String },
 }
 
 /// A protobuf decoding error in a few words: its reason without the path of fields it was
@@ -504,7 +508,7 @@ pub(crate) fn checked_elements(shape: &[usize]) -> Result<u64, String> {
     Ok(n)
 }
 
-pub(crate) fn show_shape(shape: &[usize]) -> String {
+pub fn show_shape(shape: &[usize]) -> String {
     if shape.is_empty() {
         return "scalar".into();
     }
@@ -523,6 +527,46 @@ pub fn analyse(
     given: &[InputSpec],
     batch: Option<usize>,
 ) -> Result<GraphCost, AnalysisError> {
+    let Walked {
+        walk, scope, bound, ..
+    } = walked(proto, file, given, batch)?;
+    let graph = proto.graph.as_ref();
+    let outputs = graph
+        .map(|g| g.output.as_slice())
+        .unwrap_or_default()
+        .iter()
+        .map(|o| match scope.get(&o.name) {
+            Some(Ok(t)) => OutputDesc {
+                name: o.name.clone(),
+                elem_type: Some(elem_type_name(t.elem)),
+                shape: Some(t.shape.clone()),
+            },
+            _ => OutputDesc {
+                name: o.name.clone(),
+                elem_type: None,
+                shape: None,
+            },
+        })
+        .collect();
+    summarise(walk, name, &bound, outputs)
+}
+
+/// A model walked: every value it holds after the walk (known, or why not), and its inputs
+/// as bound.
+pub(crate) struct Walked {
+    walk: Walk,
+    pub scope: HashMap<String, Slot>,
+    pub bound: Vec<(String, T)>,
+    pub bound_inputs: Vec<BoundInput>,
+}
+
+/// Binds a decoded model's inputs and walks its graph.
+pub(crate) fn walked(
+    proto: &pb::ModelProto,
+    file: &str,
+    given: &[InputSpec],
+    batch: Option<usize>,
+) -> Result<Walked, AnalysisError> {
     let inputs_err = |reason: String| AnalysisError::Inputs {
         file: file.to_string(),
         reason,
@@ -536,9 +580,10 @@ pub fn analyse(
         .iter()
         .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
         .map_or(13, |o| o.version);
-    let bound: Vec<(String, T)> = bind_inputs(graph, given, batch)
-        .map_err(|e| inputs_err(e.0))?
-        .into_iter()
+    let bound_inputs = bind_inputs(graph, given, batch).map_err(|e| inputs_err(e.0))?;
+    let bound: Vec<(String, T)> = bound_inputs
+        .iter()
+        .cloned()
         .map(|b| {
             let value = b.values.filter(|v| v.len() <= SMALL);
             (
@@ -573,22 +618,21 @@ pub fn analyse(
         scope.insert(n.clone(), Ok(t.clone()));
     }
     walk.graph(graph, &mut scope, "");
-    let outputs = graph
-        .output
-        .iter()
-        .map(|o| match scope.get(&o.name) {
-            Some(Ok(t)) => OutputDesc {
-                name: o.name.clone(),
-                elem_type: Some(elem_type_name(t.elem)),
-                shape: Some(t.shape.clone()),
-            },
-            _ => OutputDesc {
-                name: o.name.clone(),
-                elem_type: None,
-                shape: None,
-            },
-        })
-        .collect();
+    Ok(Walked {
+        walk,
+        scope,
+        bound,
+        bound_inputs,
+    })
+}
+
+/// The walk's nodes and totals as the analysis reports them.
+fn summarise(
+    walk: Walk,
+    name: &str,
+    bound: &[(String, T)],
+    outputs: Vec<OutputDesc>,
+) -> Result<GraphCost, AnalysisError> {
     let mut not_costed: Vec<NotCosted> = Vec::new();
     let downstream = walk
         .nodes

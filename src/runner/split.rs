@@ -1,9 +1,9 @@
 //! `edgeprof place-worker`: the child process behind `edgeprof place`. It measures
 //! what the placement needs, on processing units given as CPU sets, and runs split plans:
 //!
-//! - `profile`: each block of the chain as a sub-model of its own (exported from the model
-//!   description with the zoo's seeded weights), timed on each unit by a thread confined to
-//!   that unit's CPUs;
+//! - `profile`: each block of the chain as a sub-model of its own (a zoo model's layers
+//!   exported with its seeded weights, or an ONNX file's nodes between two cuts, see
+//!   [`source`]), timed on each unit by a thread confined to that unit's CPUs;
 //! - `transfer`: the copy microbenchmark: a tensor handed from a thread on one unit to a thread
 //!   on another, which copies it in, for several sizes (fitted to t = α + bytes / β);
 //! - `split`: the plan itself: consecutive blocks on one unit merged into one sub-model, each
@@ -17,12 +17,12 @@
 //! tensors to it as the plan would (to its process, onto its device, and back).
 
 mod remote;
+mod source;
 use remote::Remote;
 pub use remote::UnitEngine;
+use source::{Piece, Whole};
 
-use crate::engines::tract::{ModelSource, TractSession};
-use crate::models::graph::Model;
-use crate::models::zoo::{self, ModelParams};
+use crate::engines::tract::TractSession;
 use crate::models::InputShape;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -67,14 +67,25 @@ pub enum Task {
     },
 }
 
+/// The model placed: one of the zoo's, or an ONNX file (its graph cut into a [`Chain`]).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    Zoo {
+        model: String,
+        input: InputShape,
+        batch: usize,
+        classes: usize,
+    },
+    /// Its inputs as given (`NAME=DIMS`, `NAME=TYPE:VALUE`, …); none: the file's own shapes.
+    File { path: PathBuf, inputs: Vec<String> },
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Request {
-    pub model: String,
-    pub input: InputShape,
-    pub batch: usize,
-    pub classes: usize,
+    pub source: Source,
     pub seed: u64,
-    /// Layer ranges `[first, end)` of the chain's blocks.
+    /// Layer (or node) ranges `[first, end)` of the chain's blocks.
     pub blocks: Vec<(usize, usize)>,
     pub units: Vec<Unit>,
     /// Timed runs per measurement (the median is kept).
@@ -114,22 +125,6 @@ pub fn confine(cpus: &[usize]) -> anyhow::Result<()> {
         .with_context(|| format!("cannot confine a thread to CPUs {cpus:?}"))
 }
 
-fn whole_model(r: &Request) -> anyhow::Result<Model> {
-    let params = ModelParams {
-        num_classes: r.classes,
-        channels: r.input.channels,
-        height: r.input.height,
-        width: r.input.width,
-        batch: r.batch,
-    };
-    Ok(zoo::build(&r.model, &params)?)
-}
-
-fn session(model: &Model, seed: u64) -> anyhow::Result<TractSession> {
-    TractSession::load(ModelSource::Zoo { model, seed }, None, 1)
-        .with_context(|| format!("cannot load {} on tract", model.name))
-}
-
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
@@ -137,24 +132,6 @@ fn median(v: &mut [f64]) -> f64 {
 
 fn ms_since(t: Instant) -> f64 {
     t.elapsed().as_secs_f64() * 1e3
-}
-
-/// The ONNX file of layers `a..b` (a block or a segment of the chain) for a unit served by an
-/// engine, kept in edgeprof's cache like the runner's exports: the zoo's seeded weights, the
-/// sub-model's input shape.
-fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::Result<PathBuf> {
-    let path = crate::engines::env::cache_dir()?
-        .join("models")
-        .join(format!(
-            "{}-{}-b{}-c{}-seed{}-layers{a}-{b}.onnx",
-            r.model, r.input, r.batch, r.classes, r.seed
-        ));
-    crate::runner::prepare::keep(&path, || {
-        Ok(crate::models::onnx::encode(&crate::models::onnx::to_onnx(
-            sub, r.seed,
-        )))
-    })?;
-    Ok(path)
 }
 
 /// Starts the program serving `unit` on a thread confined to the unit's CPUs (which the
@@ -181,13 +158,12 @@ enum Loaded {
 }
 
 impl Loaded {
-    fn new(unit: &Unit, blocks: &[Model], files: &[PathBuf], seed: u64) -> anyhow::Result<Loaded> {
+    fn new(unit: &Unit, blocks: &[Piece], files: &[PathBuf], seed: u64) -> anyhow::Result<Loaded> {
         let Some(engine) = &unit.engine else {
             return blocks
                 .iter()
                 .map(|m| {
-                    let s = session(m, seed)?;
-                    let input = s.make_input(seed)?;
+                    let (s, input) = m.session(seed)?;
                     for _ in 0..2 {
                         s.time_one(&input)?;
                     }
@@ -198,7 +174,7 @@ impl Loaded {
         };
         let mut remote = Remote::start(&unit.name, engine)?;
         for (id, (m, path)) in blocks.iter().zip(files).enumerate() {
-            remote.load(id, path, &m.input_shape, seed)?;
+            remote.load(id, path, m.input_shape(), seed)?;
         }
         Ok(Loaded::Remote(remote))
     }
@@ -229,22 +205,18 @@ fn on_unit<T: Send + 'static>(
 
 /// Each block on each unit, timed in interleaved rounds (block by block, unit after unit), so
 /// a machine that slows down or speeds up while it runs shifts every unit alike.
-fn profile(r: &Request, model: &Model) -> anyhow::Result<Response> {
-    let blocks: Vec<Model> = r
+fn profile(r: &Request, whole: &Whole) -> anyhow::Result<Response> {
+    let blocks: Vec<Piece> = r
         .blocks
         .iter()
-        .map(|&(a, b)| {
-            model
-                .slice(a, b)
-                .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a block of the chain"))
-        })
+        .map(|&range| whole.piece(range))
         .collect::<anyhow::Result<_>>()?;
     // The ONNX files of the blocks, for the units an engine serves.
     let files: Vec<PathBuf> = if r.units.iter().any(|u| u.engine.is_some()) {
         blocks
             .iter()
             .zip(&r.blocks)
-            .map(|(m, &range)| sub_model_file(r, m, range))
+            .map(|(m, &range)| m.file(r, range))
             .collect::<anyhow::Result<_>>()?
     } else {
         Vec::new()
@@ -429,7 +401,7 @@ impl SegmentRun {
     }
 }
 
-fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Response> {
+fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Response> {
     if assign.len() != r.blocks.len() {
         anyhow::bail!(
             "the plan places {} block(s) but the chain has {}",
@@ -449,10 +421,7 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
         }
     }
     // The reference: the whole model on this thread.
-    let whole = session(model, r.seed)?;
-    let input = whole.make_input(r.seed)?;
-    let (_, expected) = whole.run(&input)?;
-    drop(whole);
+    let (input, expected) = whole.reference(r.seed)?;
     // The units an engine serves: one program each, every segment of the unit loaded in it
     // below.
     let mut remotes: Vec<Option<Arc<Mutex<Remote>>>> = Vec::new();
@@ -471,17 +440,15 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
     // The first error of a stage while the plan runs, to say why it stopped.
     let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::new(Mutex::new(None));
     for (id, &(u, a, b)) in segments.iter().enumerate() {
-        let sub = model
-            .slice(a, b)
-            .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a segment of the chain"))?;
+        let sub = whole.piece((a, b))?;
         let (tx, next_rx) = mpsc::channel::<Tensor>();
         let stage: Stage = (rx, tx);
         rx = next_rx;
         let cpus = r.units[u].cpus.clone();
         let remote = remotes[u].clone();
         if let Some(remote) = &remote {
-            let file = sub_model_file(r, &sub, (a, b))?;
-            lock(remote)?.load(id, &file, &sub.input_shape, r.seed)?;
+            let file = sub.file(r, (a, b))?;
+            lock(remote)?.load(id, &file, sub.input_shape(), r.seed)?;
         }
         let seed = r.seed;
         let ready = ready_tx.clone();
@@ -489,7 +456,7 @@ fn split(r: &Request, model: &Model, assign: &[usize]) -> anyhow::Result<Respons
         threads.push(std::thread::spawn(move || {
             let setup = confine(&cpus).and_then(|_| match remote {
                 Some(remote) => Ok(SegmentRun::Remote(remote, id)),
-                None => session(&sub, seed).map(SegmentRun::Tract),
+                None => sub.session(seed).map(|(s, _)| SegmentRun::Tract(s)),
             });
             let mut s = match setup {
                 Ok(s) => {
@@ -582,21 +549,23 @@ pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
     if r.units.is_empty() {
         anyhow::bail!(crate::error::BadInput("name at least one unit".into()));
     }
-    let model = whole_model(&r)?;
+    let whole = Whole::open(&r)?;
     match &r.task {
-        Task::Profile => profile(&r, &model),
+        Task::Profile => profile(&r, &whole),
         Task::Transfer { sizes } => transfer(&r, sizes),
-        Task::Split { assign } => split(&r, &model, assign),
+        Task::Split { assign } => split(&r, &whole, assign),
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::models::graph::Model;
+    use crate::models::onnx_graph::Chain;
+    use crate::models::zoo::{self, ModelParams};
 
-    #[test]
-    fn a_chain_split_in_two_computes_what_the_whole_model_does() -> anyhow::Result<()> {
-        let cpus: Vec<usize> = vec![0];
+    /// MobileNetV2 at 3×32×32 with ten classes: small enough to cut and run in a test.
+    fn small_mobilenet() -> anyhow::Result<Model> {
         let params = ModelParams {
             num_classes: 10,
             channels: 3,
@@ -604,17 +573,25 @@ mod tests {
             width: 32,
             batch: 1,
         };
-        let model = zoo::build("mobilenet_v2", &params)?;
+        Ok(zoo::build("mobilenet_v2", &params)?)
+    }
+
+    #[test]
+    fn a_chain_split_in_two_computes_what_the_whole_model_does() -> anyhow::Result<()> {
+        let cpus: Vec<usize> = vec![0];
+        let model = small_mobilenet()?;
         let blocks = crate::tune::placement::blocks(&model, 4);
         let request = Request {
-            model: "mobilenet_v2".into(),
-            input: InputShape {
-                channels: 3,
-                height: 32,
-                width: 32,
+            source: Source::Zoo {
+                model: "mobilenet_v2".into(),
+                input: InputShape {
+                    channels: 3,
+                    height: 32,
+                    width: 32,
+                },
+                batch: 1,
+                classes: 10,
             },
-            batch: 1,
-            classes: 10,
             seed: 7,
             blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
             units: vec![Unit::cpus("a", cpus.clone()), Unit::cpus("b", cpus)],
@@ -628,14 +605,14 @@ mod tests {
             segments,
             median_ms,
             ..
-        } = split(&request, &model, &[0, 1, 1, 0])?
+        } = split(&request, &Whole::Zoo(model.clone()), &[0, 1, 1, 0])?
         else {
             panic!("not a split response");
         };
         assert_eq!(segments.len(), 3);
         assert!(max_relative_difference < 1e-4, "{max_relative_difference}");
         assert!(median_ms > 0.0);
-        let Response::Profile { ms } = profile(&request, &model)? else {
+        let Response::Profile { ms } = profile(&request, &Whole::Zoo(model))? else {
             panic!("not a profile");
         };
         assert_eq!(ms.len(), 4);
@@ -645,6 +622,46 @@ mod tests {
         };
         assert!(samples[0][0].is_empty());
         assert_eq!(samples[0][1].len(), 2);
+        Ok(())
+    }
+
+    #[test]
+    fn an_onnx_file_cut_at_its_nodes_computes_what_the_whole_file_does() -> anyhow::Result<()> {
+        let model = small_mobilenet()?;
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("mobilenet_v2.onnx");
+        std::fs::write(
+            &path,
+            crate::models::onnx::encode(&crate::models::onnx::to_onnx(&model, 3)),
+        )?;
+        let chain = Chain::open(&path, &[])?;
+        let blocks = crate::tune::placement::file_blocks(&chain, 4);
+        assert_eq!(blocks.len(), 4);
+        assert_eq!(blocks.last().map(|b| b.out_bytes), Some(40));
+        let request = Request {
+            source: Source::File {
+                path: path.clone(),
+                inputs: Vec::new(),
+            },
+            seed: 7,
+            blocks: blocks.iter().map(|b| (b.first, b.end)).collect(),
+            units: vec![Unit::cpus("a", vec![0]), Unit::cpus("b", vec![0])],
+            runs: 1,
+            task: Task::Split {
+                assign: vec![1, 0, 1, 0],
+            },
+        };
+        let whole = Whole::open(&request)?;
+        let Response::Split {
+            max_relative_difference,
+            segments,
+            ..
+        } = split(&request, &whole, &[1, 0, 1, 0])?
+        else {
+            panic!("not a split response");
+        };
+        assert_eq!(segments.len(), 4);
+        assert!(max_relative_difference < 1e-5, "{max_relative_difference}");
         Ok(())
     }
 }

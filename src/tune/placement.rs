@@ -6,6 +6,7 @@
 //! networks become chains by cutting only where a single tensor crosses ([`blocks`]).
 
 use crate::models::graph::{Model, ValueId};
+use crate::models::onnx_graph::Chain;
 use serde::{Deserialize, Serialize};
 
 /// The cost of moving `bytes` from one unit to another: `alpha_ms + bytes / beta`.
@@ -271,9 +272,69 @@ pub fn blocks(model: &Model, max_blocks: usize) -> Vec<Block> {
     let mut bounds = vec![0];
     bounds.extend(cuts);
     bounds.push(n);
-    let mut pieces: Vec<(usize, usize)> = bounds.windows(2).map(|w| (w[0], w[1])).collect();
+    merged(&bounds, max_blocks)
+        .into_iter()
+        .map(|(first, end)| {
+            let shape = &model.layers[end - 1].output_shape;
+            let elements: u64 = shape.iter().map(|&d| d as u64).product();
+            Block {
+                name: span_name(
+                    &model.layers[first].name,
+                    &model.layers[end - 1].name,
+                    first,
+                    end,
+                ),
+                first,
+                end,
+                out_bytes: elements * crate::models::cost::BYTES_PER_ELEMENT,
+            }
+        })
+        .collect()
+}
+
+/// The blocks of an ONNX file's graph: its nodes cut where one tensor crosses (see
+/// [`Chain`]), merged up to `max_blocks` as [`blocks`] merges a zoo model's.
+pub fn file_blocks(chain: &Chain, max_blocks: usize) -> Vec<Block> {
+    let n = chain.len();
+    let mut bounds = vec![0];
+    bounds.extend(chain.cuts().iter().map(|c| c.position));
+    bounds.push(n);
+    merged(&bounds, max_blocks)
+        .into_iter()
+        .map(|(first, end)| Block {
+            name: span_name(chain.name(first), chain.name(end - 1), first, end),
+            first,
+            end,
+            out_bytes: if end == n {
+                chain.output_bytes()
+            } else {
+                chain
+                    .cuts()
+                    .iter()
+                    .find(|c| c.position == end)
+                    .map_or(0, |c| c.bytes())
+            },
+        })
+        .collect()
+}
+
+fn span_name(first_name: &str, last_name: &str, first: usize, end: usize) -> String {
+    if end - first == 1 {
+        first_name.to_string()
+    } else {
+        format!("{first_name}..{last_name}")
+    }
+}
+
+/// The pieces between consecutive `bounds`, joined until at most `max_blocks` are left (the
+/// adjacent pair with the fewest layers or nodes first).
+fn merged(bounds: &[usize], max_blocks: usize) -> Vec<(usize, usize)> {
+    let mut pieces: Vec<(usize, usize)> = bounds
+        .windows(2)
+        .filter(|w| w[0] < w[1])
+        .map(|w| (w[0], w[1]))
+        .collect();
     while pieces.len() > max_blocks.max(1) {
-        // Join the adjacent pair with the fewest layers together.
         let k = (0..pieces.len() - 1)
             .min_by_key(|&k| pieces[k + 1].1 - pieces[k].0)
             .unwrap_or(0);
@@ -281,27 +342,6 @@ pub fn blocks(model: &Model, max_blocks: usize) -> Vec<Block> {
         pieces.remove(k + 1);
     }
     pieces
-        .into_iter()
-        .map(|(first, end)| {
-            let shape = &model.layers[end - 1].output_shape;
-            let elements: u64 = shape.iter().map(|&d| d as u64).product();
-            let name = if end - first == 1 {
-                model.layers[first].name.clone()
-            } else {
-                format!(
-                    "{}..{}",
-                    model.layers[first].name,
-                    model.layers[end - 1].name
-                )
-            };
-            Block {
-                name,
-                first,
-                end,
-                out_bytes: elements * crate::models::cost::BYTES_PER_ELEMENT,
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]

@@ -52,20 +52,12 @@ pub(super) fn forget_symbolic_shapes(graph: &mut pb::GraphProto, top: bool) {
 
 /// An integer input's given values as an initializer of its name.
 pub(super) fn integer_tensor(input: &crate::models::onnx_graph::BoundInput) -> pb::TensorProto {
-    use pb::tensor_proto::DataType as D;
-    let values = input.values.as_deref().unwrap_or_default();
-    let mut t = pb::TensorProto {
-        name: input.name.clone(),
-        dims: input.shape.iter().map(|&d| d as i64).collect(),
-        data_type: input.elem,
-        ..Default::default()
-    };
-    match D::try_from(input.elem) {
-        Ok(D::Int64) => t.int64_data = values.iter().map(|&v| v as i64).collect(),
-        Ok(D::Uint64 | D::Uint32) => t.uint64_data = values.iter().map(|&v| v as u64).collect(),
-        _ => t.int32_data = values.iter().map(|&v| v as i32).collect(),
-    }
-    t
+    crate::models::onnx_graph::tensor_proto(
+        &input.name,
+        input.elem,
+        &input.shape,
+        input.values.as_deref().unwrap_or_default(),
+    )
 }
 
 /// A model file decoded by tract's reader (`decode`), its panics contained and its errors said

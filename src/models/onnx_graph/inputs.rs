@@ -118,6 +118,13 @@ impl std::fmt::Display for InputSpecError {
 
 impl std::error::Error for InputSpecError {}
 
+impl InputSpec {
+    /// Inputs as a user gives them on the command line, each parsed.
+    pub fn parse_all(texts: &[String]) -> Result<Vec<InputSpec>, InputSpecError> {
+        texts.iter().map(|t| t.parse()).collect()
+    }
+}
+
 impl std::str::FromStr for InputSpec {
     type Err = InputSpecError;
 
