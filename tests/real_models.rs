@@ -740,3 +740,159 @@ fn place_cuts_each_real_model_into_blocks_that_chain_to_its_output() {
         "placement cuts a chain that starts from one input, and 2 are fed when it runs (input, state)",
     );
 }
+
+/// A PyTorch program as a package ships it — Silero VAD's TorchScript, beside its ONNX export in
+/// the same wheel — runs as it is on the pytorch engine, set up as a user would, fed by argument
+/// name (the audio as a tensor, the sample rate as a number), and computes what the ONNX export
+/// computes on onnxruntime for the same audio (which that export takes with the 64 samples of
+/// context the TorchScript program keeps itself, zeros on a first call, and a zero state).
+#[test]
+fn a_torchscript_program_runs_on_pytorch_and_agrees_with_its_onnx_export() {
+    fetch_test_models("torch");
+    let program = test_models_cache().join("silero-vad-6.2.3-torch/silero_vad/data/silero_vad.jit");
+    let onnx = real_models().join("silero-vad-6.2.3/silero_vad/data/silero_vad.onnx");
+    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data");
+    edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "setup", "pytorch"])
+        .timeout(std::time::Duration::from_secs(1800))
+        .assert()
+        .success();
+    let tmp = temp_dir();
+    const FLOAT: i32 = 1;
+    let audio: Vec<f64> = (0..512).map(|i| 0.3 * ((i as f64) * 0.07).sin()).collect();
+    let mut with_context = vec![0.0; 64];
+    with_context.extend(&audio);
+    let npy = |name: &str, shape: &[usize], values: &[f64]| {
+        let path = tmp.path().join(name);
+        if let Err(e) = edgeprof::models::npy::write_file(&path, FLOAT, shape, values) {
+            panic!("{name}: {e}");
+        }
+        path.display().to_string()
+    };
+    let x = npy("x.npy", &[1, 512], &audio);
+    let xc = npy("xc.npy", &[1, 576], &with_context);
+    let state = npy("state.npy", &[2, 1, 128], &[0.0; 256]);
+    let saved = tmp.path().join("torch-out");
+    let out = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["bench", "--engine", "pytorch", "--model"])
+        .arg(&program)
+        .args(["--input", &format!("x=@{x}"), "--input", "sr=int64:16000"])
+        .args(["--warmup", "0", "--iterations", "2", "--save-outputs"])
+        .arg(&saved)
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("on pytorch"), "{text}");
+    let py = onnx_python().display().to_string();
+    let out = edgeprof()
+        .args([
+            "bench",
+            "--engine",
+            "onnxruntime",
+            "--python",
+            &py,
+            "--model",
+        ])
+        .arg(&onnx)
+        .args([
+            "--input",
+            &format!("input=@{xc}"),
+            "--input",
+            &format!("state=@{state}"),
+        ])
+        .args([
+            "--input",
+            "sr=int64:16000",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+            "--expect",
+        ])
+        .arg(saved.join("output_0.npy"))
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("1 of 1 agree with the expected"), "{text}");
+    // `run` takes it from a config, its inputs by name in `matrix.inputs`; tract skips it.
+    let program = program.display().to_string();
+    let config = tmp.path().join("vad.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"vad\"\n[matrix]\nengines = [\"pytorch\", \"tract\"]\nmodels = [{program:?}]\n\
+             inputs = [\"x=1x512 sr=int64:16000\"]\nthreads = [1]\n[measure]\nwarmup = 1\n\
+             iterations = 3\nrepeats = 1\n"
+        ),
+    );
+    let out = tmp.path().join("runs");
+    run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", &data)
+        .assert()
+        .success();
+    let runs = read(&only_entry(&out).join("runs.jsonl"));
+    let record: serde_json::Value = match serde_json::from_str(runs.lines().next().unwrap_or("")) {
+        Ok(v) => v,
+        Err(e) => panic!("runs.jsonl: {e}: {runs}"),
+    };
+    assert_eq!(record["ok"], true, "{record}");
+    assert_eq!(record["condition"]["model"]["kind"], "torch", "{record}");
+    assert_eq!(runs.lines().count(), 1, "{runs}");
+    // Named as the program names them: a missing argument is said with the program's own.
+    let failed = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["bench", "--engine", "pytorch", "--model", &program])
+        .args(["--input", "x=1x512", "--iterations", "1"])
+        .assert()
+        .failure();
+    let said = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(said.contains("takes x, sr; give sr too"), "{said}");
+    assert_bad_input(
+        &[
+            "bench", "--engine", "tract", "--model", &program, "--input", "x=1x512",
+        ],
+        "is a PyTorch program: it runs on the pytorch engine (--engine pytorch)",
+    );
+    // An exported program (torch.export) runs too, fed an image input by its place; a file of
+    // weights alone is said to hold no program. Both made here with random weights.
+    let script = "import sys, torch\n\
+        class M(torch.nn.Module):\n    def __init__(s):\n        super().__init__()\n\
+        \x20       s.c = torch.nn.Conv2d(3, 8, 3)\n    def forward(s, image):\n\
+        \x20       return s.c(image).mean((2, 3))\n\
+        m = M().eval()\n\
+        torch.export.save(torch.export.export(m, (torch.randn(1, 3, 16, 16),)), sys.argv[1])\n\
+        torch.save(m.state_dict(), sys.argv[2])\n";
+    let exported = tmp.path().join("m.pt2");
+    let weights = tmp.path().join("weights.pth");
+    let made = std::process::Command::new(data.join("envs/pytorch/bin/python"))
+        .args(["-c", script])
+        .arg(&exported)
+        .arg(&weights)
+        .output();
+    match made {
+        Ok(o) if o.status.success() => {}
+        Ok(o) => panic!("torch.export: {}", String::from_utf8_lossy(&o.stderr)),
+        Err(e) => panic!("cannot run the pytorch environment's python: {e}"),
+    }
+    let bench = |model: &std::path::Path| {
+        let mut command = edgeprof();
+        command
+            .env("EDGEPROF_DATA_DIR", &data)
+            .args(["bench", "--engine", "pytorch", "--model"])
+            .arg(model)
+            .args(["--input", "3x16x16", "--iterations", "2"]);
+        command.assert()
+    };
+    let out = bench(&exported).success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(text.contains("median"), "{text}");
+    let failed = bench(&weights).failure();
+    let said = String::from_utf8_lossy(&failed.get_output().stderr).into_owned();
+    assert!(
+        said.contains("is neither TorchScript (torch.jit.save) nor an exported program")
+            && said.contains("holds no program to run"),
+        "{said}"
+    );
+}

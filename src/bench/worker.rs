@@ -106,7 +106,12 @@ fn condition(engine: &str, given: &Given<'_>, threads: usize) -> Condition {
                 _ => None,
             });
             let (input, batch) = image.unwrap_or((InputShape::default(), 1));
-            (ModelRef::Onnx(path.to_path_buf()), input, batch)
+            let model = if crate::config::is_torch_program(&path.to_string_lossy()) {
+                ModelRef::Torch(path.to_path_buf())
+            } else {
+                ModelRef::Onnx(path.to_path_buf())
+            };
+            (model, input, batch)
         }
         Given::Tflite { path, .. } => {
             return Condition::new(
@@ -220,9 +225,18 @@ pub fn run_in_worker(
             )
         }));
     }
+    let program = match &request.model {
+        BenchModel::Fed { path, .. } => crate::config::is_torch_program(&path.to_string_lossy()),
+        _ => false,
+    };
+    if program && engine != "pytorch" {
+        anyhow::bail!(crate::error::BadInput(format!(
+            "a PyTorch program runs on the pytorch engine, not {engine}"
+        )));
+    }
     if let (Some(f), BenchModel::File { .. } | BenchModel::Fed { .. }) = (framework, &request.model)
     {
-        if f.model != ModelInput::Onnx {
+        if f.model != ModelInput::Onnx && !program {
             anyhow::bail!(crate::error::BadInput(format!(
                 "{} runs the zoo's models here; run an ONNX file on tract or onnxruntime",
                 f.name

@@ -15,7 +15,27 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     };
     let by_name = !args.input.is_empty() && image.is_none();
     let fed = !args.expect.is_empty() || args.save_outputs.is_some();
-    let model = if args.model.to_ascii_lowercase().ends_with(".tflite") {
+    let model = if edgeprof::config::is_torch_program(&args.model) {
+        if args.engine.name() != "pytorch" {
+            bail!(BadInput(format!(
+                "{} is a PyTorch program: it runs on the pytorch engine (--engine pytorch); the \
+                 other engines take it exported to ONNX (torch.onnx.export)",
+                args.model
+            )));
+        }
+        let mut specs = edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
+            .map_err(|e| BadInput(e.to_string()))?;
+        if let Some(image) = image {
+            specs = vec![edgeprof::models::onnx_graph::InputSpec::image(image)];
+        }
+        let inputs = edgeprof::models::onnx_graph::bind_undeclared(&specs, args.batch)
+            .map_err(|e| BadInput(format!("{}: {e}", args.model)))?;
+        BenchModel::Fed {
+            path: PathBuf::from(&args.model),
+            inputs,
+            expected: args.expect.clone(),
+        }
+    } else if args.model.to_ascii_lowercase().ends_with(".tflite") {
         if !args.input.is_empty() || args.batch.is_some() {
             bail!(BadInput(
                 "a .tflite file runs at the inputs it declares; leave out --input and --batch"

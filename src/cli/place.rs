@@ -74,6 +74,8 @@ struct Measured {
     min_ms: f64,
     max_ms: f64,
     max_relative_difference: f64,
+    /// Values of the whole model's output that are NaN or infinite.
+    non_finite: usize,
     segments: Vec<(usize, usize, usize)>,
 }
 
@@ -89,6 +91,8 @@ struct PlaceReport {
     input_bytes: u64,
     optimal: Plan,
     single: Vec<Plan>,
+    /// The plan `--assign` gave, as predicted (run unless `--no-run`).
+    assigned: Option<Plan>,
     ran: Option<Plan>,
     measured: Option<Measured>,
     /// Whether a GPU was weighed, and why not.
@@ -392,6 +396,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
     } else {
         placement::evaluate(&stages, &units_model, input_bytes, &args.assign)
     };
+    let chosen_plan = chosen.clone();
     let (ran, measured) = if args.no_run {
         (None, None)
     } else {
@@ -401,6 +406,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
             min_ms,
             max_ms,
             max_relative_difference,
+            non_finite,
             segments,
         } = ask(&request(Task::Split {
             assign: chosen.units.clone(),
@@ -415,6 +421,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
                 min_ms,
                 max_ms,
                 max_relative_difference,
+                non_finite,
                 segments,
             }),
         )
@@ -430,6 +437,7 @@ pub fn run(args: PlaceArgs) -> anyhow::Result<()> {
         input_bytes,
         optimal,
         single,
+        assigned: (!args.assign.is_empty()).then(|| chosen_plan.clone()),
         ran,
         measured,
         gpu: gpu.line,
@@ -521,6 +529,14 @@ fn report_text(r: &PlaceReport) -> String {
         format!("{:.3}", r.optimal.predicted_ms),
         format!("{:.3}", r.optimal.transfer_ms),
     ]];
+    if let Some(p) = &r.assigned {
+        plan_rows.push(vec![
+            "assigned".to_string(),
+            plan_name(p),
+            format!("{:.3}", p.predicted_ms),
+            format!("{:.3}", p.transfer_ms),
+        ]);
+    }
     for (u, p) in r.single.iter().enumerate() {
         plan_rows.push(vec![
             format!("all on {}", r.units[u].name),
@@ -552,6 +568,14 @@ fn report_text(r: &PlaceReport) -> String {
             (m.median_ms / p.predicted_ms - 1.0) * 100.0,
             m.max_relative_difference
         );
+        if m.non_finite > 0 {
+            let _ = writeln!(
+                out,
+                "warning: {} of the whole model's output values are NaN or infinite, so the \
+                 comparison says little (each matched only the same non-finite value)",
+                m.non_finite
+            );
+        }
     }
     out
 }

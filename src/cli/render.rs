@@ -453,6 +453,7 @@ fn inputs_line(m: &edgeprof::config::Matrix) -> String {
         }
         edgeprof::config::ModelRef::Zoo(_) => true,
         edgeprof::config::ModelRef::Tflite(_) => false,
+        edgeprof::config::ModelRef::Torch(p) => !m.named_for.contains_key(p),
     });
     if images {
         parts.push(list(&m.inputs));

@@ -63,13 +63,27 @@ pub enum ModelRef {
     Onnx(PathBuf),
     /// A TensorFlow Lite file, run as it is on the tflite engine at the inputs it declares.
     Tflite(PathBuf),
+    /// A PyTorch program (TorchScript, or an exported program), run as it is on the pytorch
+    /// engine at the inputs given to it (it declares none).
+    Torch(PathBuf),
+}
+
+/// Whether `name` names a PyTorch program by its extension (`.pt`, `.pth`, `.pt2`, `.ptl`,
+/// `.jit`, `.torchscript`).
+pub fn is_torch_program(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    [".pt", ".pth", ".pt2", ".ptl", ".jit", ".torchscript"]
+        .iter()
+        .any(|ext| lower.ends_with(ext))
 }
 
 impl std::fmt::Display for ModelRef {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             ModelRef::Zoo(name) => f.write_str(name),
-            ModelRef::Onnx(path) | ModelRef::Tflite(path) => write!(f, "{}", path.display()),
+            ModelRef::Onnx(path) | ModelRef::Tflite(path) | ModelRef::Torch(path) => {
+                write!(f, "{}", path.display())
+            }
         }
     }
 }
@@ -160,10 +174,12 @@ impl Matrix {
     /// config gives no inputs, else `matrix.inputs`.
     pub fn inputs_of(&self, model: &ModelRef) -> Vec<(InputShape, Option<String>)> {
         match model {
-            ModelRef::Onnx(path) if self.named_for.contains_key(path) => self.named_for[path]
-                .iter()
-                .map(|n| (InputShape::default(), Some(n.clone())))
-                .collect(),
+            ModelRef::Onnx(path) | ModelRef::Torch(path) if self.named_for.contains_key(path) => {
+                self.named_for[path]
+                    .iter()
+                    .map(|n| (InputShape::default(), Some(n.clone())))
+                    .collect()
+            }
             ModelRef::Onnx(path) if self.own_inputs.contains_key(path) => {
                 vec![(self.own_inputs[path], None)]
             }
@@ -178,7 +194,7 @@ impl Matrix {
 /// names one (`/path/m.onnx: x=1x3x48x320`), and the set itself.
 pub fn split_named(text: &str) -> (Option<PathBuf>, String) {
     match text.split_once(": ") {
-        Some((model, set)) if model.ends_with(".onnx") => {
+        Some((model, set)) if model.ends_with(".onnx") || is_torch_program(model) => {
             (Some(PathBuf::from(model)), set.trim().to_string())
         }
         _ => (None, text.to_string()),

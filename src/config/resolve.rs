@@ -125,6 +125,16 @@ impl Resolver<'_> {
                 Err(self.at(key, v, format!("no ONNX file at {}", path.display())))
             };
         }
+        if is_torch_program(name) {
+            let path = self.base.join(name);
+            return if path.is_file() {
+                Ok(ModelRef::Torch(
+                    std::fs::canonicalize(&path).unwrap_or(path),
+                ))
+            } else {
+                Err(self.at(key, v, format!("no PyTorch program at {}", path.display())))
+            };
+        }
         if name.to_ascii_lowercase().ends_with(".tflite") {
             let path = self.base.join(name);
             return if path.is_file() {

@@ -22,7 +22,7 @@ pub fn to_toml(config: &Config) -> String {
         "models".into(),
         strings(&mut m.models.iter().map(|r| match r {
             ModelRef::Zoo(name) => name.clone(),
-            ModelRef::Onnx(p) | ModelRef::Tflite(p) => path(p),
+            ModelRef::Onnx(p) | ModelRef::Tflite(p) | ModelRef::Torch(p) => path(p),
         })),
     );
     // Left out when the config gave none: ONNX files then run at their own shapes.
@@ -64,7 +64,7 @@ pub fn to_toml(config: &Config) -> String {
             if let Some(v) = &e.model {
                 let name = match v {
                     ModelRef::Zoo(name) => name.clone(),
-                    ModelRef::Onnx(p) | ModelRef::Tflite(p) => path(p),
+                    ModelRef::Onnx(p) | ModelRef::Tflite(p) | ModelRef::Torch(p) => path(p),
                 };
                 rule.insert("model".into(), Value::String(name));
             }
@@ -165,7 +165,7 @@ fn tune_table(t: &Tune) -> toml::Value {
     use toml::{Table, Value};
     let model_name = |r: &ModelRef| match r {
         ModelRef::Zoo(name) => name.clone(),
-        ModelRef::Onnx(p) | ModelRef::Tflite(p) => p.display().to_string(),
+        ModelRef::Onnx(p) | ModelRef::Tflite(p) | ModelRef::Torch(p) => p.display().to_string(),
     };
     let ints =
         |items: &[usize]| Value::Array(items.iter().map(|&n| Value::Integer(n as i64)).collect());

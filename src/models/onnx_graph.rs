@@ -62,7 +62,8 @@ mod walk;
 pub use chain::{tensor_proto, Chain, Crossing};
 pub use fusion::fused_groups;
 pub use inputs::{
-    bind_file_inputs, bind_inputs, input_names, BoundInput, InputError, InputSpec, InputSpecError,
+    bind_file_inputs, bind_inputs, bind_undeclared, input_names, BoundInput, InputError, InputSpec,
+    InputSpecError,
 };
 use walk::Walk;
 #[cfg(test)]
@@ -302,8 +303,9 @@ fn other_format_hint(path: &Path, head: &[u8]) -> String {
          --output FILE.onnx`)"
             .into()
     } else if zip || matches!(ext.as_str(), "pt" | "pth" | "pt2" | "ptl") {
-        "; this looks like a PyTorch file: export it with `torch.onnx.export(model, example, \
-         \"model.onnx\")`"
+        "; this looks like a PyTorch file: `edgeprof bench --engine pytorch` runs a TorchScript \
+         or exported program as it is; the analyses read ONNX (export it with \
+         `torch.onnx.export(model, example, \"model.onnx\")`)"
             .into()
     } else if matches!(ext.as_str(), "pb" | "h5" | "keras" | "savedmodel") {
         "; this looks like a TensorFlow or Keras model: convert it with `python -m \

@@ -557,6 +557,13 @@ pub fn condition_cost(
                 path.display()
             )))
         }
+        crate::config::ModelRef::Torch(path) => {
+            return Err(BadInput(format!(
+                "{} is a PyTorch program; the roofline costs ONNX files (export it with \
+                 `torch.onnx.export(model, example, \"model.onnx\")`)",
+                path.display()
+            )))
+        }
     };
     Ok(crate::models::cost::analyze(&model).total)
 }

@@ -161,6 +161,11 @@ pub fn unsupported(c: &Condition) -> Option<String> {
                 .to_string(),
         );
     }
+    if let crate::config::ModelRef::Torch(_) = c.model {
+        if c.engine != "pytorch" {
+            return Some("a PyTorch program runs on the pytorch engine".to_string());
+        }
+    }
     if let crate::config::ModelRef::Tflite(_) = c.model {
         if c.engine != "tflite" {
             return Some("a .tflite file runs on the tflite engine".to_string());
@@ -321,7 +326,7 @@ pub fn estimate_condition(config: &Config, c: &Condition, cores: usize) -> f64 {
                 })
                 .unwrap_or(ESTIMATE_FILE_INFERENCE_S)
         }
-        ModelRef::Onnx(_) | ModelRef::Tflite(_) => ESTIMATE_FILE_INFERENCE_S,
+        ModelRef::Onnx(_) | ModelRef::Tflite(_) | ModelRef::Torch(_) => ESTIMATE_FILE_INFERENCE_S,
     };
     let warm = ((1 + ms.warmup) as f64 * per_inference).max(ms.warmup_seconds);
     let repeat = (ms.iterations as f64 * per_inference).max(ms.min_duration_s);

@@ -91,7 +91,7 @@ pub fn model_file(
     seed: u64,
 ) -> anyhow::Result<PathBuf> {
     match &c.model {
-        ModelRef::Onnx(path) | ModelRef::Tflite(path) => Ok(path.clone()),
+        ModelRef::Onnx(path) | ModelRef::Tflite(path) | ModelRef::Torch(path) => Ok(path.clone()),
         ModelRef::Zoo(name) => {
             let path = cache.join("models").join(format!(
                 "{name}-{}-b{}-c{classes}-seed{seed}.onnx",
@@ -352,8 +352,26 @@ pub fn prepare(
         request.output_file = Some(path);
     }
     // A .tflite file runs as it is, at the inputs it declares.
-    if let ModelRef::Tflite(path) = &condition.model {
+    if let ModelRef::Tflite(path) | ModelRef::Torch(path) = &condition.model {
         request.model_file = Some(path.clone());
+    }
+    // A PyTorch program declares no inputs: fed by name, or its image input (unless the
+    // caller, `bench`, feeds it already).
+    if matches!(condition.model, ModelRef::Torch(_)) && request.inputs.is_empty() {
+        let specs = match &condition.named_inputs {
+            Some(named) => crate::config::named_specs(named)?,
+            None => vec![crate::models::onnx_graph::InputSpec::image(condition.input)],
+        };
+        let batch = crate::config::named_batch(condition.named_inputs.as_deref(), condition.batch);
+        let bound = crate::models::onnx_graph::bind_undeclared(&specs, batch)
+            .map_err(|e| crate::error::BadInput(format!("{}: {e}", condition.model)))?;
+        let cache = crate::engines::env::cache_dir()?;
+        request.inputs = write_fed(
+            &cache.join("inputs"),
+            &format!("{}-seed{}", file_stem(&condition.id), config.measure.seed),
+            &bound,
+            config.measure.seed,
+        )?;
     }
     // An ONNX file fed by name: every input's values, as every engine is fed them.
     if let (Some(named), ModelRef::Onnx(path)) = (&condition.named_inputs, &condition.model) {

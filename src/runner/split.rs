@@ -106,11 +106,34 @@ pub enum Response {
         median_ms: f64,
         min_ms: f64,
         max_ms: f64,
-        /// Largest |split − whole| over the output, relative to the largest |whole|.
+        /// Largest |split − whole| over the output, relative to the largest |whole| (infinite
+        /// where the two differ in shape or in a non-finite value).
+        #[serde(with = "unbounded")]
         max_relative_difference: f64,
+        /// Values of the whole model's output that are NaN or infinite.
+        #[serde(default)]
+        non_finite: usize,
         /// The sub-models run, as (unit, first layer, end).
         segments: Vec<(usize, usize, usize)>,
     },
+}
+
+/// A figure that may be infinite: JSON has no infinity, so it is written as null and read back
+/// as one.
+mod unbounded {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub fn serialize<S: Serializer>(v: &f64, s: S) -> Result<S::Ok, S::Error> {
+        if v.is_finite() {
+            s.serialize_f64(*v)
+        } else {
+            s.serialize_none()
+        }
+    }
+
+    pub fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<f64, D::Error> {
+        Ok(Option::<f64>::deserialize(d)?.unwrap_or(f64::INFINITY))
+    }
 }
 
 /// Confines the calling thread (and the threads and children it starts later) to `cpus`.
@@ -504,19 +527,7 @@ fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Respons
     };
     let (_, out) = once(&input)?;
     let got = plain(&out)?;
-    let scale = expected
-        .iter()
-        .map(|v| v.abs())
-        .fold(0.0f32, f32::max)
-        .max(1e-30);
-    let max_relative_difference = if got.len() == expected.len() {
-        got.iter()
-            .zip(&expected)
-            .map(|(a, b)| ((a - b).abs() / scale) as f64)
-            .fold(0.0, f64::max)
-    } else {
-        f64::INFINITY
-    };
+    let (max_relative_difference, non_finite) = compare(&got, &expected);
     for _ in 0..2 {
         once(&input)?;
     }
@@ -534,8 +545,36 @@ fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Respons
         min_ms,
         max_ms,
         max_relative_difference,
+        non_finite,
         segments,
     })
+}
+
+/// The largest difference of `got` from `expected` relative to the largest finite magnitude
+/// of `expected`, and how many of `expected`'s values are NaN or infinite: a non-finite value
+/// matches only the same one (NaN a NaN), and one that is finite on one side only is an
+/// infinite difference.
+fn compare(got: &[f32], expected: &[f32]) -> (f64, usize) {
+    let non_finite = expected.iter().filter(|v| !v.is_finite()).count();
+    if got.len() != expected.len() {
+        return (f64::INFINITY, non_finite);
+    }
+    let scale = expected
+        .iter()
+        .filter(|v| v.is_finite())
+        .map(|v| v.abs())
+        .fold(0.0f32, f32::max)
+        .max(1e-30);
+    let worst = got
+        .iter()
+        .zip(expected)
+        .map(|(&a, &b)| match (a.is_finite(), b.is_finite()) {
+            (true, true) => f64::from((a - b).abs() / scale),
+            (false, false) if (a.is_nan() && b.is_nan()) || a == b => 0.0,
+            _ => f64::INFINITY,
+        })
+        .fold(0.0, f64::max);
+    (worst, non_finite)
 }
 
 /// Serves one request from `input`.
@@ -623,6 +662,16 @@ mod tests {
         assert!(samples[0][0].is_empty());
         assert_eq!(samples[0][1].len(), 2);
         Ok(())
+    }
+
+    #[test]
+    fn a_nan_matches_only_a_nan_and_a_finite_value_only_a_close_one() {
+        let nan = f32::NAN;
+        assert_eq!(compare(&[1.0, nan], &[1.0, nan]), (0.0, 1));
+        assert_eq!(compare(&[1.0, 2.0], &[1.0, nan]), (f64::INFINITY, 1));
+        assert_eq!(compare(&[nan], &[f32::INFINITY]), (f64::INFINITY, 1));
+        assert_eq!(compare(&[1.0, 1.5], &[1.0, 2.0]), (0.25, 0));
+        assert_eq!(compare(&[1.0], &[1.0, 2.0]), (f64::INFINITY, 0));
     }
 
     #[test]

@@ -105,6 +105,10 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             "{} is a TensorFlow Lite file: it runs on the tflite engine",
             path.display()
         ))),
+        ModelRef::Torch(path) => anyhow::bail!(crate::error::BadInput(format!(
+            "{} is a PyTorch program: it runs on the pytorch engine",
+            path.display()
+        ))),
     };
     let session = Loaded::load(&c.engine, source, threads, request.seed)?;
     emit(

@@ -360,6 +360,7 @@ impl Conditions {
                         ModelRef::Zoo(_) => "built-in zoo".to_string(),
                         ModelRef::Onnx(_) => "ONNX file".to_string(),
                         ModelRef::Tflite(_) => "TensorFlow Lite file".to_string(),
+                        ModelRef::Torch(_) => "PyTorch program".to_string(),
                     };
                     choice(r.to_string(), m.models.contains(r), note)
                 })

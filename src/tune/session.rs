@@ -276,7 +276,7 @@ impl Prepared {
 pub fn model_stem(model: &ModelRef) -> String {
     let text = match model {
         ModelRef::Zoo(name) => name.clone(),
-        ModelRef::Onnx(path) | ModelRef::Tflite(path) => path
+        ModelRef::Onnx(path) | ModelRef::Tflite(path) | ModelRef::Torch(path) => path
             .file_stem()
             .map(|s| s.to_string_lossy().into_owned())
             .unwrap_or_else(|| "model".into()),
@@ -448,7 +448,7 @@ fn build_space(
             let m = crate::models::zoo::build(name, &params)?;
             crate::models::cost::analyze(&m).total.flops as f64
         }
-        ModelRef::Onnx(_) | ModelRef::Tflite(_) => 1.0,
+        ModelRef::Onnx(_) | ModelRef::Tflite(_) | ModelRef::Torch(_) => 1.0,
     };
     let spec = SpaceSpec {
         engines,

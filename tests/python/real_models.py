@@ -7,6 +7,8 @@
                                                    single-operator and PyTorch-converted tests
     python real_models.py tflite CACHE_DIR         download the pinned mediapipe wheel and extract
                                                    its TensorFlow Lite models
+    python real_models.py torch CACHE_DIR          download the pinned silero-vad wheel and extract
+                                                   its TorchScript program
     python real_models.py shapes MODEL SPEC...     run MODEL on onnxruntime with seeded random
                                                    inputs (SPEC: NAME=DIMS or NAME=TYPE:VALUE)
                                                    and print its outputs' shapes as JSON
@@ -40,11 +42,11 @@ MODELS = [
 ]
 
 
-def unpack(cache, package, version, wanted, pip_args=()):
+def unpack(cache, package, version, wanted, pip_args=(), suffix=""):
     """Downloads PACKAGE==VERSION's wheel and extracts the members `wanted` accepts into
-    CACHE/PACKAGE-VERSION, once: extracted apart, then moved into place whole, so that a run
-    cut short leaves no half tree."""
-    target = os.path.join(cache, f"{package}-{version}")
+    CACHE/PACKAGE-VERSION[SUFFIX], once: extracted apart, then moved into place whole, so that
+    a run cut short leaves no half tree."""
+    target = os.path.join(cache, f"{package}-{version}{suffix}")
     if os.path.exists(os.path.join(target, ".complete")):
         return
     with tempfile.TemporaryDirectory() as tmp:
@@ -76,6 +78,17 @@ TFLITE = ("mediapipe", "0.10.21", [
     "mediapipe/modules/hand_landmark/hand_landmark_lite.tflite",
     "mediapipe/modules/selfie_segmentation/selfie_segmentation.tflite",
 ])
+
+
+# PyTorch programs as a package ships them: Silero VAD's TorchScript, beside its ONNX exports
+# in the same wheel (kept apart from them, under PACKAGE-VERSION-torch).
+TORCH = ("silero-vad", "6.2.3", ["silero_vad/data/silero_vad.jit"])
+
+
+def torch(cache):
+    package, version, members = TORCH
+    os.makedirs(cache, exist_ok=True)
+    unpack(cache, package, version, set(members).__contains__, suffix="-torch")
 
 
 def tflite(cache):
@@ -146,6 +159,8 @@ if __name__ == "__main__":
         conformance(sys.argv[2])
     elif sys.argv[1:2] == ["tflite"] and len(sys.argv) == 3:
         tflite(sys.argv[2])
+    elif sys.argv[1:2] == ["torch"] and len(sys.argv) == 3:
+        torch(sys.argv[2])
     elif sys.argv[1:2] == ["shapes"] and len(sys.argv) >= 3:
         shapes(sys.argv[2], sys.argv[3:])
     else:

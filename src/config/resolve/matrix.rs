@@ -187,7 +187,9 @@ impl Resolver<'_> {
         ),
         ConfigError,
     > {
-        use crate::models::onnx_graph::{bind_file_inputs, input_names, InputSpec};
+        use crate::models::onnx_graph::{
+            bind_file_inputs, bind_undeclared, input_names, InputSpec,
+        };
         let mut own = std::collections::BTreeMap::new();
         let mut named_for: std::collections::BTreeMap<PathBuf, Vec<String>> = Default::default();
         let given = raw.inputs.as_ref().map(|l| l.get_ref());
@@ -292,6 +294,30 @@ impl Resolver<'_> {
                 ));
             }
             planned.push((i, path, entries));
+        }
+        // A PyTorch program declares no inputs to match a set against: it takes the sets given
+        // to it by name, and the sets no ONNX file took; else the image shapes.
+        let taken_by_files = used.clone();
+        for (i, model) in models.iter().enumerate() {
+            let ModelRef::Torch(path) = model else {
+                continue;
+            };
+            for (s, (model, set, specs, k)) in sets.iter().enumerate() {
+                let mine = match model {
+                    Some(m) => m == path,
+                    None => !taken_by_files[s],
+                };
+                if !mine {
+                    continue;
+                }
+                for &b in batch {
+                    if let Err(why) = bind_undeclared(specs, named_batch(Some(set.as_str()), b)) {
+                        return Err(located(Some(*k), i, format!("{}: {why}", path.display())));
+                    }
+                }
+                used[s] = true;
+                named_for.entry(path.clone()).or_default().push(set.clone());
+            }
         }
         if let Some(s) = used.iter().position(|u| !u) {
             let (model, _, specs, k) = &sets[s];

@@ -2,7 +2,8 @@
 # (weights=None), loaded with the zoo's seeded weights from the model description (the zoo
 # names its parameters as torchvision does), eagerly, as TorchScript or compiled. A model
 # torchvision does not have (the cost model's operator probes) is run from its description,
-# layer by layer, with torch's functional operators.
+# layer by layer, with torch's functional operators. A user's own PyTorch program (TorchScript
+# or an exported program) runs as it is, fed by argument name.
 FRAMEWORK = "pytorch"
 
 
@@ -100,7 +101,10 @@ class Session:
         options = options_of(request, OPTIONS)
         model = condition["model"]
         if model.get("kind") != "zoo":
-            raise HarnessError("pytorch runs the zoo's models through torchvision, not ONNX files")
+            raise HarnessError(
+                "pytorch runs the zoo's models through torchvision and PyTorch programs as they "
+                "are, not ONNX files"
+            )
         name = model["name"]
         build = getattr(torchvision.models, name, None)
         if build is None and not request.get("model_file"):
@@ -111,20 +115,7 @@ class Session:
         torch.set_num_interop_threads(int(options.get("inter_op_threads", 1)))
         torch.manual_seed(request.get("seed", 0))
         device = condition["device"]
-        if device == "cpu":
-            target = torch.device("cpu")
-        else:
-            gpu = int(device.split(":")[1])
-            if not torch.cuda.is_available():
-                raise HarnessError(
-                    "this PyTorch %s sees no CUDA GPU (built with CUDA %s)"
-                    % (torch.__version__, torch.version.cuda)
-                )
-            if gpu >= torch.cuda.device_count():
-                raise HarnessError(
-                    "PyTorch sees %d GPU(s); there is no %s" % (torch.cuda.device_count(), device)
-                )
-            target = torch.device("cuda", gpu)
+        target = target_device(torch, device)
         self.cuda = target.type == "cuda"
         if build is None:
             # Not a torchvision model (an operator probe): its description, run layer by layer.
@@ -267,5 +258,140 @@ class Session:
         return nodes
 
 
+def target_device(torch, device):
+    """The torch.device of a condition's device (`cpu` or `gpu:N`), checked against this torch."""
+    if device == "cpu":
+        return torch.device("cpu")
+    gpu = int(device.split(":")[1])
+    if not torch.cuda.is_available():
+        raise HarnessError(
+            "this PyTorch %s sees no CUDA GPU (built with CUDA %s)" % (torch.__version__, torch.version.cuda)
+        )
+    if gpu >= torch.cuda.device_count():
+        raise HarnessError("PyTorch sees %d GPU(s); there is no %s" % (torch.cuda.device_count(), device))
+    return torch.device("cuda", gpu)
+
+
+def flatten(value, out):
+    """A program's outputs in order: tensors as they are, tuples, lists and dicts opened."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            flatten(v, out)
+    elif isinstance(value, dict):
+        for v in value.values():
+            flatten(v, out)
+    else:
+        out.append(value)
+    return out
+
+
+class Program:
+    """A PyTorch program the user gives, run as it is: TorchScript (torch.jit.save) or an
+    exported program (torch.export.save), fed the inputs edgeprof wrote, by argument name."""
+
+    def __init__(self, request, np):
+        torch = need("torch")
+        condition = request["condition"]
+        options = options_of(request, OPTIONS)
+        mode = choice(options, "mode", MODES, "eager")
+        if mode != "eager":
+            raise HarnessError(
+                "a PyTorch program runs as it is (mode = eager); torchscript and compile apply to "
+                "the zoo's models"
+            )
+        self.threads = threads_of(condition)
+        torch.set_num_threads(self.threads)
+        torch.set_num_interop_threads(int(options.get("inter_op_threads", 1)))
+        target = target_device(torch, condition["device"])
+        self.cuda = target.type == "cuda"
+        path = request["model_file"]
+        net, kind, names = self.read(torch, path, target)
+        self.parameters = int(sum(p.numel() for p in net.parameters()))
+        fed = read_inputs(np, request)
+        given = list(fed)
+        if names is not None and all(n in names for n in given):
+            order = [n for n in names if n in fed]
+            missing = [n for n in names if n not in fed]
+            if missing:
+                raise HarnessError(
+                    "%s takes %s; give %s too (--input NAME=DIMS, or NAME=int64:VALUE for a number)"
+                    % (path, ", ".join(names), ", ".join(missing))
+                )
+        elif names is not None and len(given) != len(names):
+            raise HarnessError(
+                "%s takes %d input(s) (%s), not the %d given (%s)"
+                % (path, len(names), ", ".join(names), len(given), ", ".join(given))
+            )
+        else:
+            order = given
+        types = self.types or {}
+        args = []
+        for name in order:
+            array = fed[name]
+            kind_of = types.get(name, "Tensor")
+            if kind_of in ("int", "float", "bool"):
+                if array.size != 1:
+                    raise HarnessError(
+                        "%s takes %s as a number (%s), not a tensor of shape %s"
+                        % (path, name, kind_of, "x".join(map(str, array.shape)))
+                    )
+                args.append({"int": int, "float": float, "bool": bool}[kind_of](array.reshape(-1)[0]))
+            else:
+                args.append(torch.from_numpy(np.ascontiguousarray(array)).to(target))
+        self.args = args
+        self.net = net
+        self.torch = torch
+        self.device = condition["device"]
+        self.version = torch.__version__
+        self.note = "%s as it is, eager, %d intra-op thread(s)" % (kind, torch.get_num_threads())
+
+    def read(self, torch, path, target):
+        """The program in `path`, what it is, and its arguments' names where it says them."""
+        self.types = None
+        try:
+            net = torch.jit.load(path, map_location=target)
+        except Exception as script_error:
+            try:
+                exported = torch.export.load(path)
+            except Exception:
+                # torch's reason, to its first sentence (it goes on about corrupted checkpoints).
+                reason = (str(script_error).strip().splitlines() or [type(script_error).__name__])[0]
+                raise HarnessError(
+                    "%s is neither TorchScript (torch.jit.save) nor an exported program "
+                    "(torch.export.save): %s; a file of weights alone (torch.save of a state_dict) "
+                    "holds no program to run" % (path, reason.split(". ")[0])
+                )
+            net = exported.module().to(target)
+            import inspect
+
+            names = [p for p in inspect.signature(net.forward).parameters]
+            return net, "exported program", names
+        net.eval()
+        arguments = net.forward.schema.arguments[1:]
+        self.types = {a.name: str(a.type) for a in arguments}
+        return net, "TorchScript", [a.name for a in arguments]
+
+    def infer(self):
+        with self.torch.inference_mode():
+            out = self.net(*self.args)
+            if self.cuda:
+                self.torch.cuda.synchronize()
+        return out
+
+    def outputs(self, out):
+        values = []
+        for v in flatten(out, []):
+            values.append(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
+        return values
+
+    def output(self, out):
+        values = self.outputs(out)
+        if not values:
+            raise HarnessError("the program returned no output")
+        return values[0]
+
+
 def load(request, np):
+    if request["condition"]["model"].get("kind") == "torch":
+        return Program(request, np)
     return Session(request, np)

@@ -107,6 +107,76 @@ fn outer_reads(g: &pb::GraphProto, out: &mut Vec<String>) {
     }
 }
 
+/// Refuses a graph that names a value twice, reads one nothing defines, or has no output:
+/// what no engine would run, said before anything is measured.
+fn well_formed(graph: &pb::GraphProto) -> Result<(), String> {
+    if graph.output.is_empty() {
+        return Err("its graph has no outputs".into());
+    }
+    let mut made: HashMap<&str, String> = HashMap::new();
+    let sources = graph
+        .input
+        .iter()
+        .map(|v| (v.name.as_str(), format!("input {}", v.name)))
+        .chain(
+            graph
+                .initializer
+                .iter()
+                .map(|t| (t.name.as_str(), format!("weight {}", t.name))),
+        );
+    for (name, what) in sources {
+        made.entry(name).or_insert(what);
+    }
+    for (i, node) in graph.node.iter().enumerate() {
+        for o in node.output.iter().filter(|o| !o.is_empty()) {
+            let this = format!("node {}", walk::node_name(node, i, ""));
+            if let Some(first) = made.insert(o.as_str(), this.clone()) {
+                if !first.starts_with("weight") || graph.input.iter().any(|v| v.name == *o) {
+                    return Err(format!("{o} is made twice (by {first} and {this})"));
+                }
+            }
+        }
+    }
+    for (i, node) in graph.node.iter().enumerate() {
+        if let Some(v) = node_reads(node)
+            .iter()
+            .find(|v| !made.contains_key(v.as_str()))
+        {
+            return Err(format!(
+                "node {} reads {v}, which no node, input or weight of the graph makes",
+                walk::node_name(node, i, "")
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The nodes the graph's outputs depend on (by their index); the others never need to run.
+fn needed_nodes(graph: &pb::GraphProto) -> Vec<bool> {
+    let producer: HashMap<&str, usize> = graph
+        .node
+        .iter()
+        .enumerate()
+        .flat_map(|(i, n)| {
+            n.output
+                .iter()
+                .filter(|o| !o.is_empty())
+                .map(move |o| (o.as_str(), i))
+        })
+        .collect();
+    let mut needed = vec![false; graph.node.len()];
+    let mut todo: Vec<String> = graph.output.iter().map(|o| o.name.clone()).collect();
+    while let Some(v) = todo.pop() {
+        if let Some(&i) = producer.get(v.as_str()) {
+            if !needed[i] {
+                needed[i] = true;
+                todo.extend(node_reads(&graph.node[i]));
+            }
+        }
+    }
+    needed
+}
+
 /// A tensor proto holding `values` at element type `elem`.
 pub fn tensor_proto(name: &str, elem: i32, shape: &[usize], values: &[f64]) -> pb::TensorProto {
     use pb::tensor_proto::DataType as D;
@@ -200,10 +270,21 @@ impl Chain {
                 t.name
             )));
         }
+        well_formed(graph).map_err(refuse)?;
+        let needed = needed_nodes(graph);
+        let read: HashSet<String> = graph
+            .node
+            .iter()
+            .zip(&needed)
+            .filter(|(_, &n)| n)
+            .flat_map(|(node, _)| node_reads(node))
+            .chain(graph.output.iter().map(|o| o.name.clone()))
+            .collect();
         // Integer inputs given their values are constants, as the engines run them; the
-        // others are fed when the model runs.
+        // others are fed when the model runs (an input nothing reads is left out).
         let (given, fed): (Vec<BoundInput>, Vec<BoundInput>) = bound_inputs
             .into_iter()
+            .filter(|b| read.contains(&b.name))
             .partition(|b| b.values.is_some() && is_integer_type(b.elem));
         let input = match fed.as_slice() {
             [one] if one.elem == FLOAT => Crossing {
@@ -252,9 +333,10 @@ impl Chain {
                     .iter()
                     .all(|o| matches!(scope.get(o.as_str()), Some(Ok(t)) if t.constant))
         };
+        // Nor is a node whose outputs nothing reads.
         let order: Vec<usize> = order
             .into_iter()
-            .filter(|&i| !known_before(&graph.node[i]))
+            .filter(|&i| needed[i] && !known_before(&graph.node[i]))
             .collect();
         if order.is_empty() {
             return Err(refuse(
@@ -263,9 +345,15 @@ impl Chain {
                     .into(),
             ));
         }
+        // Names are shown in tables: a control character in one is shown as `?`.
         let names = order
             .iter()
-            .map(|&i| walk::node_name(&graph.node[i], i, ""))
+            .map(|&i| {
+                walk::node_name(&graph.node[i], i, "")
+                    .chars()
+                    .map(|c| if c.is_control() { '?' } else { c })
+                    .collect()
+            })
             .collect();
         let reads: Vec<Vec<String>> = order.iter().map(|&i| node_reads(&graph.node[i])).collect();
         let producer = graph
@@ -569,7 +657,7 @@ mod tests {
         });
         let mut input = vec![value_info("x", FLOAT, Some(&[1, 4, 8, 8]))];
         if extra_input {
-            input.push(value_info("h", FLOAT, Some(&[1, 4])));
+            input.push(value_info("h", FLOAT, Some(&[1, 4, 8, 8])));
         }
         let graph = pb::GraphProto {
             name: "residual".into(),
@@ -666,7 +754,12 @@ mod tests {
 
     #[test]
     fn a_model_fed_two_tensors_is_refused_with_their_names() {
-        let err = match Chain::new(residual_graph(true), "two.onnx", &[]) {
+        let mut model = residual_graph(true);
+        if let Some(g) = model.graph.as_mut() {
+            g.node.insert(7, node("Add", &["a0", "h"], "ah"));
+            g.node[8].input[0] = "ah".into();
+        }
+        let err = match Chain::new(model, "two.onnx", &[]) {
             Ok(_) => panic!("a model fed two tensors was cut"),
             Err(e) => e.to_string(),
         };
@@ -687,5 +780,50 @@ mod tests {
             Err(e) => e.to_string(),
         };
         assert!(err.contains("there is nothing to place"), "{err}");
+    }
+
+    #[test]
+    fn nodes_and_inputs_nothing_reads_take_no_place() -> Result<(), AnalysisError> {
+        // A dead branch off the residual, and a second input nothing reads.
+        let mut model = residual_graph(true);
+        if let Some(g) = model.graph.as_mut() {
+            g.node.insert(2, node("Sigmoid", &["r0"], "dead"));
+            g.node.push(node("Relu", &["h"], "unused"));
+        }
+        let chain = Chain::new(model, "dead.onnx", &[])?;
+        assert_eq!(chain.len(), 6);
+        assert_eq!(chain.cuts().len(), 4);
+        Ok(())
+    }
+
+    fn refusal(model: pb::ModelProto) -> String {
+        match Chain::new(model, "bad.onnx", &[]) {
+            Ok(_) => panic!("a malformed graph was cut"),
+            Err(e) => e.to_string(),
+        }
+    }
+
+    #[test]
+    fn a_malformed_graph_is_refused_for_what_is_wrong_with_it() {
+        let mut twice = residual_graph(false);
+        let mut undefined = residual_graph(false);
+        let mut shadowing = residual_graph(false);
+        let mut no_output = residual_graph(false);
+        if let (Some(a), Some(b), Some(c), Some(d)) = (
+            twice.graph.as_mut(),
+            undefined.graph.as_mut(),
+            shadowing.graph.as_mut(),
+            no_output.graph.as_mut(),
+        ) {
+            a.node.push(node("Relu", &["c0"], "r0"));
+            b.node[3].input[1] = "ghost".into();
+            c.node.push(node("Relu", &["r1"], "x"));
+            d.output.clear();
+        }
+        assert!(refusal(twice).contains("r0 is made twice (by node r0 and node r0)"));
+        assert!(refusal(undefined)
+            .contains("node a0 reads ghost, which no node, input or weight of the graph makes"));
+        assert!(refusal(shadowing).contains("x is made twice (by input x and node x)"));
+        assert!(refusal(no_output).contains("its graph has no outputs"));
     }
 }

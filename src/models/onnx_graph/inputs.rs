@@ -338,6 +338,63 @@ pub(super) fn show_declared(dims: &[Dim]) -> String {
     format!("[{}]", dims.join(", "))
 }
 
+/// Inputs given to a program that declares none (a PyTorch program), each as given: its
+/// dimensions (`CxHxW` of one image input, with `batch` before it), or a scalar's value;
+/// float32 unless the spec names a type. The first may go without a name (`input`).
+pub fn bind_undeclared(
+    given: &[InputSpec],
+    batch: Option<usize>,
+) -> Result<Vec<BoundInput>, InputError> {
+    if given.is_empty() {
+        return Err(InputError(
+            "a PyTorch program declares no input shapes: give each input with --input              NAME=DIMS (NAME=int64:VALUE for a number), or CxHxW for one image input"
+                .into(),
+        ));
+    }
+    let mut bound: Vec<BoundInput> = Vec::with_capacity(given.len());
+    for (k, spec) in given.iter().enumerate() {
+        let name = match (&spec.name, k) {
+            (Some(n), _) => n.clone(),
+            (None, 0) => "input".to_string(),
+            (None, _) => {
+                return Err(InputError(
+                    "more than one input given without a name: name them (NAME=DIMS)".into(),
+                ))
+            }
+        };
+        if bound.iter().any(|b| b.name == name) {
+            return Err(InputError(format!("input {name} is given twice")));
+        }
+        // With nothing declared, one number is a scalar's value where a type says what it is
+        // (`sr=int64:16000`, `scale=float32:0.5`) and a 1-D length without one (`x=512`).
+        let number = spec.elem.is_some() && spec.values.is_none();
+        let (shape, values) = match (&spec.image, &spec.dims, spec.value, &spec.values) {
+            (Some(i), _, _, _) => (
+                vec![batch.unwrap_or(1), i.channels, i.height, i.width],
+                None,
+            ),
+            (_, _, Some(v), _) if number => (Vec::new(), Some(vec![v])),
+            (_, Some(d), _, v) => (d.clone(), v.clone()),
+            (_, None, Some(v), _) => (Vec::new(), Some(vec![v])),
+            _ => {
+                return Err(InputError(format!(
+                    "input {name} needs its dimensions (NAME=DIMS) or its value                      (NAME=TYPE:VALUE)"
+                )))
+            }
+        };
+        checked_elements(&shape).map_err(InputError)?;
+        bound.push(BoundInput {
+            name,
+            elem: spec
+                .elem
+                .unwrap_or(pb::tensor_proto::DataType::Float as i32),
+            shape,
+            values,
+        });
+    }
+    Ok(bound)
+}
+
 /// The model's inputs (graph inputs that are no initializer), each bound: the file's fixed
 /// dimensions, the user's where given (a contradiction refused), a symbol bound once holds
 /// everywhere, and an open leading dimension of an input of rank ≥ 2 is a batch of 1.

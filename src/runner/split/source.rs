@@ -35,6 +35,33 @@ pub(super) enum Piece {
     },
 }
 
+/// The blocks' ONNX files live in `FOLDER_PREFIX<pid>-…` under the temporary directory,
+/// removed when the worker ends, and by the next worker when it was killed first.
+const FOLDER_PREFIX: &str = "edgeprof-place-";
+
+/// Removes the folders of workers that are gone (killed before they could remove their own).
+fn remove_stale_folders() {
+    let Ok(entries) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(FOLDER_PREFIX))
+            .and_then(|rest| rest.split_once('-'))
+            .and_then(|(pid, _)| pid.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let gone = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None)
+            == Err(nix::errno::Errno::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
+}
+
 impl Whole {
     pub(super) fn open(r: &Request) -> anyhow::Result<Whole> {
         match &r.source {
@@ -61,8 +88,9 @@ impl Whole {
                 };
                 let chain = Chain::open(path, &given).map_err(bad)?;
                 let inputs = bind_file_inputs(path, &given, None).map_err(bad)?;
+                remove_stale_folders();
                 let dir = tempfile::Builder::new()
-                    .prefix("edgeprof-place-")
+                    .prefix(&format!("{FOLDER_PREFIX}{}-", std::process::id()))
                     .tempdir()
                     .context("cannot make a folder for the blocks' ONNX files")?;
                 Ok(Whole::File {
@@ -218,4 +246,30 @@ fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::R
         )))
     })?;
     Ok(path)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_folder_left_by_a_worker_that_is_gone_is_removed_and_a_live_ones_is_kept(
+    ) -> anyhow::Result<()> {
+        // A process that has ended: its pid is free (until the system hands it out again).
+        let mut child = std::process::Command::new("true").spawn()?;
+        let dead = child.id();
+        child.wait()?;
+        let stale = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{dead}-test"));
+        let live = std::env::temp_dir().join(format!("{FOLDER_PREFIX}{}-test", std::process::id()));
+        for dir in [&stale, &live] {
+            std::fs::create_dir_all(dir)?;
+            std::fs::write(dir.join("nodes-0-1.onnx"), b"x")?;
+        }
+        remove_stale_folders();
+        let kept = live.is_dir();
+        std::fs::remove_dir_all(&live)?;
+        assert!(!stale.exists());
+        assert!(kept);
+        Ok(())
+    }
 }

@@ -61,6 +61,9 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
         crate::config::ModelRef::Tflite(path) => {
             return Err(format!("{} is a TensorFlow Lite file", path.display()))
         }
+        crate::config::ModelRef::Torch(path) => {
+            return Err(format!("{} is a PyTorch program", path.display()))
+        }
         crate::config::ModelRef::Onnx(path) => std::fs::canonicalize(path)
             .map_err(|e| format!("{}: {e}", path.display()))?
             .to_string_lossy()
