@@ -237,26 +237,15 @@ fn env_commands_say_what_they_can_and_cannot_do() {
 
 /// edgeprof's data directory for the tests that need a real framework: kept under target/ so
 /// the environments are made once.
-fn shared_data_dir() -> PathBuf {
-    PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data")
-}
-
 /// The shared data directory with onnxruntime set up in it, as a user would (a no-op when CI or
 /// an earlier test already did).
 fn onnxruntime_set_up() -> PathBuf {
-    let data = shared_data_dir();
-    edgeprof()
-        .env("EDGEPROF_DATA_DIR", &data)
-        .args(["env", "setup", "onnxruntime"])
-        .timeout(std::time::Duration::from_secs(900))
-        .assert()
-        .success();
-    data
+    common::framework_set_up("onnxruntime")
 }
 
 #[test]
 fn tract_candle_and_onnxruntime_agree_on_the_same_models() {
-    let data = shared_data_dir();
+    let data = common::shared_data_dir();
     // Set up as a user would (a no-op when CI or an earlier run already did).
     let assert = edgeprof()
         .env("EDGEPROF_DATA_DIR", &data)

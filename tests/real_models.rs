@@ -598,13 +598,7 @@ fn a_sweep_runs_the_real_models_and_the_roofline_places_each() {
 fn tflite_files_run_as_they_are_on_the_tflite_engine() {
     fetch_test_models("tflite");
     let dir = test_models_cache().join("mediapipe-0.10.21/mediapipe/modules");
-    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data");
-    edgeprof()
-        .env("EDGEPROF_DATA_DIR", &data)
-        .args(["env", "setup", "tflite"])
-        .timeout(std::time::Duration::from_secs(900))
-        .assert()
-        .success();
+    let data = framework_set_up("tflite");
     let tmp = temp_dir();
     for (k, file) in [
         "face_detection/face_detection_short_range.tflite",
@@ -751,13 +745,7 @@ fn a_torchscript_program_runs_on_pytorch_and_agrees_with_its_onnx_export() {
     fetch_test_models("torch");
     let program = test_models_cache().join("silero-vad-6.2.3-torch/silero_vad/data/silero_vad.jit");
     let onnx = real_models().join("silero-vad-6.2.3/silero_vad/data/silero_vad.onnx");
-    let data = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data");
-    edgeprof()
-        .env("EDGEPROF_DATA_DIR", &data)
-        .args(["env", "setup", "pytorch"])
-        .timeout(std::time::Duration::from_secs(1800))
-        .assert()
-        .success();
+    let data = framework_set_up("pytorch");
     let tmp = temp_dir();
     const FLOAT: i32 = 1;
     let audio: Vec<f64> = (0..512).map(|i| 0.3 * ((i as f64) * 0.07).sin()).collect();

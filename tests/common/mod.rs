@@ -280,3 +280,21 @@ pub fn real_models() -> &'static std::path::Path {
         test_models_cache()
     })
 }
+
+/// The data folder the tests share, where frameworks are set up once for every test binary.
+pub fn shared_data_dir() -> std::path::PathBuf {
+    std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("edgeprof-data")
+}
+
+/// The shared data folder with `framework` set up in it, as a user would (a no-op when CI or
+/// an earlier test already did).
+pub fn framework_set_up(framework: &str) -> std::path::PathBuf {
+    let data = shared_data_dir();
+    edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["env", "setup", framework])
+        .timeout(std::time::Duration::from_secs(1800))
+        .assert()
+        .success();
+    data
+}

@@ -151,9 +151,9 @@ fn well_formed(graph: &pb::GraphProto) -> Result<(), String> {
     Ok(())
 }
 
-/// The nodes the graph's outputs depend on (by their index); the others never need to run.
-fn needed_nodes(graph: &pb::GraphProto) -> Vec<bool> {
-    let producer: HashMap<&str, usize> = graph
+/// The index of the node that makes each value.
+fn producers(graph: &pb::GraphProto) -> HashMap<String, usize> {
+    graph
         .node
         .iter()
         .enumerate()
@@ -161,13 +161,18 @@ fn needed_nodes(graph: &pb::GraphProto) -> Vec<bool> {
             n.output
                 .iter()
                 .filter(|o| !o.is_empty())
-                .map(move |o| (o.as_str(), i))
+                .map(move |o| (o.clone(), i))
         })
-        .collect();
+        .collect()
+}
+
+/// The nodes the graph's outputs depend on (by their index); the others never need to run.
+fn needed_nodes(graph: &pb::GraphProto) -> Vec<bool> {
+    let producer = producers(graph);
     let mut needed = vec![false; graph.node.len()];
     let mut todo: Vec<String> = graph.output.iter().map(|o| o.name.clone()).collect();
     while let Some(v) = todo.pop() {
-        if let Some(&i) = producer.get(v.as_str()) {
+        if let Some(&i) = producer.get(&v) {
             if !needed[i] {
                 needed[i] = true;
                 todo.extend(node_reads(&graph.node[i]));
@@ -356,17 +361,7 @@ impl Chain {
             })
             .collect();
         let reads: Vec<Vec<String>> = order.iter().map(|&i| node_reads(&graph.node[i])).collect();
-        let producer = graph
-            .node
-            .iter()
-            .enumerate()
-            .flat_map(|(i, n)| {
-                n.output
-                    .iter()
-                    .filter(|o| !o.is_empty())
-                    .map(move |o| (o.clone(), i))
-            })
-            .collect();
+        let producer = producers(graph);
         let initializers = graph
             .initializer
             .iter()
