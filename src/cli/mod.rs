@@ -473,6 +473,10 @@ pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
         let Some(last) = last.map(|l| l.trim_start_matches("edgeprof: error: ")) else {
             anyhow::bail!("{what} ended ({status}) without saying why");
         };
+        // Exit status 2 is the worker refusing what it was given: the same for this command.
+        if status.code() == Some(2) {
+            anyhow::bail!(BadInput(format!("{what} refused it: {last}")));
+        }
         anyhow::bail!("{what} failed ({status}): {last}");
     }
     serde_json::from_str(stdout.trim()).with_context(|| {
