@@ -724,6 +724,21 @@ fn place_cuts_each_real_model_into_blocks_that_chain_to_its_output() {
         placed += 1;
     }
     assert_eq!(placed, 9);
+    // A tensor no memory holds is refused before a worker starts.
+    let yolo = dir
+        .join("nudenet-3.4.2/nudenet/320n.onnx")
+        .display()
+        .to_string();
+    assert_bad_input(
+        &[
+            "place",
+            "--model",
+            &yolo,
+            "--input",
+            "images=1x3x1000000x1000000",
+        ],
+        "its largest tensor needs 14.55 TiB",
+    );
     let vad = dir.join("silero-vad-6.2.3/silero_vad/data/silero_vad_op18_ifless.onnx");
     let vad = vad.display().to_string();
     assert_bad_input(

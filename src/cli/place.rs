@@ -229,6 +229,13 @@ fn placed(args: &PlaceArgs) -> anyhow::Result<Placed> {
         let chain = edgeprof::models::onnx_graph::Chain::open(path, &given)
             .map_err(|e| BadInput(e.to_string()))?;
         let input = chain.input();
+        // Before any worker starts: a block that cannot be held in memory is refused here.
+        edgeprof::engines::tract::check_fits(
+            &args.model,
+            "its largest tensor",
+            Some(chain.largest_bytes()),
+        )
+        .map_err(|e| BadInput(e.to_string()))?;
         return Ok(Placed {
             source: Source::File {
                 path: path.to_path_buf(),

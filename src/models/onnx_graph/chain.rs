@@ -427,6 +427,16 @@ impl Chain {
         }
     }
 
+    /// Bytes of the largest tensor the model makes when it runs (its input included).
+    pub fn largest_bytes(&self) -> u64 {
+        self.scope
+            .values()
+            .filter_map(|slot| slot.as_ref().ok())
+            .filter(|t| !t.constant)
+            .map(|t| t.elements().saturating_mul(elem_bytes(t.elem)))
+            .fold(self.input.bytes(), u64::max)
+    }
+
     /// Bytes of the model's outputs (float32 where the analysis does not know their type).
     pub fn output_bytes(&self) -> u64 {
         self.outputs
