@@ -15,6 +15,14 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     };
     let by_name = !args.input.is_empty() && image.is_none();
     let fed = !args.expect.is_empty() || args.save_outputs.is_some();
+    // A file's inputs by name, or its one image input.
+    let file_specs = || -> anyhow::Result<Vec<edgeprof::models::onnx_graph::InputSpec>> {
+        Ok(match image {
+            Some(image) => vec![edgeprof::models::onnx_graph::InputSpec::image(image)],
+            None => edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
+                .map_err(|e| BadInput(e.to_string()))?,
+        })
+    };
     let model = if edgeprof::config::is_torch_program(&args.model) {
         if args.engine.name() != "pytorch" {
             bail!(BadInput(format!(
@@ -23,12 +31,7 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
                 args.model
             )));
         }
-        let mut specs = edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
-            .map_err(|e| BadInput(e.to_string()))?;
-        if let Some(image) = image {
-            specs = vec![edgeprof::models::onnx_graph::InputSpec::image(image)];
-        }
-        let inputs = edgeprof::models::onnx_graph::bind_undeclared(&specs, args.batch)
+        let inputs = edgeprof::models::onnx_graph::bind_undeclared(&file_specs()?, args.batch)
             .map_err(|e| BadInput(format!("{}: {e}", args.model)))?;
         BenchModel::Fed {
             path: PathBuf::from(&args.model),
@@ -48,14 +51,10 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         }
     } else if is_file_model(&args.model) && (image.is_none() || fed) {
         // An ONNX file is fed by name: as given, else at the shapes the file fixes.
-        let mut specs = edgeprof::models::onnx_graph::InputSpec::parse_all(&args.input)
-            .map_err(|e| BadInput(e.to_string()))?;
-        if let Some(image) = image {
-            specs = vec![edgeprof::models::onnx_graph::InputSpec::image(image)];
-        }
         let path = PathBuf::from(&args.model);
-        let inputs = edgeprof::models::onnx_graph::bind_file_inputs(&path, &specs, args.batch)
-            .map_err(|e| BadInput(e.to_string()))?;
+        let inputs =
+            edgeprof::models::onnx_graph::bind_file_inputs(&path, &file_specs()?, args.batch)
+                .map_err(|e| BadInput(e.to_string()))?;
         BenchModel::Fed {
             path,
             inputs,

@@ -291,18 +291,23 @@ pub struct Prepared {
 fn fed_inputs(
     cache: &Path,
     c: &Condition,
-    path: &Path,
-    named: &str,
+    named: Option<&str>,
     seed: u64,
 ) -> anyhow::Result<Vec<crate::runner::protocol::FedInput>> {
-    use crate::models::onnx_graph::bind_file_inputs;
-    let specs = crate::config::named_specs(named)?;
-    let bound = bind_file_inputs(
-        path,
-        &specs,
-        crate::config::named_batch(Some(named), c.batch),
-    )
-    .map_err(|e| crate::error::BadInput(e.to_string()))?;
+    use crate::models::onnx_graph::{bind_file_inputs, bind_undeclared, InputSpec};
+    let specs = match named {
+        Some(named) => crate::config::named_specs(named)?,
+        None => vec![InputSpec::image(c.input)],
+    };
+    let batch = crate::config::named_batch(named, c.batch);
+    let bound = match &c.model {
+        // A PyTorch program declares nothing to bind against.
+        ModelRef::Torch(_) => bind_undeclared(&specs, batch)
+            .map_err(|e| crate::error::BadInput(format!("{}: {e}", c.model)))?,
+        ModelRef::Onnx(path) => bind_file_inputs(path, &specs, batch)
+            .map_err(|e| crate::error::BadInput(e.to_string()))?,
+        other => anyhow::bail!("{other} is not fed by name"),
+    };
     write_fed(
         &cache.join("inputs"),
         &format!("{}-seed{seed}", file_stem(&c.id)),
@@ -355,28 +360,22 @@ pub fn prepare(
     if let ModelRef::Tflite(path) | ModelRef::Torch(path) = &condition.model {
         request.model_file = Some(path.clone());
     }
-    // A PyTorch program declares no inputs: fed by name, or its image input (unless the
-    // caller, `bench`, feeds it already).
-    if matches!(condition.model, ModelRef::Torch(_)) && request.inputs.is_empty() {
-        let specs = match &condition.named_inputs {
-            Some(named) => crate::config::named_specs(named)?,
-            None => vec![crate::models::onnx_graph::InputSpec::image(condition.input)],
-        };
-        let batch = crate::config::named_batch(condition.named_inputs.as_deref(), condition.batch);
-        let bound = crate::models::onnx_graph::bind_undeclared(&specs, batch)
-            .map_err(|e| crate::error::BadInput(format!("{}: {e}", condition.model)))?;
+    // An ONNX file fed by name, and a PyTorch program (which declares no inputs: fed by name,
+    // or its image input, unless the caller, `bench`, feeds it already): every input's values,
+    // as every engine is fed them.
+    let by_name = match &condition.model {
+        ModelRef::Onnx(_) => condition.named_inputs.is_some(),
+        ModelRef::Torch(_) => request.inputs.is_empty(),
+        _ => false,
+    };
+    if by_name {
         let cache = crate::engines::env::cache_dir()?;
-        request.inputs = write_fed(
-            &cache.join("inputs"),
-            &format!("{}-seed{}", file_stem(&condition.id), config.measure.seed),
-            &bound,
+        request.inputs = fed_inputs(
+            &cache,
+            condition,
+            condition.named_inputs.as_deref(),
             config.measure.seed,
         )?;
-    }
-    // An ONNX file fed by name: every input's values, as every engine is fed them.
-    if let (Some(named), ModelRef::Onnx(path)) = (&condition.named_inputs, &condition.model) {
-        let cache = crate::engines::env::cache_dir()?;
-        request.inputs = fed_inputs(&cache, condition, path, named, config.measure.seed)?;
     }
     let command = match (&config.command, external::find(&condition.engine)) {
         (Some(c), _) if condition.engine == "command" => WorkerCommand {

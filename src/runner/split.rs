@@ -588,11 +588,11 @@ pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
     if r.units.is_empty() {
         anyhow::bail!(crate::error::BadInput("name at least one unit".into()));
     }
-    let whole = Whole::open(&r)?;
+    // The copy benchmark needs no model.
     match &r.task {
-        Task::Profile => profile(&r, &whole),
+        Task::Profile => profile(&r, &Whole::open(&r)?),
         Task::Transfer { sizes } => transfer(&r, sizes),
-        Task::Split { assign } => split(&r, &whole, assign),
+        Task::Split { assign } => split(&r, &Whole::open(&r)?, assign),
     }
 }
 

@@ -64,6 +64,9 @@ pub struct Chain {
     scope: HashMap<String, Slot>,
     /// Inputs given their values (integers: a sample rate, a shape), as constants.
     given: HashMap<String, BoundInput>,
+    /// Every input of the file as bound (those nothing reads included), as the whole file
+    /// is fed.
+    bound: Vec<BoundInput>,
     input: Crossing,
     /// The model's outputs, at the chain's end.
     outputs: Vec<String>,
@@ -288,8 +291,9 @@ impl Chain {
         // Integer inputs given their values are constants, as the engines run them; the
         // others are fed when the model runs (an input nothing reads is left out).
         let (given, fed): (Vec<BoundInput>, Vec<BoundInput>) = bound_inputs
-            .into_iter()
+            .iter()
             .filter(|b| read.contains(&b.name))
+            .cloned()
             .partition(|b| b.values.is_some() && is_integer_type(b.elem));
         let input = match fed.as_slice() {
             [one] if one.elem == FLOAT => Crossing {
@@ -379,6 +383,7 @@ impl Chain {
             initializers,
             scope,
             given: given.into_iter().map(|b| (b.name.clone(), b)).collect(),
+            bound: bound_inputs,
             input,
             outputs,
             cuts: Vec::new(),
@@ -411,6 +416,11 @@ impl Chain {
     /// The model's input, at position 0.
     pub fn input(&self) -> &Crossing {
         &self.input
+    }
+
+    /// Every input of the file as bound, as the whole file is fed.
+    pub fn bound_inputs(&self) -> &[BoundInput] {
+        &self.bound
     }
 
     /// The places the chain can be cut, in order.

@@ -4,7 +4,7 @@
 use super::{Request, Source};
 use crate::engines::tract::{ModelSource, TractSession};
 use crate::models::graph::Model;
-use crate::models::onnx_graph::{bind_file_inputs, is_integer_type, BoundInput, Chain, InputSpec};
+use crate::models::onnx_graph::{is_integer_type, BoundInput, Chain, InputSpec};
 use crate::models::zoo::{self, ModelParams};
 use anyhow::Context;
 use std::path::PathBuf;
@@ -17,7 +17,6 @@ pub(super) enum Whole {
     File {
         path: PathBuf,
         chain: Box<Chain>,
-        inputs: Vec<BoundInput>,
         dir: tempfile::TempDir,
     },
 }
@@ -83,11 +82,8 @@ impl Whole {
             Source::File { path, inputs } => {
                 let given = InputSpec::parse_all(inputs)
                     .map_err(|e| crate::error::BadInput(e.to_string()))?;
-                let bad = |e: crate::models::onnx_graph::AnalysisError| {
-                    crate::error::BadInput(e.to_string())
-                };
-                let chain = Chain::open(path, &given).map_err(bad)?;
-                let inputs = bind_file_inputs(path, &given, None).map_err(bad)?;
+                let chain =
+                    Chain::open(path, &given).map_err(|e| crate::error::BadInput(e.to_string()))?;
                 remove_stale_folders();
                 let dir = tempfile::Builder::new()
                     .prefix(&format!("{FOLDER_PREFIX}{}-", std::process::id()))
@@ -96,7 +92,6 @@ impl Whole {
                 Ok(Whole::File {
                     path: path.clone(),
                     chain: Box::new(chain),
-                    inputs,
                     dir,
                 })
             }
@@ -148,12 +143,8 @@ impl Whole {
                 let (_, expected) = whole.run(&input)?;
                 Ok((input, expected))
             }
-            Whole::File {
-                path,
-                chain,
-                inputs,
-                ..
-            } => {
+            Whole::File { path, chain, .. } => {
+                let inputs = chain.bound_inputs();
                 let (whole, fed) = TractSession::load_fed(path, inputs, 1, seed)
                     .with_context(|| format!("cannot load {} on tract", path.display()))?;
                 let outputs = whole.run_fed(&fed)?;
