@@ -129,7 +129,12 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
 /// [`RunEvent::Finished`].
 pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let result = (|| -> anyhow::Result<SweepOutcome> {
-        let resumed = crate::session::resume(dir)?;
+        let resumed = crate::session::resume(dir, Default::default())?;
+        for why in resumed.warnings {
+            send(Event::Run(RunEvent::Sweep(
+                crate::runner::sweep::SweepEvent::Warning(why),
+            )));
+        }
         let _lock = resumed.lock;
         let plan = Planned {
             config: resumed.config,

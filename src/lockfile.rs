@@ -149,13 +149,10 @@ impl LockFile {
             path: path.to_path_buf(),
             source,
         };
-        let mut file = OpenOptions::new()
-            .read(true)
-            .write(true)
-            .create(true)
-            .truncate(false)
-            .open(path)
-            .map_err(io)?;
+        let mut options = OpenOptions::new();
+        options.read(true).write(true).create(true).truncate(false);
+        // Not through a symbolic link: the holder's lines would overwrite its target.
+        let mut file = crate::files::open_regular(path, &options).map_err(io)?;
         if !ofd_lock(&file, false).map_err(io)? {
             return Err(match read_holder(&mut file) {
                 Some(holder) => LockError::Held {
@@ -212,7 +209,7 @@ impl LockFile {
 /// Who holds the lock at `path` right now, without taking it; None when nobody does (or
 /// there is no such file).
 pub fn holder(path: &Path) -> Option<Holder> {
-    let mut file = File::open(path).ok()?;
+    let mut file = crate::files::open_read(path).ok()?;
     match ofd_lock(&file, true) {
         Ok(false) => read_holder(&mut file).or(Some(Holder {
             pid: 0,
@@ -227,7 +224,7 @@ pub fn holder(path: &Path) -> Option<Holder> {
 /// it asks the kernel for a shared lock and waits for it, then lets go of it at once. Err when
 /// the file cannot be opened or locked.
 pub fn wait_released(path: &Path) -> std::io::Result<()> {
-    let file = File::open(path)?;
+    let file = crate::files::open_read(path)?;
     let mut lock = flock_struct(libc::F_RDLCK as libc::c_short);
     loop {
         // SAFETY: fcntl with an OFD lock command reads the flock struct we own; the

@@ -51,10 +51,11 @@ pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
 pub fn lock_dir(dir: &Path, what: &str) -> anyhow::Result<LockFile> {
     match LockFile::try_acquire(&dir.join(results::LOCK), what) {
         Ok(lock) => Ok(lock),
-        Err(LockError::Io { path, source }) => Err(anyhow::anyhow!(
+        Err(LockError::Io { path, source }) => Err(BadInput(format!(
             "cannot lock {} for writing: {source}",
             path.display()
-        )),
+        ))
+        .into()),
         Err(held) => {
             let who = match &held {
                 LockError::Held { holder, .. } => format!("edgeprof ({holder})"),
@@ -152,6 +153,7 @@ pub fn start_from_text(
         name: config.name.clone(),
         config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
         config_text: text,
+        files: results::integrity::digests(&plan.to_run),
         config: serde_json::to_value(&config).context("cannot encode the config")?,
         device: crate::collect::device::fingerprint(Path::new("/")),
         engines: engine_versions_for(&config, &plan),
@@ -184,12 +186,43 @@ pub struct Resumed {
     pub done_before: usize,
     /// Attempts already made at each unfinished condition, so retries count on from there.
     pub attempts_before: HashMap<String, usize>,
+    /// Lines of the directory that were skipped, and conditions measured again, in words.
+    pub warnings: Vec<String>,
 }
 
-/// Reopens an interrupted sweep: locks its directory, checks that its stored config still
-/// expands to the conditions it stored, and marks it running again.
-pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
+/// How a resume may go on where a plain one refuses.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ResumeOptions {
+    /// Go on although the directory was measured on another device (`--resume-on-other-device`).
+    pub other_device: bool,
+}
+
+/// Reopens an interrupted sweep: locks its directory, checks that it was measured on this
+/// device, that the files its conditions read are those it measured, and that its stored config
+/// still expands to the conditions it stored, and marks it running again. A condition counted
+/// as done whose samples or telemetry are not all stored (a full disk) is measured again.
+pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
     let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let here = crate::collect::device::fingerprint(Path::new("/"));
+    if !options.other_device && !manifest.device.same_device(&here) {
+        anyhow::bail!(BadInput(format!(
+            "{} was measured on {}, and this is {}: resuming here would put two devices' \
+             figures in one table; start a new run, or pass --resume-on-other-device to go on \
+             here anyway",
+            dir.display(),
+            manifest.device.describe(),
+            here.describe()
+        )));
+    }
+    let changed = results::integrity::changed(&manifest.files);
+    if !changed.is_empty() {
+        anyhow::bail!(BadInput(format!(
+            "the files {} measured have changed since ({}); its conditions would mix two \
+             models under one name: start a new run",
+            dir.display(),
+            changed.join("; ")
+        )));
+    }
     let lock = lock_dir(dir, "edgeprof run --resume")?;
     // Read again under the lock: a run that ended just now has rewritten it.
     let mut manifest = results::read_manifest(dir).unwrap_or(manifest);
@@ -221,17 +254,22 @@ pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
             plan_difference(&stored, &now)
         )));
     }
-    let runs = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
-    let finished = results::finished_ids(&runs.records);
-    let mut attempts_before: HashMap<String, usize> = HashMap::new();
-    for r in runs
-        .records
-        .iter()
-        .filter(|r| !finished.contains(&r.condition.id))
-    {
-        let n = attempts_before.entry(r.condition.id.clone()).or_default();
-        *n = (*n).max(r.attempt);
+    let (runs, samples, telemetry) = results::integrity::read_all(dir)
+        .map_err(|e| BadInput(format!("cannot resume {}: {e:#}", dir.display())))?;
+    let mut warnings = runs.warnings;
+    warnings.extend(samples.warnings);
+    warnings.extend(telemetry.warnings);
+    let mut finished = results::finished_ids(&runs.records);
+    for gap in results::integrity::incomplete(&runs.records, &samples.records, &telemetry.records) {
+        warnings.push(format!(
+            "{} (attempt {}) is measured again: {}",
+            gap.condition, gap.attempt, gap.missing
+        ));
+        finished.remove(&gap.condition);
     }
+    let mut attempts_before =
+        results::integrity::highest_attempts(&runs.records, &samples.records, &telemetry.records);
+    attempts_before.retain(|id, _| !finished.contains(id));
     let todo: Vec<Condition> = manifest
         .conditions
         .iter()
@@ -242,7 +280,12 @@ pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
     manifest.resumed.push(crate::text::now_rfc3339());
     manifest.status = SweepStatus::Running;
     manifest.ended = None;
-    results::write_manifest(dir, &manifest)?;
+    results::write_manifest(dir, &manifest).map_err(|e| {
+        BadInput(format!(
+            "cannot resume {}: {e:#} (a results directory is resumed where it can be written)",
+            dir.display()
+        ))
+    })?;
     Ok(Resumed {
         config,
         manifest,
@@ -250,6 +293,7 @@ pub fn resume(dir: &Path) -> anyhow::Result<Resumed> {
         todo,
         done_before,
         attempts_before,
+        warnings,
     })
 }
 
@@ -329,7 +373,7 @@ pub fn write_svgs(
     rows: &[summary::Row],
     dir: &Path,
 ) -> anyhow::Result<Vec<PathBuf>> {
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    crate::files::create_real_dir(dir)?;
     let mut paths = Vec::new();
     for chart in report::charts(stored, rows)? {
         let path = dir.join(chart.file);
@@ -394,8 +438,7 @@ pub fn gpu_roofline(
         if programs.is_empty() {
             continue;
         }
-        std::fs::create_dir_all(&charts)
-            .with_context(|| format!("cannot create {}", charts.display()))?;
+        crate::files::create_real_dir(&charts)?;
         let svg = report::svg::roofline(ceilings, crate::roofline::Precision::Fp32, &programs)?;
         results::write_atomic(&charts.join(gpu_chart_file(gpu)), svg.as_bytes())?;
     }

@@ -417,6 +417,10 @@ pub(super) struct RunArgs {
     /// Finish an interrupted run in this results directory, skipping conditions already done
     #[arg(long, value_name = "DIR")]
     pub(super) resume: Option<PathBuf>,
+    /// With --resume: go on although the directory was measured on another device (its
+    /// records then say where each condition ran)
+    #[arg(long, requires = "resume")]
+    pub(super) resume_on_other_device: bool,
     /// Create the results directory under DIR instead of the config's output.dir
     #[arg(long, value_name = "DIR")]
     pub(super) output: Option<PathBuf>,

@@ -137,6 +137,9 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => sweep::run(sweep::RunOptions {
             config: args.config,
             resume: args.resume,
+            resume_options: edgeprof::session::ResumeOptions {
+                other_device: args.resume_on_other_device,
+            },
             output: args.output,
             charts: !args.no_charts,
             stream: args.stream,

@@ -248,6 +248,38 @@ fn caches(root: &Path) -> Vec<Cache> {
     caches
 }
 
+impl Fingerprint {
+    /// The device in a few words: `host: board or CPU, N CPUs, arch`.
+    pub fn describe(&self) -> String {
+        let what = self
+            .board
+            .as_deref()
+            .or(self.cpu_model.as_deref())
+            .unwrap_or("an unnamed CPU");
+        let cpus = self
+            .cpus_online
+            .map(|n| format!("{n} CPUs, "))
+            .unwrap_or_default();
+        match &self.hostname {
+            Some(host) => format!("{host}: {what}, {cpus}{}", self.arch),
+            None => format!("{what}, {cpus}{}", self.arch),
+        }
+    }
+
+    /// Whether `other` is the same device for measurements: the same architecture, CPU model,
+    /// board and number of CPUs. The host name, kernel and the CPUs this process may use are
+    /// left out: a board renamed, updated or run in a container measures as before.
+    pub fn same_device(&self, other: &Fingerprint) -> bool {
+        (&self.arch, &self.cpu_model, &self.board, self.cpus_online)
+            == (
+                &other.arch,
+                &other.cpu_model,
+                &other.board,
+                other.cpus_online,
+            )
+    }
+}
+
 /// Reads the fingerprint of the machine whose filesystem is at `root`.
 pub fn fingerprint(root: &Path) -> Fingerprint {
     let uname = nix::sys::utsname::uname().ok();

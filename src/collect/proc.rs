@@ -61,7 +61,7 @@ pub fn parse_meminfo(text: &str) -> Option<(u64, u64)> {
 }
 
 /// One reading of a monitored process and of the system.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ProcSample {
     /// Seconds since the process started.
     pub t_s: f64,

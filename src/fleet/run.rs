@@ -253,6 +253,7 @@ fn record_unstarted(
         started: now.clone(),
         ended: Some(now.clone()),
         resumed: Vec::new(),
+        files: Default::default(),
         status: SweepStatus::Interrupted,
     };
     let mut writer = std::fs::create_dir_all(node_dir)
@@ -288,6 +289,7 @@ fn record_failures<'a>(
             telemetry: None,
             repetition: None,
             drift: None,
+            ran_on: None,
         };
         if let Some(w) = writer.as_deref_mut() {
             let _ = w.run(&record);

@@ -455,6 +455,7 @@ mod tests {
             telemetry: None,
             repetition: None,
             drift: None,
+            ran_on: None,
             resources: crate::runner::spawn::Resources {
                 wall_s,
                 ..Default::default()

@@ -266,6 +266,7 @@ mod tests {
             telemetry: None,
             repetition: None,
             drift: None,
+            ran_on: None,
         }
     }
 

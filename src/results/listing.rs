@@ -69,7 +69,7 @@ fn count_finished(path: &Path) -> (usize, usize) {
         ok: bool,
         last: bool,
     }
-    let Ok(file) = std::fs::File::open(path) else {
+    let Ok(file) = crate::files::open_read(path) else {
         return (0, 0);
     };
     let mut results: std::collections::HashMap<String, bool> = std::collections::HashMap::new();
@@ -89,7 +89,7 @@ fn count_finished(path: &Path) -> (usize, usize) {
 
 /// The last line of a text file, read from its end.
 fn last_line(path: &Path) -> Option<String> {
-    let mut file = std::fs::File::open(path).ok()?;
+    let mut file = crate::files::open_read(path).ok()?;
     let len = file.seek(std::io::SeekFrom::End(0)).ok()?;
     file.seek(std::io::SeekFrom::Start(len.saturating_sub(4096)))
         .ok()?;

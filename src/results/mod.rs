@@ -18,6 +18,7 @@
 pub mod agreement;
 pub mod compare;
 pub mod history;
+pub mod integrity;
 pub mod listing;
 pub mod summary;
 
@@ -42,6 +43,9 @@ pub const TELEMETRY: &str = "telemetry.jsonl";
 pub const LOCK: &str = "writer.lock";
 /// The progress lines of the run, appended as they happen (`tail -f` it after a hang-up).
 pub const PROGRESS: &str = "progress.log";
+/// The largest manifest read: it holds the config and the list of conditions, megabytes for
+/// the largest sweeps.
+const MANIFEST_CAP: u64 = 256 << 20;
 /// Version of the directory layout, raised when a reader could misread an older one.
 pub const FORMAT: u32 = 1;
 
@@ -76,6 +80,11 @@ pub struct Manifest {
     /// When the sweep was resumed, once per resume.
     #[serde(default)]
     pub resumed: Vec<String>,
+    /// The SHA-256 of each file the conditions read (ONNX and TFLite files, PyTorch programs,
+    /// input tensors), by path, as it was when the sweep began: a resume refuses to measure a
+    /// file that changed in between under the same name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub files: BTreeMap<String, String>,
     pub status: SweepStatus,
 }
 
@@ -110,6 +119,10 @@ pub struct RunRecord {
     /// The median against the condition's latest clean run on this device, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<history::Drift>,
+    /// The device that measured it, in words (`host: CPU or board, arch`): a sweep resumed on
+    /// another device says so record by record.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_on: Option<String>,
 }
 
 impl RunRecord {
@@ -160,12 +173,17 @@ pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {
 
 pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {
     let path = dir.join(MANIFEST);
-    let text = std::fs::read_to_string(&path).with_context(|| {
-        format!(
-            "{} is not an edgeprof results directory (cannot read {MANIFEST})",
-            dir.display()
-        )
-    })?;
+    let text = crate::files::read_capped(&path, MANIFEST_CAP)
+        .map_err(anyhow::Error::from)
+        .and_then(|bytes| {
+            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("it is not UTF-8 text"))
+        })
+        .with_context(|| {
+            format!(
+                "{} is not an edgeprof results directory (cannot read {MANIFEST})",
+                dir.display()
+            )
+        })?;
     let manifest: Manifest = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a valid manifest", path.display()))?;
     if manifest.format > FORMAT {
@@ -227,11 +245,9 @@ fn trim_torn_tail(file: &mut File) -> std::io::Result<()> {
 }
 
 fn open_append(path: &Path) -> anyhow::Result<File> {
-    let mut file = OpenOptions::new()
-        .create(true)
-        .read(true)
-        .append(true)
-        .open(path)
+    let mut options = OpenOptions::new();
+    options.create(true).read(true).append(true);
+    let mut file = crate::files::open_regular(path, &options)
         .with_context(|| format!("cannot open {} for appending", path.display()))?;
     trim_torn_tail(&mut file).with_context(|| format!("cannot repair {}", path.display()))?;
     Ok(file)
@@ -256,8 +272,12 @@ impl Writer {
         })
     }
 
-    /// Appends one run record and pushes it to the disk before returning.
+    /// Appends one run record and pushes it to the disk before returning, the attempt's
+    /// samples and telemetry (written before it) too: the record is what says the attempt
+    /// happened, so nothing it counts may be lost after it.
     pub fn run(&mut self, record: &RunRecord) -> anyhow::Result<()> {
+        let _ = self.samples.sync_data();
+        let _ = self.telemetry.sync_data();
         append_line(&mut self.runs, RUNS, record)?;
         // Survive a power cut too, not just a killed process: one sync per run is cheap.
         let _ = self.runs.sync_data();
@@ -318,12 +338,20 @@ pub struct Lines<T> {
     pub warnings: Vec<String>,
 }
 
-/// Reads a JSON-lines file; a missing file is empty. Lines that do not parse are reported in
-/// `warnings` (a torn last line is expected after a kill) and skipped.
+/// Reads a JSON-lines file; a missing file is empty. Lines that do not parse — not UTF-8 text
+/// (a tear inside a multi-byte character, one bad byte), or not a record — are reported in
+/// `warnings` (a torn last line is expected after a kill) and skipped. Only a regular file is
+/// read (see [`crate::files::open_regular`]).
 pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Lines<T>> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+    use std::io::BufRead;
+    let file = match crate::files::open_read(path) {
+        Ok(f) => f,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(Lines {
+                records: Vec::new(),
+                warnings: Vec::new(),
+            })
+        }
         Err(e) => return Err(e).with_context(|| format!("cannot read {}", path.display())),
     };
     let name = path
@@ -334,20 +362,44 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result
         records: Vec::new(),
         warnings: Vec::new(),
     };
-    let torn = !text.is_empty() && !text.ends_with('\n');
-    let count = text.lines().count();
-    for (i, line) in text.lines().enumerate() {
-        if line.trim().is_empty() {
+    let mut reader = std::io::BufReader::new(file);
+    let mut line = Vec::new();
+    let mut number = 0usize;
+    loop {
+        line.clear();
+        let read = reader
+            .read_until(b'\n', &mut line)
+            .with_context(|| format!("cannot read {}", path.display()))?;
+        if read == 0 {
+            break;
+        }
+        number += 1;
+        let torn = line.last() != Some(&b'\n');
+        let text = match std::str::from_utf8(&line) {
+            Ok(t) => t,
+            Err(_) if torn => {
+                lines.warnings.push(format!(
+                    "{name}: ignored a torn last line (the run was killed while writing it)"
+                ));
+                break;
+            }
+            Err(_) => {
+                lines.warnings.push(format!(
+                    "{name}:{number}: ignored a line that is not UTF-8 text"
+                ));
+                continue;
+            }
+        };
+        if text.trim().is_empty() {
             continue;
         }
-        match serde_json::from_str(line) {
+        match serde_json::from_str(text) {
             Ok(r) => lines.records.push(r),
-            Err(_) if torn && i + 1 == count => lines.warnings.push(format!(
+            Err(_) if torn => lines.warnings.push(format!(
                 "{name}: ignored a torn last line (the run was killed while writing it)"
             )),
             Err(e) => lines.warnings.push(format!(
-                "{name}:{}: ignored a line that is not a record: {e}",
-                i + 1
+                "{name}:{number}: ignored a line that is not a record: {e}"
             )),
         }
     }
@@ -447,6 +499,34 @@ mod tests {
             panic!("missing file is an error")
         };
         assert!(missing.records.is_empty() && missing.warnings.is_empty());
+    }
+
+    #[test]
+    fn lines_that_are_not_utf8_are_reported_and_skipped() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let path = dir.path().join("runs.jsonl");
+        // One bad byte in a middle line, and a last line torn inside "è" (0xC3 0xA8).
+        let mut bytes = b"{\"a\":1}\n{\"a\":\"\xff\"}\n{\"a\":3}\n".to_vec();
+        bytes.extend_from_slice(b"{\"p\":\"mod\xc3");
+        if let Err(e) = std::fs::write(&path, &bytes) {
+            panic!("{e}")
+        }
+        let lines = match read_lines::<serde_json::Value>(&path) {
+            Ok(l) => l,
+            Err(e) => panic!("{e:#}"),
+        };
+        assert_eq!(lines.records.len(), 2);
+        assert_eq!(
+            lines.warnings,
+            vec![
+                "runs.jsonl:2: ignored a line that is not UTF-8 text".to_string(),
+                "runs.jsonl: ignored a torn last line (the run was killed while writing it)"
+                    .to_string()
+            ]
+        );
     }
 
     #[test]

@@ -639,6 +639,7 @@ mod tests {
             telemetry: None,
             repetition: None,
             drift: None,
+            ran_on: None,
         };
         record.resources.peak_rss_bytes = Some(40 << 20);
         assert_eq!(

@@ -193,6 +193,7 @@ mod tests {
                 telemetry: None,
                 repetition: None,
                 drift: None,
+                ran_on: None,
             }),
             retry,
         }

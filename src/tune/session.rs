@@ -142,6 +142,7 @@ pub fn prepare(
         started: crate::text::now_rfc3339(),
         ended: None,
         resumed: Vec::new(),
+        files: Default::default(),
         status: SweepStatus::Running,
     };
     results::write_manifest(&dir, &manifest)?;

@@ -47,6 +47,7 @@ pub struct Interrupted {
 pub struct RunOptions {
     pub config: Option<PathBuf>,
     pub resume: Option<PathBuf>,
+    pub resume_options: session::ResumeOptions,
     pub output: Option<PathBuf>,
     pub charts: bool,
     /// JSON lines on stdout for a fleet controller (see [`edgeprof::fleet::Line`]).
@@ -116,11 +117,9 @@ struct Output {
 
 impl Output {
     fn new(dir: &Path, hangup: Arc<AtomicBool>) -> Output {
-        let log = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(dir.join(results::PROGRESS))
-            .ok();
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        let log = edgeprof::files::open_regular(&dir.join(results::PROGRESS), &options).ok();
         Output {
             tty: std::io::stderr().is_terminal(),
             stderr: true,
@@ -414,6 +413,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     let cancel = Cancel::new();
     let hangup = install_stop_handlers(&cancel)?;
     let no_attempts = HashMap::new();
+    let mut resume_warnings = Vec::new();
     let (config, dir, mut manifest, done_before, todo, attempts_before, _lock) =
         match (&options.resume, &options.config) {
             (Some(_), Some(_)) => anyhow::bail!(BadInput(
@@ -425,7 +425,8 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 "name a config file (e.g. configs/default.toml), or --resume DIR".into()
             )),
             (Some(dir), None) => {
-                let r = session::resume(dir)?;
+                let r = session::resume(dir, options.resume_options)?;
+                resume_warnings = r.warnings;
                 (
                     r.config,
                     dir.clone(),
@@ -479,6 +480,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
         });
     }
     let mut out = Output::new(&dir, Arc::clone(&hangup));
+    for why in &resume_warnings {
+        out.line(&format!("warning: {why}"));
+    }
     if options.resume.is_some() {
         out.line(&format!(
             "resuming {}: {} of {} condition(s) already done, {} to run",

@@ -26,8 +26,7 @@ pub(super) fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
     let text = serde_json::to_string_pretty(&value).context("cannot encode the roofline")?;
     results::write_atomic(&stored.dir.join("roofline.json"), (text + "\n").as_bytes())?;
     let charts = stored.dir.join("charts");
-    std::fs::create_dir_all(&charts)
-        .with_context(|| format!("cannot create {}", charts.display()))?;
+    edgeprof::files::create_real_dir(&charts)?;
     let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
     results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
     Ok(format!(

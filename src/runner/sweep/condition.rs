@@ -112,7 +112,10 @@ impl Sweep<'_> {
         let condition = &self.conditions[k];
         let index = self.done_before + k + 1;
         let m = &self.config.measure;
-        let attempts = 1 + m.retries;
+        let made = self.attempts_before.get(&condition.id).copied();
+        // A condition measured again after its lines were lost has used its attempts: it gets
+        // one more, numbered on.
+        let attempts = (1 + m.retries).max(made.map_or(0, |n| n + 1));
         let prepared = prepare::prepare(
             self.config,
             condition,
@@ -152,6 +155,7 @@ impl Sweep<'_> {
                     resources: Default::default(),
                     repetition: None,
                     drift: None,
+                    ran_on: None,
                 };
                 writer.run(&record)?;
                 on_event(SweepEvent::Done {
@@ -164,10 +168,7 @@ impl Sweep<'_> {
                 return Ok(Started::Failed);
             }
         };
-        let first = self
-            .attempts_before
-            .get(&condition.id)
-            .map_or(1, |&made| (made + 1).min(attempts));
+        let first = made.map_or(1, |made| made + 1);
         for attempt in first..=attempts {
             if self.cancel.is_raised() {
                 return Ok(Started::Cancelled);
@@ -467,6 +468,7 @@ impl Sweep<'_> {
             resources,
             repetition,
             drift: None,
+            ran_on: Some(st.ran_on.clone()),
         };
         if ok {
             let key = history::key(&record, &self.config.measure);
@@ -479,9 +481,11 @@ impl Sweep<'_> {
                 )));
             }
         }
-        writer.run(&record)?;
+        // The record last: a condition is done only once all its lines are stored, so a full
+        // disk while its samples are written leaves it to be measured again.
         writer.samples(&record.condition.id, record.attempt, &p.samples)?;
         writer.telemetry(&record.condition.id, record.attempt, &p.telemetry)?;
+        writer.run(&record)?;
         on_event(SweepEvent::Done {
             index: p.index,
             total: self.total,

@@ -173,6 +173,8 @@ struct State {
     /// ([`crate::stats::repeat_factors`]), by condition id: how much their worker processes
     /// differ, for every condition's interval.
     levels: std::collections::HashMap<String, Vec<f64>>,
+    /// This device in words, for each record (a resumed sweep may run on another).
+    ran_on: String,
 }
 
 impl State {
@@ -206,6 +208,7 @@ impl Sweep<'_> {
             outcome: SweepOutcome::default(),
             levels: Default::default(),
             history: crate::results::history::History::in_memory(),
+            ran_on: crate::collect::device::fingerprint(std::path::Path::new("/")).describe(),
         };
         let (history, note) = self.history();
         st.history = history;

@@ -53,6 +53,7 @@ fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
                 telemetry: None,
                 repetition: None,
                 drift: None,
+                ran_on: None,
             }),
         }));
     }

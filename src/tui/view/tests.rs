@@ -173,6 +173,7 @@ fn run_tab_of_a_fleet_shows_each_node() {
             telemetry: None,
             repetition: None,
             drift: None,
+            ran_on: None,
         })
     };
     a.run_event(RunEvent::Node(FleetEvent::Record {

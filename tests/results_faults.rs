@@ -1,0 +1,264 @@
+//! Results directories that were damaged, swapped or tampered with between a run and its
+//! readers: bad bytes, a disk that filled, a model file replaced, another device, symbolic
+//! links, FIFOs.
+
+mod common;
+
+use common::*;
+use std::path::{Path, PathBuf};
+
+fn worker_fixture(name: &str) -> String {
+    format!(
+        "{}/tests/fixtures/workers/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A finished sweep of two quick `command` conditions (batch 1 and 2) on the ONNX file
+/// `model.onnx` in `tmp`; returns its results directory.
+fn finished_sweep(tmp: &Path) -> PathBuf {
+    let model = tmp.join("model.onnx");
+    export_model("shufflenet_v2_x0_5", "3x32x32", &model);
+    let config = tmp.join("quick.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"quick\"\n[command]\nprogram = \"{}\"\nargs = [\"0.3\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"model.onnx\"]\ninputs = [\"3x32x32\"]\n\
+             batch = [1, 2]\n[measure]\nretries = 0\nsample_interval_ms = 20\n",
+            worker_fixture("slow.sh")
+        ),
+    );
+    let out = tmp.join("results");
+    run_config(&config, &out);
+    only_entry(&out)
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    read(path).lines().map(str::to_string).collect()
+}
+
+/// Leaves the directory as a sweep killed after its first condition would: one record, and
+/// the manifest still saying it runs.
+fn interrupt_after_the_first(dir: &Path) {
+    let runs = lines(&dir.join("runs.jsonl"));
+    write(&dir.join("runs.jsonl"), &format!("{}\n", runs[0]));
+    let manifest = read(&dir.join("manifest.json"))
+        .replace("\"status\": \"complete\"", "\"status\": \"interrupted\"");
+    write(&dir.join("manifest.json"), &manifest);
+}
+
+fn resume(dir: &Path) -> assert_cmd::Command {
+    let mut command = edgeprof();
+    command.args(["run", "--no-charts", "--resume"]).arg(dir);
+    command
+}
+
+fn stderr_of(assert: &assert_cmd::assert::Assert) -> String {
+    String::from_utf8_lossy(&assert.get_output().stderr).into_owned()
+}
+
+#[test]
+fn a_line_that_is_not_utf8_is_skipped_by_report_and_resume() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    // One bad byte in a line of samples, and a telemetry line torn inside a two-byte character.
+    let samples = dir.join("samples.jsonl");
+    let mut bytes = std::fs::read(&samples).unwrap_or_default();
+    bytes.extend_from_slice(b"{\"condition\":\"mod\xe8les\",\"attempt\":1,\"t_s\":0.1}\n");
+    bytes.extend_from_slice(b"{\"condition\":\"mod\xc3");
+    if let Err(e) = std::fs::write(&samples, &bytes) {
+        panic!("{e}");
+    }
+    let report = edgeprof().arg("report").arg(&dir).assert().success();
+    assert!(
+        stderr_of(&report).contains("ignored a line that is not UTF-8 text"),
+        "{}",
+        stderr_of(&report)
+    );
+    let resumed = resume(&dir).assert().success();
+    assert!(
+        stderr_of(&resumed).contains("1 of 2 condition(s) already done"),
+        "{}",
+        stderr_of(&resumed)
+    );
+    assert_eq!(lines(&dir.join("runs.jsonl")).len(), 2);
+}
+
+#[test]
+fn a_condition_whose_samples_were_cut_short_is_measured_again() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    // As a disk that filled while the second condition's samples were written leaves it.
+    let runs = lines(&dir.join("runs.jsonl"));
+    let second: serde_json::Value = match serde_json::from_str(&runs[1]) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let id = second["condition"]["id"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    let kept: Vec<String> = lines(&dir.join("samples.jsonl"))
+        .into_iter()
+        .filter(|l| !l.contains(&format!("\"condition\":\"{id}\"")))
+        .collect();
+    write(&dir.join("samples.jsonl"), &(kept.join("\n") + "\n"));
+    let resumed = resume(&dir).assert().success();
+    let stderr = stderr_of(&resumed);
+    assert!(
+        stderr.contains(&format!(
+            "{id} (attempt 1) is measured again: its record says"
+        )),
+        "{stderr}"
+    );
+    let after = lines(&dir.join("runs.jsonl"));
+    let last: serde_json::Value = match after.last().map(|l| serde_json::from_str(l)) {
+        Some(Ok(v)) => v,
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(
+        (
+            after.len(),
+            last["condition"]["id"].as_str(),
+            last["attempt"].as_u64()
+        ),
+        (3, Some(id.as_str()), Some(2))
+    );
+}
+
+#[test]
+fn a_model_file_replaced_before_resume_is_refused() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    export_model("mobilenet_v2", "3x32x32", &tmp.path().join("model.onnx"));
+    let refused = resume(&dir).assert().code(2);
+    assert!(
+        stderr_of(&refused).contains("model.onnx holds another content"),
+        "{}",
+        stderr_of(&refused)
+    );
+}
+
+#[test]
+fn a_directory_of_another_device_is_resumed_only_when_told() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    let path = dir.join("manifest.json");
+    let mut manifest: serde_json::Value = match serde_json::from_str(&read(&path)) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    manifest["device"]["arch"] = "aarch64".into();
+    manifest["device"]["board"] = "NVIDIA Jetson AGX Orin Developer Kit".into();
+    write(&path, &manifest.to_string());
+    let refused = resume(&dir).assert().code(2);
+    assert!(
+        stderr_of(&refused).contains("pass --resume-on-other-device"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert_eq!(lines(&dir.join("runs.jsonl")).len(), 1);
+    resume(&dir)
+        .arg("--resume-on-other-device")
+        .assert()
+        .success();
+    let last: serde_json::Value = match lines(&dir.join("runs.jsonl"))
+        .last()
+        .map(|l| serde_json::from_str(l))
+    {
+        Some(Ok(v)) => v,
+        other => panic!("{other:?}"),
+    };
+    let here = std::env::consts::ARCH;
+    assert!(
+        last["ran_on"].as_str().is_some_and(|d| d.ends_with(here)),
+        "{last}"
+    );
+}
+
+#[test]
+fn resume_writes_through_no_symbolic_link() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    let victim = tmp.path().join("victim.txt");
+    write(&victim, "precious\n");
+    let samples = dir.join("samples.jsonl");
+    if let Err(e) =
+        std::fs::remove_file(&samples).and_then(|_| std::os::unix::fs::symlink(&victim, &samples))
+    {
+        panic!("{e}");
+    }
+    let refused = resume(&dir).assert().code(2);
+    assert!(
+        stderr_of(&refused).contains("it is a symbolic link"),
+        "{}",
+        stderr_of(&refused)
+    );
+    assert_eq!(read(&victim), "precious\n");
+}
+
+#[test]
+fn a_lock_file_that_is_a_symbolic_link_is_not_overwritten() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    let victim = tmp.path().join("victim.txt");
+    write(&victim, "precious\n");
+    let lock = dir.join("writer.lock");
+    let _ = std::fs::remove_file(&lock);
+    if let Err(e) = std::os::unix::fs::symlink(&victim, &lock) {
+        panic!("{e}");
+    }
+    resume(&dir).assert().code(2);
+    assert_eq!(read(&victim), "precious\n");
+}
+
+#[test]
+fn report_writes_no_chart_into_a_linked_charts_directory() {
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    let elsewhere = tmp.path().join("elsewhere");
+    if let Err(e) = std::fs::create_dir(&elsewhere)
+        .and_then(|_| std::fs::remove_dir_all(dir.join("charts")))
+        .or_else(|_| std::fs::create_dir_all(&elsewhere))
+        .and_then(|_| std::os::unix::fs::symlink(&elsewhere, dir.join("charts")))
+    {
+        panic!("{e}");
+    }
+    // The report still shows the tables; it says why it wrote no charts.
+    let report = edgeprof().arg("report").arg(&dir).assert().success();
+    assert!(
+        stderr_of(&report).contains("charts is a symbolic link"),
+        "{}",
+        stderr_of(&report)
+    );
+    let written = std::fs::read_dir(&elsewhere).map_or(0, |d| d.count());
+    assert_eq!(written, 0);
+}
+
+#[test]
+fn runs_reads_no_fifo_named_manifest() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("results/2026-01-01T00-00-00Z-x");
+    if let Err(e) = std::fs::create_dir_all(&dir) {
+        panic!("{e}");
+    }
+    match std::process::Command::new("mkfifo")
+        .arg(dir.join("manifest.json"))
+        .status()
+    {
+        Ok(s) if s.success() => {}
+        other => panic!("mkfifo: {other:?}"),
+    }
+    edgeprof()
+        .arg("runs")
+        .arg(tmp.path().join("results"))
+        .timeout(std::time::Duration::from_secs(20))
+        .assert()
+        .success();
+}
