@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The long fuzz campaign: every parser (tegrastats, ncu and nvprof CSV, ERT JSON and sweeps,
-# config TOML, the worker protocol, results records, sysfs/procfs trees, ceilings files and
-# ONNX loading through tract) is fed COUNT mutated inputs, a million by default, in an
+# config TOML, the worker protocol, results records, the cost-model database, sysfs/procfs
+# trees, ceilings files, the ONNX reader and ONNX loading through tract) is fed COUNT mutated inputs, a million by default, in an
 # optimised build with overflow checks and debug assertions on, so that an arithmetic overflow
 # panics here as it does in a debug build. The short run of the same harness is part of
 # `cargo test`.

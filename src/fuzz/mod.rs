@@ -416,6 +416,11 @@ fn short_config() {
 }
 
 #[test]
+fn short_costmodel_db() {
+    short_run("costmodel-db");
+}
+
+#[test]
 fn short_protocol() {
     short_run("protocol");
 }

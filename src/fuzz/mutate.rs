@@ -49,6 +49,30 @@ pub(super) const BYTES: &[u8] = &[
     b'e', b'%', b'@', b'/', b':', b'=', b'#', b' ', b'\t', b'\\', 0x80, 0xc3, 0xfe, b'0', b'9',
 ];
 
+/// Characters of two, three and four bytes, for tears inside a character.
+pub(super) const MULTIBYTE: &[&str] = &["è", "modèles", "µs", "°C", "中文", "…", "😀"];
+
+/// Numbers for a JSON field: past every range a reader checks, and the values JSON allows that
+/// arithmetic does not expect (negative zero, a denormal, integers past 2^53 and 2^64).
+pub(super) const EXTREME_JSON: &[&str] = &[
+    "-1e308",
+    "1e308",
+    "1e400",
+    "-1e400",
+    "-0.0",
+    "-0",
+    "0",
+    "-1",
+    "5e-324",
+    "-5e-324",
+    "4294967296",
+    "9007199254740993",
+    "18446744073709551615",
+    "18446744073709551616",
+    "-9223372036854775808",
+    "1.7976931348623157e308",
+];
+
 /// Sequences that are not UTF-8.
 pub(super) const INVALID_UTF8: &[&[u8]] = &[
     &[0xff],
@@ -102,7 +126,7 @@ pub(super) fn mutate_once(
 ) {
     let len = data.len();
     let at = |rng: &mut ChaCha8Rng| rng.random_range(0..=len);
-    match rng.random_range(0..16) {
+    match rng.random_range(0..19) {
         // A flipped bit.
         0 if len > 0 => {
             let i = rng.random_range(0..len);
@@ -255,12 +279,78 @@ pub(super) fn mutate_once(
                 data.splice(r, word);
             }
         }
+        // A multi-byte character, then a tear inside one (a write cut short, a disk that
+        // filled): the input ends in the middle of a character.
+        16 => {
+            let i = at(rng);
+            data.splice(i..i, pick(rng, MULTIBYTE).bytes());
+            let starts: Vec<usize> = data
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| **b >= 0xc0)
+                .map(|(k, _)| k + 1)
+                .collect();
+            if !starts.is_empty() {
+                let cut = *pick(rng, &starts);
+                data.truncate(cut);
+            }
+        }
+        // A number of a JSON field made extreme (every field of a record may be reached).
+        17 | 18 => {
+            let fields = json_numbers(data);
+            if !fields.is_empty() {
+                let r = pick(rng, &fields).clone();
+                data.splice(r, pick(rng, EXTREME_JSON).bytes());
+            }
+        }
         _ => {
             let i = at(rng);
             data.insert(i.min(data.len()), *pick(rng, BYTES));
         }
     }
     data.truncate(MAX_INPUT);
+}
+
+/// The byte ranges of the numbers that are JSON values (after `:`, `[` or `,`), in order.
+pub(super) fn json_numbers(data: &[u8]) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut i = 0;
+    let mut last = b' ';
+    let mut in_string = false;
+    while i < data.len() {
+        let b = data[i];
+        if in_string {
+            match b {
+                b'\\' => i += 1,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            i += 1;
+            continue;
+        }
+        if b == b'"' {
+            in_string = true;
+            last = b;
+            i += 1;
+            continue;
+        }
+        if (b == b'-' || b.is_ascii_digit()) && matches!(last, b':' | b'[' | b',') {
+            let start = i;
+            while i < data.len()
+                && matches!(data[i], b'0'..=b'9' | b'-' | b'+' | b'.' | b'e' | b'E')
+            {
+                i += 1;
+            }
+            out.push(start..i);
+            last = b'0';
+            continue;
+        }
+        if !b.is_ascii_whitespace() {
+            last = b;
+        }
+        i += 1;
+    }
+    out
 }
 
 /// Mutated bytes: one seed with 1 to 8 stacked mutations (mostly few).

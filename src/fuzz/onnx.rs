@@ -59,6 +59,9 @@ pub(super) const ONNX_INTS: &[i64] = &[
     i64::MAX,
     i64::MIN,
     -(1 << 40),
+    1 << 31,
+    1 << 32,
+    (1 << 32) + 1,
 ];
 
 pub(super) const ONNX_FLOATS: &[f32] = &[
@@ -148,7 +151,38 @@ pub(super) fn mutate_model(rng: &mut ChaCha8Rng, model: &mut tract_onnx::pb::Mod
             rng.random_range(-10..40)
         }
     };
-    match rng.random_range(0..12) {
+    match rng.random_range(0..14) {
+        // A node appended after the output, reading it and a shape-like int64 initializer
+        // (repeats, a shape, pads) of extreme values: a Tile by [2^32, 2^32] makes an output
+        // whose element count wraps 2^64.
+        12 | 13 => {
+            let Some(out) = graph.output.first_mut() else {
+                return;
+            };
+            let from = out.name.clone();
+            let to = format!("{from}_appended");
+            let op = *pick(
+                rng,
+                &["Tile", "Expand", "Reshape", "Pad", "Min", "Max", "Sum"],
+            );
+            let values: Vec<i64> = (0..rng.random_range(1..=4)).map(|_| int(rng)).collect();
+            let name = format!("{to}_values");
+            graph.initializer.push(pb::TensorProto {
+                name: name.clone(),
+                dims: vec![values.len() as i64],
+                data_type: pb::tensor_proto::DataType::Int64 as i32,
+                raw_data: values.iter().flat_map(|v| v.to_le_bytes()).collect(),
+                ..Default::default()
+            });
+            out.name = to.clone();
+            out.r#type = None;
+            graph.node.push(pb::NodeProto {
+                op_type: op.to_string(),
+                input: vec![from, name],
+                output: vec![to],
+                ..Default::default()
+            });
+        }
         // An attribute value.
         0..=3 if !graph.node.is_empty() => {
             let n = rng.random_range(0..graph.node.len());
