@@ -178,6 +178,20 @@ fn a_directory_of_another_device_is_resumed_only_when_told() {
         last["ran_on"].as_str().is_some_and(|d| d.ends_with(here)),
         "{last}"
     );
+    // The first record says it ran elsewhere; the report then says the table mixes devices.
+    let runs = lines(&dir.join("runs.jsonl"));
+    let mut first: serde_json::Value = match serde_json::from_str(&runs[0]) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    first["ran_on"] = "orin: NVIDIA Jetson AGX Orin Developer Kit, 12 CPUs, aarch64".into();
+    write(&dir.join("runs.jsonl"), &format!("{first}\n{}\n", runs[1]));
+    let report = edgeprof().arg("report").arg(&dir).assert().success();
+    assert!(
+        stderr_of(&report).contains("this sweep was measured on 2 devices"),
+        "{}",
+        stderr_of(&report)
+    );
 }
 
 #[test]

@@ -444,6 +444,7 @@ pub fn load(dir: &Path) -> anyhow::Result<Stored> {
     let mut warnings = runs.warnings;
     warnings.extend(samples.warnings);
     warnings.extend(telemetry.warnings);
+    warnings.extend(devices_note(&runs.records));
     Ok(Stored {
         dir: dir.to_path_buf(),
         manifest,
@@ -451,6 +452,29 @@ pub fn load(dir: &Path) -> anyhow::Result<Stored> {
         samples: samples.records,
         telemetry: telemetry.records,
         warnings,
+    })
+}
+
+/// A warning when the records were measured on more than one device (a sweep resumed on
+/// another with `--resume-on-other-device`): each device with its number of attempts.
+fn devices_note(runs: &[RunRecord]) -> Option<String> {
+    let mut devices: BTreeMap<&str, usize> = BTreeMap::new();
+    for r in runs {
+        if let Some(d) = &r.ran_on {
+            *devices.entry(d.as_str()).or_default() += 1;
+        }
+    }
+    (devices.len() > 1).then(|| {
+        let each: Vec<String> = devices
+            .iter()
+            .map(|(d, n)| format!("{d} ({n} attempt(s))"))
+            .collect();
+        format!(
+            "this sweep was measured on {} devices, so its figures do not compare with each \
+             other: {}",
+            devices.len(),
+            each.join("; ")
+        )
     })
 }
 
