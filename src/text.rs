@@ -386,9 +386,42 @@ pub fn csv_split(line: &str) -> Option<Vec<String>> {
     }
 }
 
+/// Text read from a file, a child process or the network, safe to put in a message on a
+/// terminal: every control character (C0 such as ESC, DEL, C1 such as CSI, and the marks that
+/// reorder text: U+202A–U+202E, U+2066–U+2069) is shown escaped (`\x1b`, `\x7f`, `\u{9b}`),
+/// so that an escape sequence in a log cannot retitle, clear or recolour the terminal, and a
+/// line break in it cannot forge a line of the message. Everything else is kept as it is.
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let n = u32::from(c);
+        if n < 0x20 || n == 0x7f {
+            out.push_str(&format!("\\x{n:02x}"));
+        } else if c.is_control() || (0x202a..=0x202e).contains(&n) || (0x2066..=0x2069).contains(&n)
+        {
+            out.push_str(&format!("\\u{{{n:x}}}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn untrusted_text_is_shown_with_its_control_characters_escaped() {
+        assert_eq!(
+            shown("hello \u{1b}]0;PWNED-TITLE\u{7} \u{1b}[2J\u{9b}31m\u{7f}\tend\n"),
+            "hello \\x1b]0;PWNED-TITLE\\x07 \\x1b[2J\\u{9b}31m\\x7f\\x09end\\x0a"
+        );
+        assert_eq!(
+            shown("r\u{e9}sum\u{e9} \u{202e}txt"),
+            "r\u{e9}sum\u{e9} \\u{202e}txt"
+        );
+    }
 
     #[test]
     fn millisecond_stamps_keep_three_digits() -> Result<(), time::error::ComponentRange> {
