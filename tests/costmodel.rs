@@ -865,3 +865,24 @@ fn one_bad_record_does_not_make_the_prediction_nan() {
     let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
     assert!(!stdout.contains("NaN"), "{stdout}");
 }
+
+#[test]
+fn import_of_a_results_directory_with_an_invalid_manifest_is_bad_input() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("run");
+    if let Err(e) = std::fs::create_dir(&dir) {
+        panic!("cannot make {}: {e}", dir.display());
+    }
+    write(&dir.join("manifest.json"), "{\"format\": \"not a layout\"}\n");
+    let db = tmp.path().join("db.jsonl");
+    assert_bad_input(
+        &[
+            "costmodel",
+            "import",
+            &dir.to_string_lossy(),
+            "--db",
+            &db.to_string_lossy(),
+        ],
+        "is not a valid manifest",
+    );
+}
