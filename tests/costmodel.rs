@@ -873,7 +873,10 @@ fn import_of_a_results_directory_with_an_invalid_manifest_is_bad_input() {
     if let Err(e) = std::fs::create_dir(&dir) {
         panic!("cannot make {}: {e}", dir.display());
     }
-    write(&dir.join("manifest.json"), "{\"format\": \"not a layout\"}\n");
+    write(
+        &dir.join("manifest.json"),
+        "{\"format\": \"not a layout\"}\n",
+    );
     let db = tmp.path().join("db.jsonl");
     assert_bad_input(
         &[

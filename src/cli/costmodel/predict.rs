@@ -121,7 +121,7 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     };
     let (ms, fallbacks) = cm
         .predict_finite(&groups)
-        .map_err(|why| anyhow::anyhow!("{}: {why}", args.model))?;
+        .map_err(|why| BadInput(format!("{}: {}", args.model, why.0)))?;
     // The uncertainty: how far leave-one-model-out predictions of this database fall.
     let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
     let mut errors: Vec<f64> = held
