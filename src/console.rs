@@ -14,6 +14,15 @@ pub fn err(args: fmt::Arguments) -> bool {
     stream.write_fmt(args).and_then(|_| stream.flush()).is_ok()
 }
 
+/// Writes a line to standard error with its control characters (other than line ends and
+/// tabs) shown escaped ([`crate::text::shown_lines`]): a message quotes text read from files,
+/// child processes and the network, whose escape sequences must not reach the terminal.
+/// False when standard error is gone.
+pub fn err_line(args: fmt::Arguments) -> bool {
+    let text = crate::text::shown_lines(&args.to_string());
+    err(format_args!("{text}\n"))
+}
+
 /// The width of the terminal that standard output (`fd` 1) or standard error (2) writes to;
 /// None when it is not a terminal or says no width.
 pub fn columns(fd: i32) -> Option<usize> {
@@ -39,14 +48,15 @@ macro_rules! err {
     }};
 }
 
-/// Writes a line to standard error; never panics.
+/// Writes a line to standard error, its control characters shown escaped
+/// ([`err_line`]); never panics.
 #[macro_export]
 macro_rules! errln {
     () => {{
         let _ = $crate::console::err(format_args!("\n"));
     }};
     ($($arg:tt)*) => {{
-        let _ = $crate::console::err(format_args!("{}\n", format_args!($($arg)*)));
+        let _ = $crate::console::err_line(format_args!($($arg)*));
     }};
 }
 

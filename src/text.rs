@@ -189,6 +189,12 @@ pub fn table_within(
     width: Option<usize>,
     keep: &[usize],
 ) -> String {
+    // A figure rounded to zero from below reads as zero, not `-0.000`.
+    let rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|row| row.iter().map(|cell| unsigned_zero(cell)).collect())
+        .collect();
+    let rows = &rows[..];
     let n = header.len();
     let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for row in rows {
@@ -386,9 +392,86 @@ pub fn csv_split(line: &str) -> Option<Vec<String>> {
     }
 }
 
+/// A formatted figure without the sign of a negative zero: `-0.000 ms` (a sum of nothing, or
+/// a tiny negative number rounded) reads `0.000 ms`; any other text is kept.
+pub fn unsigned_zero(figure: &str) -> String {
+    let Some(rest) = figure.strip_prefix('-') else {
+        return figure.to_string();
+    };
+    let digits = rest
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(rest.len());
+    let number = &rest[..digits];
+    if number.starts_with('0') && number.chars().all(|c| c == '0' || c == '.') {
+        rest.to_string()
+    } else {
+        figure.to_string()
+    }
+}
+
+/// Text read from a file, a child process or the network, safe to put in a message on a
+/// terminal: every control character (C0 such as ESC, DEL, C1 such as CSI, and the marks that
+/// reorder text: U+202A–U+202E, U+2066–U+2069) is shown escaped (`\x1b`, `\x7f`, `\u{9b}`),
+/// so that an escape sequence in a log cannot retitle, clear or recolour the terminal, and a
+/// line break in it cannot forge a line of the message. Everything else is kept as it is.
+pub fn shown(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        let n = u32::from(c);
+        if n < 0x20 || n == 0x7f {
+            out.push_str(&format!("\\x{n:02x}"));
+        } else if c.is_control() || (0x202a..=0x202e).contains(&n) || (0x2066..=0x2069).contains(&n)
+        {
+            out.push_str(&format!("\\u{{{n:x}}}"));
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
+/// [`shown`] line by line: the line ends (and tabs) are kept, so that text of several lines
+/// (a table, a note under an error) still reads as lines; every other control character is
+/// escaped.
+pub fn shown_lines(text: &str) -> String {
+    text.split('\n')
+        .map(|line| line.split('\t').map(shown).collect::<Vec<_>>().join("\t"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn text_of_several_lines_keeps_its_lines_and_loses_its_escapes() {
+        assert_eq!(
+            shown_lines("a\tb\n\u{1b}[2Jc\r\n"),
+            "a\tb\n\\x1b[2Jc\\x0d\n"
+        );
+    }
+
+    #[test]
+    fn a_negative_zero_figure_reads_as_zero() {
+        assert_eq!(unsigned_zero(&format!("{:.3}", -0.0_f64)), "0.000");
+        assert_eq!(unsigned_zero("-0.0001 ms"), "-0.0001 ms");
+        assert_eq!(unsigned_zero("-0.000 ms"), "0.000 ms");
+        assert_eq!(unsigned_zero("-1.5"), "-1.5");
+        assert_eq!(unsigned_zero("-"), "-");
+    }
+
+    #[test]
+    fn untrusted_text_is_shown_with_its_control_characters_escaped() {
+        assert_eq!(
+            shown("hello \u{1b}]0;PWNED-TITLE\u{7} \u{1b}[2J\u{9b}31m\u{7f}\tend\n"),
+            "hello \\x1b]0;PWNED-TITLE\\x07 \\x1b[2J\\u{9b}31m\\x7f\\x09end\\x0a"
+        );
+        assert_eq!(
+            shown("r\u{e9}sum\u{e9} \u{202e}txt"),
+            "r\u{e9}sum\u{e9} \\u{202e}txt"
+        );
+    }
 
     #[test]
     fn millisecond_stamps_keep_three_digits() -> Result<(), time::error::ComponentRange> {

@@ -358,7 +358,7 @@ fn inputs_by_name_go_to_the_files_that_have_them() {
         ),
         (
             "\"a=1x4 b=1x4\", \"a=1x4  b=1x4\"",
-            "matrix.inputs[1] = \"a=1x4  b=1x4\": is given twice",
+            "matrix.inputs[1] = \"a=1x4  b=1x4\": is the same as matrix.inputs[0]",
         ),
     ] {
         write(

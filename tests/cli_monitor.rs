@@ -578,3 +578,22 @@ fn two_gpus_are_both_monitored() {
         );
     }
 }
+
+#[test]
+fn terminal_escapes_in_a_tegrastats_log_are_shown_escaped() {
+    let tmp = temp_dir();
+    let path = tmp.path().join("evil.log");
+    write(
+        &path,
+        "RAM 5321/30536MB CPU [31%@2201] hello \u{1b}]0;PWNED-TITLE\u{7} \u{1b}[2J\n",
+    );
+    let out = edgeprof()
+        .args(["monitor", "--from-tegrastats", &path.to_string_lossy()])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("not understood: hello \\x1b]0;PWNED-TITLE\\x07 \\x1b[2J"),
+        "{stderr:?}"
+    );
+}

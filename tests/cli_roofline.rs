@@ -622,3 +622,41 @@ fn the_first_layer_holds_still_across_invocations_or_the_output_says_it_does_not
         "the first layer changed ({tops:?}) while every ranking called itself stable"
     );
 }
+
+#[test]
+fn a_kernel_without_flop_counts_shows_zero_not_negative_zero() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("metrics.csv");
+    write(
+        &csv,
+        "==1== Metric result:\n\
+         \"Device\",\"Kernel\",\"Invocations\",\"Metric Name\",\"Metric Description\",\"Min\",\"Max\",\"Avg\"\n\
+         \"GPU (0)\",\"copy_kernel(float*)\",4,\"gld_transactions\",\"Global Load Transactions\",1000,1000,1000\n\
+         \"GPU (0)\",\"copy_kernel(float*)\",4,\"dram_read_transactions\",\"Device Memory Read Transactions\",500,500,500\n",
+    );
+    let out = edgeprof()
+        .args(["roofline", "import-nvprof", &csv.to_string_lossy()])
+        .assert()
+        .success();
+    let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
+    assert!(!text.contains("-0.0"), "{text}");
+}
+
+#[test]
+fn terminal_escapes_in_a_profilers_kernel_names_are_shown_escaped() {
+    let tmp = temp_dir();
+    let csv = tmp.path().join("metrics.csv");
+    write(
+        &csv,
+        "==1== Metric result:\n\
+         \"Device\",\"Kernel\",\"Invocations\",\"Metric Name\",\"Metric Description\",\"Min\",\"Max\",\"Avg\"\n\
+         \"GPU (0)\",\"k\u{1b}]0;PWNED\u{7}\",1,\"flop_count_sp\",\"Floating Point Operations(Single Precision)\",nan,nan,nan\n\
+         \"GPU (0)\",\"good(float*)\",4,\"flop_count_sp\",\"Floating Point Operations(Single Precision)\",1000,1000,1000\n",
+    );
+    let out = edgeprof()
+        .args(["roofline", "import-nvprof", &csv.to_string_lossy()])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(stderr.contains("k\\x1b]0;PWNED\\x07"), "{stderr:?}");
+}

@@ -817,3 +817,75 @@ fn a_profile_cut_short_is_resumed_or_restarted() {
     assert!(err.contains("[1/2] round 1: probe-1"), "{err}");
     assert!(!partial.exists());
 }
+
+/// The stored database with one profile's model a file that is not there (so nothing rebuilds
+/// its layers) and its first layer's FLOPs -1e308.
+fn poisoned(dir: &std::path::Path) -> String {
+    let text = read(std::path::Path::new(&stored()));
+    let mut lines: Vec<String> = text.lines().map(String::from).collect();
+    lines[0] = lines[0]
+        .replacen(
+            "\"model\":\"efficientnet_b0\"",
+            "\"model\":\"/gone/effnet.onnx\"",
+            1,
+        )
+        .replacen("\"flops\":1998848.0", "\"flops\":-1e308", 1);
+    let path = dir.join("db.jsonl");
+    write(&path, &(lines.join("\n") + "\n"));
+    path.to_string_lossy().into_owned()
+}
+
+#[test]
+fn a_record_with_a_number_out_of_range_is_skipped_with_a_warning() {
+    let tmp = temp_dir();
+    let db = poisoned(tmp.path());
+    let assert = edgeprof()
+        .args(["costmodel", "predict", "resnet18", "--input", "3x64x64"])
+        .args(["--threads", "1", "--db", &db])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(
+            "skipped 1 record(s) that are not valid: first: line 1, groups[0].flops = -1e308"
+        ),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn one_bad_record_does_not_make_the_prediction_nan() {
+    let tmp = temp_dir();
+    let db = poisoned(tmp.path());
+    let assert = edgeprof()
+        .args(["costmodel", "predict", "resnet18", "--input", "3x64x64"])
+        .args(["--threads", "1", "--db", &db])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(!stdout.contains("NaN"), "{stdout}");
+}
+
+#[test]
+fn import_of_a_results_directory_with_an_invalid_manifest_is_bad_input() {
+    let tmp = temp_dir();
+    let dir = tmp.path().join("run");
+    if let Err(e) = std::fs::create_dir(&dir) {
+        panic!("cannot make {}: {e}", dir.display());
+    }
+    write(
+        &dir.join("manifest.json"),
+        "{\"format\": \"not a layout\"}\n",
+    );
+    let db = tmp.path().join("db.jsonl");
+    assert_bad_input(
+        &[
+            "costmodel",
+            "import",
+            &dir.to_string_lossy(),
+            "--db",
+            &db.to_string_lossy(),
+        ],
+        "is not a valid manifest",
+    );
+}

@@ -205,13 +205,8 @@ fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
         })?,
     };
     let db = Db::open(&path)?;
-    if !db.skipped.is_empty() {
-        errln!(
-            "warning: {}: {} line(s) are not profiles and were skipped (line {})",
-            path.display(),
-            db.skipped.len(),
-            db.skipped[0]
-        );
+    for warning in db.warnings() {
+        errln!("warning: {warning}");
     }
     Ok(db)
 }

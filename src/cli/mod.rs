@@ -451,6 +451,9 @@ fn report_html(dir: &Path, file: Option<&Path>, fleet: bool) -> anyhow::Result<(
 }
 
 pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
+    // What is printed quotes names read from files (kernels, layers, models): their control
+    // characters are shown escaped, never sent to the terminal.
+    let text = edgeprof::text::shown_lines(text);
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())

@@ -476,14 +476,20 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
     let budget = args.budget.unwrap_or((n / 4).max(1));
     // A replay judges a first tuning: the table's own model is left out of the prior.
     let prior = match (&args.db, args.no_prior) {
-        (Some(path), false) => Some(prior::build(
-            &Db::open(path)?,
-            &table.model,
-            &table.input,
-            &table.space(),
-            objective,
-            false,
-        )),
+        (Some(path), false) => {
+            let db = Db::open(path)?;
+            for warning in db.warnings() {
+                errln!("warning: {warning}");
+            }
+            Some(prior::build(
+                &db,
+                &table.model,
+                &table.input,
+                &table.space(),
+                objective,
+                false,
+            ))
+        }
         _ => None,
     };
     let comparison = replay::compare(

@@ -496,7 +496,8 @@ pub fn replay(
     let mut note = |line: usize, text: String, warn: &mut dyn FnMut(Option<usize>, String)| {
         warnings += 1;
         if warnings <= LINE_WARNINGS {
-            warn(Some(line), text);
+            // The text quotes the log: its escape sequences are shown, never sent on.
+            warn(Some(line), crate::text::shown(&text));
         }
     };
     loop {

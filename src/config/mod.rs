@@ -577,18 +577,6 @@ pub fn parse(text: &str, file: &Path) -> Result<Config, ConfigError> {
             ))
         },
     )?;
-    let mut seen = std::collections::BTreeSet::new();
-    if let Some(list) = &raw_node_axis {
-        for (i, v) in list.get_ref().iter().enumerate() {
-            if !seen.insert(v.get_ref().clone()) {
-                return Err(resolver.at(
-                    &format!("matrix.nodes[{i}]"),
-                    v,
-                    "named twice".to_string(),
-                ));
-            }
-        }
-    }
     Ok(Config {
         name,
         matrix,

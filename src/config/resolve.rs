@@ -184,6 +184,34 @@ impl Resolver<'_> {
         Ok(Some(cpus))
     }
 
+    /// A core set the tuner tries, written exactly: `all`, `big`, `little`, `one`, `clusterN`
+    /// or a CPU list (`0-3,6`); which CPUs it names is found on the machine that tunes.
+    pub(super) fn core_set_name(
+        &self,
+        key: &str,
+        v: &Spanned<String>,
+    ) -> Result<String, ConfigError> {
+        let text = v.get_ref();
+        let named = ["all", "big", "little", "one"].contains(&text.as_str())
+            || text
+                .strip_prefix("cluster")
+                .is_some_and(|n| !n.is_empty() && n.chars().all(|c| c.is_ascii_digit()));
+        let cpu_list = !text.is_empty()
+            && text.chars().all(|c| c.is_ascii_digit() || ",-".contains(c))
+            && !crate::collect::telemetry::cpu::parse_cpu_ids(text).is_empty();
+        if named || cpu_list {
+            Ok(text.clone())
+        } else {
+            Err(self.at(
+                key,
+                v,
+                "must be exactly all, big, little, one, clusterN or a CPU list such as \"0-3\" \
+                 (no spaces)"
+                    .to_string(),
+            ))
+        }
+    }
+
     pub(super) fn device(&self, key: &str, v: &Spanned<String>) -> Result<Device, ConfigError> {
         v.get_ref()
             .parse()
@@ -191,20 +219,44 @@ impl Resolver<'_> {
     }
 
     /// Resolves a list axis: each element through `f`, or the default when the key is absent.
-    pub(super) fn axis<T, U>(
+    /// Two elements that resolve to the same value (`"0-1"` and `"0,1"`, `m.onnx` and
+    /// `./m.onnx`) are refused: each would make the same conditions again.
+    pub(super) fn axis<T, U: PartialEq>(
         &self,
         key: &str,
         list: &Option<Spanned<Vec<Spanned<T>>>>,
         default: Vec<U>,
         f: impl Fn(&Self, &str, &Spanned<T>) -> Result<U, ConfigError>,
     ) -> Result<Vec<U>, ConfigError> {
-        match self.non_empty(key, list)? {
-            None => Ok(default),
-            Some(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| f(self, &format!("{key}[{i}]"), v))
-                .collect(),
+        let Some(items) = self.non_empty(key, list)? else {
+            return Ok(default);
+        };
+        let mut out: Vec<U> = Vec::with_capacity(items.len());
+        for (i, v) in items.iter().enumerate() {
+            let value = f(self, &format!("{key}[{i}]"), v)?;
+            self.once(key, &out, i, v, &value)?;
+            out.push(value);
+        }
+        Ok(out)
+    }
+
+    /// Refuses element `i` of list `key` (written `v`, resolved to `value`) when an earlier
+    /// one in `before` resolved to the same value, naming both places.
+    pub(super) fn once<T, U: PartialEq>(
+        &self,
+        key: &str,
+        before: &[U],
+        i: usize,
+        v: &Spanned<T>,
+        value: &U,
+    ) -> Result<(), ConfigError> {
+        match before.iter().position(|b| b == value) {
+            Some(j) => Err(self.at(
+                &format!("{key}[{i}]"),
+                v,
+                format!("is the same as {key}[{j}]: give each value once"),
+            )),
+            None => Ok(()),
         }
     }
 
@@ -371,12 +423,14 @@ impl Resolver<'_> {
                 if values.get_ref().is_empty() {
                     return Err(self.at(&path, &values, "must list at least one value".into()));
                 }
-                let list = values
-                    .get_ref()
-                    .iter()
-                    .map(serde_json::to_value)
-                    .collect::<Result<Vec<_>, _>>()
-                    .map_err(|e| self.at(&path, &values, format!("cannot be read: {e}")))?;
+                let mut list = Vec::new();
+                for (i, value) in values.get_ref().iter().enumerate() {
+                    let value = serde_json::to_value(value)
+                        .map_err(|e| self.at(&path, &values, format!("cannot be read: {e}")))?;
+                    // The values carry no spans of their own: the list's line is said.
+                    self.once(&path, &list, i, &values, &value)?;
+                    list.push(value);
+                }
                 space.insert(key, list);
             }
             options.insert(engine, space);
@@ -392,25 +446,18 @@ impl Resolver<'_> {
                 .as_ref()
                 .map(|v| self.input("tune.input", v))
                 .transpose()?,
-            engines: match self.non_empty("tune.engines", &raw.engines)? {
-                Some(items) => Some(
-                    items
-                        .iter()
-                        .enumerate()
-                        .map(|(i, v)| {
-                            let key = format!("tune.engines[{i}]");
-                            let e = self.engine(&key, v)?;
-                            if e == "command" {
-                                return Err(self.at(
-                                    &key,
-                                    v,
-                                    "the tuner searches edgeprof's own engines and frameworks, not a command".to_string(),
-                                ));
-                            }
-                            Ok(e)
-                        })
-                        .collect::<Result<Vec<_>, _>>()?,
-                ),
+            engines: match &raw.engines {
+                Some(_) => Some(self.axis("tune.engines", &raw.engines, Vec::new(), |r, key, v| {
+                    let e = r.engine(key, v)?;
+                    if e == "command" {
+                        return Err(r.at(
+                            key,
+                            v,
+                            "the tuner searches edgeprof's own engines and frameworks, not a command".to_string(),
+                        ));
+                    }
+                    Ok(e)
+                })?),
                 None => None,
             },
             budget: int("budget", &raw.budget, 1, 100_000, d.budget)?,
@@ -426,9 +473,7 @@ impl Resolver<'_> {
             batch: self.axis("tune.batch", &raw.batch, d.batch.clone(), |r, k, v| {
                 r.int_in(k, v, 1, zoo::MAX_BATCH as i64)
             })?,
-            cores: self.axis("tune.cores", &raw.cores, Vec::new(), |_, _, v| {
-                Ok(v.get_ref().clone())
-            })?,
+            cores: self.axis("tune.cores", &raw.cores, Vec::new(), Self::core_set_name)?,
             stall: int("stall", &raw.stall, 0, 100_000, d.stall)?,
             initial: int("initial", &raw.initial, 0, 1000, d.initial)?,
             confirm: int("confirm", &raw.confirm, 0, 100, d.confirm)?,

@@ -359,3 +359,125 @@ fn a_bad_train_section_names_the_key() {
         }
     }
 }
+
+#[test]
+fn a_value_given_twice_in_a_list_is_refused_naming_both_places() {
+    for (text, key, message) in [
+        (
+            "[matrix]\nengines = [\"tract\", \"tract\"]\n",
+            "matrix.engines[1]",
+            "the same as matrix.engines[0]",
+        ),
+        (
+            "[matrix]\nmodels = [\"resnet34\", \"mobilenet_v2\", \"resnet34\"]\n",
+            "matrix.models[2]",
+            "the same as matrix.models[0]",
+        ),
+        (
+            "[matrix]\ninputs = [\"3x32x32\", \"3x32x32\"]\n",
+            "matrix.inputs[1]",
+            "the same as matrix.inputs[0]",
+        ),
+        (
+            "[matrix]\nbatch = [1, 2, 1]\n",
+            "matrix.batch[2]",
+            "the same as matrix.batch[0]",
+        ),
+        (
+            "[matrix]\nthreads = [2, 2]\n",
+            "matrix.threads[1]",
+            "the same as matrix.threads[0]",
+        ),
+        (
+            "[matrix]\ndevices = [\"cpu\", \"cpu\"]\n",
+            "matrix.devices[1]",
+            "the same as matrix.devices[0]",
+        ),
+        // Two spellings of one CPU set make one condition id.
+        (
+            "[matrix]\ncores = [\"0-1\", \"0,1\"]\n",
+            "matrix.cores[1]",
+            "the same as matrix.cores[0]",
+        ),
+        (
+            "[matrix]\nnodes = [\"local\", \"local\"]\n",
+            "matrix.nodes[1]",
+            "the same as matrix.nodes[0]",
+        ),
+        (
+            "[tune]\nengines = [\"tract\", \"tract\"]\n",
+            "tune.engines[1]",
+            "the same as tune.engines[0]",
+        ),
+        (
+            "[tune]\nthreads = [1, 1]\n",
+            "tune.threads[1]",
+            "the same as tune.threads[0]",
+        ),
+        (
+            "[tune]\nbatch = [4, 4]\n",
+            "tune.batch[1]",
+            "the same as tune.batch[0]",
+        ),
+        (
+            "[tune]\ncores = [\"big\", \"big\"]\n",
+            "tune.cores[1]",
+            "the same as tune.cores[0]",
+        ),
+        (
+            "[tune.options.onnxruntime]\nspinning = [true, true]\n",
+            "tune.options.onnxruntime.spinning[1]",
+            "the same as tune.options.onnxruntime.spinning[0]",
+        ),
+    ] {
+        let Err(e) = parse_str(text) else {
+            panic!("{text} accepted")
+        };
+        assert_eq!(e.key, key, "{text}: {e}");
+        assert!(e.message.contains(message), "{text}: {e}");
+    }
+}
+
+#[test]
+fn two_spellings_of_one_model_file_are_refused() {
+    let Ok(dir) = tempfile::tempdir() else {
+        panic!("no temporary directory")
+    };
+    if let Err(e) = std::fs::write(dir.path().join("m.onnx"), b"") {
+        panic!("cannot write the model: {e}")
+    }
+    let text = "[matrix]\nengines = [\"command\"]\nmodels = [\"m.onnx\", \"./m.onnx\"]\n\
+                [command]\nprogram = \"/bin/true\"\n";
+    let Err(e) = parse(text, &dir.path().join("c.toml")) else {
+        panic!("accepted")
+    };
+    assert_eq!(e.key, "matrix.models[1]", "{e}");
+}
+
+#[test]
+fn tune_core_sets_are_named_exactly() {
+    let Err(e) = parse_str("[tune]\ncores = [\"cpu \"]\n") else {
+        panic!("accepted")
+    };
+    assert_eq!(e.key, "tune.cores[0]", "{e}");
+    let Ok(c) =
+        parse_str("[tune]\ncores = [\"all\", \"little\", \"cluster2\", \"one\", \"0-3,6\"]\n")
+    else {
+        panic!("refused")
+    };
+    assert_eq!(c.tune.cores.len(), 5);
+}
+
+#[test]
+fn train_local_address_is_an_address() {
+    let Err(e) = parse_str("[train]\nlocal_address = \"tpu\"\n") else {
+        panic!("accepted")
+    };
+    assert_eq!(e.key, "train.local_address", "{e}");
+    for good in ["192.168.1.10", "fe80::1", "host.lan", "desk-1.example.org"] {
+        let text = format!("[train]\nlocal_address = \"{good}\"\n");
+        if let Err(e) = parse_str(&text) {
+            panic!("{good} refused: {e}")
+        }
+    }
+}

@@ -137,14 +137,9 @@ impl Resolver<'_> {
             None => d.framework,
         };
         let path = |v: &Spanned<String>| self.base.join(v.get_ref());
-        let sizes = match self.non_empty("train.sizes", &raw.sizes)? {
-            Some(items) => items
-                .iter()
-                .enumerate()
-                .map(|(i, v)| self.int_in(&format!("train.sizes[{i}]"), v, 1, 1024))
-                .collect::<Result<Vec<_>, _>>()?,
-            None => Vec::new(),
-        };
+        let sizes = self.axis("train.sizes", &raw.sizes, Vec::new(), |r, k, v| {
+            r.int_in(k, v, 1, 1024)
+        })?;
         let mut members = Vec::new();
         for (i, v) in self
             .non_empty("train.nodes", &raw.nodes)?
@@ -163,9 +158,7 @@ impl Resolver<'_> {
                     format!("not a node: the [[nodes]] here are {}", known.join(", ")),
                 ));
             }
-            if members.contains(name) {
-                return Err(self.at(&key, v, "named twice".to_string()));
-            }
+            self.once("train.nodes", &members, i, v, name)?;
             members.push(name.clone());
         }
         let largest = sizes.iter().max().copied().unwrap_or(0);
@@ -209,7 +202,10 @@ impl Resolver<'_> {
                 .transpose()?,
             python: raw.python.as_ref().map(path),
             local_address: match &raw.local_address {
-                Some(v) => word("local_address", v)?,
+                Some(v) => match address_problem(v.get_ref()) {
+                    None => v.get_ref().clone(),
+                    Some(why) => return Err(self.at("train.local_address", v, why)),
+                },
                 None => d.local_address,
             },
             timeout_s: int("timeout_s", &raw.timeout_s, 1, 30 * 24 * 3600, 3600)? as u64,
@@ -252,4 +248,37 @@ pub(super) fn to_table(t: &Train) -> toml::Table {
     );
     table.insert("timeout_s".into(), Value::Integer(t.timeout_s as i64));
     table
+}
+
+/// Why `text` is not an address the boards can reach this machine at, if it is not: an IPv4 or
+/// IPv6 address, or a host name with a domain (`desk.lan`), written exactly. A bare word
+/// (`tpu`) is refused: it reads as a device or a typo, and a board resolves it, if at all,
+/// by a search domain of its own.
+pub fn address_problem(text: &str) -> Option<String> {
+    if text.parse::<std::net::IpAddr>().is_ok() {
+        return None;
+    }
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.chars().all(|c| c.is_ascii_alphanumeric() || c == '-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    let labels: Vec<&str> = text.split('.').collect();
+    let host = text.len() <= 253
+        && labels.len() >= 2
+        && labels.iter().all(|l| label(l))
+        && labels
+            .last()
+            .is_some_and(|tld| !tld.chars().all(|c| c.is_ascii_digit()));
+    if host {
+        None
+    } else {
+        Some(
+            "must be this machine's IP address (e.g. 192.168.1.10) or a host name with its \
+             domain (e.g. desk.lan), written exactly"
+                .to_string(),
+        )
+    }
 }

@@ -182,7 +182,8 @@ pub struct Kernel {
 
 impl Kernel {
     pub fn total_flops(&self) -> f64 {
-        self.flops.values().sum()
+        // A sum of no counts is -0.0 in Rust; a kernel without them did no FLOPs.
+        self.flops.values().sum::<f64>() + 0.0
     }
 }
 

@@ -722,6 +722,20 @@ impl CostModel {
         }
         (seconds * 1e3 * self.overhead_ratio, fallbacks)
     }
+
+    /// [`CostModel::predict`], refused (with the reason) when the time is not a finite
+    /// number, so that a NaN is never shown as a prediction (the database or the model's
+    /// description holds a number out of range: bad input).
+    pub fn predict_finite(&self, groups: &[Group]) -> Result<(f64, usize), crate::error::BadInput> {
+        let (ms, fallbacks) = self.predict(groups);
+        if ms.is_finite() && ms >= 0.0 {
+            return Ok((ms, fallbacks));
+        }
+        Err(crate::error::BadInput(format!(
+            "the cost model's prediction is not a time ({ms}): a layer's FLOPs or bytes, or \
+             the fit, are out of range"
+        )))
+    }
 }
 
 /// The zoo model or operator probe ([`probe`]) a profile was taken of, built again at `input`

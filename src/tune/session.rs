@@ -192,6 +192,16 @@ fn open_prior(
             },
         },
     };
+    // What reading the database left out is said before the note.
+    let said = |note: String| {
+        let mut lines: Vec<String> = db
+            .warnings()
+            .iter()
+            .map(|w| format!("warning: {w}"))
+            .collect();
+        lines.push(note);
+        lines.join("\n")
+    };
     let path = db.path.clone();
     if o.no_prior || o.exhaustive {
         let why = if o.exhaustive {
@@ -199,7 +209,7 @@ fn open_prior(
         } else {
             "--no-prior"
         };
-        return Ok((path, None, format!("no prior ({why})")));
+        return Ok((path, None, said(format!("no prior ({why})"))));
     }
     let p = prior::build(
         &db,
@@ -209,7 +219,7 @@ fn open_prior(
         objective,
         true,
     );
-    let note = p.summary();
+    let note = said(p.summary());
     Ok((path, (!p.is_empty()).then_some(p), note))
 }
 

@@ -49,7 +49,8 @@ fn import_sweep(
             dir.display()
         )));
     }
-    let stored = edgeprof::results::load(dir)?;
+    // A directory that is not a readable run is bad input, as `report` and `compare` say.
+    let stored = edgeprof::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
     if this_device {
         let key = edgeprof::roofline::store::device_key;
         let here = edgeprof::collect::device::fingerprint(std::path::Path::new("/"));

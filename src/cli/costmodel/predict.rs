@@ -119,13 +119,16 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             }
         )));
     };
-    let (ms, fallbacks) = cm.predict(&groups);
+    let (ms, fallbacks) = cm
+        .predict_finite(&groups)
+        .map_err(|why| BadInput(format!("{}: {}", args.model, why.0)))?;
     // The uncertainty: how far leave-one-model-out predictions of this database fall.
     let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
     let mut errors: Vec<f64> = held
         .iter()
         .filter(|h| h.cores == cores)
         .map(|h| h.error.abs())
+        .filter(|e| e.is_finite())
         .collect();
     errors.sort_by(f64::total_cmp);
     let spread = errors

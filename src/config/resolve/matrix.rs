@@ -119,6 +119,9 @@ impl Resolver<'_> {
     ) -> Result<(Vec<InputShape>, Vec<String>), ConfigError> {
         let mut images = Vec::new();
         let mut named = Vec::new();
+        // Where each image shape and each set was written, to name both places of a repeat.
+        let mut image_at: Vec<(usize, InputShape)> = Vec::new();
+        let mut named_at: Vec<usize> = Vec::new();
         for (i, v) in self
             .non_empty("matrix.inputs", list)?
             .unwrap_or_default()
@@ -127,7 +130,17 @@ impl Resolver<'_> {
         {
             let key = format!("matrix.inputs[{i}]");
             if !v.get_ref().contains('=') {
-                images.push(self.input(&key, v)?);
+                let shape = self.input(&key, v)?;
+                if let Some(j) = image_at.iter().position(|&(_, s)| s == shape) {
+                    let first = image_at[j].0;
+                    return Err(self.at(
+                        &key,
+                        v,
+                        format!("is the same as matrix.inputs[{first}]: give each value once"),
+                    ));
+                }
+                image_at.push((i, shape));
+                images.push(shape);
                 continue;
             }
             // `MODEL.onnx: NAME=SPEC …` gives the set to that model only.
@@ -156,10 +169,16 @@ impl Resolver<'_> {
                 Some(path) => format!("{}: {text}", path.display()),
                 None => text,
             };
-            if named.contains(&entry) {
-                return Err(self.at(&key, v, "is given twice".to_string()));
+            if let Some(j) = named.iter().position(|e| *e == entry) {
+                let first = named_at[j];
+                return Err(self.at(
+                    &key,
+                    v,
+                    format!("is the same as matrix.inputs[{first}]: give each value once"),
+                ));
             }
             named.push(entry);
+            named_at.push(i);
         }
         if images.is_empty() {
             images.push(InputShape::default());

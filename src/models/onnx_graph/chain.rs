@@ -354,15 +354,10 @@ impl Chain {
                     .into(),
             ));
         }
-        // Names are shown in tables: a control character in one is shown as `?`.
+        // Names are shown in tables: a control character in one is shown escaped (`\x1b`).
         let names = order
             .iter()
-            .map(|&i| {
-                walk::node_name(&graph.node[i], i, "")
-                    .chars()
-                    .map(|c| if c.is_control() { '?' } else { c })
-                    .collect()
-            })
+            .map(|&i| crate::text::shown(&walk::node_name(&graph.node[i], i, "")))
             .collect();
         let reads: Vec<Vec<String>> = order.iter().map(|&i| node_reads(&graph.node[i])).collect();
         let producer = producers(graph);

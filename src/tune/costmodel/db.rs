@@ -15,6 +15,9 @@ pub struct Db {
     pub trials: Vec<crate::tune::prior::TrialRecord>,
     /// Lines that did not parse, with their number.
     pub skipped: Vec<usize>,
+    /// Records with a number out of range (a NaN, a negative FLOP count), left out: each line's
+    /// number and its first bad field as `field = value`.
+    pub invalid: Vec<(usize, String)>,
 }
 
 /// Most bytes of a database read back.
@@ -42,11 +45,17 @@ impl Db {
                 continue;
             }
             if let Ok(t) = serde_json::from_str::<crate::tune::prior::TrialRecord>(line) {
-                db.trials.push(t);
+                match trial_problem(&t) {
+                    Some(why) => db.invalid.push((n + 1, why)),
+                    None => db.trials.push(t),
+                }
                 continue;
             }
             match serde_json::from_str::<Profile>(line) {
-                Ok(p) => db.profiles.push(p),
+                Ok(p) => match profile_problem(&p) {
+                    Some(why) => db.invalid.push((n + 1, why)),
+                    None => db.profiles.push(p),
+                },
                 Err(_) => db.skipped.push(n + 1),
             }
         }
@@ -73,6 +82,30 @@ impl Db {
             })
             .collect();
         Ok(db)
+    }
+
+    /// What reading it left out, as warnings: lines that are not records, and records with a
+    /// number out of range.
+    pub fn warnings(&self) -> Vec<String> {
+        let file = self
+            .path
+            .as_ref()
+            .map(|p| crate::text::shown(&p.display().to_string()))
+            .unwrap_or_default();
+        let mut out = Vec::new();
+        if let Some(first) = self.skipped.first() {
+            out.push(format!(
+                "{file}: {} line(s) are not profiles and were skipped (line {first})",
+                self.skipped.len()
+            ));
+        }
+        if let Some((line, why)) = self.invalid.first() {
+            out.push(format!(
+                "{file}: skipped {} record(s) that are not valid: first: line {line}, {why}",
+                self.invalid.len()
+            ));
+        }
+        out
     }
 
     /// This device's database in the cache directory.
@@ -190,4 +223,58 @@ impl Db {
         }
         by.into_values().collect()
     }
+}
+
+/// Most FLOPs or bytes one layer group may have (an exa-operation: far beyond any model).
+const MAX_WORK: f64 = 1e18;
+/// Most milliseconds one latency may be (a day).
+const MAX_MS: f64 = 86_400e3;
+
+/// `field = value` when `x` is not a finite number from `min` to `max`.
+fn out_of(field: &str, x: f64, min: f64, max: f64) -> Option<String> {
+    let text = if x == 0.0 || (1e-4..1e15).contains(&x.abs()) {
+        format!("{x}")
+    } else {
+        format!("{x:e}")
+    };
+    (!(x.is_finite() && (min..=max).contains(&x))).then(|| format!("{field} = {text}"))
+}
+
+/// The first number of a profile out of range, as `field = value`.
+fn profile_problem(p: &Profile) -> Option<String> {
+    let (low, high) = p.latency_interval_ms;
+    let bandwidth = |field: &str, v: Option<f64>| v.and_then(|b| out_of(field, b, 1.0, 1e15));
+    p.groups
+        .iter()
+        .enumerate()
+        .find_map(|(i, g)| {
+            out_of(&format!("groups[{i}].flops"), g.flops, 0.0, MAX_WORK)
+                .or_else(|| out_of(&format!("groups[{i}].bytes"), g.bytes, 0.0, MAX_WORK))
+                .or_else(|| out_of(&format!("groups[{i}].seconds"), g.seconds, 0.0, 86_400.0))
+        })
+        .or_else(|| out_of("latency_ms", p.latency_ms, f64::MIN_POSITIVE, MAX_MS))
+        .or_else(|| out_of("latency_interval_ms[0]", low, 0.0, MAX_MS))
+        .or_else(|| out_of("latency_interval_ms[1]", high, low.max(0.0), MAX_MS))
+        .or_else(|| {
+            p.round_medians_ms
+                .iter()
+                .enumerate()
+                .find_map(|(i, &m)| out_of(&format!("round_medians_ms[{i}]"), m, 0.0, MAX_MS))
+        })
+        .or_else(|| {
+            p.times_ms
+                .iter()
+                .enumerate()
+                .find_map(|(i, &m)| out_of(&format!("times_ms[{i}]"), m, 0.0, MAX_MS))
+        })
+        .or_else(|| bandwidth("stream_bytes_per_s", p.stream_bytes_per_s))
+        .or_else(|| bandwidth("memory_bytes_per_s", p.memory_bytes_per_s))
+}
+
+/// The first number of a tuning trial out of range, as `field = value`.
+fn trial_problem(t: &crate::tune::prior::TrialRecord) -> Option<String> {
+    let m = &t.measured;
+    out_of("measured.mean_ms", m.mean_ms, 0.0, MAX_MS)
+        .or_else(|| out_of("measured.p99_ms", m.p99_ms, 0.0, MAX_MS))
+        .or_else(|| out_of("measured.throughput", m.throughput, 0.0, 1e12))
 }

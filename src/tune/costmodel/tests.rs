@@ -317,3 +317,38 @@ fn the_bandwidth_at_each_working_set_carries_layers_across_model_sizes() {
     assert!(worst(&with) < 0.05, "{with:?}");
     assert!(worst(&with) * 2.0 < worst(&without), "{with:?} {without:?}");
 }
+
+#[test]
+fn records_with_numbers_out_of_range_are_skipped_and_counted() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let path = dir.path().join("costmodel-x.jsonl");
+    let mut db = Db::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    db.append(synthetic("resnet18", 1))
+        .unwrap_or_else(|e| panic!("{e}"));
+    let mut bad = synthetic("mobilenet_v2", 1);
+    bad.groups[2].flops = -1e308;
+    db.append(bad).unwrap_or_else(|e| panic!("{e}"));
+    let mut negative = synthetic("resnet34", 1);
+    negative.groups[0].bytes = -5.0;
+    db.append(negative).unwrap_or_else(|e| panic!("{e}"));
+    let db = Db::open(&path).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        db.invalid,
+        vec![
+            (2, "groups[2].flops = -1e308".to_string()),
+            (3, "groups[0].bytes = -5".to_string())
+        ]
+    );
+}
+
+#[test]
+fn a_prediction_that_is_not_a_number_is_refused() {
+    let profiles = [synthetic("resnet18", 1), synthetic("mobilenet_v2", 1)];
+    let refs: Vec<&Profile> = profiles.iter().collect();
+    let Some(cm) = CostModel::fit_on(&refs, "tract", 1, None) else {
+        panic!("no fit")
+    };
+    let mut groups = profiles[0].groups.clone();
+    groups[0].flops = f64::NAN;
+    assert!(cm.predict_finite(&groups).is_err());
+}
