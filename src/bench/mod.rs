@@ -13,10 +13,13 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::Duration;
 
+mod watch;
 mod worker;
+pub use watch::{load_memory_limit, LoadStopped};
 pub use worker::run_in_worker;
 
 /// Which model to benchmark.
+#[derive(Clone)]
 pub enum BenchModel {
     Zoo(Model),
     /// An ONNX file, with an optional (N, C, H, W) input shape override.
@@ -51,6 +54,7 @@ pub struct OutputCheck {
     pub agree: bool,
 }
 
+#[derive(Clone)]
 pub struct BenchRequest {
     /// A built-in engine (tract, candle) or a framework run through its harness.
     pub engine: String,
@@ -73,6 +77,9 @@ pub struct BenchRequest {
     pub save_outputs: Option<PathBuf>,
     /// The interpreter of a framework run through its harness, when not the one set up.
     pub python: Option<PathBuf>,
+    /// The longest an in-process load may take before the benchmark is stopped (its memory is
+    /// bounded too: see [`load_memory_limit`]).
+    pub load_timeout: Duration,
 }
 
 /// What happens while a benchmark runs, for progress display.
@@ -200,11 +207,31 @@ pub fn scratch_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
 /// reporting progress through `on_event`.
 pub fn run(
     request: &BenchRequest,
-    mut on_event: impl FnMut(BenchEvent),
+    on_event: impl FnMut(BenchEvent),
 ) -> anyhow::Result<BenchReport> {
     if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str()) {
         return run_in_worker(request, on_event);
     }
+    let label = match &request.model {
+        BenchModel::Zoo(model) => format!("zoo model {}", model.name),
+        BenchModel::File { path, .. }
+        | BenchModel::Fed { path, .. }
+        | BenchModel::Tflite { path, .. } => path.display().to_string(),
+    };
+    let owned = request.clone();
+    watch::watched(
+        label,
+        request.load_timeout,
+        move |on_event| run_here(&owned, on_event),
+        on_event,
+    )
+}
+
+/// The benchmark in this process (on the thread [`watch::watched`] gives it).
+fn run_here(
+    request: &BenchRequest,
+    on_event: &mut dyn FnMut(BenchEvent),
+) -> anyhow::Result<BenchReport> {
     let (source, name, analytic) = match &request.model {
         BenchModel::Zoo(model) => {
             let costs = cost::analyze(model);

@@ -684,9 +684,24 @@ pub(super) struct BenchArgs {
     /// tensorflow, tflite) [default: the environment `edgeprof env setup` made, else one found]
     #[arg(long, value_name = "FILE")]
     pub(super) python: Option<PathBuf>,
+    /// The longest loading the model (reading, optimising, planning) may take in this process
+    /// before the benchmark is stopped with an error; loading may also take at most 7/8 of the
+    /// memory left when it began
+    #[arg(long, value_name = "SECONDS", default_value = "600", value_parser = load_timeout)]
+    pub(super) load_timeout: std::time::Duration,
     /// Print JSON (with every sample) instead of a summary
     #[arg(long)]
     pub(super) json: bool,
+}
+
+/// `--load-timeout`: a positive number of seconds, at most a day.
+fn load_timeout(text: &str) -> Result<std::time::Duration, String> {
+    match text.trim().parse::<f64>() {
+        Ok(s) if s > 0.0 && s <= 86_400.0 => Ok(std::time::Duration::from_secs_f64(s)),
+        _ => Err(format!(
+            "{text:?} is not a number of seconds above 0 and at most 86400"
+        )),
+    }
 }
 
 impl ImportArgs {

@@ -105,6 +105,7 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         isolated: args.isolated,
         save_outputs: args.save_outputs.clone(),
         python: args.python.clone(),
+        load_timeout: args.load_timeout,
     };
     let report = bench::run(&request, render::progress_line)?;
     if args.json {

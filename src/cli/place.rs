@@ -287,8 +287,12 @@ fn placed(args: &PlaceArgs) -> anyhow::Result<Placed> {
             classes,
         },
         blocks: placement::blocks(&model, max_blocks),
-        input_bytes: model.input_shape.iter().map(|&d| d as u64).product::<u64>()
-            * edgeprof::models::cost::BYTES_PER_ELEMENT,
+        input_bytes: model
+            .input_shape
+            .iter()
+            .fold(edgeprof::models::cost::BYTES_PER_ELEMENT, |n, &d| {
+                n.saturating_mul(d as u64)
+            }),
         input: input.to_string(),
         batch,
     })

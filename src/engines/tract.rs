@@ -340,11 +340,14 @@ impl TractSession {
                 if path.is_dir() {
                     return Err(unreadable("it is a directory".to_string()));
                 }
-                std::fs::File::open(path).map_err(|e| unreadable(e.to_string()))?;
+                // At most what an ONNX file can be, and only a regular file's bytes.
+                let bytes =
+                    crate::models::onnx_graph::read_model_bytes(path).map_err(unreadable)?;
                 let origin = path.display().to_string();
                 let proto = decode_file(path, &origin, || {
-                    tract_onnx::onnx().proto_model_for_path(path)
+                    tract_onnx::onnx().proto_model_for_read(&mut &bytes[..])
                 })?;
+                check_runnable_at(&proto, &origin, input_shape)?;
                 let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
                 (proto, origin, dir)
             }
@@ -371,6 +374,13 @@ impl TractSession {
         })?;
         let proto = decode_file(path, &origin, || {
             tract_onnx::onnx().proto_model_for_read(&mut &bytes[..])
+        })?;
+        // A node no engine can run is refused before tract is asked to load it.
+        crate::models::onnx_graph::check_runnable(&proto, inputs).map_err(|e| {
+            EngineError::InvalidModel {
+                origin: origin.clone(),
+                reason: e.to_string(),
+            }
         })?;
         let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
         // Integer inputs given with their values (a sample rate, axes, a target shape) become

@@ -58,6 +58,7 @@ mod chain;
 mod fusion;
 mod inputs;
 mod ops;
+mod preflight;
 mod walk;
 pub use chain::{tensor_proto, Chain, Crossing};
 pub use fusion::fused_groups;
@@ -65,6 +66,8 @@ pub use inputs::{
     bind_file_inputs, bind_inputs, bind_undeclared, input_names, BoundInput, InputError, InputSpec,
     InputSpecError,
 };
+pub(crate) use preflight::check_runnable;
+pub use preflight::Unrunnable;
 use walk::Walk;
 #[cfg(test)]
 mod tests;
@@ -386,7 +389,9 @@ pub(crate) struct T {
 
 impl T {
     fn elements(&self) -> u64 {
-        self.shape.iter().map(|&d| d as u64).product()
+        self.shape
+            .iter()
+            .fold(1u64, |n, &d| n.saturating_mul(d as u64))
     }
 }
 
@@ -577,12 +582,21 @@ pub(crate) fn walked(
         .graph
         .as_ref()
         .ok_or_else(|| inputs_err("the file holds no graph".into()))?;
+    let bound_inputs = bind_inputs(graph, given, batch).map_err(|e| inputs_err(e.0))?;
+    Ok(walk_bound(proto, graph, bound_inputs))
+}
+
+/// Walks a decoded model's graph with its inputs bound.
+pub(crate) fn walk_bound(
+    proto: &pb::ModelProto,
+    graph: &pb::GraphProto,
+    bound_inputs: Vec<BoundInput>,
+) -> Walked {
     let opset = proto
         .opset_import
         .iter()
         .find(|o| o.domain.is_empty() || o.domain == "ai.onnx")
         .map_or(13, |o| o.version);
-    let bound_inputs = bind_inputs(graph, given, batch).map_err(|e| inputs_err(e.0))?;
     let bound: Vec<(String, T)> = bound_inputs
         .iter()
         .cloned()
@@ -620,12 +634,12 @@ pub(crate) fn walked(
         scope.insert(n.clone(), Ok(t.clone()));
     }
     walk.graph(graph, &mut scope, "");
-    Ok(Walked {
+    Walked {
         walk,
         scope,
         bound,
         bound_inputs,
-    })
+    }
 }
 
 /// The walk's nodes and totals as the analysis reports them.

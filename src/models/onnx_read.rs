@@ -98,9 +98,10 @@ pub struct Given {
 pub fn read_file(path: &Path, given: Given) -> Result<Model, ReadError> {
     use prost::Message;
     let file = path.display().to_string();
-    let bytes = std::fs::read(path).map_err(|e| ReadError::Io {
+    // Only a regular file, and at most what an ONNX file can be.
+    let bytes = super::onnx_graph::read_model_bytes(path).map_err(|reason| ReadError::Io {
         file: file.clone(),
-        reason: e.to_string(),
+        reason,
     })?;
     let proto = pb::ModelProto::decode(&bytes[..]).map_err(|e| ReadError::Decode {
         file: file.clone(),

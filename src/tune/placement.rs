@@ -276,7 +276,7 @@ pub fn blocks(model: &Model, max_blocks: usize) -> Vec<Block> {
         .into_iter()
         .map(|(first, end)| {
             let shape = &model.layers[end - 1].output_shape;
-            let elements: u64 = shape.iter().map(|&d| d as u64).product();
+            let elements: u64 = shape.iter().fold(1u64, |n, &d| n.saturating_mul(d as u64));
             Block {
                 name: span_name(
                     &model.layers[first].name,

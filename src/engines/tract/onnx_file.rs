@@ -83,6 +83,38 @@ pub(super) fn decode_file(
         })
 }
 
+/// Refuses a file run at `input_shape` (N, C, H, W, else its own shapes) when one of its nodes
+/// cannot run (see [`crate::models::onnx_graph::check_runnable`]). A file whose inputs cannot
+/// be bound so is left to tract, which says what it lacks.
+pub(super) fn check_runnable_at(
+    proto: &pb::ModelProto,
+    origin: &str,
+    input_shape: Option<&[usize]>,
+) -> Result<(), EngineError> {
+    use crate::models::onnx_graph::{bind_inputs, check_runnable, InputSpec};
+    let Some(graph) = proto.graph.as_ref() else {
+        return Ok(());
+    };
+    let (specs, batch) = match input_shape {
+        Some(&[n, c, h, w]) => {
+            let image = crate::models::InputShape {
+                channels: c,
+                height: h,
+                width: w,
+            };
+            (vec![InputSpec::image(image)], Some(n))
+        }
+        _ => (Vec::new(), None),
+    };
+    let Ok(inputs) = bind_inputs(graph, &specs, batch) else {
+        return Ok(());
+    };
+    check_runnable(proto, &inputs).map_err(|e| EngineError::InvalidModel {
+        origin: origin.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 /// tract's element type for an ONNX one.
 pub(super) fn datum_of(elem: i32, origin: &str) -> Result<DatumType, EngineError> {
     use pb::tensor_proto::DataType as D;

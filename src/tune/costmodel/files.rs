@@ -92,7 +92,7 @@ fn dims(node: &NodeCost, cost: &GraphCost) -> Dims {
             let rows = out
                 .iter()
                 .take(out.len().saturating_sub(1))
-                .product::<usize>();
+                .fold(1usize, |n, &d| n.saturating_mul(d));
             (
                 f.input_shape.last().copied().unwrap_or(1),
                 out.last().copied().unwrap_or(1),

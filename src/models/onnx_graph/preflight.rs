@@ -1,0 +1,81 @@
+//! The check made of an ONNX file before an engine is asked to load it: that no node of it is
+//! one no engine can run — inputs whose shapes cannot be broadcast together, a tensor or a
+//! cost past any machine's. tract's shape inference does
+//! not always stop on such a node: five operands of a `Min` that do not broadcast kept it
+//! unifying shapes for minutes while its memory grew, and a `Tile` whose output wraps 2^64
+//! elements made an empty tensor that then "ran". edgeprof's own walk of the graph finds them
+//! in milliseconds and names the node.
+
+use super::*;
+
+/// Phrases of the walk's reasons that say a node cannot run at all, as opposed to one whose
+/// shapes the walk cannot follow (an operator it does not know, a shape known only at run
+/// time), which an engine may well run.
+const IMPOSSIBLE: [&str; 4] = [
+    "cannot be broadcast together",
+    "larger than any model's",
+    "sizes overflow 64 bits",
+    "cost overflows 64 bits",
+];
+
+/// Whether a walk's reason says the node cannot run at all.
+fn impossible(reason: &str) -> bool {
+    IMPOSSIBLE.iter().any(|p| reason.contains(p))
+}
+
+/// A node no engine can run: its name (control characters shown as `?`), operator and why.
+#[derive(Debug, Clone, PartialEq, Error)]
+#[error("node {node} ({op}) cannot run: {reason}")]
+pub struct Unrunnable {
+    pub node: String,
+    pub op: String,
+    pub reason: String,
+}
+
+/// Refuses a decoded model with its inputs bound as `inputs` when one of its nodes cannot run
+/// (see the module's note), naming the first such node.
+pub(crate) fn check_runnable(
+    proto: &pb::ModelProto,
+    inputs: &[BoundInput],
+) -> Result<(), Unrunnable> {
+    let Some(graph) = proto.graph.as_ref() else {
+        return Ok(());
+    };
+    let walked = walk_bound(proto, graph, inputs.to_vec());
+    let bad = walked.walk.nodes.iter().find_map(|n| {
+        let reason = n.not_costed.as_deref()?;
+        (n.after.is_none() && impossible(reason)).then_some((n, reason))
+    });
+    match bad {
+        Some((node, reason)) => Err(Unrunnable {
+            node: node
+                .name
+                .chars()
+                .map(|c| if c.is_control() { '?' } else { c })
+                .collect(),
+            op: node.op.clone(),
+            reason: reason.to_string(),
+        }),
+        None => Ok(()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_reasons_of_a_node_that_cannot_run_are_told_from_the_others() {
+        assert!(impossible(
+            "shapes 1x3x8x8 and 4 cannot be broadcast together"
+        ));
+        assert!(impossible(
+            "a tensor of shape 4294967296x4294967296 is larger than any model's (over 2^44 \
+             elements)"
+        ));
+        assert!(!impossible(
+            "its target shape is known only when the model runs, so its output shape is too"
+        ));
+        assert!(!impossible("its input's shape is unknown (since node a)"));
+    }
+}
