@@ -86,15 +86,32 @@ pub fn open_read(path: &Path) -> std::io::Result<File> {
 
 /// Reads `path` whole with [`open_regular`], refusing one larger than `cap` bytes.
 pub fn read_capped(path: &Path, cap: u64) -> std::io::Result<Vec<u8>> {
+    read_at_most(open_read(path)?, cap)
+}
+
+/// Reads `file` to its end, refusing it when it holds more than `limit` bytes: the size its
+/// metadata gives is checked first, and the read itself is bounded too (the metadata of a pipe
+/// or a /proc file says nothing). The error says the size and the limit.
+pub fn read_at_most(file: File, limit: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
-    let file = open_read(path)?;
+    let too_large = |size: u64| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!(
+                "it is {} and edgeprof reads files of this kind up to {}",
+                crate::text::bytes(size),
+                crate::text::bytes(limit)
+            ),
+        )
+    };
+    let size = file.metadata()?.len();
+    if size > limit {
+        return Err(too_large(size));
+    }
     let mut bytes = Vec::new();
-    file.take(cap.saturating_add(1)).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > cap {
-        return Err(std::io::Error::other(format!(
-            "it is larger than {}, more than such a file can be",
-            crate::text::bytes(cap)
-        )));
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(too_large(bytes.len() as u64));
     }
     Ok(bytes)
 }

@@ -36,28 +36,7 @@ pub fn find_in(name: &str, dirs: &[std::path::PathBuf]) -> Option<std::path::Pat
 /// times a file's size while they work, so a mistaken multi-gigabyte file would exhaust memory
 /// instead of being refused. The error says the size and the limit.
 pub fn read_capped(path: &std::path::Path, limit: u64) -> std::io::Result<String> {
-    use std::io::Read;
-    let file = std::fs::File::open(path)?;
-    let size = file.metadata()?.len();
-    let too_large = |size: u64| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!(
-                "it is {} and edgeprof reads files of this kind up to {}",
-                crate::text::bytes(size),
-                crate::text::bytes(limit)
-            ),
-        )
-    };
-    if size > limit {
-        return Err(too_large(size));
-    }
-    // The metadata of a pipe or a /proc file says nothing: the read itself is bounded too.
-    let mut bytes = Vec::new();
-    file.take(limit + 1).read_to_end(&mut bytes)?;
-    if bytes.len() as u64 > limit {
-        return Err(too_large(bytes.len() as u64));
-    }
+    let bytes = crate::files::read_at_most(std::fs::File::open(path)?, limit)?;
     String::from_utf8(bytes).map_err(|e| {
         std::io::Error::new(
             std::io::ErrorKind::InvalidData,

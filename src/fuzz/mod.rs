@@ -14,6 +14,7 @@
 
 mod mutate;
 mod onnx;
+mod stores;
 mod targets;
 
 use crate::engines::tract::{contained, take_last_panic};
@@ -24,6 +25,7 @@ use rand_chacha::ChaCha8Rng;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
+use stores::*;
 use targets::*;
 
 /// Largest input a mutation may produce: big enough for long lines and many duplicated lines,
