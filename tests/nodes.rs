@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::sshd::{keys, node, sshd, user, Sshd};
+use common::sshd::{descendants, keys, node, sshd, user, Sshd};
 use common::{edgeprof, temp_dir};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
@@ -335,38 +335,6 @@ fn spawn_run(config: &Path) -> Child {
         Ok(c) => c,
         Err(e) => panic!("{e}"),
     }
-}
-
-/// Every process below `pid` (the sshd listener: its sessions, their shells, edgeprof).
-fn descendants(pid: u32) -> Vec<u32> {
-    let mut parents: Vec<(u32, u32)> = Vec::new();
-    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-        let Ok(p) = entry.file_name().to_string_lossy().parse::<u32>() else {
-            continue;
-        };
-        let stat = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-        // pid (comm) state ppid …: the command may hold spaces, so read after its ')'.
-        let ppid = stat
-            .rsplit_once(')')
-            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
-            .and_then(|v| v.parse::<u32>().ok());
-        if let Some(ppid) = ppid {
-            parents.push((p, ppid));
-        }
-    }
-    let mut out = vec![pid];
-    let mut i = 0;
-    while i < out.len() {
-        let parent = out[i];
-        out.extend(
-            parents
-                .iter()
-                .filter(|(_, pp)| *pp == parent)
-                .map(|(p, _)| *p),
-        );
-        i += 1;
-    }
-    out
 }
 
 #[test]

@@ -2,6 +2,8 @@
 //! agents and known hosts work as the user set them up. Every value from a config reaches the
 //! remote shell as one single-quoted word (or `"$HOME"/'…'` for `~/` paths): data, never code.
 
+pub mod attach;
+mod launch;
 pub mod run;
 
 use crate::config::Node;
@@ -65,8 +67,18 @@ pub const SSH_DEFAULTS: [(&str, &str); 3] = [
 /// [`SSH_DEFAULTS`] the node does not set, its port, identity and options, then `--` so the
 /// destination can never be read as an option.
 pub fn ssh(node: &Node, remote: &str) -> Command {
+    ssh_logging(node, remote, None)
+}
+
+/// [`ssh`], with ssh's own messages (`-E`) going to `log` instead of its stderr, which then
+/// holds only what the remote command says: ssh's reason for ending and the node's last words
+/// stay apart.
+pub fn ssh_logging(node: &Node, remote: &str, log: Option<&Path>) -> Command {
     let mut command = Command::new("ssh");
     command.args(["-o", "BatchMode=yes"]);
+    if let Some(log) = log {
+        command.arg("-E").arg(log);
+    }
     // ssh keeps the first value it is given for an option, so a default given before the
     // node's own would silently win over it: leave out those the node sets (keys are
     // case-insensitive).

@@ -2,14 +2,16 @@
 //! the config on stdin, over SSH or as a local child), streaming JSON lines back; the
 //! controller keeps each node's stream as a results directory `FLEET/NODE/` with the node's own
 //! device fingerprint, and `fleet.json` says how every node ended. A node whose stream breaks
-//! is resumed once (`run --resume` of its own directory); if it still cannot finish, each of its
-//! conditions without a result gets a failure record naming the drop; a node that never starts
-//! its share (unreachable, no edgeprof) gets one for every condition, naming why, in a results
-//! directory of its own: never silently missing. A run cancelled from the controller closes
-//! each node's stdin, its control channel: every node stops its sweep, keeping (and streaming)
-//! what it finished, and is not resumed.
+//! is resumed once (`run --resume` of its own directory, which re-attaches to the node's first
+//! run when a half-dead link left it measuring: see [`super::attach`]); if it still cannot
+//! finish, each of its conditions without a result gets a failure record naming the drop; a
+//! node that never starts its share (unreachable, no edgeprof) gets one for every condition,
+//! naming why, in a results directory of its own: never silently missing. A run cancelled from
+//! the controller closes each node's stdin, its control channel: every node stops its sweep,
+//! keeping (and streaming) what it finished, and is not resumed.
 
-use super::{command_line, ssh, Line, Word, SHARE_END};
+use super::launch::{drop_reason, launch};
+use super::{Line, SHARE_END};
 use crate::collect::device::Fingerprint;
 use crate::collect::stop::Cancel;
 use crate::config::{Config, ModelRef, Node};
@@ -19,7 +21,7 @@ use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 use std::time::Duration;
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 
@@ -301,57 +303,6 @@ fn record_failures<'a>(
     }
 }
 
-/// The child that runs (or resumes) the share on `target`; `fleet_dir` holds the local
-/// child's own results.
-fn launch(target: &Target, fleet_dir: &Path, resume: Option<&Path>) -> anyhow::Result<Command> {
-    let run_args: Vec<String> = match resume {
-        None => ["run", "-", "--stream", "--control", "--output", "results"]
-            .map(String::from)
-            .to_vec(),
-        Some(dir) => vec![
-            "run".into(),
-            "--resume".into(),
-            dir.display().to_string(),
-            "--stream".into(),
-            "--control".into(),
-        ],
-    };
-    Ok(match &target.node {
-        None => {
-            let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-            let work = fleet_dir.join(".local");
-            std::fs::create_dir_all(&work)
-                .with_context(|| format!("cannot create {}", work.display()))?;
-            let mut command = Command::new(exe);
-            command.args(&run_args).current_dir(work);
-            command
-        }
-        Some(node) => {
-            let mut words = vec![
-                Word::Syntax("mkdir -p"),
-                Word::Data(node.workdir.clone()),
-                Word::Syntax("&& cd"),
-                Word::Data(node.workdir.clone()),
-                Word::Syntax("&&"),
-                Word::Data(node.edgeprof.clone()),
-            ];
-            words.extend(run_args.into_iter().map(Word::Data));
-            ssh(node, &command_line(&words))
-        }
-    })
-}
-
-/// The last non-empty line of a child's stderr, or its exit status.
-fn last_words(stderr: &str, status: Option<std::process::ExitStatus>) -> String {
-    match stderr.lines().rev().find(|l| !l.trim().is_empty()) {
-        Some(line) => line.trim().to_string(),
-        None => match status {
-            Some(s) => format!("it ended without a message ({s})"),
-            None => "it could not be waited for".to_string(),
-        },
-    }
-}
-
 /// Runs one target's share to its end, keeping its stream in `fleet_dir/NAME/`.
 async fn run_node(
     target: &Target,
@@ -375,6 +326,7 @@ async fn run_node(
     let mut manifest: Option<Manifest> = None;
     let mut writer: Option<results::Writer> = None;
     let mut done: HashSet<String> = HashSet::new();
+    let mut seen: HashSet<(String, usize, String)> = HashSet::new();
     let mut complete = false;
     let mut local_failure = false;
     let cancelled = || cancel.is_raised();
@@ -384,7 +336,7 @@ async fn run_node(
             break;
         }
         let resume = outcome.remote_dir.clone();
-        let mut command = match launch(target, fleet_dir, resume.as_deref()) {
+        let (mut command, ssh_log) = match launch(target, fleet_dir, resume.as_deref()) {
             Ok(c) => c,
             Err(e) => {
                 outcome.reason = Some(format!("{e:#}"));
@@ -472,6 +424,16 @@ async fn run_node(
                     }
                 }
                 Line::Record(record) => {
+                    // A node that re-attached to its own sweep sends every record it holds,
+                    // those this controller already has too.
+                    let key = (
+                        record.condition.id.clone(),
+                        record.attempt,
+                        record.started.clone(),
+                    );
+                    if !seen.insert(key) {
+                        continue;
+                    }
                     if let Some(w) = writer.as_mut() {
                         let _ = w.run(&record);
                     }
@@ -520,7 +482,8 @@ async fn run_node(
         if complete || local_failure || cancelled() {
             break;
         }
-        let reason = last_words(&said, status);
+        let ssh_said = ssh_log.map(|log| std::fs::read_to_string(log.path()).unwrap_or_default());
+        let reason = drop_reason(status, ssh_said.as_deref(), &said);
         let again = attempt == 0;
         send(FleetEvent::Dropped {
             node: target.name.clone(),
@@ -705,17 +668,5 @@ mod tests {
         let command = parse("[matrix]\nengines = [\"command\"]\n[command]\nprogram = \"sh\"\n")?;
         assert!(unshareable(&command).is_some_and(|w| w.contains("command engine")));
         Ok(())
-    }
-
-    #[test]
-    fn last_words_are_the_last_line_said() {
-        assert_eq!(
-            last_words(
-                "a\nssh: connect to host x port 22: Connection refused\n\n",
-                None
-            ),
-            "ssh: connect to host x port 22: Connection refused"
-        );
-        assert_eq!(last_words("", None), "it could not be waited for");
     }
 }

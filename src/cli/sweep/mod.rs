@@ -93,13 +93,134 @@ fn cancel_when_stdin_closes(cancel: &Cancel) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// Writes one stream line; a controller that went away ends the run like a hang-up.
+/// What the stream's writer thread is handed.
+enum StreamOut {
+    Line(String),
+    /// Told back once every line before it is written.
+    Flushed(std::sync::mpsc::Sender<()>),
+}
+
+/// The stream's writer: lines go out from a thread of their own, so a controller whose ssh
+/// session hung (it reads no more, and the pipe to it fills) never stalls the sweep, which
+/// measures on and keeps every record in its directory for the controller's reconnect to collect.
+static STREAM: std::sync::OnceLock<std::sync::mpsc::Sender<StreamOut>> = std::sync::OnceLock::new();
+
+/// How long a run that ended waits for its stream to be written before it exits anyway (its
+/// writer lock is already let go; the records are in its directory).
+const STREAM_FLUSH: Duration = Duration::from_secs(30);
+
+/// Writes one stream line (from the writer thread); a controller that went away ends the run
+/// like a hang-up.
 fn stream_line(line: &edgeprof::fleet::Line) {
-    if let Ok(text) = serde_json::to_string(line) {
+    let Ok(text) = serde_json::to_string(line) else {
+        return;
+    };
+    let writer = STREAM.get_or_init(|| {
+        let (tx, rx) = std::sync::mpsc::channel::<StreamOut>();
+        let spawned = std::thread::Builder::new()
+            .name("stream".into())
+            .spawn(move || {
+                for out in rx {
+                    match out {
+                        StreamOut::Line(text) => {
+                            let mut out = std::io::stdout().lock();
+                            let _ = writeln!(out, "{text}");
+                            let _ = out.flush();
+                        }
+                        StreamOut::Flushed(done) => {
+                            let _ = done.send(());
+                        }
+                    }
+                }
+            });
+        if let Err(e) = spawned {
+            let _ = writeln!(std::io::stderr(), "cannot start the stream's thread: {e}");
+        }
+        tx
+    });
+    if let Err(std::sync::mpsc::SendError(StreamOut::Line(text))) =
+        writer.send(StreamOut::Line(text))
+    {
+        // No writer thread: written here.
         let mut out = std::io::stdout().lock();
         let _ = writeln!(out, "{text}");
         let _ = out.flush();
     }
+}
+
+/// Waits until every stream line is written, at most `limit`: a stream nobody reads any more is
+/// given up.
+fn flush_stream(limit: Duration) {
+    let Some(writer) = STREAM.get() else { return };
+    let (done, written) = std::sync::mpsc::channel();
+    if writer.send(StreamOut::Flushed(done)).is_ok() {
+        let _ = written.recv_timeout(limit);
+    }
+}
+
+/// `run --resume DIR --stream` (a fleet controller's reconnect) while the run that writes DIR
+/// is still alive: its ssh session went half-dead and the node measured on. Rather than refuse,
+/// it follows that run and streams every record in DIR, those already there and those to come,
+/// until the run lets go of DIR. Ok(true): the run finished every condition (its end is
+/// streamed too); Ok(false): nobody writes DIR (any more) and the rest is to be resumed. A cancel
+/// from the controller (its stdin closes) interrupts the followed run as well.
+fn attach(dir: &Path, cancel: &Cancel) -> anyhow::Result<bool> {
+    use edgeprof::fleet::attach::{Followed, Follower};
+    let lock = dir.join(results::LOCK);
+    let Some(holder) = edgeprof::lockfile::holder(&lock) else {
+        return Ok(false);
+    };
+    let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    stream_line(&edgeprof::fleet::Line::Started {
+        dir: std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf()),
+        manifest: Box::new(manifest.clone()),
+    });
+    let _ = writeln!(
+        std::io::stderr(),
+        "{} is still being written by edgeprof ({holder}): following it until it ends",
+        dir.display()
+    );
+    let mut follower = Follower::new(dir);
+    let mut records = Vec::new();
+    loop {
+        let followed = follower
+            .follow(dir, cancel, |record| {
+                stream_line(&edgeprof::fleet::Line::Record(Box::new(record.clone())));
+                records.push(record);
+            })
+            .with_context(|| format!("cannot follow {}", dir.join(results::RUNS).display()))?;
+        if followed == Followed::Cancelled {
+            if let Some(h) = edgeprof::lockfile::holder(&lock).filter(|h| {
+                h.pid > 0
+                    && h.what
+                        .as_deref()
+                        .is_some_and(|w| w.starts_with("edgeprof run"))
+            }) {
+                // As Ctrl-C would: it stops, keeping what it finished.
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(h.pid as i32),
+                    nix::sys::signal::Signal::SIGINT,
+                );
+            }
+            anyhow::bail!(Interrupted {
+                done: results::finished_ids(&records).len(),
+                total: manifest.conditions.len(),
+                dir: dir.to_path_buf(),
+            });
+        }
+        // Another writer may have taken the directory at once: follow that one too.
+        if edgeprof::lockfile::holder(&lock).is_none() {
+            break;
+        }
+    }
+    let manifest = results::read_manifest(dir)?;
+    if manifest.status != SweepStatus::Complete {
+        return Ok(false);
+    }
+    stream_line(&edgeprof::fleet::Line::Finished {
+        manifest: Box::new(manifest),
+    });
+    Ok(true)
 }
 
 /// Where progress goes: stderr (a redrawn status line on a terminal, plain lines otherwise)
@@ -391,6 +512,17 @@ pub(super) fn install_stop_handlers(cancel: &Cancel) -> anyhow::Result<Arc<Atomi
 
 /// `edgeprof run`.
 pub fn run(options: RunOptions) -> anyhow::Result<()> {
+    let stream = options.stream;
+    // The run's writer lock is let go before the wait: a reconnected controller can collect
+    // what a stream nobody reads did not carry.
+    let result = run_sweep(options);
+    if stream {
+        flush_stream(STREAM_FLUSH);
+    }
+    result
+}
+
+fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     if let (None, Some(file)) = (&options.resume, &options.config) {
         if file.as_os_str() != "-" {
             let config = edgeprof::config::load(file)?;
@@ -412,6 +544,11 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
     // Handlers first: a hang-up while the plan is made must not end edgeprof either.
     let cancel = Cancel::new();
     let hangup = install_stop_handlers(&cancel)?;
+    // A resumption's stdin holds no share: its control channel is open from the start, also
+    // while it waits for a run still writing its directory.
+    if options.control && options.resume.is_some() {
+        cancel_when_stdin_closes(&cancel)?;
+    }
     let no_attempts = HashMap::new();
     let mut resume_warnings = Vec::new();
     let (config, dir, mut manifest, done_before, todo, attempts_before, _lock) =
@@ -425,6 +562,9 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 "name a config file (e.g. configs/default.toml), or --resume DIR".into()
             )),
             (Some(dir), None) => {
+                if options.stream && attach(dir, &cancel)? {
+                    return Ok(());
+                }
                 let r = session::resume(dir, options.resume_options)?;
                 resume_warnings = r.warnings;
                 (
@@ -470,7 +610,7 @@ pub fn run(options: RunOptions) -> anyhow::Result<()> {
                 .into()
         ));
     }
-    if options.control {
+    if options.control && options.resume.is_none() {
         cancel_when_stdin_closes(&cancel)?;
     }
     if options.stream {
