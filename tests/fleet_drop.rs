@@ -211,8 +211,20 @@ fn assert_collected(matrix: &Matrix) {
             collected
         ),
         (Some("complete"), Some(6), Some(0), measured),
-        "{manifest}\n{}",
-        run.stderr
+        "{manifest}\n{}\nnode: {}\ncontroller: {}",
+        run.stderr,
+        std::fs::read_to_string(remote.join("runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.chars().take(600).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n"),
+        std::fs::read_to_string(run.fleet.join("n").join("runs.jsonl"))
+            .unwrap_or_default()
+            .lines()
+            .map(|l| l.chars().take(600).collect::<String>())
+            .collect::<Vec<_>>()
+            .join("\n")
     );
 }
 

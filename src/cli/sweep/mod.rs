@@ -618,6 +618,15 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
             dir: std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()),
             manifest: Box::new(manifest.clone()),
         });
+        if options.resume.is_some() {
+            // A controller's reconnect: what the node measured while the link was down (its
+            // first run may have ended before this one began) goes first; the controller keeps
+            // each record once.
+            let stored = results::read_lines::<results::RunRecord>(&dir.join(results::RUNS))?;
+            for record in stored.records {
+                stream_line(&edgeprof::fleet::Line::Record(Box::new(record)));
+            }
+        }
     }
     let mut out = Output::new(&dir, Arc::clone(&hangup));
     for why in &resume_warnings {
