@@ -76,6 +76,17 @@ mod tests;
 /// than that is no ONNX model (weights past it live in external data files, never read here).
 pub const MAX_FILE_BYTES: u64 = 2 << 30;
 
+/// The words of the walk's reasons that say a node cannot run at all, on any engine (as
+/// opposed to a node whose shapes the walk cannot follow): the reasons are made with them, and
+/// [`preflight`] tells those nodes from the others by them.
+pub(crate) mod impossible {
+    pub const CANNOT_BROADCAST: &str = "cannot be broadcast together";
+    pub const TOO_LARGE: &str = "larger than any model's";
+    pub const SIZES_OVERFLOW: &str = "its sizes overflow 64 bits";
+    pub const COST_OVERFLOWS: &str = "its cost overflows 64 bits";
+    pub const ALL: [&str; 4] = [CANNOT_BROADCAST, TOO_LARGE, SIZES_OVERFLOW, COST_OVERFLOWS];
+}
+
 /// Tensors larger than this many elements are refused as no real model's (2^44: 64 TiB at
 /// float32), which also keeps every FLOP count within 64 bits.
 pub const MAX_ELEMENTS: u64 = 1 << 44;
@@ -507,8 +518,9 @@ pub(crate) fn checked_elements(shape: &[usize]) -> Result<u64, String> {
             .filter(|&n| n <= MAX_ELEMENTS)
             .ok_or_else(|| {
                 format!(
-                    "a tensor of shape {} is larger than any model's (over 2^44 elements)",
-                    show_shape(shape)
+                    "a tensor of shape {} is {} (over 2^44 elements)",
+                    show_shape(shape),
+                    impossible::TOO_LARGE
                 )
             })?;
     }

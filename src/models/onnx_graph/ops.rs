@@ -200,7 +200,7 @@ fn n(shape: &[usize]) -> u64 {
 /// a · b for sizes, refused when it overflows.
 fn times(a: usize, b: usize) -> R<usize> {
     a.checked_mul(b)
-        .ok_or_else(|| "its sizes overflow 64 bits".to_string())
+        .ok_or_else(|| super::impossible::SIZES_OVERFLOW.to_string())
 }
 
 /// a · b · …, refused when it overflows.
@@ -208,12 +208,12 @@ fn mul(parts: &[u64]) -> R<u64> {
     parts
         .iter()
         .try_fold(1u64, |acc, &p| acc.checked_mul(p))
-        .ok_or_else(|| "its cost overflows 64 bits".to_string())
+        .ok_or_else(|| super::impossible::COST_OVERFLOWS.to_string())
 }
 
 fn add(a: u64, b: u64) -> R<u64> {
     a.checked_add(b)
-        .ok_or_else(|| "its cost overflows 64 bits".to_string())
+        .ok_or_else(|| super::impossible::COST_OVERFLOWS.to_string())
 }
 
 const BOOL: i32 = D::Bool as i32;
@@ -232,12 +232,13 @@ fn broadcast(shapes: &[&[usize]]) -> R<Vec<usize>> {
                 *o = d;
             } else if d != 1 && d != *o {
                 return Err(format!(
-                    "shapes {} cannot be broadcast together",
+                    "shapes {} {}",
                     shapes
                         .iter()
                         .map(|s| show_shape(s))
                         .collect::<Vec<_>>()
-                        .join(" and ")
+                        .join(" and "),
+                    super::impossible::CANNOT_BROADCAST
                 ));
             }
         }
@@ -429,7 +430,7 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             }
             let count = ((l - s) / d).ceil().max(0.0);
             if count > super::MAX_ELEMENTS as f64 {
-                return Err("its output is larger than any model's".into());
+                return Err(format!("its output is {}", super::impossible::TOO_LARGE));
             }
             let count = count as usize;
             let value = (count <= SMALL).then(|| (0..count).map(|i| s + i as f64 * d).collect());

@@ -8,19 +8,11 @@
 
 use super::*;
 
-/// Phrases of the walk's reasons that say a node cannot run at all, as opposed to one whose
-/// shapes the walk cannot follow (an operator it does not know, a shape known only at run
-/// time), which an engine may well run.
-const IMPOSSIBLE: [&str; 4] = [
-    "cannot be broadcast together",
-    "larger than any model's",
-    "sizes overflow 64 bits",
-    "cost overflows 64 bits",
-];
-
 /// Whether a walk's reason says the node cannot run at all.
 fn impossible(reason: &str) -> bool {
-    IMPOSSIBLE.iter().any(|p| reason.contains(p))
+    // Not an operator the walk does not know, nor a shape known only at run time: an engine
+    // may well run those.
+    impossible::ALL.iter().any(|p| reason.contains(p))
 }
 
 /// A node no engine can run: its name (control characters shown as `?`), operator and why.
