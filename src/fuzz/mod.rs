@@ -418,6 +418,11 @@ fn short_config() {
 }
 
 #[test]
+fn short_model_paths() {
+    short_run("model-paths");
+}
+
+#[test]
 fn short_costmodel_db() {
     short_run("costmodel-db");
 }

@@ -1,5 +1,7 @@
 //! The stored-record targets: a results directory's files (also replaced by a FIFO, a link or
-//! a directory, as a damaged or tampered directory holds them) and the cost-model database.
+//! a directory, as a damaged or tampered directory holds them), the cost-model database, and
+//! ONNX files given by path (a model named `*.onnx` that is a FIFO, a link to `/dev/zero`, a
+//! directory).
 
 use super::*;
 
@@ -199,5 +201,53 @@ pub(super) fn run_costmodel(scratch: &mut Scratch, bytes: &[u8]) {
                 p.model
             );
         }
+    }
+}
+
+/// A mutated model behind a path: the first byte says what stands at the path (a regular file,
+/// or one of [`FILE_KINDS`]), the rest is the model.
+pub(super) fn mutate_model_path(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+    let kind = if rng.random_bool(0.5) {
+        0
+    } else {
+        rng.random_range(1..=FILE_KINDS.len() as u8)
+    };
+    let mut out = vec![kind];
+    out.extend(mutate_onnx(rng, seeds));
+    out
+}
+
+/// Reads a model by its path as `models info`, the cost model and `bench` do: a path that is not
+/// a regular file is refused at once (a hang past the harness's limit is a failure), a file is
+/// read no further than an ONNX file can be.
+pub(super) fn run_model_path(scratch: &mut Scratch, bytes: &[u8]) {
+    let Some((&kind, model)) = bytes.split_first() else {
+        return;
+    };
+    let dir = scratch.path().join("models");
+    if std::fs::create_dir_all(&dir).is_err() {
+        return;
+    }
+    let read = || {
+        let path = dir.join("model.onnx");
+        let _ = crate::models::onnx_graph::analyse_file(&path, &[], None);
+        let _ = crate::models::onnx_read::read_file(&path, Default::default());
+        let source = crate::engines::tract::ModelSource::OnnxFile(&path);
+        let _ = crate::engines::tract::TractSession::load(source, Some(&[1, 3, 32, 32]), 1);
+    };
+    match FILE_KINDS.get(usize::from(kind).wrapping_sub(1)) {
+        Some(special) => with_special(&dir, "model.onnx", special, model, read),
+        None => with_file(&dir, "model.onnx", model, read),
+    }
+}
+
+pub(super) fn model_path_target() -> Target {
+    Target {
+        name: "model-paths",
+        seeds: onnx_seeds,
+        dictionary: &[],
+        structured: Some(mutate_model_path),
+        run: run_model_path,
+        short: 200,
     }
 }

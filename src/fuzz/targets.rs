@@ -335,6 +335,7 @@ pub fn targets() -> Vec<Target> {
         },
         onnx_target(),
         onnx_reader_target(),
+        model_path_target(),
     ]
 }
 
