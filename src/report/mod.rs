@@ -443,23 +443,13 @@ mod tests {
             crate::config::Device::Cpu,
         );
         let record = |attempt, wall_s| RunRecord {
-            condition: c.clone(),
             attempt,
             last: attempt == 2,
-            started: String::new(),
-            ok: true,
-            reason: None,
-            failure: None,
-            run: None,
-            stats: None,
-            telemetry: None,
-            repetition: None,
-            drift: None,
-            ran_on: None,
             resources: crate::runner::spawn::Resources {
                 wall_s,
                 ..Default::default()
             },
+            ..RunRecord::bare(c.clone())
         };
         let sample = |attempt, t_s, cpu| SampleRecord {
             condition: c.id.clone(),

@@ -246,27 +246,15 @@ mod tests {
             s.median_interval_ms = Some(interval);
         }
         RunRecord {
-            condition: crate::runner::matrix::Condition::new(
+            stats,
+            ..RunRecord::bare(crate::runner::matrix::Condition::new(
                 "tract",
                 crate::config::ModelRef::Zoo("lenet".into()),
                 crate::models::InputShape::default(),
                 1,
                 1,
                 crate::config::Device::Cpu,
-            ),
-            attempt: 1,
-            last: true,
-            started: String::new(),
-            ok: true,
-            reason: None,
-            failure: None,
-            run: None,
-            stats,
-            resources: Default::default(),
-            telemetry: None,
-            repetition: None,
-            drift: None,
-            ran_on: None,
+            ))
         }
     }
 

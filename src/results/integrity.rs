@@ -191,23 +191,12 @@ mod tests {
         );
         condition.id = id.to_string();
         RunRecord {
-            condition,
             attempt,
-            last: true,
-            started: String::new(),
-            ok: true,
-            reason: None,
-            failure: None,
-            run: None,
-            stats: None,
             resources: crate::runner::spawn::Resources {
                 samples,
                 ..Default::default()
             },
-            telemetry: None,
-            repetition: None,
-            drift: None,
-            ran_on: None,
+            ..RunRecord::bare(condition)
         }
     }
 

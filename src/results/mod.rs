@@ -487,6 +487,30 @@ pub fn finished_ids(runs: &[RunRecord]) -> std::collections::HashSet<String> {
 }
 
 #[cfg(test)]
+impl RunRecord {
+    /// A successful, last first attempt at `condition` with nothing measured, for tests to fill
+    /// in.
+    pub(crate) fn bare(condition: Condition) -> RunRecord {
+        RunRecord {
+            condition,
+            attempt: 1,
+            last: true,
+            started: String::new(),
+            ok: true,
+            reason: None,
+            failure: None,
+            run: None,
+            stats: None,
+            resources: Default::default(),
+            telemetry: None,
+            repetition: None,
+            drift: None,
+            ran_on: None,
+        }
+    }
+}
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
