@@ -128,6 +128,108 @@ fn a_condition_whose_samples_were_cut_short_is_measured_again() {
     );
 }
 
+/// How many lines of `file` (samples.jsonl, telemetry.jsonl) each (condition, attempt) has.
+fn lines_per_attempt(file: &Path) -> std::collections::HashMap<(String, u64), u64> {
+    let mut counts = std::collections::HashMap::new();
+    for line in lines(file) {
+        let v: serde_json::Value = match serde_json::from_str(&line) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}: {line}"),
+        };
+        let key = (
+            v["condition"].as_str().unwrap_or_default().to_string(),
+            v["attempt"].as_u64().unwrap_or(0),
+        );
+        *counts.entry(key).or_insert(0) += 1;
+    }
+    counts
+}
+
+#[test]
+fn a_write_error_while_a_conditions_samples_are_stored_leaves_it_to_be_measured_again() {
+    use std::os::unix::process::CommandExt;
+    let tmp = temp_dir();
+    let config = tmp.path().join("quick.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"quick\"\n[command]\nprogram = \"{}\"\nargs = [\"0.3\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [1, 2, 3]\n\
+             [measure]\nretries = 0\nsample_interval_ms = 20\n",
+            worker_fixture("slow.sh")
+        ),
+    );
+    let out = tmp.path().join("results");
+    // A file may not grow past 8 KiB: a condition's samples (about 10 KiB) fail to be written,
+    // as on a full disk (EFBIG here, ENOSPC there), while the manifest and records fit.
+    let mut command = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"));
+    command
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    // SAFETY: between fork and exec the closure only calls setrlimit and signal, both
+    // async-signal-safe.
+    unsafe {
+        command.pre_exec(|| {
+            nix::sys::resource::setrlimit(nix::sys::resource::Resource::RLIMIT_FSIZE, 8192, 8192)
+                .map_err(std::io::Error::from)?;
+            nix::sys::signal::signal(
+                nix::sys::signal::Signal::SIGXFSZ,
+                nix::sys::signal::SigHandler::SigIgn,
+            )
+            .map_err(std::io::Error::from)?;
+            Ok(())
+        });
+    }
+    let status = match command.status() {
+        Ok(s) => s,
+        Err(e) => panic!("{e}"),
+    };
+    assert_eq!(
+        status.code(),
+        Some(1),
+        "the write error did not stop the sweep"
+    );
+    let dir = only_entry(&out);
+    resume(&dir).assert().success();
+    // Every condition's result has all the samples and telemetry lines it counts.
+    let samples = lines_per_attempt(&dir.join("samples.jsonl"));
+    let telemetry = lines_per_attempt(&dir.join("telemetry.jsonl"));
+    let mut short = Vec::new();
+    let runs = lines(&dir.join("runs.jsonl"));
+    for line in &runs {
+        let r: serde_json::Value = match serde_json::from_str(line) {
+            Ok(v) => v,
+            Err(e) => panic!("{e}"),
+        };
+        let key = (
+            r["condition"]["id"]
+                .as_str()
+                .unwrap_or_default()
+                .to_string(),
+            r["attempt"].as_u64().unwrap_or(0),
+        );
+        let said = (
+            r["resources"]["samples"].as_u64().unwrap_or(0),
+            r["telemetry"]["samples"].as_u64().unwrap_or(0),
+        );
+        let held = (
+            samples.get(&key).copied().unwrap_or(0),
+            telemetry.get(&key).copied().unwrap_or(0),
+        );
+        if held.0 < said.0 || held.1 < said.1 {
+            short.push(format!(
+                "{key:?}: record says {said:?}, files hold {held:?}"
+            ));
+        }
+    }
+    assert_eq!(short, Vec::<String>::new());
+    assert_eq!(runs.len(), 3, "{runs:?}");
+}
+
 #[test]
 fn a_model_file_replaced_before_resume_is_refused() {
     let tmp = temp_dir();
