@@ -29,7 +29,7 @@ struct Planned {
     manifest: Manifest,
     todo: Vec<Condition>,
     done_before: usize,
-    attempts_before: HashMap<String, usize>,
+    attempts_before: HashMap<String, crate::runner::sweep::Made>,
 }
 
 /// Sweeps `plan.todo` into its directory with progress as events, then writes the summaries.

@@ -185,7 +185,7 @@ pub struct Resumed {
     /// Conditions that had their result before this resume.
     pub done_before: usize,
     /// Attempts already made at each unfinished condition, so retries count on from there.
-    pub attempts_before: HashMap<String, usize>,
+    pub attempts_before: HashMap<String, crate::runner::sweep::Made>,
     /// Lines of the directory that were skipped, and conditions measured again, in words.
     pub warnings: Vec<String>,
 }
@@ -267,9 +267,25 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
         ));
         finished.remove(&gap.condition);
     }
-    let mut attempts_before =
+    let numbered =
         results::integrity::highest_attempts(&runs.records, &samples.records, &telemetry.records);
-    attempts_before.retain(|id, _| !finished.contains(id));
+    let mut attempts_before: HashMap<String, crate::runner::sweep::Made> = HashMap::new();
+    for (id, &highest) in numbered.iter().filter(|(id, _)| !finished.contains(*id)) {
+        let recorded = runs
+            .records
+            .iter()
+            .filter(|r| &r.condition.id == id)
+            .map(|r| r.attempt)
+            .max()
+            .unwrap_or(0);
+        attempts_before.insert(
+            id.clone(),
+            crate::runner::sweep::Made {
+                recorded,
+                numbered: highest,
+            },
+        );
+    }
     let todo: Vec<Condition> = manifest
         .conditions
         .iter()

@@ -289,6 +289,28 @@ fn interrupt_after(dir: &Path, keep: usize) {
     let runs = read(&dir.join("runs.jsonl"));
     let kept: String = runs.lines().take(keep).map(|l| format!("{l}\n")).collect();
     write(&dir.join("runs.jsonl"), &kept);
+    // The attempts whose records went were never made: their samples and telemetry go too.
+    let key =
+        |v: &serde_json::Value, id: &serde_json::Value| (id.to_string(), v["attempt"].to_string());
+    let gone: Vec<(String, String)> = runs
+        .lines()
+        .skip(keep)
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .map(|r| key(&r, &r["condition"]["id"]))
+        .collect();
+    for file in ["samples.jsonl", "telemetry.jsonl"] {
+        let path = dir.join(file);
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let left: String = text
+            .lines()
+            .filter(|l| {
+                serde_json::from_str::<serde_json::Value>(l)
+                    .map_or(true, |v| !gone.contains(&key(&v, &v["condition"])))
+            })
+            .map(|l| format!("{l}\n"))
+            .collect();
+        write(&path, &left);
+    }
     let manifest = read(&dir.join("manifest.json"))
         .replace("\"status\": \"complete\"", "\"status\": \"interrupted\"");
     write(&dir.join("manifest.json"), &manifest);

@@ -112,10 +112,16 @@ impl Sweep<'_> {
         let condition = &self.conditions[k];
         let index = self.done_before + k + 1;
         let m = &self.config.measure;
-        let made = self.attempts_before.get(&condition.id).copied();
-        // A condition measured again after its lines were lost has used its attempts: it gets
-        // one more, numbered on.
-        let attempts = (1 + m.retries).max(made.map_or(0, |n| n + 1));
+        // Attempts numbered on from the last line of an earlier run; the retries left are what
+        // its records used, and a condition measured again after its lines were lost (it used
+        // them all) gets one more.
+        let (first, attempts) = match self.attempts_before.get(&condition.id) {
+            None => (1, 1 + m.retries),
+            Some(made) => {
+                let left = (1 + m.retries).saturating_sub(made.recorded).max(1);
+                (made.numbered + 1, made.numbered + left)
+            }
+        };
         let prepared = prepare::prepare(
             self.config,
             condition,
@@ -168,7 +174,6 @@ impl Sweep<'_> {
                 return Ok(Started::Failed);
             }
         };
-        let first = made.map_or(1, |made| made + 1);
         for attempt in first..=attempts {
             if self.cancel.is_raised() {
                 return Ok(Started::Cancelled);

@@ -102,7 +102,18 @@ pub struct Sweep<'a> {
     pub dir: &'a std::path::Path,
     /// Attempts made at a condition before this sweep (a resumed one): its attempt numbers
     /// continue from there and its retries are what is left of the configured number.
-    pub attempts_before: &'a std::collections::HashMap<String, usize>,
+    pub attempts_before: &'a std::collections::HashMap<String, Made>,
+}
+
+/// The attempts at a condition before a resumed sweep.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Made {
+    /// Attempts that have their record: they count against `measure.retries`.
+    pub recorded: usize,
+    /// The highest attempt number any line of the condition carries (an attempt whose record
+    /// was never written — the disk filled, the run was killed — may have left samples): the
+    /// next attempt is numbered past it, so that no two attempts share a number.
+    pub numbered: usize,
 }
 
 /// Seconds of work a worker measured (its own figures, not its process's life).
