@@ -418,6 +418,11 @@ fn short_config() {
 }
 
 #[test]
+fn short_history() {
+    short_run("history");
+}
+
+#[test]
 fn short_model_paths() {
     short_run("model-paths");
 }

@@ -1,5 +1,6 @@
 //! The stored-record targets: a results directory's files (also replaced by a FIFO, a link or
-//! a directory, as a damaged or tampered directory holds them), the cost-model database, and
+//! a directory, as a damaged or tampered directory holds them), the cost-model database, a
+//! device's history of clean runs, and
 //! ONNX files given by path (a model named `*.onnx` that is a FIFO, a link to `/dev/zero`, a
 //! directory).
 
@@ -155,8 +156,8 @@ pub(super) fn costmodel_seeds() -> Vec<Vec<u8>> {
     seeds
 }
 
-/// A database line's numbers made extreme more often than other byte mutations.
-pub(super) fn mutate_costmodel(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
+/// A JSON database with one to four of its numbers made extreme (every field may be reached).
+pub(super) fn extreme_numbers(rng: &mut ChaCha8Rng, seeds: &[Vec<u8>]) -> Vec<u8> {
     let mut data = pick(rng, seeds).clone();
     for _ in 0..rng.random_range(1..=4) {
         let fields = json_numbers(&data);
@@ -249,5 +250,85 @@ pub(super) fn model_path_target() -> Target {
         structured: Some(mutate_model_path),
         run: run_model_path,
         short: 200,
+    }
+}
+
+/// A device's history of clean runs: three conditions' latest medians.
+pub(super) fn history_seeds() -> Vec<Vec<u8>> {
+    let entry = |median: f64, low: f64, high: f64| {
+        serde_json::json!({
+            "median_ms": median,
+            "interval_ms": [low, high],
+            "written": "2026-12-03T10:01:00Z",
+            "results": "results/20261203T100100Z-x",
+        })
+    };
+    let history = serde_json::json!({
+        "a": entry(1.0, 0.9, 1.1),
+        "b": entry(2.5, 2.4, 2.6),
+        "c": entry(0.05, 0.049, 0.051),
+    });
+    vec![history.to_string().into_bytes()]
+}
+
+/// Opens a history and compares a clean run of 1 ms with each of its entries: a drift whose
+/// ratio, or the percentage its reason opens with, is not a finite number is the bug.
+pub(super) fn run_history(scratch: &mut Scratch, bytes: &[u8]) {
+    use crate::results::history::History;
+    let path = scratch.path().join("history.json");
+    if std::fs::write(&path, bytes).is_err() {
+        return;
+    }
+    let (history, _) = History::open(path);
+    let times = vec![vec![1.0, 1.01, 0.99, 1.0, 1.02]];
+    let mut stats = crate::stats::run_stats(
+        10.0,
+        Some(1.0),
+        &[],
+        &times,
+        1,
+        crate::stats::Outliers::Keep,
+    );
+    if let Some(s) = &mut stats {
+        s.median_interval_ms = Some((0.98, 1.02));
+    }
+    let record = crate::results::RunRecord {
+        stats,
+        ..crate::results::RunRecord::bare(crate::runner::matrix::Condition::new(
+            "tract",
+            crate::config::ModelRef::Zoo("lenet".into()),
+            crate::models::InputShape::default(),
+            1,
+            1,
+            crate::config::Device::Cpu,
+        ))
+    };
+    for key in ["a", "b", "c"] {
+        if let Some(drift) = history.against(key, &record) {
+            let reason = drift.reason();
+            // `14 % slower than …`: the figure it opens with is a number.
+            let figure = reason.split(' ').next().and_then(|f| f.parse::<f64>().ok());
+            assert!(
+                drift.ratio.is_finite() && figure.is_some_and(f64::is_finite),
+                "{key}: {reason}"
+            );
+        }
+    }
+}
+
+pub(super) fn history_target() -> Target {
+    Target {
+        name: "history",
+        seeds: history_seeds,
+        dictionary: &[
+            "\"median_ms\":",
+            "\"interval_ms\":",
+            "5e-324",
+            "-0.0",
+            "1e308",
+        ],
+        structured: Some(extreme_numbers),
+        run: run_history,
+        short: 2_000,
     }
 }

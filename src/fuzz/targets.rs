@@ -329,13 +329,14 @@ pub fn targets() -> Vec<Target> {
                 "[]",
                 "-1e308",
             ],
-            structured: Some(mutate_costmodel),
+            structured: Some(extreme_numbers),
             run: run_costmodel,
             short: 120,
         },
         onnx_target(),
         onnx_reader_target(),
         model_path_target(),
+        history_target(),
     ]
 }
 

@@ -35,6 +35,19 @@ pub struct Earlier {
     pub results: String,
 }
 
+impl Earlier {
+    /// A median and an interval that are times: finite, a positive median of a normal size
+    /// (not a denormal), the interval in order.
+    fn is_sound(&self) -> bool {
+        let (low, high) = self.interval_ms;
+        low.is_finite()
+            && high.is_finite()
+            && self.median_ms.is_normal()
+            && self.median_ms > 0.0
+            && low <= high
+    }
+}
+
 /// A condition against its latest clean run on this device.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Drift {
@@ -94,14 +107,29 @@ impl History {
     /// malformed one is replaced by a new one, an unreadable one leaves the history in memory.
     pub fn open(path: PathBuf) -> (History, Option<String>) {
         match crate::collect::read_capped(&path, MAX_BYTES) {
-            Ok(text) => match serde_json::from_str(&text) {
-                Ok(entries) => (
-                    History {
-                        path: Some(path),
-                        entries,
-                    },
-                    None,
-                ),
+            Ok(text) => match serde_json::from_str::<BTreeMap<String, Earlier>>(&text) {
+                Ok(mut entries) => {
+                    // A run of another figure (edited by hand, or damaged) is no reference.
+                    let before = entries.len();
+                    entries.retain(|_, e| e.is_sound());
+                    let left_out = before - entries.len();
+                    let why = (left_out > 0).then(|| {
+                        format!(
+                            "{left_out} entr{} of {} held a median or an interval that is not \
+                             a time and {} left out",
+                            if left_out == 1 { "y" } else { "ies" },
+                            path.display(),
+                            if left_out == 1 { "is" } else { "are" }
+                        )
+                    });
+                    (
+                        History {
+                            path: Some(path),
+                            entries,
+                        },
+                        why,
+                    )
+                }
                 Err(e) => {
                     let why = format!(
                         "{} was not an edgeprof history ({e}); a new one replaces it",
@@ -149,9 +177,11 @@ impl History {
             return None;
         }
         let (e_low, e_high) = earlier.interval_ms;
-        Some(Drift {
+        let ratio = median / earlier.median_ms;
+        // A median of a denormal's size makes no ratio worth saying.
+        ratio.is_finite().then(|| Drift {
             earlier: earlier.clone(),
-            ratio: median / earlier.median_ms,
+            ratio,
             beyond: low > e_high || e_low > high,
         })
     }
@@ -229,6 +259,31 @@ impl History {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn entries_whose_figures_are_not_times_are_left_out_and_said() {
+        let dir = match tempfile::tempdir() {
+            Ok(d) => d,
+            Err(e) => panic!("{e}"),
+        };
+        let path = dir.path().join("history.json");
+        let entry = |m: f64, l: f64, h: f64| serde_json::json!({"median_ms": m, "interval_ms": [l, h], "written": "", "results": ""});
+        let text = serde_json::json!({
+            "denormal": entry(5e-324, 0.0, 1e-323),
+            "negative": entry(-1.0, -1.1, -0.9),
+            "inverted": entry(1.0, 1.1, 0.9),
+            "sound": entry(1.0, 0.9, 1.1),
+        });
+        if let Err(e) = std::fs::write(&path, text.to_string()) {
+            panic!("{e}");
+        }
+        let (history, why) = History::open(path);
+        assert_eq!(history.entries.keys().collect::<Vec<_>>(), vec!["sound"]);
+        assert!(
+            why.is_some_and(|w| w.starts_with("3 entries of ")),
+            "the entries left out are not said"
+        );
+    }
 
     fn record(median: f64, interval: (f64, f64), cv: f64) -> RunRecord {
         let times: Vec<f64> = (0..30)
