@@ -122,13 +122,36 @@ pub(super) fn run_results(scratch: &mut Scratch, bytes: &[u8]) {
             let _ = writer.samples("fuzz", 1, &[Default::default()]);
         }
     };
-    if let Some(kind) = kind {
-        if FILE_KINDS.contains(&kind.as_str()) {
-            with_special(&dir, &name, &kind, content, read);
+    // The sample appended above (and the files a writer creates) go again after each input:
+    // the tree every input starts from stays the fixture's, and a campaign does not slow down
+    // as the files grow.
+    let lengths: Vec<(PathBuf, Option<u64>)> = RESULT_FILES
+        .iter()
+        .map(|f| {
+            let path = dir.join(f);
+            let len = std::fs::symlink_metadata(&path)
+                .ok()
+                .filter(|m| m.is_file())
+                .map(|m| m.len());
+            (path, len)
+        })
+        .collect();
+    match kind {
+        Some(kind) if FILE_KINDS.contains(&kind.as_str()) => {
+            with_special(&dir, &name, &kind, content, read)
         }
-        return;
+        Some(_) => {}
+        None => with_file(&dir, &name, content, read),
     }
-    with_file(&dir, &name, content, read);
+    for (path, len) in lengths {
+        let _ = match len {
+            Some(len) => std::fs::OpenOptions::new()
+                .write(true)
+                .open(&path)
+                .and_then(|f| f.set_len(len)),
+            None => std::fs::remove_file(&path),
+        };
+    }
 }
 
 /// Profiles of small models (and probes) from the stored tract database: the whole set, and
