@@ -269,23 +269,22 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
     }
     let numbered =
         results::integrity::highest_attempts(&runs.records, &samples.records, &telemetry.records);
-    let mut attempts_before: HashMap<String, crate::runner::sweep::Made> = HashMap::new();
-    for (id, &highest) in numbered.iter().filter(|(id, _)| !finished.contains(*id)) {
-        let recorded = runs
-            .records
-            .iter()
-            .filter(|r| &r.condition.id == id)
-            .map(|r| r.attempt)
-            .max()
-            .unwrap_or(0);
-        attempts_before.insert(
-            id.clone(),
-            crate::runner::sweep::Made {
-                recorded,
-                numbered: highest,
-            },
-        );
+    let mut recorded: HashMap<&str, usize> = HashMap::new();
+    for r in &runs.records {
+        let n = recorded.entry(r.condition.id.as_str()).or_default();
+        *n = (*n).max(r.attempt);
     }
+    let attempts_before: HashMap<String, crate::runner::sweep::Made> = numbered
+        .into_iter()
+        .filter(|(id, _)| !finished.contains(id))
+        .map(|(id, highest)| {
+            let made = crate::runner::sweep::Made {
+                recorded: recorded.get(id.as_str()).copied().unwrap_or(0),
+                numbered: highest,
+            };
+            (id, made)
+        })
+        .collect();
     let todo: Vec<Condition> = manifest
         .conditions
         .iter()

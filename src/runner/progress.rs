@@ -180,20 +180,9 @@ mod tests {
             index: 1,
             total: 1,
             record: Box::new(crate::results::RunRecord {
-                condition: condition(),
-                attempt: 1,
                 last: !retry,
-                started: String::new(),
                 ok: !retry,
-                reason: None,
-                failure: None,
-                run: None,
-                stats: None,
-                resources: Default::default(),
-                telemetry: None,
-                repetition: None,
-                drift: None,
-                ran_on: None,
+                ..crate::results::RunRecord::bare(condition())
             }),
             retry,
         }
