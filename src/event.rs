@@ -36,6 +36,13 @@ pub enum RunEvent {
     },
     /// The sweep's own events.
     Sweep(SweepEvent),
+    /// A line of the run's progress, as its `progress.log` holds it.
+    Said(crate::runner::progress::Said),
+    /// The sweep ended and its summaries are written: its manifest as it now stands (the
+    /// rooflines, when asked for, follow).
+    Stored {
+        manifest: Box<crate::results::Manifest>,
+    },
     /// After the sweep, its GPU conditions under the profiler for the GPU roofline.
     GpuProfile(crate::runner::gpu_profile::GpuProfileEvent),
     /// A fleet run began: its directory and nodes.

@@ -418,6 +418,61 @@ pub fn finish(
     Ok((stored, rows))
 }
 
+/// The CPU roofline of a finished sweep: this device's ceilings (where they are kept) and the
+/// sweep's successful CPU conditions as points, with those left out and why.
+#[derive(Debug, Clone)]
+pub struct CpuRoofline {
+    pub ceilings: crate::roofline::store::Stored,
+    pub from: String,
+    pub programs: Vec<crate::roofline::Program>,
+    pub left_out: Vec<(String, String)>,
+}
+
+/// The CPU roofline of a finished sweep (None when no CPU condition succeeded: a sweep of GPU
+/// conditions only has none): `roofline.json` with each point's analysis, and
+/// `charts/roofline.svg`. This device's ceilings are measured first when none are kept;
+/// `progress` hears that measurement.
+pub fn cpu_roofline(
+    stored: &Stored,
+    progress: impl FnMut(crate::roofline::store::Progress),
+) -> anyhow::Result<Option<CpuRoofline>> {
+    use crate::roofline::{advice, Precision};
+    let on_cpu = stored
+        .runs
+        .iter()
+        .any(|r| r.ok && r.condition.device == crate::config::Device::Cpu);
+    if !on_cpu {
+        return Ok(None);
+    }
+    let (ceilings, from) = crate::roofline::store::kept_or_measure(progress)?;
+    let c = &ceilings.ceilings;
+    let simulations = crate::runner::cachesim::load(&stored.dir)?;
+    let (programs, left_out) = crate::roofline::programs_from_results(stored, &simulations);
+    let analyses: Vec<_> = programs
+        .iter()
+        .filter_map(|p| advice::analyse(p, c).ok())
+        .collect();
+    let value = serde_json::json!({
+        "ceilings": c,
+        "ceilings_file": from,
+        "programs": programs,
+        "left_out": left_out,
+        "analyses": analyses,
+    });
+    let text = serde_json::to_string_pretty(&value).context("cannot encode the roofline")?;
+    results::write_atomic(&stored.dir.join("roofline.json"), (text + "\n").as_bytes())?;
+    let charts = stored.dir.join("charts");
+    crate::files::create_real_dir(&charts)?;
+    let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
+    results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
+    Ok(Some(CpuRoofline {
+        ceilings,
+        from,
+        programs,
+        left_out,
+    }))
+}
+
 /// The GPU roofline of a finished sweep (see [`crate::runner::gpu_profile`]): when the config
 /// asks for the roofline and the sweep has GPU conditions with times, each is profiled,
 /// `gpu-roofline.json` written, and each GPU with kept ceilings gets its chart

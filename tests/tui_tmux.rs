@@ -433,3 +433,125 @@ fn capital_r_resumes_a_cancelled_run_to_completion() {
     assert_eq!(runs.lines().count(), 2, "{runs}");
     assert!(runs.lines().all(|l| l.contains("\"ok\":true")), "{runs}");
 }
+
+/// Every file under `dir`, relative to it, sorted (the writer's lock aside: it is there while a
+/// run holds the directory).
+fn files_under(dir: &Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut todo = vec![dir.to_path_buf()];
+    while let Some(d) = todo.pop() {
+        let Ok(entries) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let path = e.path();
+            if path.is_dir() {
+                todo.push(path);
+            } else if let Ok(rel) = path.strip_prefix(dir) {
+                out.push(rel.to_string_lossy().into_owned());
+            }
+        }
+    }
+    out.retain(|f| f != "writer.lock");
+    out.sort();
+    out
+}
+
+/// The top-level keys of a JSON file.
+fn json_keys(path: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let value: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    let mut keys: Vec<String> = value
+        .as_object()
+        .map(|o| o.keys().cloned().collect())
+        .unwrap_or_default();
+    keys.sort();
+    keys
+}
+
+/// The one results directory under `parent`.
+fn only_dir(parent: &Path) -> std::path::PathBuf {
+    let dirs: Vec<_> = std::fs::read_dir(parent)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert_eq!(dirs.len(), 1, "{dirs:?}");
+    dirs[0].clone()
+}
+
+#[test]
+fn a_run_from_the_ui_writes_what_edgeprof_run_writes() {
+    let tmp = temp_dir();
+    let dir = tmp.path();
+    small_config(
+        dir,
+        400,
+        "\"shufflenet_v2_x0_5\", \"mobilenet_v2\", \"squeezenet1_1\"",
+    );
+    let mut config = std::fs::read_to_string(dir.join("small.toml")).unwrap_or_default();
+    config = config.replace(
+        "name = \"small\"\n",
+        "name = \"small\"\n[output]\nroofline = true\n",
+    );
+    let ui_config = config.replace("[output]\n", "[output]\ndir = \"ui\"\n");
+    let cli_config = config.replace("[output]\n", "[output]\ndir = \"cli\"\n");
+    std::fs::write(dir.join("ui.toml"), ui_config).unwrap_or_default();
+    std::fs::write(dir.join("cli.toml"), cli_config).unwrap_or_default();
+    // Both runs read the same kept ceilings (a quick measurement, made once here).
+    edgeprof()
+        .current_dir(dir)
+        .env("EDGEPROF_CACHE_DIR", "cache")
+        .args(["roofline", "measure", "--quick"])
+        .assert()
+        .success();
+    let t = Tmux::start(dir, &script("tui ui.toml", ""));
+    t.wait_for("Frameworks", 20);
+    t.keys(&["r"]);
+    // The progress log grows while the run goes on, as `tail -f` would show it.
+    let mut sizes = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(180);
+    while Instant::now() < deadline {
+        let screen = t.screen();
+        if screen.contains("done: 3 ok") {
+            break;
+        }
+        let log = std::fs::read_dir(dir.join("ui"))
+            .ok()
+            .and_then(|mut d| d.next())
+            .and_then(|e| e.ok())
+            .and_then(|e| std::fs::metadata(e.path().join("progress.log")).ok())
+            .map_or(0, |m| m.len());
+        if log > 0 && sizes.last() != Some(&log) {
+            sizes.push(log);
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    t.wait_for("done: 3 ok, 0 failed", 60);
+    t.keys(&["q"]);
+    assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=0");
+    assert!(
+        sizes.len() >= 2,
+        "progress.log did not grow during the run: {sizes:?}"
+    );
+    edgeprof()
+        .current_dir(dir)
+        .env("EDGEPROF_CACHE_DIR", "cache")
+        .args(["run", "cli.toml"])
+        .assert()
+        .success();
+    let (ui, cli) = (only_dir(&dir.join("ui")), only_dir(&dir.join("cli")));
+    let ui_files = files_under(&ui);
+    assert_eq!(ui_files, files_under(&cli));
+    for must in ["roofline.json", "charts/roofline.svg", "progress.log"] {
+        assert!(
+            ui_files.iter().any(|f| f == must),
+            "{must} missing: {ui_files:?}"
+        );
+    }
+    for json in ["roofline.json", "manifest.json", "summary.json"] {
+        assert_eq!(
+            json_keys(&ui.join(json)),
+            json_keys(&cli.join(json)),
+            "{json}"
+        );
+    }
+}

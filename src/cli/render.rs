@@ -544,55 +544,7 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
     out
 }
 
-/// Skipped conditions that share a reason: how many, and of which engines.
-pub struct SkipGroup<'a> {
-    pub reason: &'a str,
-    pub engines: Vec<&'a str>,
-    pub count: usize,
-}
-
-/// Groups (engine, reason) pairs by reason, in the order the reasons first come.
-pub fn skip_groups<'a>(skips: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<SkipGroup<'a>> {
-    let mut groups: Vec<SkipGroup> = Vec::new();
-    for (engine, reason) in skips {
-        match groups.iter_mut().find(|g| g.reason == reason) {
-            Some(g) => {
-                g.count += 1;
-                if !g.engines.contains(&engine) {
-                    g.engines.push(engine);
-                }
-            }
-            None => groups.push(SkipGroup {
-                reason,
-                engines: vec![engine],
-                count: 1,
-            }),
-        }
-    }
-    groups
-}
-
-/// The skipped conditions, a line per reason: a reason that holds for one condition names it,
-/// one that holds for several counts them and names their engines (a framework not set up
-/// skips every condition of it, and its set-up command is said once).
-pub fn skipped_lines(skipped: &[edgeprof::runner::matrix::Skipped]) -> Vec<String> {
-    skip_groups(
-        skipped
-            .iter()
-            .map(|s| (s.condition.engine.as_str(), s.reason.as_str())),
-    )
-    .into_iter()
-    .map(|g| match skipped.iter().find(|s| s.reason == g.reason) {
-        Some(one) if g.count == 1 => format!("  skipped {}: {}", one.condition.id, g.reason),
-        _ => format!(
-            "  skipped {} conditions of {}: {}",
-            g.count,
-            g.engines.join(", "),
-            g.reason
-        ),
-    })
-    .collect()
-}
+pub use edgeprof::runner::progress::{skip_groups, skipped_lines};
 
 /// Progress of a running benchmark, on stderr.
 pub fn progress_line(event: BenchEvent) {

@@ -208,6 +208,34 @@ pub fn measure_and_keep(
     Ok((stored, saved))
 }
 
+/// This device's kept CPU ceilings and where they are kept; when there are none yet they are
+/// measured first (default effort, every usable core) and kept, `progress` hearing why and each
+/// step.
+pub fn kept_or_measure(mut progress: impl FnMut(Progress)) -> anyhow::Result<(Stored, String)> {
+    let fingerprint = device::fingerprint(Path::new("/"));
+    if let Some(dir) = cache_dir() {
+        if let Some(stored) = load(&dir, &fingerprint)? {
+            return Ok((stored, path_for(&dir, &fingerprint).display().to_string()));
+        }
+    }
+    progress(Progress::Start(
+        "no ceilings for this device yet: measuring them first".to_string(),
+    ));
+    let (stored, saved) = measure_and_keep(Effort::Default, None, &mut progress)?;
+    let from = match saved {
+        Some(path) => path.display().to_string(),
+        None => {
+            progress(Progress::Start(
+                "warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are \
+                 not kept"
+                    .to_string(),
+            ));
+            "not kept".to_string()
+        }
+    };
+    Ok((stored, from))
+}
+
 /// Measures GPU `ordinal`'s ceilings (in a child process: `program gpu-bench-worker`) and keeps
 /// them in the cache directory; where they were kept (None: no cache directory).
 pub fn measure_gpu_and_keep(

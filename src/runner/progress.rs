@@ -141,6 +141,187 @@ impl Tracker {
     }
 }
 
+/// A line of a sweep's progress, as every front-end and the run's `progress.log` say it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Said {
+    /// For the log and for whoever watches.
+    Line(String),
+    /// For the log; a terminal shows it on its redrawn status line rather than as a line of its
+    /// own (a plain stderr and a front-end with a log of its own take it as a line).
+    Status(String),
+    /// For the log only: what a front-end says in its own way (the run's end).
+    Logged(String),
+}
+
+impl Said {
+    pub fn text(&self) -> &str {
+        match self {
+            Said::Line(t) | Said::Status(t) | Said::Logged(t) => t,
+        }
+    }
+}
+
+/// Says a sweep's events as lines ([`Said`]): the condition that starts, each attempt's
+/// result with the time left, repeats added, warnings and cool-downs.
+#[derive(Debug, Clone)]
+pub struct Narrator {
+    pub tracker: Tracker,
+    started: std::time::Instant,
+    /// The condition of the latest start, its place in the plan and the plan's size.
+    pub current: String,
+    pub index: usize,
+    pub total: usize,
+}
+
+impl Narrator {
+    pub fn new(estimates: Vec<f64>, total: usize, done_before: usize) -> Narrator {
+        Narrator {
+            tracker: Tracker::new(estimates, total, done_before),
+            started: std::time::Instant::now(),
+            current: String::new(),
+            index: 0,
+            total,
+        }
+    }
+
+    /// Seconds left (see [`Tracker::eta_s`]).
+    pub fn eta_s(&self) -> f64 {
+        self.tracker.eta_s(self.started.elapsed().as_secs_f64())
+    }
+
+    /// Follows `event`; what to say about it, if anything.
+    pub fn event(&mut self, event: &SweepEvent) -> Option<Said> {
+        self.tracker
+            .event(event, self.started.elapsed().as_secs_f64());
+        match event {
+            SweepEvent::Start {
+                index,
+                total,
+                condition,
+                attempt,
+                attempts,
+                process,
+                processes,
+                ..
+            } => {
+                (self.index, self.total) = (*index, *total);
+                self.current = condition.id.clone();
+                let mut notes = Vec::new();
+                if *attempt > 1 {
+                    notes.push(format!("attempt {attempt} of {attempts}"));
+                }
+                if *processes > 1 {
+                    notes.push(format!("process {process} of {processes}"));
+                }
+                let id = &condition.id;
+                Some(Said::Status(if *process > 1 {
+                    format!("[{index}/{total}] {id}: {}", notes.join(", "))
+                } else if notes.is_empty() {
+                    format!("[{index}/{total}] {id}: running")
+                } else {
+                    format!("[{index}/{total}] {id}: running ({})", notes.join(", "))
+                }))
+            }
+            SweepEvent::Done {
+                index,
+                total,
+                record,
+                retry,
+            } => {
+                let mut line = format!(
+                    "[{index}/{total}] {}: {}",
+                    record.condition.id,
+                    crate::results::summary::record_line(record, *retry)
+                );
+                if !retry && !self.tracker.finished() {
+                    line.push_str(&format!(" (ETA {})", crate::text::duration(self.eta_s())));
+                }
+                Some(Said::Line(line))
+            }
+            SweepEvent::MoreRepeats {
+                repeats, reason, ..
+            } => Some(Said::Status(format!(
+                "[{}/{}] {}: {repeats} more repeat(s): {reason}",
+                self.index, self.total, self.current
+            ))),
+            SweepEvent::Warning(why) => Some(Said::Line(format!("warning: {why}"))),
+            SweepEvent::Cooldown { seconds } => {
+                Some(Said::Status(format!("cooling down {seconds} s")))
+            }
+            SweepEvent::Worker(_) | SweepEvent::Telemetry(_) => None,
+        }
+    }
+}
+
+/// Where a sweep's time went: the workers' measured work, their process life, and the rest.
+pub fn overhead_line(o: &crate::runner::sweep::SweepOutcome) -> String {
+    let outside = (o.wall_s - o.measured_s).max(0.0);
+    let pct = if o.wall_s > 0.0 {
+        100.0 * outside / o.wall_s
+    } else {
+        0.0
+    };
+    format!(
+        "swept in {:.1} s: {:.1} s measured by the workers (load, first inference, warm-up, timed), \
+         {:.1} s outside it ({pct:.1} %: {:.1} s worker start-up and exit, {:.1} s in edgeprof itself)",
+        o.wall_s,
+        o.measured_s,
+        outside,
+        (o.worker_s - o.measured_s).max(0.0),
+        (o.wall_s - o.worker_s).max(0.0),
+    )
+}
+
+/// Skipped conditions that share a reason: how many, and of which engines.
+pub struct SkipGroup<'a> {
+    pub reason: &'a str,
+    pub engines: Vec<&'a str>,
+    pub count: usize,
+}
+
+/// Groups (engine, reason) pairs by reason, in the order the reasons first come.
+pub fn skip_groups<'a>(skips: impl Iterator<Item = (&'a str, &'a str)>) -> Vec<SkipGroup<'a>> {
+    let mut groups: Vec<SkipGroup> = Vec::new();
+    for (engine, reason) in skips {
+        match groups.iter_mut().find(|g| g.reason == reason) {
+            Some(g) => {
+                g.count += 1;
+                if !g.engines.contains(&engine) {
+                    g.engines.push(engine);
+                }
+            }
+            None => groups.push(SkipGroup {
+                reason,
+                engines: vec![engine],
+                count: 1,
+            }),
+        }
+    }
+    groups
+}
+
+/// The skipped conditions, a line per reason: a reason that holds for one condition names it,
+/// one that holds for several counts them and names their engines (a framework not set up
+/// skips every condition of it, and its set-up command is said once).
+pub fn skipped_lines(skipped: &[crate::runner::matrix::Skipped]) -> Vec<String> {
+    skip_groups(
+        skipped
+            .iter()
+            .map(|s| (s.condition.engine.as_str(), s.reason.as_str())),
+    )
+    .into_iter()
+    .map(|g| match skipped.iter().find(|s| s.reason == g.reason) {
+        Some(one) if g.count == 1 => format!("  skipped {}: {}", one.condition.id, g.reason),
+        _ => format!(
+            "  skipped {} conditions of {}: {}",
+            g.count,
+            g.engines.join(", "),
+            g.reason
+        ),
+    })
+    .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -177,25 +177,6 @@ pub fn compile_gpu_kernels(arch: &str) -> anyhow::Result<()> {
     ))
 }
 
-/// This device's ceilings, measured now (default effort) when none are kept yet.
-pub fn ceilings_or_measure() -> anyhow::Result<(store::Stored, String)> {
-    let fingerprint = device::fingerprint(Path::new("/"));
-    if let Some(dir) = store::cache_dir() {
-        if let Some(stored) = store::load(&dir, &fingerprint)? {
-            return Ok((
-                stored,
-                store::path_for(&dir, &fingerprint).display().to_string(),
-            ));
-        }
-    }
-    errln!("no ceilings for this device yet: measuring them first");
-    let stored = measure_and_keep(Effort::Default, None)?.0;
-    let from = store::cache_dir()
-        .map(|d| store::path_for(&d, &fingerprint).display().to_string())
-        .unwrap_or_else(|| "not kept".to_string());
-    Ok((stored, from))
-}
-
 /// Where `show` gets its ceilings: a given file, else this device's cache.
 fn load_ceilings(file: Option<&Path>) -> anyhow::Result<(store::Stored, String)> {
     match file {

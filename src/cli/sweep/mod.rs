@@ -11,38 +11,22 @@ pub use tables::*;
 use crate::cli::{print_out, render, BadInput};
 use anyhow::Context;
 use edgeprof::collect::stop::Cancel;
+use edgeprof::event::{Event, RunEvent};
+use edgeprof::jobs::{Controls, Plan};
 use edgeprof::report;
 use edgeprof::results::{self, summary, Stored, SweepStatus};
-use edgeprof::runner::matrix::{self};
+use edgeprof::runner::progress::Said;
 use edgeprof::runner::spawn::WorkerEvent;
-use edgeprof::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
-use edgeprof::session::{self, start_new};
-use std::collections::HashMap;
+use edgeprof::runner::sweep::SweepEvent;
+use edgeprof::session;
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use thiserror::Error;
 
-/// Some conditions failed (exit code 1); their reasons are in the results.
-#[derive(Debug, Error)]
-#[error("{failed} of {total} condition(s) failed; reasons in {}", dir.display())]
-pub struct SomeFailed {
-    pub failed: usize,
-    pub total: usize,
-    pub dir: PathBuf,
-}
-
-/// The sweep was stopped (exit code 130); `--resume` finishes it.
-#[derive(Debug, Error)]
-#[error("interrupted with {done} of {total} condition(s) done; finish with: edgeprof run --resume {}", dir.display())]
-pub struct Interrupted {
-    pub done: usize,
-    pub total: usize,
-    pub dir: PathBuf,
-}
+pub use edgeprof::jobs::Interrupted;
 
 pub struct RunOptions {
     pub config: Option<PathBuf>,
@@ -223,9 +207,8 @@ fn attach(dir: &Path, cancel: &Cancel) -> anyhow::Result<bool> {
     Ok(true)
 }
 
-/// Where progress goes: stderr (a redrawn status line on a terminal, plain lines otherwise)
-/// while it is there, and always, as plain lines with their time, `progress.log` in the results
-/// directory, so a user whose terminal went away can `tail -f` the run from a new one.
+/// Where progress goes: stderr, a redrawn status line on a terminal and plain lines otherwise,
+/// while it is there (the run's `progress.log` is the library's).
 struct Output {
     /// Redraw a status line (stderr is a terminal).
     tty: bool,
@@ -233,19 +216,14 @@ struct Output {
     /// nothing more is written there.
     stderr: bool,
     hangup: Arc<AtomicBool>,
-    log: Option<std::fs::File>,
 }
 
 impl Output {
-    fn new(dir: &Path, hangup: Arc<AtomicBool>) -> Output {
-        let mut options = std::fs::OpenOptions::new();
-        options.create(true).append(true);
-        let log = edgeprof::files::open_regular(&dir.join(results::PROGRESS), &options).ok();
+    fn new(hangup: Arc<AtomicBool>) -> Output {
         Output {
             tty: std::io::stderr().is_terminal(),
             stderr: true,
             hangup,
-            log,
         }
     }
 
@@ -253,30 +231,14 @@ impl Output {
     fn terminal(&mut self) -> bool {
         if self.stderr && self.hangup.load(Ordering::Relaxed) {
             self.stderr = false;
-            self.log_line("the terminal hung up: carrying on; progress continues here only");
         }
         self.stderr
     }
 
-    fn log_line(&mut self, text: &str) {
-        if let Some(log) = &mut self.log {
-            let stamp = edgeprof::text::now_rfc3339();
-            // A full disk must not stop the sweep over its progress log: it goes quiet instead.
-            if writeln!(log, "{stamp} {text}").is_err() {
-                self.log = None;
-            }
-        }
-    }
-
-    /// A line for the log and, while it is there, for stderr.
-    fn line(&mut self, text: &str) {
-        self.log_line(text);
-        self.say(text);
-    }
-
-    /// A line for stderr only; on a terminal, wrapped at its width (continued lines indented)
-    /// rather than left to the terminal to break anywhere.
+    /// A line for stderr; on a terminal, wrapped at its width (continued lines indented)
+    /// rather than left to the terminal to break anywhere, the status line cleared first.
     fn say(&mut self, text: &str) {
+        self.clear_status();
         let wrapped = match edgeprof::console::columns(2).filter(|_| self.tty) {
             Some(columns) => edgeprof::text::wrap(text, columns, "    "),
             None => text.to_string(),
@@ -300,7 +262,8 @@ impl Output {
     }
 }
 
-/// Progress of a sweep, drawn through an [`Output`].
+/// A run's progress on stderr: the lines the job says, and on a terminal a status line
+/// redrawn as the events come (bar, condition, RSS, GPU load, power, time left).
 struct Progress {
     out: Output,
     tracker: edgeprof::runner::progress::Tracker,
@@ -314,9 +277,27 @@ struct Progress {
     gpu_load: Vec<f64>,
     power_w: Option<f64>,
     last_draw: Option<Instant>,
+    /// Records and the end for a fleet controller, on stdout.
+    stream: bool,
 }
 
 impl Progress {
+    fn new(out: Output, stream: bool) -> Progress {
+        Progress {
+            out,
+            tracker: Default::default(),
+            started: Instant::now(),
+            current: String::new(),
+            index: 0,
+            total: 0,
+            rss: None,
+            gpu_load: Vec::new(),
+            power_w: None,
+            last_draw: None,
+            stream,
+        }
+    }
+
     /// Seconds left (see [`edgeprof::runner::progress::Tracker::eta_s`]).
     fn eta(&self) -> f64 {
         self.tracker.eta_s(self.started.elapsed().as_secs_f64())
@@ -378,105 +359,61 @@ impl Progress {
         self.out.status(&line);
     }
 
-    fn event(&mut self, event: SweepEvent) {
+    /// Shows one event of the run.
+    fn event(&mut self, event: RunEvent) {
+        match event {
+            RunEvent::Started {
+                total,
+                done_before,
+                estimates,
+                ..
+            } => {
+                self.tracker =
+                    edgeprof::runner::progress::Tracker::new(estimates, total, done_before);
+                self.started = Instant::now();
+                self.total = total;
+            }
+            RunEvent::Said(Said::Line(text)) => self.out.say(&text),
+            // A terminal shows these on the status line, redrawn at the next event.
+            RunEvent::Said(Said::Status(text)) if self.out.tty => self.out.status(&text),
+            RunEvent::Said(Said::Status(text)) => self.out.say(&text),
+            RunEvent::Said(Said::Logged(_)) => {}
+            RunEvent::GpuProfile(e) => self.out.say(&e.line().0),
+            RunEvent::Stored { manifest } if self.stream => {
+                stream_line(&edgeprof::fleet::Line::Finished { manifest })
+            }
+            RunEvent::Sweep(event) => self.sweep_event(event),
+            _ => {}
+        }
+    }
+
+    fn sweep_event(&mut self, event: SweepEvent) {
         self.tracker
             .event(&event, self.started.elapsed().as_secs_f64());
         match event {
             SweepEvent::Start {
-                index,
-                total,
-                condition,
-                attempt,
-                attempts,
-                process,
-                processes,
-                ..
+                index, condition, ..
             } => {
                 self.index = index;
-                self.total = total;
                 self.current = condition.id.clone();
                 self.rss = None;
                 self.last_draw = None;
-                let mut notes = Vec::new();
-                if attempt > 1 {
-                    notes.push(format!("attempt {attempt} of {attempts}"));
-                }
-                if processes > 1 {
-                    notes.push(format!("process {process} of {processes}"));
-                }
-                let line = if process > 1 {
-                    format!("[{index}/{total}] {}: {}", condition.id, notes.join(", "))
-                } else if notes.is_empty() {
-                    format!("[{index}/{total}] {}: running", condition.id)
-                } else {
-                    format!(
-                        "[{index}/{total}] {}: running ({})",
-                        condition.id,
-                        notes.join(", ")
-                    )
-                };
-                if self.out.tty {
-                    self.out.log_line(&line);
-                    self.draw();
-                } else {
-                    self.out.line(&line);
-                }
+                self.draw();
             }
-            SweepEvent::Worker(WorkerEvent::Timed(_)) => self.draw(),
             SweepEvent::Worker(WorkerEvent::Sample(s)) => {
                 self.rss = s.rss_bytes.or(self.rss);
                 self.draw();
             }
-            SweepEvent::Worker(WorkerEvent::Ready) => self.draw(),
-            SweepEvent::Worker(WorkerEvent::Repeat(_)) => {}
             SweepEvent::Telemetry(sample) => {
                 self.gpu_load = sample.gpus.iter().filter_map(|g| g.load_pct).collect();
                 self.power_w = sample.power_w;
                 self.draw();
             }
-            SweepEvent::Done {
-                index,
-                total,
-                record,
-                retry,
-            } => {
-                self.out.clear_status();
-                let mut line = format!(
-                    "[{index}/{total}] {}: {}",
-                    record.condition.id,
-                    summary::record_line(&record, retry)
-                );
-                if !retry && !self.tracker.finished() {
-                    let _ = write!(line, " (ETA {})", render::duration(self.eta()));
-                }
-                self.out.line(&line);
+            SweepEvent::Done { record, .. } if self.stream => {
+                stream_line(&edgeprof::fleet::Line::Record(record))
             }
-            SweepEvent::MoreRepeats {
-                repeats, reason, ..
-            } => {
-                let line = format!(
-                    "[{}/{}] {}: {repeats} more repeat(s): {reason}",
-                    self.index, self.total, self.current
-                );
-                if self.out.tty {
-                    self.out.log_line(&line);
-                    self.draw();
-                } else {
-                    self.out.line(&line);
-                }
-            }
-            SweepEvent::Warning(why) => {
-                self.out.clear_status();
-                self.out.line(&format!("warning: {why}"));
-            }
-            SweepEvent::Cooldown { seconds } => {
-                let line = format!("cooling down {seconds} s");
-                if self.out.tty {
-                    self.out.log_line(&line);
-                } else {
-                    self.out.line(&line);
-                }
-            }
+            SweepEvent::MoreRepeats { .. } | SweepEvent::Worker(_) => self.draw(),
+            SweepEvent::Done { .. } | SweepEvent::Warning(_) | SweepEvent::Cooldown { .. } => {}
         }
     }
 }
@@ -549,61 +486,30 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     if options.control && options.resume.is_some() {
         cancel_when_stdin_closes(&cancel)?;
     }
-    let no_attempts = HashMap::new();
-    let mut resume_warnings = Vec::new();
-    let (config, dir, mut manifest, done_before, todo, attempts_before, _lock) =
-        match (&options.resume, &options.config) {
-            (Some(_), Some(_)) => anyhow::bail!(BadInput(
-                "--resume continues with the config stored in the results directory; leave \
-                 CONFIG out"
-                    .into()
-            )),
-            (None, None) => anyhow::bail!(BadInput(
-                "name a config file (e.g. configs/default.toml), or --resume DIR".into()
-            )),
-            (Some(dir), None) => {
-                if options.stream && attach(dir, &cancel)? {
-                    return Ok(());
-                }
-                let r = session::resume(dir, options.resume_options)?;
-                resume_warnings = r.warnings;
-                (
-                    r.config,
-                    dir.clone(),
-                    r.manifest,
-                    r.done_before,
-                    r.todo,
-                    r.attempts_before,
-                    r.lock,
-                )
+    let plan = match (&options.resume, &options.config) {
+        (Some(_), Some(_)) => anyhow::bail!(BadInput(
+            "--resume continues with the config stored in the results directory; leave CONFIG \
+             out"
+            .into()
+        )),
+        (None, None) => anyhow::bail!(BadInput(
+            "name a config file (e.g. configs/default.toml), or --resume DIR".into()
+        )),
+        (Some(dir), None) => {
+            if options.stream && attach(dir, &cancel)? {
+                return Ok(());
             }
-            (None, Some(file)) => {
-                let started = if file.as_os_str() == "-" {
-                    let text = read_share(options.control)?;
-                    session::start_from_text(
-                        text,
-                        Path::new("stdin.toml"),
-                        options.output.as_deref(),
-                    )?
-                } else {
-                    start_new(file, options.output.as_deref())?
-                };
-                (
-                    started.config,
-                    started.dir,
-                    started.manifest,
-                    0,
-                    started.plan.to_run,
-                    no_attempts,
-                    started.lock,
-                )
-            }
-        };
-    if config.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
-        // Only a config read from stdin (a node's share) or a resumed one gets here.
-        if options.resume.is_none() {
-            let _ = std::fs::remove_dir_all(&dir);
+            Plan::resume(dir, options.resume_options)?
         }
+        (None, Some(file)) if file.as_os_str() == "-" => {
+            let text = read_share(options.control)?;
+            Plan::new(text, Path::new("stdin.toml"), options.output.as_deref())?
+        }
+        (None, Some(file)) => Plan::from_file(file, options.output.as_deref())?,
+    };
+    if plan.config.matrix.nodes != [edgeprof::config::LOCAL_NODE] {
+        // Only a config read from stdin (a node's share) or a resumed one gets here.
+        plan.abandon();
         anyhow::bail!(BadInput(
             "a fleet run starts from a config file on the controller: a node's config (or a \
              resumed run) must not name other nodes in matrix.nodes"
@@ -614,9 +520,10 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
         cancel_when_stdin_closes(&cancel)?;
     }
     if options.stream {
+        let dir = &plan.dir;
         stream_line(&edgeprof::fleet::Line::Started {
-            dir: std::path::absolute(&dir).unwrap_or_else(|_| dir.clone()),
-            manifest: Box::new(manifest.clone()),
+            dir: std::path::absolute(dir).unwrap_or_else(|_| dir.clone()),
+            manifest: Box::new(plan.manifest.clone()),
         });
         if options.resume.is_some() {
             // A controller's reconnect: what the node measured while the link was down (its
@@ -628,158 +535,38 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
             }
         }
     }
-    let mut out = Output::new(&dir, Arc::clone(&hangup));
-    for why in &resume_warnings {
-        out.line(&format!("warning: {why}"));
-    }
-    if options.resume.is_some() {
-        out.line(&format!(
-            "resuming {}: {} of {} condition(s) already done, {} to run",
-            dir.display(),
-            done_before,
-            manifest.conditions.len(),
-            todo.len()
-        ));
-    }
-    let cores = edgeprof::collect::device::available_cores();
-    let estimates: Vec<f64> = todo
-        .iter()
-        .map(|c| matrix::estimate_condition(&config, c, cores))
-        .collect();
-    out.line(&format!(
-        "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {} \
-         (edgeprof pid {})",
-        config.name,
-        todo.len(),
-        manifest.skipped.len(),
-        manifest.excluded,
-        render::duration(estimates.iter().sum()),
-        dir.display(),
-        std::process::id()
-    ));
-    for line in render::skipped_lines(&manifest.skipped) {
-        out.line(&line);
-    }
-    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let mut writer = results::Writer::open(&dir)?;
     // Tests point telemetry at a fixture tree; everyone else reads this machine.
     let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
         .map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    let sweep = Sweep {
-        config: &config,
-        conditions: &todo,
-        total: manifest.conditions.len(),
-        done_before,
-        edgeprof: &edgeprof,
+    let controls = Controls {
         cancel: &cancel,
         telemetry_root: &telemetry_root,
-        dir: &dir,
-        attempts_before: &attempts_before,
+        detached: Some(&hangup),
     };
-    let mut progress = Progress {
-        out,
-        tracker: edgeprof::runner::progress::Tracker::new(
-            estimates,
-            manifest.conditions.len(),
-            done_before,
-        ),
-        started: Instant::now(),
-        current: String::new(),
-        index: 0,
-        total: manifest.conditions.len(),
-        rss: None,
-        gpu_load: Vec::new(),
-        power_w: None,
-        last_draw: None,
-    };
-    let stream = options.stream;
-    let swept = sweep.run(&mut writer, |event| {
-        if let (true, SweepEvent::Done { record, .. }) = (stream, &event) {
-            stream_line(&edgeprof::fleet::Line::Record(record.clone()));
-        }
-        progress.event(event)
-    });
-    let mut out = progress.out;
-    let outcome = match swept {
-        Ok(outcome) => outcome,
-        Err(e) => {
-            // A results file could not be written (a full disk, most often): stop here, say so
-            // in the manifest if it can still be written, and say how to finish.
-            out.clear_status();
-            manifest.status = SweepStatus::Interrupted;
-            manifest.ended = Some(edgeprof::text::now_rfc3339());
-            let _ = results::write_manifest(&dir, &manifest);
-            let e = e.context(format!(
-                "the sweep in {} stopped and can be finished with `edgeprof run --resume {}`",
-                dir.display(),
-                dir.display()
-            ));
-            out.log_line(&format!("stopped: {e:#}"));
-            return Err(e);
+    let progress = Mutex::new(Progress::new(
+        Output::new(Arc::clone(&hangup)),
+        options.stream,
+    ));
+    let show = |event: Event| {
+        if let (Event::Run(event), Ok(mut progress)) = (event, progress.lock()) {
+            progress.event(event);
         }
     };
+    let swept = edgeprof::jobs::sweep::sweep(plan, &controls, &show);
+    let mut progress = progress.into_inner().unwrap_or_else(|e| e.into_inner());
+    let out = &mut progress.out;
     out.clear_status();
-    let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
-    let (ok, failed, not_run, _) = summary::counts(&rows);
-    out.line(&overhead_line(&outcome));
+    let swept = swept?;
     // The report goes to stdout; a reader that went away (`| head`, a closed terminal) is no
     // reason to fail a sweep whose results are all on disk.
-    if stream {
-        stream_line(&edgeprof::fleet::Line::Finished {
-            manifest: Box::new(manifest.clone()),
-        });
-    } else if out.terminal() {
-        let _ = print_out(&report_text(&stored, &rows, options.charts));
-    }
-    if config.output.roofline {
-        // The CPU roofline places the conditions on the CPU; a sweep of GPU ones only has none.
-        let on_cpu = stored
-            .runs
-            .iter()
-            .any(|r| r.ok && r.condition.device == edgeprof::config::Device::Cpu);
-        if on_cpu {
-            let roofline = roofline_outputs(&stored)?;
-            if !stream && out.terminal() {
-                let _ = print_out(&roofline);
-            }
+    if !options.stream && out.terminal() {
+        let _ = print_out(&report_text(&swept.stored, &swept.rows, options.charts));
+        if let Some(roofline) = &swept.roofline {
+            let _ = print_out(&cpu_roofline_text(roofline));
         }
-        if !cancel.is_raised() {
-            let gpu = session::gpu_roofline(
-                &config,
-                &stored,
-                &edgeprof,
-                &telemetry_root,
-                &cancel,
-                |e| out.line(&e.line().0),
-            )?;
-            if let (Some(gpu), false, true) = (gpu, stream, out.terminal()) {
-                let _ = print_out(&gpu_roofline_text(&gpu, true));
-            }
+        if let Some(gpu) = &swept.gpu_roofline {
+            let _ = print_out(&gpu_roofline_text(gpu, true));
         }
     }
-    out.log_line(&format!(
-        "finished: {} ({ok} ok, {failed} failed, {not_run} not run); `edgeprof report {}` shows \
-         the tables",
-        match manifest.status {
-            SweepStatus::Complete => "complete",
-            SweepStatus::Interrupted => "interrupted",
-            SweepStatus::Running => "running",
-        },
-        dir.display()
-    ));
-    if outcome.interrupted || not_run > 0 {
-        anyhow::bail!(Interrupted {
-            done: ok + failed,
-            total: manifest.conditions.len(),
-            dir,
-        });
-    }
-    if failed > 0 {
-        anyhow::bail!(SomeFailed {
-            failed,
-            total: manifest.conditions.len(),
-            dir,
-        });
-    }
-    Ok(())
+    swept.verdict()
 }

@@ -3,44 +3,20 @@
 
 use super::*;
 
-/// The roofline of a finished sweep: ceilings of this device (measured first if it has none),
-/// its conditions as points with their advice on stdout, and `roofline.json` and
-/// `charts/roofline.svg` in the results directory.
-pub(super) fn roofline_outputs(stored: &Stored) -> anyhow::Result<String> {
-    use edgeprof::roofline::{advice, Precision};
-    let (ceilings, from) = crate::cli::roofline::ceilings_or_measure()?;
-    let c = &ceilings.ceilings;
-    let simulations = edgeprof::runner::cachesim::load(&stored.dir)?;
-    let (programs, left_out) = edgeprof::roofline::programs_from_results(stored, &simulations);
-    let analyses: Vec<_> = programs
-        .iter()
-        .filter_map(|p| advice::analyse(p, c).ok())
-        .collect();
-    let value = serde_json::json!({
-        "ceilings": c,
-        "ceilings_file": from,
-        "programs": programs,
-        "left_out": left_out,
-        "analyses": analyses,
-    });
-    let text = serde_json::to_string_pretty(&value).context("cannot encode the roofline")?;
-    results::write_atomic(&stored.dir.join("roofline.json"), (text + "\n").as_bytes())?;
-    let charts = stored.dir.join("charts");
-    edgeprof::files::create_real_dir(&charts)?;
-    let svg = report::svg::roofline(c, Precision::Fp32, &programs)?;
-    results::write_atomic(&charts.join("roofline.svg"), svg.as_bytes())?;
-    Ok(format!(
+/// The CPU roofline of a sweep as the terminal shows it: chart, roofs and advice.
+pub fn cpu_roofline_text(r: &edgeprof::session::CpuRoofline) -> String {
+    format!(
         "\nroofline\n{}",
         crate::cli::roofline::roofline_text(
-            c,
-            &from,
-            &programs,
-            &left_out,
-            Precision::Fp32,
+            &r.ceilings.ceilings,
+            &r.from,
+            &r.programs,
+            &r.left_out,
+            edgeprof::roofline::Precision::Fp32,
             false,
             (80, 24),
         )
-    ))
+    )
 }
 
 /// The GPU roofline of a sweep (`gpu-roofline.json`): per GPU, its chart (a terminal chart
@@ -109,25 +85,6 @@ pub fn gpu_roofline_text(
         }
     }
     out
-}
-
-/// Where the sweep's time went: the workers' measured work, their process life, and the rest.
-pub fn overhead_line(o: &SweepOutcome) -> String {
-    let outside = (o.wall_s - o.measured_s).max(0.0);
-    let pct = if o.wall_s > 0.0 {
-        100.0 * outside / o.wall_s
-    } else {
-        0.0
-    };
-    format!(
-        "swept in {:.1} s: {:.1} s measured by the workers (load, first inference, warm-up, timed), \
-         {:.1} s outside it ({pct:.1} %: {:.1} s worker start-up and exit, {:.1} s in edgeprof itself)",
-        o.wall_s,
-        o.measured_s,
-        outside,
-        (o.worker_s - o.measured_s).max(0.0),
-        (o.wall_s - o.worker_s).max(0.0),
-    )
 }
 
 pub(super) fn opt(v: Option<f64>, places: usize) -> String {

@@ -2,6 +2,7 @@
 //! live telemetry figures.
 
 use super::*;
+use edgeprof::runner::progress::Said;
 
 pub use edgeprof::event::RunEvent;
 
@@ -214,6 +215,11 @@ pub struct RunView {
     pub worker_cpu: VecDeque<f64>,
     pub live: Live,
     pub log: Vec<(Severity, String)>,
+    /// The sweep ended and its summaries are written; what follows (the rooflines) is told
+    /// in the log, a step at a time.
+    pub stored: bool,
+    /// The log's last line is a step that the next one replaces.
+    pub stepping: bool,
     pub outcome: Option<SweepOutcome>,
     pub error: Option<String>,
 }
@@ -349,6 +355,19 @@ impl App {
                 ));
             }
             RunEvent::Sweep(SweepEvent::Warning(why)) => r.log.push((Severity::Warn, why)),
+            RunEvent::Stored { .. } => r.stored = true,
+            // The sweep's lines say what its own events show here; after it, they tell the
+            // rooflines' steps (a ceilings measurement, most often).
+            RunEvent::Said(said) if r.stored => {
+                if r.stepping {
+                    r.log.pop();
+                }
+                r.stepping = matches!(said, Said::Status(_));
+                if !matches!(said, Said::Logged(_)) {
+                    r.log.push((Severity::Info, said.text().to_string()));
+                }
+            }
+            RunEvent::Said(_) => {}
             RunEvent::GpuProfile(e) => {
                 let (line, failed) = e.line();
                 let severity = if failed {

@@ -10,80 +10,17 @@ use crate::collect::stop::Cancel;
 use crate::config::Config;
 use crate::event::{Event, RunEvent};
 use crate::fleet::run as fleet;
-use crate::results::{self, Manifest};
-use crate::runner::matrix::{self, Condition};
-use crate::runner::spawn::WorkerEvent;
-use crate::runner::sweep::{Sweep, SweepEvent, SweepOutcome};
+use crate::results;
+use crate::runner::sweep::SweepOutcome;
 use crate::tune::live::TuneEvent;
 use anyhow::Context;
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+
+pub mod sweep;
+pub use sweep::{Controls, Interrupted, Plan, SomeFailed, Swept};
 
 /// Where a job's events go: any thread may call it.
 pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
-
-/// A sweep's plan in a results directory it holds (locked).
-struct Planned {
-    config: Config,
-    dir: PathBuf,
-    manifest: Manifest,
-    todo: Vec<Condition>,
-    done_before: usize,
-    attempts_before: HashMap<String, crate::runner::sweep::Made>,
-}
-
-/// Sweeps `plan.todo` into its directory with progress as events, then writes the summaries.
-fn sweep_planned(
-    mut plan: Planned,
-    cancel: &Cancel,
-    telemetry_root: &Path,
-    send: Sink,
-) -> anyhow::Result<SweepOutcome> {
-    let config = &plan.config;
-    let cores = crate::collect::device::available_cores();
-    let estimates: Vec<f64> = plan
-        .todo
-        .iter()
-        .map(|c| matrix::estimate_condition(config, c, cores))
-        .collect();
-    let total = plan.manifest.conditions.len();
-    send(Event::Run(RunEvent::Started {
-        dir: plan.dir.clone(),
-        total,
-        done_before: plan.done_before,
-        estimates,
-    }));
-    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let mut writer = results::Writer::open(&plan.dir)?;
-    let sweep = Sweep {
-        config,
-        conditions: &plan.todo,
-        total,
-        done_before: plan.done_before,
-        edgeprof: &edgeprof,
-        cancel,
-        telemetry_root,
-        dir: &plan.dir,
-        attempts_before: &plan.attempts_before,
-    };
-    let outcome = sweep.run(&mut writer, |event| {
-        if !matches!(event, SweepEvent::Worker(WorkerEvent::Ready)) {
-            send(Event::Run(RunEvent::Sweep(event)));
-        }
-    })?;
-    let (stored, _) = crate::session::finish(
-        &plan.dir,
-        &mut plan.manifest,
-        &outcome,
-        &config.output.formats,
-    )?;
-    if !cancel.is_raised() {
-        crate::session::gpu_roofline(config, &stored, &edgeprof, telemetry_root, cancel, |e| {
-            send(Event::Run(RunEvent::GpuProfile(e)))
-        })?;
-    }
-    Ok(outcome)
-}
 
 /// Sends how a run ended.
 fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Sink) {
@@ -99,8 +36,8 @@ fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Si
 }
 
 /// Runs config `text` (`file` names it and resolves its relative paths): a new results
-/// directory and its sweep, or a fleet run when the config names nodes. Ends with
-/// [`RunEvent::Finished`].
+/// directory and its sweep ([`sweep::sweep`]), or a fleet run when the config names nodes.
+/// Ends with [`RunEvent::Finished`].
 pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let mut dir = None;
     let result = (|| -> anyhow::Result<SweepOutcome> {
@@ -108,18 +45,14 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
         if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
             return fleet_run(&parsed, &text, file, cancel, send);
         }
-        let started = crate::session::start_from_text(text, file, None)?;
-        dir = Some(started.dir.clone());
-        let _lock = started.lock;
-        let plan = Planned {
-            config: started.config,
-            dir: started.dir,
-            manifest: started.manifest,
-            todo: started.plan.to_run,
-            done_before: 0,
-            attempts_before: Default::default(),
+        let plan = Plan::new(text, file, None)?;
+        dir = Some(plan.dir.clone());
+        let controls = Controls {
+            cancel,
+            telemetry_root,
+            detached: None,
         };
-        sweep_planned(plan, cancel, telemetry_root, send)
+        Ok(sweep::sweep(plan, &controls, send)?.outcome)
     })();
     finished(dir, result, send);
 }
@@ -129,22 +62,13 @@ pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, se
 /// [`RunEvent::Finished`].
 pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let result = (|| -> anyhow::Result<SweepOutcome> {
-        let resumed = crate::session::resume(dir, Default::default())?;
-        for why in resumed.warnings {
-            send(Event::Run(RunEvent::Sweep(
-                crate::runner::sweep::SweepEvent::Warning(why),
-            )));
-        }
-        let _lock = resumed.lock;
-        let plan = Planned {
-            config: resumed.config,
-            dir: dir.to_path_buf(),
-            manifest: resumed.manifest,
-            todo: resumed.todo,
-            done_before: resumed.done_before,
-            attempts_before: resumed.attempts_before,
+        let plan = Plan::resume(dir, Default::default())?;
+        let controls = Controls {
+            cancel,
+            telemetry_root,
+            detached: None,
         };
-        sweep_planned(plan, cancel, telemetry_root, send)
+        Ok(sweep::sweep(plan, &controls, send)?.outcome)
     })();
     finished(Some(dir.to_path_buf()), result, send);
 }
