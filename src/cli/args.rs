@@ -95,6 +95,10 @@ pub(super) enum Command {
     /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
     /// lines or CSV, or turn a tegrastats log into the same samples
     Monitor(MonitorArgs),
+    /// Profile one model's layers from a request on stdin and print the profile as JSON;
+    /// started by `roofline layers` and the terminal UI in a child process
+    #[command(hide = true)]
+    LayersWorker,
     /// Measure one GPU's ceilings and report JSON lines on stdout; started by
     /// `roofline measure-gpu` in a child process
     #[command(hide = true)]
@@ -311,8 +315,13 @@ pub(super) enum RooflineCommand {
         threads: Option<usize>,
         /// Profiled inferences (each layer's time is the median run; the ranking's steadiness
         /// is judged by resampling them)
-        #[arg(long, default_value_t = 20)]
+        #[arg(long, default_value_t = edgeprof::roofline::layers::RUNS)]
         runs: usize,
+        /// Rank the layers of a profile saved earlier (the `--json` output of `roofline
+        /// layers`, from this board or another) instead of profiling: against other ceilings,
+        /// say
+        #[arg(long, value_name = "FILE", conflicts_with_all = ["threads", "runs"])]
+        profile: Option<PathBuf>,
         /// Ceilings from this file instead of this device's
         #[arg(long, value_name = "FILE")]
         ceilings: Option<PathBuf>,

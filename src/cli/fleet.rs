@@ -7,17 +7,9 @@ use edgeprof::collect::stop::Cancel;
 use edgeprof::config::Config;
 use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
 use edgeprof::results;
-use std::path::{Path, PathBuf};
-use thiserror::Error;
+use std::path::Path;
 
-/// The fleet run was cancelled (exit code 130): each node kept what it finished.
-#[derive(Debug, Error)]
-#[error("cancelled with {done} of {total} condition(s) done across the nodes; what they finished is in {}", dir.display())]
-pub struct FleetCancelled {
-    pub done: usize,
-    pub total: usize,
-    pub dir: PathBuf,
-}
+pub use edgeprof::jobs::FleetCancelled;
 
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
     if let Some(why) = fleet::unshareable(config) {

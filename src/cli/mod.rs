@@ -187,6 +187,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             shape,
             threads,
             runs,
+            profile,
             ceilings,
             json,
             top,
@@ -194,30 +195,51 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }) => {
             let threads = edgeprof::runner::resolve_threads(threads.unwrap_or(0));
             // The request is checked whole before the ceilings are read and anything runs.
-            let profile: Box<dyn FnOnce() -> anyhow::Result<edgeprof::roofline::LayerProfile>> =
-                if is_file_model(&model) {
-                    if shape.batch.is_some() || shape.classes.is_some() {
-                        bail!(BadInput(format!(
-                            "{model} is an ONNX file: its inputs, batch included, are given by \
-                             --input NAME=DIMS"
-                        )));
-                    }
-                    let given = shape
-                        .input
-                        .iter()
-                        .map(|t| t.parse().map_err(|e| BadInput(format!("{e}"))))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    let path = PathBuf::from(&model);
-                    Box::new(move || {
-                        edgeprof::roofline::file_layer_profile(&path, &given, threads, runs)
-                    })
-                } else {
-                    let zoo_model = zoo_of(&model, &shape)?;
-                    Box::new(move || edgeprof::roofline::layer_profile(&zoo_model, threads, runs))
+            let layer_model = if is_file_model(&model) {
+                if shape.batch.is_some() || shape.classes.is_some() {
+                    bail!(BadInput(format!(
+                        "{model} is an ONNX file: its inputs, batch included, are given by \
+                         --input NAME=DIMS"
+                    )));
+                }
+                for spec in &shape.input {
+                    spec.parse::<edgeprof::models::onnx_graph::InputSpec>()
+                        .map_err(|e| BadInput(format!("{e}")))?;
+                }
+                edgeprof::roofline::layers::LayerModel::File {
+                    path: PathBuf::from(&model),
+                    inputs: shape.input.clone(),
+                }
+            } else {
+                // Built once here so that a model the zoo cannot build is refused at once.
+                zoo_of(&model, &shape)?;
+                let input = match shape.input.first() {
+                    Some(text) => text
+                        .parse::<InputShape>()
+                        .map_err(|e| BadInput(e.to_string()))?,
+                    None => InputShape::default(),
                 };
+                edgeprof::roofline::layers::LayerModel::Zoo {
+                    name: model.clone(),
+                    channels: input.channels,
+                    height: input.height,
+                    width: input.width,
+                    batch: shape.batch.unwrap_or(1),
+                    classes: shape.classes.unwrap_or(1000),
+                }
+            };
+            let request = edgeprof::roofline::layers::LayerRequest {
+                model: layer_model,
+                threads,
+                runs,
+            };
+            let source = match &profile {
+                Some(file) => roofline::LayerSource::Saved(file),
+                None => roofline::LayerSource::Profile(&request),
+            };
             roofline::layers(
                 &model,
-                profile,
+                source,
                 roofline::LayersOptions {
                     threads,
                     runs,
@@ -396,6 +418,14 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::PlaceWorker => {
             let response = edgeprof::runner::split::serve(std::io::stdin().lock())?;
             print_json(&response)
+        }
+        Command::LayersWorker => {
+            let mut text = String::new();
+            std::io::Read::read_to_string(&mut std::io::stdin().lock(), &mut text)
+                .context("cannot read the layer request from stdin")?;
+            let request: edgeprof::roofline::layers::LayerRequest = serde_json::from_str(&text)
+                .map_err(|e| BadInput(format!("not a layer request ({e})")))?;
+            print_json(&request.profile()?)
         }
         Command::GpuBenchWorker { device, effort } => {
             let mut out = std::io::stdout().lock();

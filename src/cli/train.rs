@@ -9,7 +9,6 @@ use clap::Args;
 use edgeprof::collect::stop::Cancel;
 use edgeprof::train::session::{self, Finished, Outcome, Study, TrainEvent};
 use std::path::PathBuf;
-use thiserror::Error;
 
 /// Every option overrides the config's `[train]` (or its default, in brackets).
 #[derive(Args, Debug)]
@@ -87,12 +86,7 @@ pub struct TrainArgs {
     json: bool,
 }
 
-/// The study was stopped (exit code 130); what finished is in its directory.
-#[derive(Debug, Error)]
-#[error("training cancelled; what finished is in {}", dir.display())]
-pub struct TrainCancelled {
-    pub dir: PathBuf,
-}
+pub use edgeprof::jobs::TrainCancelled;
 
 /// One line of progress for an event (None: nothing to say on a terminal).
 fn progress_line(event: &TrainEvent) -> Option<String> {

@@ -19,6 +19,22 @@ use std::path::{Path, PathBuf};
 pub mod sweep;
 pub use sweep::{Controls, Interrupted, Plan, SomeFailed, Swept};
 
+/// The fleet run was cancelled (exit code 130): each node kept what it finished.
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled with {done} of {total} condition(s) done across the nodes; what they finished is in {}", dir.display())]
+pub struct FleetCancelled {
+    pub done: usize,
+    pub total: usize,
+    pub dir: PathBuf,
+}
+
+/// The training study was stopped (exit code 130); what finished is in its directory.
+#[derive(Debug, thiserror::Error)]
+#[error("training cancelled; what finished is in {}", dir.display())]
+pub struct TrainCancelled {
+    pub dir: PathBuf,
+}
+
 /// Where a job's events go: any thread may call it.
 pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 

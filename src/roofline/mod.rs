@@ -9,9 +9,12 @@
 pub mod advice;
 pub mod ert;
 pub mod gpu;
+pub mod layers;
 pub mod levels;
 pub mod nvidia;
 pub mod store;
+
+pub use layers::{group_layers, LayerProfile};
 
 use crate::error::BadInput;
 use serde::{Deserialize, Serialize};
@@ -325,174 +328,6 @@ pub fn attainable(peak_flops_per_s: f64, bytes_per_s: f64, intensity: f64) -> f6
 /// The intensity where the bandwidth roof meets the compute roof: peak / bandwidth.
 pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
     peak_flops_per_s / bytes_per_s
-}
-
-/// Per-layer points of a zoo model (see [`layer_profile`]).
-pub fn layer_programs(
-    model: &crate::models::graph::Model,
-    threads: usize,
-    runs: usize,
-) -> anyhow::Result<Vec<Program>> {
-    Ok(layer_profile(model, threads, runs)?.programs)
-}
-
-/// A model's layers as tract ran them: one point per layer, or per group of layers tract fused
-/// into one node, with each profiled run's seconds beside it.
-#[derive(Debug, Clone, Default)]
-pub struct LayerProfile {
-    pub programs: Vec<Program>,
-    /// Per program, each run's seconds (the runs of all programs interleaved: every run times
-    /// every layer).
-    pub runs_s: Vec<Vec<f64>>,
-}
-
-/// Profiles `model` in tract `runs` times on `threads` threads. The analytic FLOPs and DRAM
-/// bytes of each layer meet tract's node times; a layer tract timed no node for was fused into
-/// a neighbour, and joins it as a group named `a+b` with the group's summed FLOPs and bytes: an
-/// element-wise layer joins the group before it, any other the next layer that has time (tract
-/// may keep a fused chain under its last layer's name).
-pub fn layer_profile(
-    model: &crate::models::graph::Model,
-    threads: usize,
-    runs: usize,
-) -> anyhow::Result<LayerProfile> {
-    use crate::engines::tract::{ModelSource, TractSession};
-    let costs = crate::models::cost::analyze(model);
-    let session = TractSession::load(
-        ModelSource::Zoo {
-            model,
-            seed: crate::models::onnx::DEFAULT_SEED,
-        },
-        None,
-        threads,
-    )?;
-    let input = session.make_input(crate::models::onnx::DEFAULT_SEED)?;
-    let times = session.profile(&input, runs.max(1))?;
-    Ok(group_layers(&costs.layers, &times))
-}
-
-/// [`layer_profile`] of the ONNX file at `path` fed at `given` (as `bench` feeds it): its
-/// run-time nodes grouped as tract fuses them
-/// ([`crate::models::onnx_graph::fused_groups`]), each group's FLOPs and bytes from the
-/// node-by-node analysis and its time the sum of its members' node times. A group tract gave no
-/// time (done in place, or folded into another) is left out, its work with it; so are nodes the
-/// analysis could not cost (`models info` names them).
-pub fn file_layer_profile(
-    path: &std::path::Path,
-    given: &[crate::models::onnx_graph::InputSpec],
-    threads: usize,
-    runs: usize,
-) -> anyhow::Result<LayerProfile> {
-    use crate::models::onnx_graph as graph;
-    let cost = graph::analyse_file(path, given, None)?;
-    let bound = graph::bind_file_inputs(path, given, None)?;
-    let (session, fed) = crate::engines::tract::TractSession::load_fed(
-        path,
-        &bound,
-        threads,
-        crate::models::onnx::DEFAULT_SEED,
-    )?;
-    let times = session.profile_fed(&fed, runs.max(1))?;
-    let mut out = LayerProfile::default();
-    for members in graph::fused_groups(&cost) {
-        let nodes: Vec<&graph::NodeCost> =
-            members.iter().filter_map(|&i| cost.nodes.get(i)).collect();
-        let mut runs_ms: Option<Vec<f64>> = None;
-        for t in times.iter().filter(|t| {
-            t.mapped
-                && nodes
-                    .iter()
-                    .any(|n| graph::source_node_name(&n.name) == t.layer)
-        }) {
-            match &mut runs_ms {
-                Some(sum) => sum.iter_mut().zip(&t.runs_ms).for_each(|(s, v)| *s += v),
-                None => runs_ms = Some(t.runs_ms.clone()),
-            }
-        }
-        let Some(runs_ms) = runs_ms else { continue };
-        let names: Vec<&str> = nodes.iter().map(|n| n.name.as_str()).collect();
-        out.programs.push(Program {
-            label: names.join("+"),
-            precision: Precision::Fp32,
-            flops: nodes.iter().map(|n| n.flops as f64).sum(),
-            seconds: crate::stats::median(&runs_ms).unwrap_or(0.0) / 1e3,
-            traffic: vec![(Level::Dram, nodes.iter().map(|n| n.dram_bytes as f64).sum())],
-            source: PointSource::Analytic,
-            basis: vec!["time from tract's node profile (the median run)".to_string()],
-        });
-        out.runs_s.push(runs_ms.iter().map(|ms| ms / 1e3).collect());
-    }
-    Ok(out)
-}
-
-/// Joins analytic layer costs with profiled layer times (see [`layer_profile`]).
-pub fn group_layers(
-    costs: &[crate::models::cost::LayerCost],
-    times: &[crate::engines::tract::LayerTime],
-) -> LayerProfile {
-    struct Group {
-        names: Vec<String>,
-        flops: f64,
-        bytes: f64,
-        runs_ms: Option<Vec<f64>>,
-    }
-    let mut groups: Vec<Group> = Vec::new();
-    // Layers without time waiting for the next layer that has some.
-    let mut pending: Vec<&crate::models::cost::LayerCost> = Vec::new();
-    for cost in costs {
-        let timed = times.iter().find(|t| t.mapped && t.layer == cost.name);
-        match timed {
-            Some(t) => {
-                let mut g = Group {
-                    names: Vec::new(),
-                    flops: 0.0,
-                    bytes: 0.0,
-                    runs_ms: Some(t.runs_ms.clone()),
-                };
-                for p in pending.drain(..).chain(std::iter::once(cost)) {
-                    g.names.push(p.name.clone());
-                    g.flops += p.flops as f64;
-                    g.bytes += p.dram_bytes as f64;
-                }
-                groups.push(g);
-            }
-            None => match groups.last_mut() {
-                Some(g)
-                    if pending.is_empty()
-                        && crate::models::graph::FUSED_AFTER.contains(&cost.kind) =>
-                {
-                    g.names.push(cost.name.clone());
-                    g.flops += cost.flops as f64;
-                    g.bytes += cost.dram_bytes as f64;
-                }
-                _ => pending.push(cost),
-            },
-        }
-    }
-    // Untimed layers at the end belong to the last group.
-    if let Some(g) = groups.last_mut() {
-        for p in pending.drain(..) {
-            g.names.push(p.name.clone());
-            g.flops += p.flops as f64;
-            g.bytes += p.dram_bytes as f64;
-        }
-    }
-    let mut out = LayerProfile::default();
-    for g in groups {
-        let Some(runs_ms) = g.runs_ms else { continue };
-        let seconds = crate::stats::median(&runs_ms).unwrap_or(0.0) / 1e3;
-        out.programs.push(Program {
-            label: g.names.join("+"),
-            precision: Precision::Fp32,
-            flops: g.flops,
-            seconds,
-            traffic: vec![(Level::Dram, g.bytes)],
-            source: PointSource::Analytic,
-            basis: vec!["time from tract's node profile (the median run)".to_string()],
-        });
-        out.runs_s.push(runs_ms.iter().map(|ms| ms / 1e3).collect());
-    }
-    out
 }
 
 /// The zoo model a condition of a stored sweep ran, or why it has none.

@@ -208,13 +208,19 @@ impl Session {
             Command::Layers { condition, classes } => {
                 let tx = self.tx.clone();
                 std::thread::spawn(move || {
-                    let result = edgeprof::roofline::condition_model(&condition, classes)
-                        .map_err(|e| e.0)
-                        .and_then(|model| {
-                            let threads = edgeprof::runner::resolve_threads(condition.threads);
-                            edgeprof::roofline::layer_programs(&model, threads, 10)
-                                .map_err(|e| format!("{e:#}"))
-                        });
+                    // In a worker process, as `roofline layers` profiles: the UI's own threads
+                    // stay off the cores being measured.
+                    let result = edgeprof::roofline::layers::LayerRequest::for_condition(
+                        &condition, classes,
+                    )
+                    .map_err(|e| e.0)
+                    .and_then(|request| {
+                        let edgeprof = std::env::current_exe()
+                            .map_err(|e| format!("cannot locate the edgeprof binary: {e}"))?;
+                        edgeprof::roofline::layers::profile_in_worker(&edgeprof, &request, None)
+                            .map(|p| p.programs)
+                            .map_err(|e| format!("{e:#}"))
+                    });
                     let _ = tx.send(Message::Layers(condition.id, result.into()));
                 });
             }
@@ -531,7 +537,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
                     }
                 }
                 let dir = app.train.dir.clone().unwrap_or_default();
-                return Err(crate::cli::train::TrainCancelled { dir }.into());
+                return Err(edgeprof::jobs::TrainCancelled { dir }.into());
             }
             Ok(())
         }
@@ -552,11 +558,11 @@ fn cancelled_run(app: &mut App, session: &mut Session) -> anyhow::Error {
     let dir = r.dir.clone().unwrap_or_default();
     if r.nodes.is_empty() {
         let (done, total) = (r.done_before + r.ok + r.failed, r.total);
-        crate::cli::sweep::Interrupted { done, total, dir }.into()
+        edgeprof::jobs::Interrupted { done, total, dir }.into()
     } else {
         let done = r.nodes.iter().map(|n| n.ok + n.failed).sum();
         let total = r.nodes.iter().map(|n| n.total).sum();
-        crate::cli::fleet::FleetCancelled { done, total, dir }.into()
+        edgeprof::jobs::FleetCancelled { done, total, dir }.into()
     }
 }
 

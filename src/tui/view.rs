@@ -22,7 +22,7 @@ use tune::*;
 
 use super::app::{App, GpuHistory, Live, Severity, Tab, RESULT_COLUMNS, TABS};
 use super::conditions::{Axis, AXES};
-use crate::cli::render;
+use edgeprof::text as render;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::{Modifier, Style};
 use ratatui::symbols;

@@ -17,11 +17,15 @@ pub struct LayersOptions<'a> {
     pub svg: Option<&'a Path>,
 }
 
-pub fn layers(
-    name: &str,
-    profile: impl FnOnce() -> anyhow::Result<edgeprof::roofline::LayerProfile>,
-    o: LayersOptions,
-) -> anyhow::Result<()> {
+/// Where `roofline layers` gets its profile.
+pub enum LayerSource<'a> {
+    /// Profiled now, in a worker process.
+    Profile(&'a edgeprof::roofline::layers::LayerRequest),
+    /// Saved earlier (`--json` output).
+    Saved(&'a Path),
+}
+
+pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Result<()> {
     let LayersOptions {
         threads,
         runs,
@@ -31,8 +35,15 @@ pub fn layers(
     } = o;
     use edgeprof::roofline::{advice, Program};
     let (stored, from) = load_ceilings(ceilings_file)?;
-    errln!("profiling {name} node by node over {runs} run(s) on {threads} thread(s) …");
-    let profile = profile()?;
+    let profile = match source {
+        LayerSource::Profile(request) => {
+            errln!("profiling {name} node by node over {runs} run(s) on {threads} thread(s) …");
+            let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+            edgeprof::roofline::layers::profile_in_worker(&edgeprof, request, None)?
+        }
+        LayerSource::Saved(file) => edgeprof::roofline::layers::read_saved(file)?,
+    };
+    let runs = profile.runs_s.first().map_or(runs, Vec::len);
     let programs = profile.programs.clone();
     let ranks = advice::rank_layers(&programs, &stored.ceilings);
     let stability = advice::top_stability(&programs, &profile.runs_s, &stored.ceilings, 1000);

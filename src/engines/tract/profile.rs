@@ -32,8 +32,9 @@ pub fn map_to_layer<'a>(node_name: &str, layers: &'a [String]) -> Option<&'a str
 }
 
 impl TractSession {
-    /// Runs `runs` inferences timing every node, and folds node times into source layers
-    /// (in plan order of first appearance).
+    /// Runs one untimed inference (the first one pays for allocations and packing that later
+    /// ones do not), then `runs` inferences timing every node, and folds node times into
+    /// source layers (in plan order of first appearance).
     pub fn profile(&self, input: &Tensor, runs: usize) -> Result<Vec<LayerTime>, EngineError> {
         self.profile_fed(&tvec!(input.clone().into_tvalue()), runs)
     }
@@ -52,6 +53,9 @@ impl TractSession {
         let mut order = Vec::new();
         contained(|| {
             let mut state = SimpleState::new(&self.plan).map_err(|e| EngineError::Run {
+                reason: one_line(&e),
+            })?;
+            state.run(inputs.clone()).map_err(|e| EngineError::Run {
                 reason: one_line(&e),
             })?;
             for times in node_time.iter_mut() {

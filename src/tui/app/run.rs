@@ -264,7 +264,7 @@ impl App {
                         format!(
                             "{} condition(s), estimated {}; results in {}",
                             estimates.len(),
-                            crate::cli::render::duration(estimates.iter().sum()),
+                            edgeprof::text::duration(estimates.iter().sum()),
                             dir.display()
                         ),
                     )],

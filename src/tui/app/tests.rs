@@ -226,3 +226,39 @@ fn the_status_line_clears_and_the_log_keeps_it() {
     press(&mut a, KeyCode::Char('q'));
     assert!(!a.log_open && !a.quit);
 }
+
+/// The drill-down ranks a stored profile as `roofline layers` ranked it: the saved profile's
+/// `ranking` is the CLI's (tests/cli_roofline.rs checks that the CLI ranks it so again).
+#[test]
+fn the_layer_drill_down_ranks_a_stored_profile_as_roofline_layers_does() {
+    let fixtures = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    let saved = fixtures.join("layers/shufflenet_v2_x0_5-3x64x64.json");
+    let profile = match edgeprof::roofline::layers::read_saved(&saved) {
+        Ok(p) => p,
+        Err(e) => panic!("{e}"),
+    };
+    let stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&saved).unwrap_or_default())
+            .unwrap_or_default();
+    let cli: Vec<String> = stored["ranking"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|r| r["label"].as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    let ceilings = match edgeprof::roofline::store::read_file(&fixtures.join("ceilings-pi4.json")) {
+        Ok(c) => c.ceilings,
+        Err(_) => panic!("cannot read the Pi 4 ceilings"),
+    };
+    let mut a = app();
+    a.roofline.ceilings = Some(Shown::Ready((ceilings, "pi4".into())));
+    a.layers_profiled("tract/shufflenet".into(), Shown::Ready(profile.programs));
+    let Some(Shown::Ready(view)) = &a.roofline.layers else {
+        panic!("no layers shown");
+    };
+    let tui: Vec<String> = view.ranks.iter().map(|r| r.label.clone()).collect();
+    assert!(!cli.is_empty());
+    assert_eq!(tui, cli);
+}
