@@ -10,7 +10,11 @@ use std::io::Write;
 
 /// Writes to standard error; false when it is gone.
 pub fn err(args: fmt::Arguments) -> bool {
-    let mut stream = std::io::stderr().lock();
+    write_to(&mut std::io::stderr().lock(), args)
+}
+
+/// Writes and flushes `args` to `stream`; false when it is gone.
+fn write_to(stream: &mut impl Write, args: fmt::Arguments) -> bool {
     stream.write_fmt(args).and_then(|_| stream.flush()).is_ok()
 }
 
@@ -62,8 +66,30 @@ macro_rules! errln {
 
 #[cfg(test)]
 mod tests {
+    use super::write_to;
+    use std::io::Write;
+
+    /// A terminal that went away: every write fails as a closed pipe does.
+    struct Gone;
+
+    impl Write for Gone {
+        fn write(&mut self, _: &[u8]) -> std::io::Result<usize> {
+            Err(std::io::ErrorKind::BrokenPipe.into())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
     #[test]
-    fn writes_report_success() {
-        assert!(super::err(format_args!("")));
+    fn a_write_that_lands_reports_success() {
+        let mut out = Vec::new();
+        assert!(write_to(&mut out, format_args!("{} of {}", 1, 2)));
+        assert_eq!(out, b"1 of 2");
+    }
+
+    #[test]
+    fn a_stream_that_is_gone_reports_failure_without_panicking() {
+        assert!(!write_to(&mut Gone, format_args!("lost")));
     }
 }

@@ -32,6 +32,7 @@ mod fuzz;
 pub mod jobs;
 pub mod lockfile;
 pub mod models;
+pub mod protocol;
 pub mod report;
 pub mod results;
 pub mod roofline;

@@ -510,11 +510,14 @@ fn the_onnxruntime_harness_times_what_onnxruntimes_own_loop_times() {
         v.sort_by(f64::total_cmp);
         (v[v.len() * 3 / 4] - v[v.len() / 4]) / v[v.len() / 2]
     };
-    let unresolved = spread(&ours).max(spread(&theirs)) > 0.05;
+    // The agreement asked for is 5 %, or three times what the rounds themselves spread on this
+    // machine when that is more (a shared 2-core host): a harness that times something else
+    // (session creation, a copy per inference, the wrong thread count) misses it either way.
+    let tolerance = 0.05_f64.max(3.0 * spread(&ours).max(spread(&theirs)));
     assert!(
-        (ratio - 1.0).abs() < 0.05 || unresolved || verdicts.iter().any(|v| *v != "clean"),
-        "edgeprof's median {a:.3} ms against onnxruntime's own loop {b:.3} ms (ratio {ratio:.3}), \
-         every edgeprof run judged clean and the rounds steady: {ours:?} against {theirs:?}"
+        (ratio - 1.0).abs() < tolerance,
+        "edgeprof's median {a:.3} ms against onnxruntime's own loop {b:.3} ms (ratio {ratio:.3}, \
+         tolerance {tolerance:.3}; verdicts {verdicts:?}): {ours:?} against {theirs:?}"
     );
 }
 

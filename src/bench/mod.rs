@@ -2,11 +2,9 @@
 //! with isolated worker processes builds on it). Measures and reports through events and a
 //! plain result struct; printing is the front-end's job.
 
-use crate::engines::tract::check_fits;
 use crate::engines::tract::LayerTime;
-use crate::engines::EngineError;
 use crate::engines::{Loaded, Source};
-use crate::models::cost::{self, CostTotals, ModelCost};
+use crate::models::cost::{self, CostTotals};
 use crate::models::graph::Model;
 use crate::stats::{self, RunStats};
 use serde::Serialize;
@@ -351,33 +349,7 @@ fn run_here(
     Ok(report)
 }
 
-/// The least a zoo model needs while it runs, by its analytic cost: its parameters, plus the
-/// input and output of its largest layer held at once. tract keeps more (packed weights,
-/// scratch space), so a model over this surely does not fit.
-pub fn least_memory(costs: &ModelCost) -> Option<u64> {
-    let largest = costs
-        .layers
-        .iter()
-        .map(|l| l.input_bytes.checked_add(l.output_bytes))
-        .try_fold(0u64, |m, b| Some(m.max(b?)))?;
-    costs.total.param_bytes.checked_add(largest)
-}
-
-/// Refuses a zoo model whose input, or whose least running memory, exceeds the memory available
-/// now: allocating it would abort the process instead of failing.
-pub fn check_zoo_fits(model: &Model, costs: &ModelCost) -> Result<(), EngineError> {
-    let origin = format!("zoo model {} at input {:?}", model.name, model.input_shape);
-    check_fits(
-        &origin,
-        "the input tensor",
-        crate::engines::tract::f32_bytes(&model.input_shape),
-    )?;
-    check_fits(
-        &origin,
-        "running it (parameters and the largest layer's input and output, by the analytic model)",
-        least_memory(costs),
-    )
-}
+pub use crate::engines::tract::{check_zoo_fits, least_memory};
 
 /// The raw figures of one benchmark, wherever it ran.
 pub struct Measured {
@@ -424,6 +396,7 @@ pub fn assemble(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::engines::EngineError;
     use crate::models::zoo::{self, ModelParams};
 
     #[test]

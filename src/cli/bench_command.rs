@@ -5,7 +5,7 @@
 use super::*;
 
 pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
-    let threads = edgeprof::runner::resolve_threads(args.threads.unwrap_or(0));
+    let threads = edgeprof::protocol::resolve_threads(args.threads.unwrap_or(0));
     // One `CxHxW` is the image input of a zoo model or a file; anything else binds a file's
     // inputs by name, as `models info` does.
     let image = match &args.input[..] {

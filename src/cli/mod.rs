@@ -193,7 +193,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             top,
             chart,
         }) => {
-            let threads = edgeprof::runner::resolve_threads(threads.unwrap_or(0));
+            let threads = edgeprof::protocol::resolve_threads(threads.unwrap_or(0));
             // The request is checked whole before the ceilings are read and anything runs.
             let layer_model = if is_file_model(&model) {
                 if shape.batch.is_some() || shape.classes.is_some() {

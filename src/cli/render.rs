@@ -574,7 +574,7 @@ mod tests {
     use super::skipped_lines;
     use edgeprof::config::{Device, ModelRef};
     use edgeprof::models::InputShape;
-    use edgeprof::runner::matrix::{Condition, Skipped};
+    use edgeprof::protocol::{Condition, Skipped};
 
     fn skipped(engine: &str, batch: usize, reason: &str) -> Skipped {
         let input = InputShape {

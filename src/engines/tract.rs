@@ -298,6 +298,33 @@ pub fn check_fits(origin: &str, what: &str, needed: Option<u64>) -> Result<(), E
     }
 }
 
+/// The least a zoo model needs while it runs, by its analytic cost: its parameters, plus the
+/// input and output of its largest layer held at once. tract keeps more (packed weights,
+/// scratch space), so a model over this surely does not fit.
+pub fn least_memory(costs: &crate::models::cost::ModelCost) -> Option<u64> {
+    let largest = costs
+        .layers
+        .iter()
+        .map(|l| l.input_bytes.checked_add(l.output_bytes))
+        .try_fold(0u64, |m, b| Some(m.max(b?)))?;
+    costs.total.param_bytes.checked_add(largest)
+}
+
+/// Refuses a zoo model whose input, or whose least running memory, exceeds the memory available
+/// now: allocating it would abort the process instead of failing.
+pub fn check_zoo_fits(
+    model: &crate::models::graph::Model,
+    costs: &crate::models::cost::ModelCost,
+) -> Result<(), EngineError> {
+    let origin = format!("zoo model {} at input {:?}", model.name, model.input_shape);
+    check_fits(&origin, "the input tensor", f32_bytes(&model.input_shape))?;
+    check_fits(
+        &origin,
+        "running it (parameters and the largest layer's input and output, by the analytic model)",
+        least_memory(costs),
+    )
+}
+
 /// One output of an inference: its shape and its values as float32.
 pub type Output = (Vec<usize>, Vec<f32>);
 

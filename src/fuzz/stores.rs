@@ -317,7 +317,7 @@ pub(super) fn run_history(scratch: &mut Scratch, bytes: &[u8]) {
     }
     let record = crate::results::RunRecord {
         stats,
-        ..crate::results::RunRecord::bare(crate::runner::matrix::Condition::new(
+        ..crate::results::RunRecord::bare(crate::protocol::Condition::new(
             "tract",
             crate::config::ModelRef::Zoo("lenet".into()),
             crate::models::InputShape::default(),

@@ -483,7 +483,7 @@ pub(super) fn run_config(scratch: &mut Scratch, bytes: &[u8]) {
 }
 
 pub(super) fn protocol_seeds() -> Vec<Vec<u8>> {
-    use crate::runner::protocol::WorkerMessage;
+    use crate::protocol::WorkerMessage;
     let lines = [
         WorkerMessage::Ready {
             init_ms: 12.5,
@@ -534,7 +534,7 @@ pub(super) fn protocol_seeds() -> Vec<Vec<u8>> {
 
 pub(super) fn run_protocol(_: &mut Scratch, bytes: &[u8]) {
     let text = text(bytes);
-    let mut collector = crate::runner::protocol::Collector::default();
+    let mut collector = crate::protocol::Collector::default();
     for line in text.lines() {
         if collector.feed(line).is_err() {
             break;
@@ -556,7 +556,7 @@ pub(super) fn run_protocol(_: &mut Scratch, bytes: &[u8]) {
         }
     }
     // The worker's own request, read from its stdin.
-    let _ = serde_json::from_str::<crate::runner::protocol::WorkerRequest>(&text);
+    let _ = serde_json::from_str::<crate::protocol::WorkerRequest>(&text);
 }
 
 /// Inputs whose first part names what the rest is (a results file, a board file): mutations

@@ -1,6 +1,7 @@
 //! Workloads: the model description, the built-in zoo, analytic costs, the ONNX writer and
 //! the reader that describes a user's ONNX file the same way.
 
+pub mod blocks;
 pub mod cost;
 pub mod graph;
 pub mod npy;

@@ -389,7 +389,7 @@ mod tests {
     use super::*;
 
     fn row(engine: &str, model: &str, input: &str, mean: f64) -> Row {
-        let c = crate::runner::matrix::Condition::new(
+        let c = crate::protocol::Condition::new(
             engine,
             crate::config::ModelRef::Zoo(model.into()),
             match input.parse() {
@@ -434,7 +434,7 @@ mod tests {
 
     #[test]
     fn timelines_lay_attempts_end_to_end() {
-        let c = crate::runner::matrix::Condition::new(
+        let c = crate::protocol::Condition::new(
             "tract",
             crate::config::ModelRef::Zoo("resnet34".into()),
             crate::models::InputShape::default(),
@@ -445,7 +445,7 @@ mod tests {
         let record = |attempt, wall_s| RunRecord {
             attempt,
             last: attempt == 2,
-            resources: crate::runner::spawn::Resources {
+            resources: crate::protocol::Resources {
                 wall_s,
                 ..Default::default()
             },

@@ -82,7 +82,7 @@ type Kept<'a> = (&'a Row, Vec<f32>);
 pub fn compare(dir: &Path, rows: &[Row]) -> Vec<Agreement> {
     let mut groups: Vec<(String, Vec<Kept>)> = Vec::new();
     for row in rows.iter().filter(|r| r.status == "ok") {
-        let path = crate::runner::prepare::output_path(dir, &row.id);
+        let path = crate::protocol::output_path(dir, &row.id);
         let Some(values) = read_output(&path) else {
             continue;
         };
@@ -171,7 +171,7 @@ mod tests {
     #[test]
     fn groups_compare_with_tract_and_flag_what_differs() -> anyhow::Result<()> {
         use crate::config::{Device, ModelRef};
-        use crate::runner::matrix::Condition;
+        use crate::protocol::Condition;
         let dir = tempfile::tempdir()?;
         let shape = crate::models::InputShape::default();
         let cond = |engine: &str, model: &str| {
@@ -185,8 +185,8 @@ mod tests {
             )
         };
         let write = |c: &Condition, values: &[f32]| -> anyhow::Result<()> {
-            let path = crate::runner::prepare::output_path(dir.path(), &c.id);
-            std::fs::create_dir_all(dir.path().join(crate::runner::prepare::OUTPUTS))?;
+            let path = crate::protocol::output_path(dir.path(), &c.id);
+            std::fs::create_dir_all(dir.path().join(crate::protocol::OUTPUTS))?;
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
             std::fs::write(path, bytes)?;
             Ok(())

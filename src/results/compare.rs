@@ -198,7 +198,7 @@ pub const AXES: [&str; 7] = [
 ];
 
 /// A condition's value on `axis` (one of [`AXES`]), and everything else about it.
-fn split_axis(c: &crate::runner::matrix::Condition, axis: &str) -> Option<(String, String)> {
+fn split_axis(c: &crate::protocol::Condition, axis: &str) -> Option<(String, String)> {
     let cores = match &c.cores {
         Some(list) => list
             .iter()

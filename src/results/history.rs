@@ -302,7 +302,7 @@ mod tests {
         }
         RunRecord {
             stats,
-            ..RunRecord::bare(crate::runner::matrix::Condition::new(
+            ..RunRecord::bare(crate::protocol::Condition::new(
                 "tract",
                 crate::config::ModelRef::Zoo("lenet".into()),
                 crate::models::InputShape::default(),

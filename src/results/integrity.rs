@@ -4,7 +4,7 @@
 
 use super::{RunRecord, SampleRecord, TelemetryRecord};
 use crate::config::ModelRef;
-use crate::runner::matrix::Condition;
+use crate::protocol::Condition;
 use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -192,7 +192,7 @@ mod tests {
         condition.id = id.to_string();
         RunRecord {
             attempt,
-            resources: crate::runner::spawn::Resources {
+            resources: crate::protocol::Resources {
                 samples,
                 ..Default::default()
             },

@@ -24,9 +24,9 @@ pub mod summary;
 
 use crate::collect::device::Fingerprint;
 use crate::collect::proc::ProcSample;
-use crate::runner::matrix::{Condition, Skipped};
-use crate::runner::protocol::WorkerRun;
-use crate::runner::spawn::{Resources, RunFailure};
+use crate::protocol::WorkerRun;
+use crate::protocol::{Condition, Skipped};
+use crate::protocol::{Resources, RunFailure};
 use crate::stats::RunStats;
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
@@ -115,7 +115,7 @@ pub struct RunRecord {
     /// Each repeat's disturbance and source, which ones the statistics leave out, and whether
     /// the median's interval reached `measure.target_ci` (records of successful runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub repetition: Option<crate::runner::repetition::Repetition>,
+    pub repetition: Option<crate::protocol::repetition::Repetition>,
     /// The median against the condition's latest clean run on this device, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub drift: Option<history::Drift>,

@@ -131,7 +131,7 @@ pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
 }
 
 impl Row {
-    fn blank(c: &crate::runner::matrix::Condition, status: &str) -> Row {
+    fn blank(c: &crate::protocol::Condition, status: &str) -> Row {
         Row {
             id: c.id.clone(),
             engine: c.engine.clone(),
@@ -603,7 +603,7 @@ pub fn record_line(record: &RunRecord, retry: bool) -> String {
 
 #[cfg(test)]
 pub mod tests_support {
-    pub fn row(c: &crate::runner::matrix::Condition, status: &str) -> super::Row {
+    pub fn row(c: &crate::protocol::Condition, status: &str) -> super::Row {
         super::Row::blank(c, status)
     }
 }
@@ -614,7 +614,7 @@ mod tests {
 
     #[test]
     fn a_record_reads_the_same_in_every_front_end() {
-        let condition = crate::runner::matrix::Condition::new(
+        let condition = crate::protocol::Condition::new(
             "tract",
             crate::config::ModelRef::Zoo("resnet34".into()),
             crate::models::InputShape::default(),
@@ -668,7 +668,7 @@ mod tests {
         assert_eq!(
             COLUMNS.len(),
             cells(&Row::blank(
-                &crate::runner::matrix::Condition::new(
+                &crate::protocol::Condition::new(
                     "tract",
                     crate::config::ModelRef::Zoo("resnet34".into()),
                     crate::models::InputShape::default(),

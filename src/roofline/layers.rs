@@ -6,7 +6,7 @@
 
 use super::{Level, PointSource, Precision, Program};
 use crate::models::onnx_graph::InputSpec;
-use crate::runner::matrix::Condition;
+use crate::protocol::Condition;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -74,7 +74,7 @@ impl LayerRequest {
         };
         Ok(LayerRequest {
             model,
-            threads: crate::runner::resolve_threads(c.threads),
+            threads: crate::protocol::resolve_threads(c.threads),
             runs: RUNS,
         })
     }

@@ -7,6 +7,7 @@
 //! 2020) draws one point per memory level for each program, all at the same FLOP rate.
 
 pub mod advice;
+pub mod cachesim;
 pub mod ert;
 pub mod gpu;
 pub mod layers;
@@ -332,7 +333,7 @@ pub fn ridge(peak_flops_per_s: f64, bytes_per_s: f64) -> f64 {
 
 /// The zoo model a condition of a stored sweep ran, or why it has none.
 pub fn condition_model(
-    c: &crate::runner::matrix::Condition,
+    c: &crate::protocol::Condition,
     classes: usize,
 ) -> Result<crate::models::graph::Model, crate::error::BadInput> {
     let crate::config::ModelRef::Zoo(name) = &c.model else {
@@ -354,7 +355,7 @@ pub fn condition_model(
 /// ONNX file's as the reader describes it at the condition's input and batch (the file read
 /// again where the sweep found it).
 pub fn condition_cost(
-    c: &crate::runner::matrix::Condition,
+    c: &crate::protocol::Condition,
     classes: usize,
 ) -> Result<crate::models::cost::CostTotals, crate::error::BadInput> {
     let model = match &c.model {
@@ -411,7 +412,7 @@ pub fn condition_cost(
 /// finds) are returned with the reason.
 pub fn programs_from_results(
     stored: &crate::results::Stored,
-    simulations: &[crate::runner::cachesim::Simulation],
+    simulations: &[cachesim::Simulation],
 ) -> (Vec<Program>, Vec<(String, String)>) {
     let classes = stored.classes();
     let mut programs = Vec::new();

@@ -54,7 +54,7 @@ fn layers_tract_fused_away_join_their_neighbours_as_named_groups() {
 #[test]
 fn an_onnx_condition_has_the_cost_of_its_file_at_the_condition_s_input_and_batch() {
     use crate::config::{Device, ModelRef};
-    use crate::runner::matrix::Condition;
+    use crate::protocol::Condition;
     let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/fixtures/onnx/torch/small_opset13.onnx");
     let at = |batch: usize, path: &std::path::Path| {

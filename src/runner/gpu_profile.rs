@@ -14,8 +14,8 @@
 use crate::collect::gpuprof::{self, Tool};
 use crate::collect::stop::Cancel;
 use crate::config::{Config, Device, GpuProfiler};
+use crate::protocol::Condition;
 use crate::roofline::{advice, nvidia, store, Ceilings, Program};
-use crate::runner::matrix::Condition;
 use crate::runner::prepare;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
@@ -319,11 +319,11 @@ impl GpuProfiling<'_> {
         // Its outputs were kept by the sweep; the profiled run writes none.
         let mut config = self.config.clone();
         config.measure.check_outputs = false;
-        let request = crate::runner::protocol::WorkerRequest {
+        let request = crate::protocol::WorkerRequest {
             warmup: 1,
             iterations: ITERATIONS,
             repeats: 1,
-            ..crate::runner::protocol::WorkerRequest::new(
+            ..crate::protocol::WorkerRequest::new(
                 c.clone(),
                 config.measure.seed,
                 config.matrix.classes,

@@ -6,33 +6,14 @@
 use crate::config::{Config, ModelRef};
 use crate::engines::external::{self, Framework, ModelInput};
 use crate::models::{onnx, weights, zoo};
-use crate::runner::matrix::Condition;
-use crate::runner::protocol::WorkerRequest;
+use crate::protocol::Condition;
+use crate::protocol::WorkerRequest;
 use crate::runner::spawn::WorkerCommand;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The folder of a results directory that holds the conditions' first outputs.
-pub const OUTPUTS: &str = "outputs";
-
-/// A file name for a condition's id (which holds '/' and, for ONNX files, a path).
-pub fn file_stem(id: &str) -> String {
-    id.chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
-                c
-            } else {
-                '_'
-            }
-        })
-        .collect()
-}
-
-/// Where a condition's first output is kept in results directory `dir`.
-pub fn output_path(dir: &Path, id: &str) -> PathBuf {
-    dir.join(OUTPUTS).join(format!("{}.f32", file_stem(id)))
-}
+pub use crate::protocol::{file_stem, output_path, OUTPUTS};
 
 /// Whether `engine` runs the zoo's own weights, so that its outputs are comparable.
 pub fn runs_zoo_weights(engine: &str) -> bool {
@@ -293,7 +274,7 @@ fn fed_inputs(
     c: &Condition,
     named: Option<&str>,
     seed: u64,
-) -> anyhow::Result<Vec<crate::runner::protocol::FedInput>> {
+) -> anyhow::Result<Vec<crate::protocol::FedInput>> {
     use crate::models::onnx_graph::{bind_file_inputs, bind_undeclared, InputSpec};
     let specs = match named {
         Some(named) => crate::config::named_specs(named)?,
@@ -323,7 +304,7 @@ pub fn write_fed(
     stem: &str,
     inputs: &[crate::models::onnx_graph::BoundInput],
     seed: u64,
-) -> anyhow::Result<Vec<crate::runner::protocol::FedInput>> {
+) -> anyhow::Result<Vec<crate::protocol::FedInput>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut fed = Vec::with_capacity(inputs.len());
     for (k, input) in inputs.iter().enumerate() {
@@ -331,7 +312,7 @@ pub fn write_fed(
         let values = input.values_or_seeded(seed.wrapping_add(k as u64));
         crate::models::npy::write_file(&file, input.elem, &input.shape, &values)
             .with_context(|| format!("cannot write the values of input {}", input.name))?;
-        fed.push(crate::runner::protocol::FedInput {
+        fed.push(crate::protocol::FedInput {
             name: input.name.clone(),
             file,
         });

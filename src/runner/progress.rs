@@ -327,7 +327,7 @@ mod tests {
     use super::*;
     use crate::config::ModelRef;
     use crate::models::InputShape;
-    use crate::runner::matrix::Condition;
+    use crate::protocol::Condition;
 
     fn condition() -> Condition {
         let input = InputShape {

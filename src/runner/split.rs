@@ -619,7 +619,7 @@ mod tests {
     fn a_chain_split_in_two_computes_what_the_whole_model_does() -> anyhow::Result<()> {
         let cpus: Vec<usize> = vec![0];
         let model = small_mobilenet()?;
-        let blocks = crate::tune::placement::blocks(&model, 4);
+        let blocks = crate::models::blocks::blocks(&model, 4);
         let request = Request {
             source: Source::Zoo {
                 model: "mobilenet_v2".into(),
@@ -684,7 +684,7 @@ mod tests {
             crate::models::onnx::encode(&crate::models::onnx::to_onnx(&model, 3)),
         )?;
         let chain = Chain::open(&path, &[])?;
-        let blocks = crate::tune::placement::file_blocks(&chain, 4);
+        let blocks = crate::models::blocks::file_blocks(&chain, 4);
         assert_eq!(blocks.len(), 4);
         assert_eq!(blocks.last().map(|b| b.out_bytes), Some(40));
         let request = Request {

@@ -5,7 +5,7 @@
 use crate::config::{Device, ModelRef};
 use crate::engines::{Loaded, Source};
 use crate::models::zoo::{self, ModelParams};
-use crate::runner::protocol::{WorkerMessage, WorkerRequest};
+use crate::protocol::{WorkerMessage, WorkerRequest};
 use anyhow::Context;
 use std::io::{Read, Write};
 use std::path::Path;
@@ -69,7 +69,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             c.engine
         )));
     }
-    let threads = crate::runner::resolve_threads(c.threads);
+    let threads = crate::protocol::resolve_threads(c.threads);
     // Counters open before the engine starts its threads, so that they inherit them.
     let counters = request
         .counters
@@ -91,7 +91,10 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
                 batch: c.batch,
             };
             zoo_model = zoo::build(name, &params)?;
-            crate::bench::check_zoo_fits(&zoo_model, &crate::models::cost::analyze(&zoo_model))?;
+            crate::engines::tract::check_zoo_fits(
+                &zoo_model,
+                &crate::models::cost::analyze(&zoo_model),
+            )?;
             Source::Zoo {
                 model: &zoo_model,
                 seed: request.seed,
@@ -207,7 +210,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
         if let Some(times) = session.layer_profile(request.layer_runs) {
             let nodes = times?
                 .into_iter()
-                .map(|t| crate::runner::protocol::NodeTime {
+                .map(|t| crate::protocol::NodeTime {
                     name: t.layer,
                     op: String::new(),
                     ms: t.ms_per_run,
@@ -227,7 +230,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
 
 /// An ONNX file's inputs by name, each read from the `.npy` file the request names.
 fn fed_inputs(
-    inputs: &[crate::runner::protocol::FedInput],
+    inputs: &[crate::protocol::FedInput],
 ) -> anyhow::Result<Vec<crate::models::onnx_graph::BoundInput>> {
     inputs
         .iter()

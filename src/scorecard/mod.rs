@@ -236,7 +236,7 @@ mod tests {
     use super::*;
 
     fn row(engine: &str, model: &str, median: Option<f64>, status: &str) -> Row {
-        let condition = crate::runner::matrix::Condition::new(
+        let condition = crate::protocol::Condition::new(
             engine,
             crate::config::ModelRef::Zoo(model.into()),
             crate::models::InputShape::default(),

@@ -97,7 +97,7 @@ pub enum Command {
     MeasureCeilings(edgeprof::roofline::Processor),
     /// Profile the layers of a stored condition's model for the per-layer drill-down.
     Layers {
-        condition: edgeprof::runner::matrix::Condition,
+        condition: edgeprof::protocol::Condition,
         classes: usize,
     },
     /// Probe which frameworks are installed here and what they see (child interpreters).

@@ -6,8 +6,8 @@
 
 use crate::config::{Config, ModelRef};
 use crate::models::InputShape;
+use crate::protocol::Condition;
 use crate::results::{RunRecord, Writer};
-use crate::runner::matrix::Condition;
 use crate::runner::sweep::{Sweep, SweepEvent};
 use crate::tune::search::{self, Proposal, Settings, Stop, Trace, Trial};
 use crate::tune::{Candidate, Measured, Objective, Space};

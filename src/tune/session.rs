@@ -364,7 +364,7 @@ fn build_space(
     let probe: Vec<_> = engines
         .iter()
         .map(|e| {
-            crate::runner::matrix::Condition::new(
+            crate::protocol::Condition::new(
                 e,
                 model.clone(),
                 input,

@@ -504,11 +504,11 @@ fn simulate_missing(
             todo.len(),
             record.condition.id
         );
-        let request = edgeprof::runner::protocol::WorkerRequest {
+        let request = edgeprof::protocol::WorkerRequest {
             warmup: 1,
             iterations,
             repeats: 1,
-            ..edgeprof::runner::protocol::WorkerRequest::new(
+            ..edgeprof::protocol::WorkerRequest::new(
                 record.condition.clone(),
                 stored.seed(),
                 stored.classes(),

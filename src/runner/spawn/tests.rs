@@ -3,7 +3,7 @@
 use super::*;
 use crate::config::{Device, ModelRef};
 use crate::models::InputShape;
-use crate::runner::matrix::Condition;
+use crate::protocol::Condition;
 use std::os::unix::fs::PermissionsExt;
 
 fn request() -> WorkerRequest {
@@ -254,11 +254,4 @@ fn stderr_tail_keeps_the_last_lines() {
     assert!(t.starts_with("line 10") && t.ends_with("line 29"));
     let long = "x".repeat(5000);
     assert_eq!(read_tail(long.as_bytes()).len(), STDERR_LINE_BYTES);
-}
-
-#[test]
-fn signals_name_their_likely_cause() {
-    assert!(crash_hint(9).contains("out of memory"));
-    assert!(crash_hint(11).contains("crashed"));
-    assert_eq!(crash_hint(15), "");
 }

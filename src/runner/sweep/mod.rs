@@ -16,9 +16,9 @@ mod condition;
 
 use crate::collect::stop::Cancel;
 use crate::config::Config;
+use crate::protocol::Condition;
+use crate::protocol::WorkerRun;
 use crate::results::{RunRecord, Writer};
-use crate::runner::matrix::Condition;
-use crate::runner::protocol::WorkerRun;
 use crate::runner::spawn::{RunLimits, WorkerEvent};
 use condition::{Pending, Started};
 use std::time::{Duration, Instant};

@@ -38,7 +38,7 @@ pub const LAYER_MARKS: usize = 8;
 #[derive(Debug, Clone, Default)]
 pub struct RooflineView {
     /// The stored conditions (for the drill-down) and the sweep's class count.
-    pub conditions: Vec<edgeprof::runner::matrix::Condition>,
+    pub conditions: Vec<edgeprof::protocol::Condition>,
     pub classes: usize,
     /// The drill-down: None shows the sweep's programs; a note says why there is none or that
     /// it is being profiled.

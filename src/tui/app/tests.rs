@@ -29,7 +29,7 @@ fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
         nodes: vec!["gone".into()],
     });
     for model in ["resnet34", "resnet50"] {
-        let condition = edgeprof::runner::matrix::Condition::new(
+        let condition = edgeprof::protocol::Condition::new(
             "tract",
             edgeprof::config::ModelRef::Zoo(model.into()),
             edgeprof::models::InputShape::default(),
@@ -181,7 +181,7 @@ fn eta_scales_with_how_finished_conditions_compared() {
         RunEvent::Sweep(edgeprof::runner::sweep::SweepEvent::Start {
             index,
             total: 3,
-            condition: edgeprof::runner::matrix::Condition::new(
+            condition: edgeprof::protocol::Condition::new(
                 "tract",
                 edgeprof::config::ModelRef::Zoo("resnet34".into()),
                 edgeprof::models::InputShape::default(),

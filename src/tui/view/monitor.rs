@@ -367,7 +367,7 @@ mod tests {
         a.run_event(RunEvent::Sweep(SweepEvent::Start {
             index: 1,
             total: 1,
-            condition: edgeprof::runner::matrix::Condition::new(
+            condition: edgeprof::protocol::Condition::new(
                 "onnxruntime",
                 edgeprof::config::ModelRef::Zoo("resnet34".into()),
                 edgeprof::models::InputShape::default(),

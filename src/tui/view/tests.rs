@@ -149,7 +149,7 @@ fn run_tab_of_a_fleet_shows_each_node() {
         }));
     }
     let record = |id: &str, ok: bool| {
-        let condition = edgeprof::runner::matrix::Condition::new(
+        let condition = edgeprof::protocol::Condition::new(
             "tract",
             edgeprof::config::ModelRef::Zoo(id.into()),
             edgeprof::models::InputShape::default(),
@@ -226,7 +226,7 @@ fn run_tab() {
     a.run_event(RunEvent::Sweep(SweepEvent::Start {
         index: 1,
         total: 8,
-        condition: edgeprof::runner::matrix::Condition::new(
+        condition: edgeprof::protocol::Condition::new(
             "tract",
             edgeprof::config::ModelRef::Zoo("resnet34".into()),
             edgeprof::models::InputShape {

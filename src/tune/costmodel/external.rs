@@ -5,7 +5,7 @@
 use super::{profile_groups, zoo_model, Measure, Profile};
 use crate::engines::external::{self, ModelInput};
 use crate::engines::tract::LayerTime;
-use crate::runner::protocol::{NodeTime, WorkerRequest};
+use crate::protocol::{NodeTime, WorkerRequest};
 use anyhow::Context;
 use std::path::Path;
 use std::time::Duration;
@@ -42,7 +42,7 @@ pub fn measure_external(
     python: Option<&Path>,
 ) -> anyhow::Result<Profile> {
     use crate::config::{Device, ModelRef};
-    use crate::runner::matrix::Condition;
+    use crate::protocol::Condition;
     let framework = external::find(engine)
         .filter(|f| PROFILED_ENGINES.contains(&f.name))
         .ok_or_else(|| {

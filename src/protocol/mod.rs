@@ -1,3 +1,8 @@
+//! The vocabulary the runner, the results and the analyses share, below all of them: a
+//! condition ([`condition`]), what a worker is asked and answers (this file), how a worker run
+//! went ([`outcome`]), how a condition's repeats came to be ([`repetition`]), and where a
+//! condition's files go.
+//!
 //! The worker protocol: what a worker process reads and writes.
 //!
 //! A worker reads one [`WorkerRequest`] as JSON on stdin and writes JSON lines on stdout, each an
@@ -19,8 +24,15 @@
 //! order (timing before `ready`, anything after `summary`) and output that ends without a
 //! `summary` or `error`. [`Collector`] checks all of that while gathering the run.
 
-use crate::runner::matrix::Condition;
+pub mod condition;
+pub mod outcome;
+pub mod repetition;
+
+pub use condition::{resolve_threads, Condition, Skipped};
+pub use outcome::{Resources, RunFailure, WorkerEvent};
+pub use repetition::Repetition;
 use serde::{Deserialize, Serialize};
+use std::path::{Path, PathBuf};
 use thiserror::Error;
 
 /// What a worker is asked to run.
@@ -431,6 +443,27 @@ impl Collector {
             Err(ProtocolError::Unfinished)
         }
     }
+}
+
+/// The folder of a results directory that holds the conditions' first outputs.
+pub const OUTPUTS: &str = "outputs";
+
+/// A file name for a condition's id (which holds '/' and, for ONNX files, a path).
+pub fn file_stem(id: &str) -> String {
+    id.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "-_.".contains(c) {
+                c
+            } else {
+                '_'
+            }
+        })
+        .collect()
+}
+
+/// Where a condition's first output is kept in results directory `dir`.
+pub fn output_path(dir: &Path, id: &str) -> PathBuf {
+    dir.join(OUTPUTS).join(format!("{}.f32", file_stem(id)))
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@
 
 use crate::collect::others::{self, Other, Scan, DISTURBED_PCT};
 use crate::config::Measure;
-use crate::runner::spawn::WorkerEvent;
+use crate::protocol::outcome::WorkerEvent;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
