@@ -97,13 +97,15 @@ fn precheck(bytes: &[u8]) -> Result<(), String> {
         .and_then(|s| s.split_once(')'))
         .map(|(s, _)| s)
         .ok_or("its shape is not a tuple")?;
+    // The product of the dimensions other than zeros: an empty array with a huge dimension
+    // holds nothing, but the reader's strides multiply the dimensions all the same.
     let mut count: u64 = 1;
     for d in dims.split(',').map(str::trim).filter(|d| !d.is_empty()) {
         let d: u64 = d
             .parse()
             .map_err(|_| format!("its shape holds {d:?}, not a whole number"))?;
         count = count
-            .checked_mul(d)
+            .checked_mul(d.max(1))
             .filter(|&n| n <= crate::models::onnx_graph::MAX_ELEMENTS)
             .ok_or("its shape is larger than any model's (over 2^44 elements)")?;
     }
@@ -412,5 +414,22 @@ mod tests {
             err.as_deref(),
             Some("a bfloat16 tensor has no NumPy type edgeprof writes")
         );
+    }
+
+    /// What the long fuzz campaign found: an empty array (a zero dimension) whose other
+    /// dimensions overflow when the reader works out its strides.
+    #[test]
+    fn an_empty_array_with_a_huge_dimension_is_refused_not_overflowed() {
+        let header =
+            "{'descr': '<f2', 'fortran_order': False, 'shape': (0, 18446744073709551615, 2, ), }";
+        let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
+        let padded = format!("{header:<117}\n");
+        bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
+        bytes.extend_from_slice(padded.as_bytes());
+        let err = read(&bytes, "empty.npy")
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default();
+        assert!(err.contains("larger than any model's"), "{err}");
     }
 }
