@@ -1,86 +1,41 @@
 //! `edgeprof run CONFIG` when `matrix.nodes` names nodes: the fleet run's progress on stderr,
 //! its tables on stdout, `fleet.json` and one results directory per node.
 
-use super::{print_out, render, BadInput};
+use super::{print_out, render};
 use anyhow::Context;
 use edgeprof::collect::stop::Cancel;
 use edgeprof::config::Config;
-use edgeprof::fleet::run::{self as fleet, FleetEvent, NodeStatus, FLEET};
+use edgeprof::event::{Event, RunEvent};
+use edgeprof::fleet::run::{self as fleet, FleetEvent, FLEET};
 use edgeprof::results;
 use std::path::Path;
 
 pub use edgeprof::jobs::FleetCancelled;
 
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
-    if let Some(why) = fleet::unshareable(config) {
-        anyhow::bail!(BadInput(why));
-    }
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;
-    let share = fleet::share(&text, file)?;
-    let targets = fleet::targets(config);
-    let parent = output.unwrap_or(&config.output.dir);
     // Ctrl-C or SIGTERM cancels every node (a second one ends edgeprof at once); a hang-up
     // does not stop the run.
     let cancel = Cancel::new();
     crate::cli::sweep::install_stop_handlers(&cancel)?;
-    let dir = edgeprof::session::new_dir(parent, &format!("{}-fleet", config.name))?;
-    let mut manifest = fleet::FleetManifest {
-        name: config.name.clone(),
-        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
-        started: edgeprof::text::now_rfc3339(),
-        ended: None,
-        nodes: Vec::new(),
+    let nodes = edgeprof::fleet::run::targets(config).len();
+    let show = |event: Event| match event {
+        Event::Run(RunEvent::FleetStarted { dir, nodes: names }) => errln!(
+            "{}: a fleet run on {nodes} node(s) ({}), each running the whole matrix; results in {}",
+            config.name,
+            names.join(", "),
+            dir.display()
+        ),
+        Event::Run(RunEvent::Node(event)) => node_line(event),
+        _ => {}
     };
-    fleet::write_manifest(&dir, &manifest)?;
-    errln!(
-        "{}: a fleet run on {} node(s) ({}), each running the whole matrix; results in {}",
-        config.name,
-        targets.len(),
-        config.matrix.nodes.join(", "),
-        dir.display()
-    );
-    let outcomes = fleet::run_all(&targets, &share, &dir, &cancel, |event| match event {
-        FleetEvent::Started {
-            node,
-            conditions,
-            device,
-        } => errln!("[{node}] started: {conditions} condition(s) on {device}"),
-        FleetEvent::Record { node, record } => {
-            errln!(
-                "[{node}] {}: {}",
-                record.condition.id,
-                results::summary::record_line(&record, !record.last && !record.ok)
-            );
-        }
-        FleetEvent::Dropped {
-            node,
-            reason,
-            resuming,
-        } => errln!(
-            "[{node}] dropped: {reason}{}",
-            if resuming {
-                "; trying again"
-            } else {
-                "; its unfinished conditions are recorded as failures"
-            }
-        ),
-        FleetEvent::Finished(o) => errln!(
-            "[{}] {}: {} ok, {} failed",
-            o.name,
-            o.status.word(),
-            o.ok,
-            o.failed
-        ),
-    });
-    manifest.ended = Some(edgeprof::text::now_rfc3339());
-    manifest.nodes = outcomes.clone();
-    fleet::write_manifest(&dir, &manifest)?;
-
+    let ran = edgeprof::jobs::fleet(config, &text, file, output, &cancel, &show)?;
+    let (dir, outcomes) = (&ran.dir, &ran.outcomes);
     let rows: Vec<Vec<String>> = outcomes
         .iter()
         .map(|o| {
-            let device = results::read_manifest(&fleet::node_dir(&dir, &o.name))
+            let device = results::read_manifest(&fleet::node_dir(dir, &o.name))
                 .map(|m| fleet::device_line(&m))
                 .unwrap_or_default();
             vec![
@@ -99,8 +54,8 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         &rows,
     );
     let mut conditions = Vec::new();
-    for o in &outcomes {
-        let Ok(stored) = results::load(&fleet::node_dir(&dir, &o.name)) else {
+    for o in outcomes {
+        let Ok(stored) = results::load(&fleet::node_dir(dir, &o.name)) else {
             continue;
         };
         for r in results::summary::rows(&stored.manifest, &stored.runs) {
@@ -137,24 +92,42 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         dir.display()
     ));
     print_out(&out)?;
-    if cancel.is_raised() {
-        anyhow::bail!(FleetCancelled {
-            done: outcomes.iter().map(|o| o.ok + o.failed).sum(),
-            total: outcomes.iter().map(|o| o.conditions).sum(),
-            dir,
-        });
+    ran.verdict()
+}
+
+/// One node's event, as a line on stderr.
+fn node_line(event: FleetEvent) {
+    match event {
+        FleetEvent::Started {
+            node,
+            conditions,
+            device,
+        } => errln!("[{node}] started: {conditions} condition(s) on {device}"),
+        FleetEvent::Record { node, record } => {
+            errln!(
+                "[{node}] {}: {}",
+                record.condition.id,
+                results::summary::record_line(&record, !record.last && !record.ok)
+            );
+        }
+        FleetEvent::Dropped {
+            node,
+            reason,
+            resuming,
+        } => errln!(
+            "[{node}] dropped: {reason}{}",
+            if resuming {
+                "; trying again"
+            } else {
+                "; its unfinished conditions are recorded as failures"
+            }
+        ),
+        FleetEvent::Finished(o) => errln!(
+            "[{}] {}: {} ok, {} failed",
+            o.name,
+            o.status.word(),
+            o.ok,
+            o.failed
+        ),
     }
-    let short: Vec<String> = outcomes
-        .iter()
-        .filter(|o| o.status != NodeStatus::Complete || o.failed > 0)
-        .map(|o| o.name.clone())
-        .collect();
-    if !short.is_empty() {
-        anyhow::bail!(
-            "the fleet run did not complete everywhere: {} (see {})",
-            short.join(", "),
-            dir.join(FLEET).display()
-        );
-    }
-    Ok(())
 }

@@ -9,7 +9,7 @@
 use crate::collect::stop::Cancel;
 use crate::config::Config;
 use crate::event::{Event, RunEvent};
-use crate::fleet::run as fleet;
+use crate::fleet::run as fleets;
 use crate::results;
 use crate::runner::sweep::SweepOutcome;
 use crate::tune::live::TuneEvent;
@@ -89,8 +89,86 @@ pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     finished(Some(dir.to_path_buf()), result, send);
 }
 
-/// A fleet run: every node's share at once, their progress as [`RunEvent::Node`]; the fleet's
-/// directory holds one results directory per node and `fleet.json`.
+/// A fleet run that ended: its directory and each node's outcome.
+pub struct FleetRan {
+    pub dir: PathBuf,
+    pub outcomes: Vec<fleets::NodeOutcome>,
+    pub cancelled: bool,
+}
+
+impl FleetRan {
+    /// How the fleet run ended as a result: [`FleetCancelled`] when it was cancelled, an error
+    /// naming the nodes that did not finish every condition cleanly, else Ok.
+    pub fn verdict(&self) -> anyhow::Result<()> {
+        if self.cancelled {
+            anyhow::bail!(FleetCancelled {
+                done: self.outcomes.iter().map(|o| o.ok + o.failed).sum(),
+                total: self.outcomes.iter().map(|o| o.conditions).sum(),
+                dir: self.dir.clone(),
+            });
+        }
+        let short: Vec<&str> = self
+            .outcomes
+            .iter()
+            .filter(|o| o.status != fleets::NodeStatus::Complete || o.failed > 0)
+            .map(|o| o.name.as_str())
+            .collect();
+        if !short.is_empty() {
+            anyhow::bail!(
+                "the fleet run did not complete everywhere: {} (see {})",
+                short.join(", "),
+                self.dir.join(fleets::FLEET).display()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// A fleet run of config `text` (`file` names it): every node's share at once, their progress
+/// as [`RunEvent::Node`]. Its directory (under `output` or the config's output directory)
+/// holds `fleet.json`, written when the run starts and again when it ends, and one results
+/// directory per node.
+pub fn fleet(
+    config: &Config,
+    text: &str,
+    file: &Path,
+    output: Option<&Path>,
+    cancel: &Cancel,
+    send: Sink,
+) -> anyhow::Result<FleetRan> {
+    if let Some(why) = fleets::unshareable(config) {
+        anyhow::bail!(crate::error::BadInput(why));
+    }
+    let share = fleets::share(text, file)?;
+    let targets = fleets::targets(config);
+    let parent = output.unwrap_or(&config.output.dir);
+    let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;
+    let mut manifest = fleets::FleetManifest {
+        name: config.name.clone(),
+        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
+        started: crate::text::now_rfc3339(),
+        ended: None,
+        nodes: Vec::new(),
+    };
+    fleets::write_manifest(&dir, &manifest)?;
+    send(Event::Run(RunEvent::FleetStarted {
+        dir: dir.clone(),
+        nodes: config.matrix.nodes.clone(),
+    }));
+    let outcomes = fleets::run_all(&targets, &share, &dir, cancel, |e| {
+        send(Event::Run(RunEvent::Node(e)))
+    });
+    manifest.ended = Some(crate::text::now_rfc3339());
+    manifest.nodes = outcomes.clone();
+    fleets::write_manifest(&dir, &manifest)?;
+    Ok(FleetRan {
+        dir,
+        outcomes,
+        cancelled: cancel.is_raised(),
+    })
+}
+
+/// [`fleet`] for the terminal UI's run: its outcome as a sweep's, summed over the nodes.
 fn fleet_run(
     config: &Config,
     text: &str,
@@ -98,32 +176,11 @@ fn fleet_run(
     cancel: &Cancel,
     send: Sink,
 ) -> anyhow::Result<SweepOutcome> {
-    if let Some(why) = fleet::unshareable(config) {
-        anyhow::bail!(crate::error::BadInput(why));
-    }
-    let share = fleet::share(text, file)?;
-    let targets = fleet::targets(config);
-    let dir = crate::session::new_dir(&config.output.dir, &format!("{}-fleet", config.name))?;
-    send(Event::Run(RunEvent::FleetStarted {
-        dir: dir.clone(),
-        nodes: config.matrix.nodes.clone(),
-    }));
-    let started = crate::text::now_rfc3339();
-    let outcomes = fleet::run_all(&targets, &share, &dir, cancel, |e| {
-        send(Event::Run(RunEvent::Node(e)))
-    });
-    let manifest = fleet::FleetManifest {
-        name: config.name.clone(),
-        config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
-        started,
-        ended: Some(crate::text::now_rfc3339()),
-        nodes: outcomes.clone(),
-    };
-    fleet::write_manifest(&dir, &manifest)?;
+    let ran = fleet(config, text, file, None, cancel, send)?;
     Ok(SweepOutcome {
-        ok: outcomes.iter().map(|o| o.ok).sum(),
-        failed: outcomes.iter().map(|o| o.failed).sum(),
-        interrupted: cancel.is_raised(),
+        ok: ran.outcomes.iter().map(|o| o.ok).sum(),
+        failed: ran.outcomes.iter().map(|o| o.failed).sum(),
+        interrupted: ran.cancelled,
         ..Default::default()
     })
 }
