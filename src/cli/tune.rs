@@ -3,16 +3,15 @@
 //! table, or replay of such a table comparing the guided search with random and grid search.
 
 use crate::cli::{print_json, print_out, render};
-use anyhow::Context;
 use clap::Args;
+use edgeprof::event::Event;
 use edgeprof::models::InputShape;
-use edgeprof::results;
 use edgeprof::runner::sweep::SweepEvent;
 use edgeprof::tune::costmodel::Db;
-use edgeprof::tune::live::{self, TuneEvent, TuneReport};
+use edgeprof::tune::live::{TuneEvent, TuneReport};
 use edgeprof::tune::prior;
 use edgeprof::tune::replay::{self, Comparison, Table};
-use edgeprof::tune::session::{self, Overrides};
+use edgeprof::tune::session::Overrides;
 use edgeprof::tune::Objective;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -142,77 +141,63 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
         Some(file) => edgeprof::config::load(file)?,
         None => edgeprof::config::parse("", Path::new("edgeprof-tune.toml"))?,
     };
-    let mut prepared = session::prepare(config, args.config.as_deref(), &args.overrides())?;
-    for line in &prepared.skipped {
-        errln!("  left out: {line}");
-    }
-    errln!(
-        "tuning {} {} for {}: {} candidates, {} trials at most{}; results in {}",
-        prepared.model,
-        prepared.input,
-        prepared.objective,
-        prepared.space.candidates.len(),
-        prepared.settings.budget,
-        if args.exhaustive {
-            " (every candidate)"
-        } else {
-            ""
-        },
-        prepared.dir.display()
-    );
-    errln!("{}", prepared.prior_note);
     let cancel = edgeprof::collect::stop::Cancel::new();
     crate::cli::sweep::install_stop_handlers(&cancel)?;
-    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
         .map_or_else(|| PathBuf::from("/"), PathBuf::from);
-    let mut writer = results::Writer::open(&prepared.dir)?;
-    let started = std::time::Instant::now();
-    let unit = prepared.objective.unit();
-    let report = prepared
-        .live(&edgeprof, &cancel, &telemetry_root)
-        .run(&mut writer, |event| progress(event, unit))?;
-    prepared.finish(&report)?;
-    let dir = prepared.dir.clone();
-    let mut written = None;
-    if let (Some(file), Some(best)) = (&args.write_config, report.recommended) {
-        let best_config = live::best_config(
-            &prepared.config,
-            &prepared.model,
-            prepared.input,
-            &prepared.space.candidates[best],
-        );
-        results::write_atomic(file, edgeprof::config::to_toml(&best_config).as_bytes())
-            .with_context(|| {
-                format!("cannot write the best configuration to {}", file.display())
-            })?;
-        written = Some(file.clone());
-    }
+    let unit = std::sync::Mutex::new(String::new());
+    let show = |event: Event| {
+        let Event::Tune(event) = event else { return };
+        let Ok(mut unit) = unit.lock() else { return };
+        match event {
+            TuneEvent::Started {
+                dir,
+                title,
+                unit: u,
+                budget,
+                candidates,
+                skipped,
+                prior,
+            } => {
+                for line in &skipped {
+                    errln!("  left out: {line}");
+                }
+                errln!(
+                    "tuning {title}: {candidates} candidates, {budget} trials at most{}; results \
+                     in {}",
+                    if args.exhaustive {
+                        " (every candidate)"
+                    } else {
+                        ""
+                    },
+                    dir.display()
+                );
+                errln!("{prior}");
+                *unit = u;
+            }
+            event => progress(event, &unit),
+        }
+    };
+    let job = edgeprof::jobs::TuneJob {
+        config,
+        file: args.config.as_deref(),
+        overrides: args.overrides(),
+        write_config: args.write_config.as_deref(),
+    };
+    let tuned = edgeprof::jobs::tuning(job, &cancel, &telemetry_root, &show)?;
+    let (report, dir) = (&tuned.report, &tuned.dir);
     if args.json {
-        print_json(&report)?;
+        print_json(report)?;
     } else {
         print_out(&report_text(
-            &report,
-            started.elapsed().as_secs_f64(),
-            &dir,
-            written.as_deref(),
+            report,
+            tuned.seconds,
+            dir,
+            tuned.written.as_deref(),
             args.exhaustive,
         ))?;
     }
-    if report.trace.stop == edgeprof::tune::search::Stop::Cancelled {
-        anyhow::bail!(crate::cli::sweep::Interrupted {
-            done: report.trace.trials.len(),
-            total: prepared.settings.budget,
-            dir,
-        });
-    }
-    if report.best.is_none() {
-        anyhow::bail!(
-            "no candidate could be measured; the reasons are in {}",
-            dir.display()
-        );
-    }
-    Ok(())
+    tuned.verdict()
 }
 
 fn fmt_cost(cost: Option<f64>, unit: &str) -> String {

@@ -185,35 +185,109 @@ fn fleet_run(
     })
 }
 
+/// What a tuning is asked: the config (its first model, its `[tune]` settings), the file it
+/// came from (None: the defaults), the command line's overrides, and where to write the best
+/// configuration found as a config `edgeprof run` takes.
+pub struct TuneJob<'a> {
+    pub config: Config,
+    pub file: Option<&'a Path>,
+    pub overrides: crate::tune::session::Overrides,
+    pub write_config: Option<&'a Path>,
+}
+
+/// A tuning that ran: its report, its results directory, its budget and where the best
+/// configuration was written.
+pub struct Tuned {
+    pub report: crate::tune::live::TuneReport,
+    pub dir: PathBuf,
+    pub budget: usize,
+    pub written: Option<PathBuf>,
+    pub seconds: f64,
+}
+
+impl Tuned {
+    /// How the tuning ended as a result: [`Interrupted`] when it was cancelled, an error when
+    /// no candidate could be measured, else Ok.
+    pub fn verdict(&self) -> anyhow::Result<()> {
+        if self.report.trace.stop == crate::tune::search::Stop::Cancelled {
+            anyhow::bail!(Interrupted {
+                done: self.report.trace.trials.len(),
+                total: self.budget,
+                dir: self.dir.clone(),
+            });
+        }
+        if self.report.best.is_none() {
+            anyhow::bail!(
+                "no candidate could be measured; the reasons are in {}",
+                self.dir.display()
+            );
+        }
+        Ok(())
+    }
+}
+
+/// Tunes as `job` asks, into a results directory of its own: [`TuneEvent::Started`], then
+/// each trial's events. The caller says how it ended (the terminal UI hears
+/// [`TuneEvent::Finished`] from [`tune`]).
+pub fn tuning(
+    job: TuneJob,
+    cancel: &Cancel,
+    telemetry_root: &Path,
+    send: Sink,
+) -> anyhow::Result<Tuned> {
+    let started = std::time::Instant::now();
+    let mut prepared = crate::tune::session::prepare(job.config, job.file, &job.overrides)?;
+    send(Event::Tune(TuneEvent::Started {
+        dir: prepared.dir.clone(),
+        title: format!(
+            "{} {} for {}",
+            prepared.model, prepared.input, prepared.objective
+        ),
+        unit: prepared.objective.unit().to_string(),
+        budget: prepared.settings.budget,
+        candidates: prepared.space.candidates.len(),
+        skipped: prepared.skipped.clone(),
+        prior: prepared.prior_note.clone(),
+    }));
+    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
+    let mut writer = results::Writer::open(&prepared.dir)?;
+    let report = prepared
+        .live(&edgeprof, cancel, telemetry_root)
+        .run(&mut writer, |event| send(Event::Tune(event)))?;
+    prepared.finish(&report)?;
+    let mut written = None;
+    if let (Some(file), Some(best)) = (job.write_config, report.recommended) {
+        let best_config = crate::tune::live::best_config(
+            &prepared.config,
+            &prepared.model,
+            prepared.input,
+            &prepared.space.candidates[best],
+        );
+        results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).with_context(
+            || format!("cannot write the best configuration to {}", file.display()),
+        )?;
+        written = Some(file.to_path_buf());
+    }
+    Ok(Tuned {
+        report,
+        dir: prepared.dir.clone(),
+        budget: prepared.settings.budget,
+        written,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
 /// Tunes the config's first model with its `[tune]` settings, into a results directory of its
 /// own. Starts with [`TuneEvent::Started`] and ends with [`TuneEvent::Finished`].
 pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
     let result = (|| -> anyhow::Result<crate::tune::live::TuneReport> {
-        let config = crate::config::parse(text, file)?;
-        let mut prepared = crate::tune::session::prepare(
-            config,
-            Some(file),
-            &crate::tune::session::Overrides::default(),
-        )?;
-        send(Event::Tune(TuneEvent::Started {
-            dir: prepared.dir.clone(),
-            title: format!(
-                "{} {} for {}",
-                prepared.model, prepared.input, prepared.objective
-            ),
-            unit: prepared.objective.unit().to_string(),
-            budget: prepared.settings.budget,
-            candidates: prepared.space.candidates.len(),
-            skipped: prepared.skipped.clone(),
-            prior: prepared.prior_note.clone(),
-        }));
-        let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-        let mut writer = results::Writer::open(&prepared.dir)?;
-        let report = prepared
-            .live(&edgeprof, cancel, telemetry_root)
-            .run(&mut writer, |event| send(Event::Tune(event)))?;
-        prepared.finish(&report)?;
-        Ok(report)
+        let job = TuneJob {
+            config: crate::config::parse(text, file)?,
+            file: Some(file),
+            overrides: Default::default(),
+            write_config: None,
+        };
+        Ok(tuning(job, cancel, telemetry_root, send)?.report)
     })();
     send(Event::Tune(TuneEvent::Finished {
         report: result.map(Box::new).map_err(|e| format!("{e:#}")),
