@@ -490,39 +490,6 @@ pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
         .context("cannot write to standard output")
 }
 
-/// Runs this edgeprof as a worker (`args`, `input` on its stdin) and reads its one JSON answer
-/// on stdout; `what` names it in errors ("the placement worker").
-pub(crate) fn ask_worker<T: serde::de::DeserializeOwned>(
-    args: &[String],
-    input: &[u8],
-    timeout: std::time::Duration,
-    what: &str,
-) -> anyhow::Result<T> {
-    let exe = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let mut command = std::process::Command::new(exe);
-    command.args(args);
-    let (status, stdout, stderr) = edgeprof::engines::env::run_collect(command, input, timeout)
-        .map_err(|e| anyhow::anyhow!("{what} {e}"))?;
-    if !status.success() {
-        // Its last line, without the "edgeprof: error: " this error is printed with again.
-        let last = stderr.lines().rev().map(str::trim).find(|l| !l.is_empty());
-        let Some(last) = last.map(|l| l.trim_start_matches("edgeprof: error: ")) else {
-            anyhow::bail!("{what} ended ({status}) without saying why");
-        };
-        // Exit status 2 is the worker refusing what it was given: the same for this command.
-        if status.code() == Some(2) {
-            anyhow::bail!(BadInput(format!("{what} refused it: {last}")));
-        }
-        anyhow::bail!("{what} failed ({status}): {last}");
-    }
-    serde_json::from_str(stdout.trim()).with_context(|| {
-        format!(
-            "{what}'s answer is not what was asked for: {}",
-            stdout.chars().take(200).collect::<String>()
-        )
-    })
-}
-
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot encode the result as JSON")?;
     print_out(&(text + "\n"))
@@ -718,11 +685,7 @@ pub(crate) fn describe_model(
     Ok(zoo::build(name, &params)?)
 }
 
-/// True when `model` names a file rather than a zoo entry.
-pub(crate) fn is_file_model(model: &str) -> bool {
-    zoo::find(model).is_none()
-        && (model.ends_with(".onnx") || model.contains('/') || Path::new(model).exists())
-}
+pub(crate) use edgeprof::models::is_file_model;
 
 #[cfg(test)]
 mod tests {

@@ -68,6 +68,12 @@ impl std::fmt::Display for InputShape {
 
 serde_as_text!(InputShape);
 
+/// True when `model` names a file rather than a zoo entry.
+pub fn is_file_model(model: &str) -> bool {
+    zoo::find(model).is_none()
+        && (model.ends_with(".onnx") || model.contains('/') || std::path::Path::new(model).exists())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

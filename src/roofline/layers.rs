@@ -123,35 +123,20 @@ impl LayerRequest {
     }
 }
 
-/// Profiles `request` in a worker process (`edgeprof layers-worker`, `edgeprof` being this
-/// program's path), stopped when `cancel` is raised.
+/// Profiles `request` in a worker process (`edgeprof layers-worker`), stopped when `cancel`
+/// is raised.
 pub fn profile_in_worker(
-    edgeprof: &Path,
     request: &LayerRequest,
     cancel: Option<&crate::collect::stop::Cancel>,
 ) -> anyhow::Result<LayerProfile> {
-    use crate::collect::child;
-    let what = format!("profiling the layers of {}", request.name());
     let input = serde_json::to_vec(request)?;
-    let mut command = std::process::Command::new(edgeprof);
-    command.arg("layers-worker");
-    let ran = child::run_until(
-        command,
+    crate::collect::child::ask_worker(
+        &["layers-worker"],
         &input,
         WORKER_TIMEOUT,
-        child::Stdout::Capture,
+        &format!("the worker profiling the layers of {}", request.name()),
         cancel,
     )
-    .map_err(|e| anyhow::anyhow!("{what} failed: {e}"))?;
-    if !ran.status.success() {
-        let words = ran.last_words().trim_start_matches("edgeprof: error: ");
-        return Err(match ran.status.code() {
-            Some(2) => crate::error::BadInput(words.to_string()).into(),
-            _ => anyhow::anyhow!("{what} failed: {words}"),
-        });
-    }
-    serde_json::from_str(ran.stdout.trim())
-        .map_err(|e| anyhow::anyhow!("{what} failed: its worker answered no profile ({e})"))
 }
 
 /// A model's layers as tract ran them: one point per layer, or per group of layers tract fused

@@ -215,9 +215,7 @@ impl Session {
                     )
                     .map_err(|e| e.0)
                     .and_then(|request| {
-                        let edgeprof = std::env::current_exe()
-                            .map_err(|e| format!("cannot locate the edgeprof binary: {e}"))?;
-                        edgeprof::roofline::layers::profile_in_worker(&edgeprof, &request, None)
+                        edgeprof::roofline::layers::profile_in_worker(&request, None)
                             .map(|p| p.programs)
                             .map_err(|e| format!("{e:#}"))
                     });

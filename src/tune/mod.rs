@@ -8,6 +8,7 @@
 pub mod costmodel;
 pub mod gp;
 pub mod live;
+pub mod place;
 pub mod placement;
 pub mod prior;
 pub mod replay;

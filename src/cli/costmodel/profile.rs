@@ -81,7 +81,8 @@ fn profile_in_child(
     if memory {
         argv.push("--memory".into());
     }
-    crate::cli::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker")
+    let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+    edgeprof::collect::child::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker", None)
 }
 
 pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {

@@ -38,8 +38,7 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
     let profile = match source {
         LayerSource::Profile(request) => {
             errln!("profiling {name} node by node over {runs} run(s) on {threads} thread(s) …");
-            let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-            edgeprof::roofline::layers::profile_in_worker(&edgeprof, request, None)?
+            edgeprof::roofline::layers::profile_in_worker(request, None)?
         }
         LayerSource::Saved(file) => edgeprof::roofline::layers::read_saved(file)?,
     };

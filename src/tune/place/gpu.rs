@@ -1,21 +1,21 @@
 //! The units an engine serves in `edgeprof place` (onnxruntime on the CPU or a GPU), and the
 //! GPU: whether there is one, how it reaches the CPU's data, and whether it can be a unit here.
 
-use crate::cli::BadInput;
-use edgeprof::collect::gpuprof::{self, MemoryKind};
-use edgeprof::error::Unavailable;
-use edgeprof::runner::split::{Unit, UnitEngine};
-use edgeprof::tune::placement::{self, GpuMemory, Link};
+use crate::collect::gpuprof::{self, MemoryKind};
+use crate::error::BadInput;
+use crate::error::Unavailable;
+use crate::runner::split::{Unit, UnitEngine};
+use crate::tune::placement::{self, GpuMemory, Link};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 /// The interpreter that has onnxruntime here (`given`, else edgeprof's environment, else the
 /// system's), or why there is none, in a sentence.
 pub fn onnxruntime_python(given: Option<&PathBuf>) -> Result<PathBuf, Unavailable> {
-    let Some(framework) = edgeprof::engines::external::find("onnxruntime") else {
+    let Some(framework) = crate::engines::external::find("onnxruntime") else {
         return Err(Unavailable("this build has no onnxruntime harness".into()));
     };
-    let readiness = edgeprof::engines::env::readiness(framework, given);
+    let readiness = crate::engines::env::readiness(framework, given);
     match readiness.interpreter() {
         Some(i) => Ok(i.python.clone()),
         None => Err(Unavailable(
@@ -65,7 +65,7 @@ pub fn engine_unit(
             "--units: {name}={spec}: name the CPUs after @ (e.g. @0-1), or leave @ out for all"
         ))),
         Some(list) => super::unit_cpus(name, list)?,
-        None => edgeprof::tune::session::allowed_cpus(),
+        None => crate::tune::session::allowed_cpus(),
     };
     let python = onnxruntime_python(python)
         .map_err(|why| BadInput(format!("--units: {name}: {}", why.0)))?;
@@ -97,7 +97,7 @@ fn providers(python: &Path) -> Result<Vec<String>, String> {
         "-c",
         "import onnxruntime as o; print(','.join(o.get_available_providers()))",
     ]);
-    let out = edgeprof::engines::env::run_with_timeout(command, "", Duration::from_secs(120))
+    let out = crate::engines::env::run_with_timeout(command, "", Duration::from_secs(120))
         .map_err(|e| e.0)?;
     Ok(out
         .lines()
@@ -222,7 +222,7 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> an
     }
     units.push(Unit {
         name: "gpu".into(),
-        cpus: edgeprof::tune::session::allowed_cpus(),
+        cpus: crate::tune::session::allowed_cpus(),
         engine: Some(UnitEngine {
             framework: "onnxruntime".into(),
             device: "cuda:0".into(),
@@ -268,7 +268,7 @@ pub fn apply_memory(
 /// How a unit is named in progress lines: `cpu0 (CPUs 0)`, `gpu (onnxruntime on cuda:0, fed
 /// from CPUs 0-1)`.
 pub fn describe(u: &Unit) -> String {
-    let cpus = edgeprof::collect::device::cpu_list(&u.cpus);
+    let cpus = crate::collect::device::cpu_list(&u.cpus);
     match &u.engine {
         None => format!("{} (CPUs {cpus})", u.name),
         Some(e) => format!(
