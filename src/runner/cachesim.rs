@@ -80,6 +80,92 @@ pub fn simulate(
     })
 }
 
+/// Simulates the caches for the stored sweep's conditions that have no traffic yet (neither
+/// counted nor simulated): its successful tract conditions on zoo models, one after another,
+/// each simulation kept in the directory as it ends; one that fails leaves its point analytic,
+/// with a warning. `say` hears each step.
+pub fn simulate_missing(
+    stored: &crate::results::Stored,
+    simulations: &mut Vec<Simulation>,
+    iterations: usize,
+    timeout: Duration,
+    mut say: impl FnMut(String),
+) -> anyhow::Result<()> {
+    use crate::config::ModelRef;
+    let valgrind = valgrind()
+        .map_err(|why| crate::error::BadInput(format!("--cache-sim needs valgrind: {why}")))?;
+    let edgeprof = std::env::current_exe()
+        .map_err(|e| anyhow::anyhow!("cannot locate the edgeprof binary: {e}"))?;
+    let caches = crate::collect::device::fingerprint(Path::new("/")).caches;
+    let todo: Vec<_> = stored
+        .runs
+        .iter()
+        .filter(|r| r.ok && r.condition.engine == "tract")
+        .filter(|r| matches!(r.condition.model, ModelRef::Zoo(_)))
+        .filter(|r| {
+            let counted = r
+                .run
+                .as_ref()
+                .and_then(|run| run.counters.as_ref())
+                .map(crate::collect::perf::CounterReport::derive)
+                .is_some_and(|d| d.has_traffic());
+            !counted && !simulations.iter().any(|s| s.condition == r.condition.id)
+        })
+        .collect();
+    if todo.is_empty() {
+        say(
+            "cache simulation: nothing to simulate (it covers successful tract conditions on zoo \
+             models that have neither counted nor simulated traffic yet)"
+                .to_string(),
+        );
+        return Ok(());
+    }
+    let cancel = crate::collect::stop::Cancel::new();
+    for (k, record) in todo.iter().enumerate() {
+        say(format!(
+            "[{}/{}] simulating the caches for {} under valgrind (one thread, 1 warm-up + {iterations} counted inference(s); often 50–100× slower than native) …",
+            k + 1,
+            todo.len(),
+            record.condition.id
+        ));
+        let request = crate::protocol::WorkerRequest {
+            warmup: 1,
+            iterations,
+            repeats: 1,
+            ..crate::protocol::WorkerRequest::new(
+                record.condition.clone(),
+                stored.seed(),
+                stored.classes(),
+            )
+        };
+        match simulate(
+            &valgrind,
+            &edgeprof,
+            &request,
+            &caches,
+            &stored.dir,
+            timeout,
+            &cancel,
+        ) {
+            Ok(sim) => {
+                say(format!(
+                    "      {:.1} s: {} between L1 and L2, {} from DRAM per inference",
+                    sim.seconds,
+                    crate::text::bytes(sim.l2_bytes as u64),
+                    crate::text::bytes(sim.dram_bytes as u64)
+                ));
+                simulations.push(sim);
+                save(&stored.dir, simulations)?;
+            }
+            Err(e) => say(format!(
+                "warning: {}: the cache simulation failed ({e:#}); its point stays analytic",
+                record.condition.id
+            )),
+        }
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

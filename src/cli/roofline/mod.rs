@@ -11,7 +11,6 @@ pub use layers::*;
 pub use tables::*;
 
 use crate::cli::{print_json, print_out, render, BadInput};
-use anyhow::Context;
 use edgeprof::collect::ceilings::Effort;
 use edgeprof::collect::device;
 use edgeprof::collect::kernels;
@@ -412,7 +411,13 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
             let stored = edgeprof::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
             let mut simulations = cachesim::load(dir)?;
             if let Some(iterations) = o.cache_sim {
-                simulate_missing(&stored, &mut simulations, iterations)?;
+                cachesim::simulate_missing(
+                    &stored,
+                    &mut simulations,
+                    iterations,
+                    SIMULATION_TIMEOUT,
+                    |line| errln!("{line}"),
+                )?;
             }
             edgeprof::roofline::programs_from_results(&stored, &simulations)
         }
@@ -460,86 +465,6 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         _ => {}
     }
     print_out(&out)
-}
-
-/// Simulates, under valgrind, the built-in-engine conditions of a results directory that have
-/// neither counted cache traffic nor a kept simulation, and keeps the new ones there.
-fn simulate_missing(
-    stored: &edgeprof::results::Stored,
-    simulations: &mut Vec<cachesim::Simulation>,
-    iterations: usize,
-) -> anyhow::Result<()> {
-    use edgeprof::config::ModelRef;
-    let valgrind = cachesim::valgrind()
-        .map_err(|why| BadInput(format!("--cache-sim needs valgrind: {why}")))?;
-    let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
-    let caches = device::fingerprint(Path::new("/")).caches;
-    let todo: Vec<_> = stored
-        .runs
-        .iter()
-        .filter(|r| r.ok && r.condition.engine == "tract")
-        .filter(|r| matches!(r.condition.model, ModelRef::Zoo(_)))
-        .filter(|r| {
-            let counted = r
-                .run
-                .as_ref()
-                .and_then(|run| run.counters.as_ref())
-                .map(edgeprof::collect::perf::CounterReport::derive)
-                .is_some_and(|d| d.has_traffic());
-            !counted && !simulations.iter().any(|s| s.condition == r.condition.id)
-        })
-        .collect();
-    if todo.is_empty() {
-        errln!(
-            "cache simulation: nothing to simulate (it covers successful tract conditions on zoo models \
-             that have neither counted nor simulated traffic yet)"
-        );
-        return Ok(());
-    }
-    let cancel = edgeprof::collect::stop::Cancel::new();
-    for (k, record) in todo.iter().enumerate() {
-        errln!(
-            "[{}/{}] simulating the caches for {} under valgrind (one thread, 1 warm-up + {iterations} counted inference(s); often 50–100× slower than native) …",
-            k + 1,
-            todo.len(),
-            record.condition.id
-        );
-        let request = edgeprof::protocol::WorkerRequest {
-            warmup: 1,
-            iterations,
-            repeats: 1,
-            ..edgeprof::protocol::WorkerRequest::new(
-                record.condition.clone(),
-                stored.seed(),
-                stored.classes(),
-            )
-        };
-        match cachesim::simulate(
-            &valgrind,
-            &edgeprof,
-            &request,
-            &caches,
-            &stored.dir,
-            SIMULATION_TIMEOUT,
-            &cancel,
-        ) {
-            Ok(sim) => {
-                errln!(
-                    "      {:.1} s: {} between L1 and L2, {} from DRAM per inference",
-                    sim.seconds,
-                    render::bytes(sim.l2_bytes as u64),
-                    render::bytes(sim.dram_bytes as u64)
-                );
-                simulations.push(sim);
-                cachesim::save(&stored.dir, simulations)?;
-            }
-            Err(e) => errln!(
-                "warning: {}: the cache simulation failed ({e:#}); its point stays analytic",
-                record.condition.id
-            ),
-        }
-    }
-    Ok(())
 }
 
 /// How long one condition may take under valgrind.
