@@ -14,8 +14,6 @@ use std::path::PathBuf;
 
 mod import;
 mod predict;
-mod profile;
-mod resume;
 
 #[derive(Subcommand, Debug)]
 pub enum CostmodelCommand {
@@ -198,22 +196,46 @@ pub struct PredictArgs {
 
 /// The measurement database at `db`, else this device's.
 fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
-    let path = match db {
-        Some(p) => p.clone(),
-        None => Db::path_for_this_device().ok_or_else(|| {
-            BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into())
-        })?,
+    costmodel::profiling::open(db.as_deref(), &mut |line| errln!("{line}"))
+}
+
+/// `edgeprof costmodel profile`: the library's profiling, its steps on stderr.
+fn profile(args: ProfileArgs) -> anyhow::Result<()> {
+    let job = costmodel::profiling::ProfileJob {
+        cores: core_set(&args.cores)?,
+        engine: args.engine,
+        python: args.python,
+        models: args.models,
+        input: args.input,
+        file_inputs: args.file_inputs,
+        threads: args.threads,
+        target: args.target,
+        max_runs: args.max_runs,
+        layer_runs: args.layer_runs,
+        probes: args.probes,
+        graph_probes: args.graph_probes,
+        probe_seed: args.probe_seed,
+        probes_only: args.probes_only,
+        rounds: args.rounds,
+        max_rounds: args.max_rounds,
+        resume: args.resume,
+        restart: args.restart,
+        db: args.db,
     };
-    let db = Db::open(&path)?;
-    for warning in db.warnings() {
-        errln!("warning: {warning}");
-    }
-    Ok(db)
+    let profiled = costmodel::profiling::profile(&job, |line| errln!("{line}"))?;
+    let where_ = profiled
+        .db
+        .as_ref()
+        .map_or("memory".to_string(), |p| p.display().to_string());
+    print_out(&format!(
+        "{} profile(s) added to {where_} ({} in all)\n",
+        profiled.added, profiled.total
+    ))
 }
 
 pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
     match command {
-        CostmodelCommand::Profile(args) => profile::profile(args),
+        CostmodelCommand::Profile(args) => profile(args),
         CostmodelCommand::Fit(args) => fit(args),
         CostmodelCommand::Predict(args) => predict::predict(args),
         CostmodelCommand::Eval(args) => eval(args),
@@ -277,10 +299,7 @@ fn core_set(name: &str) -> anyhow::Result<Option<Vec<usize>>> {
     Ok(costmodel::profile_cores(set.cpus.as_deref()))
 }
 
-/// ` on CPUs 0-1` for a core set, nothing for every CPU.
-fn on_cpus(cores: Option<&[usize]>) -> String {
-    cores.map_or(String::new(), |c| format!(" on CPUs {}", cpu_list(c)))
-}
+use costmodel::profiling::on_cpus;
 
 /// Confines this process, and the threads and children it starts, to the CPUs of `list` (the
 /// parent's core set, written by [`cpu_list`]).

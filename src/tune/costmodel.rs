@@ -770,6 +770,7 @@ pub mod graph_probe;
 mod linear;
 pub mod partial;
 pub mod probe;
+pub mod profiling;
 pub mod rounds;
 pub mod stream;
 pub mod sweep;

@@ -1,15 +1,76 @@
-//! `edgeprof costmodel profile`: the zoo models, the probes and ONNX files measured in rounds,
-//! each in a worker process of its own, into this device's measurement database.
+//! Profiling for the cost model (`edgeprof costmodel profile`): the zoo models, the probes
+//! and ONNX files measured in rounds, each in a worker process of its own, into this device's
+//! measurement database; a run cut short is continued from what it kept beside the database.
 
-use super::{core_set, on_cpus, open, resume, ProfileArgs};
-use crate::cli::{print_out, BadInput};
+use super::{probe, Db, Profile};
+use crate::collect::device::cpu_list;
+use crate::models::zoo;
 use anyhow::Context;
-use edgeprof::collect::device::cpu_list;
-use edgeprof::models::zoo;
-use edgeprof::tune::costmodel::{self, probe, Profile};
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
+
+/// What a profiling is asked, as `edgeprof costmodel profile` takes it.
+#[derive(Debug, Clone)]
+pub struct ProfileJob {
+    /// tract, onnxruntime or pytorch.
+    pub engine: String,
+    /// The interpreter with the engine (onnxruntime, pytorch).
+    pub python: Option<PathBuf>,
+    /// Zoo models, probes and ONNX files (empty: every zoo model).
+    pub models: Vec<String>,
+    /// The zoo models' and the probes' input (default 3x64x64), and an ONNX file's where given.
+    pub input: Option<crate::models::InputShape>,
+    /// An ONNX file's inputs by name.
+    pub file_inputs: Vec<String>,
+    pub threads: Vec<usize>,
+    /// The relative half-width of the median's interval to reach.
+    pub target: f64,
+    pub max_runs: usize,
+    pub layer_runs: usize,
+    pub probes: Option<u64>,
+    pub graph_probes: Option<u64>,
+    pub probe_seed: u64,
+    pub probes_only: bool,
+    /// The CPUs every measurement is confined to (None: every CPU).
+    pub cores: Option<Vec<usize>>,
+    pub rounds: usize,
+    pub max_rounds: Option<usize>,
+    /// Continue, or discard, what a run cut short left beside the database.
+    pub resume: bool,
+    pub restart: bool,
+    /// The database (None: this device's).
+    pub db: Option<PathBuf>,
+}
+
+/// What a profiling added: how many profiles, how many the database now holds, and where it
+/// is (None: in memory).
+#[derive(Debug, Clone)]
+pub struct Profiled {
+    pub added: usize,
+    pub total: usize,
+    pub db: Option<PathBuf>,
+}
+
+/// The measurement database at `db`, else this device's; `say` hears what is wrong with it.
+pub fn open(db: Option<&Path>, say: &mut impl FnMut(String)) -> anyhow::Result<Db> {
+    let path = match db {
+        Some(p) => p.to_path_buf(),
+        None => Db::path_for_this_device().ok_or_else(|| {
+            crate::error::BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into())
+        })?,
+    };
+    let db = Db::open(&path)?;
+    for warning in db.warnings() {
+        say(format!("warning: {warning}"));
+    }
+    Ok(db)
+}
+
+/// ` on CPUs 0-1` for a core set, nothing for every CPU.
+pub fn on_cpus(cores: Option<&[usize]>) -> String {
+    cores.map_or(String::new(), |c| format!(" on CPUs {}", cpu_list(c)))
+}
 
 /// Probes profiled with the zoo when no model is named.
 const DEFAULT_PROBES: u64 = 80;
@@ -21,8 +82,8 @@ const DEFAULT_GRAPH_PROBES: u64 = 60;
 const PROFILE_TIMEOUT: Duration = Duration::from_secs(900);
 
 /// The input the zoo models and the probes are profiled at.
-fn zoo_input(args: &ProfileArgs) -> edgeprof::models::InputShape {
-    args.input.unwrap_or(edgeprof::models::InputShape {
+fn zoo_input(args: &ProfileJob) -> crate::models::InputShape {
+    args.input.unwrap_or(crate::models::InputShape {
         channels: 3,
         height: 64,
         width: 64,
@@ -31,18 +92,18 @@ fn zoo_input(args: &ProfileArgs) -> edgeprof::models::InputShape {
 
 /// The input `model` is profiled at: a file's `--file-input`s, else the `--input` given, else
 /// its own shapes; the zoo's and the probes' [`zoo_input`].
-fn input_of(args: &ProfileArgs, model: &str) -> String {
-    if costmodel::graph_probe::seed_of(model).is_some() {
-        return costmodel::graph_probe::input().to_string();
+fn input_of(args: &ProfileJob, model: &str) -> String {
+    if super::graph_probe::seed_of(model).is_some() {
+        return super::graph_probe::input().to_string();
     }
-    if !costmodel::is_file(model) {
+    if !super::is_file(model) {
         return zoo_input(args).to_string();
     }
     if !args.file_inputs.is_empty() {
         return args.file_inputs.join(" ");
     }
     args.input
-        .map_or(costmodel::files::DECLARED.to_string(), |i| i.to_string())
+        .map_or(super::files::DECLARED.to_string(), |i| i.to_string())
 }
 
 /// One model's profile, measured in an `edgeprof costmodel profile-one` child.
@@ -52,7 +113,7 @@ fn profile_in_child(
     threads: usize,
     cores: Option<&[usize]>,
     memory: bool,
-    args: &ProfileArgs,
+    args: &ProfileJob,
 ) -> anyhow::Result<Profile> {
     let mut argv: Vec<String> = vec![
         "costmodel".into(),
@@ -82,10 +143,14 @@ fn profile_in_child(
         argv.push("--memory".into());
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    edgeprof::collect::child::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker", None)
+    crate::collect::child::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker", None)
 }
 
-pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
+/// Profiles what `args` names into the measurement database, in rounds, each model in a worker
+/// process of its own (`edgeprof costmodel profile-one`); `say` hears each step. What it
+/// measures is kept beside the database as it is taken (DB.partial), so that a run cut short
+/// can be continued. Returns how many profiles were added and where.
+pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result<Profiled> {
     let zoo_models: Vec<String> = if args.probes_only {
         Vec::new()
     } else if args.models.is_empty() {
@@ -95,9 +160,9 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     };
     let mut zoo_models = zoo_models;
     for m in &mut zoo_models {
-        if costmodel::is_file(m) {
-            if !costmodel::profiles_files(&args.engine) {
-                anyhow::bail!(BadInput(format!(
+        if super::is_file(m) {
+            if !super::profiles_files(&args.engine) {
+                anyhow::bail!(crate::error::BadInput(format!(
                     "--model {m}: {} runs the zoo's models and the cost model's probes, not \
                      ONNX files (profile the file with tract or onnxruntime)",
                     args.engine
@@ -107,29 +172,29 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             // read now, so that a file the cost model cannot describe is refused before any
             // measuring.
             let path = std::fs::canonicalize(&*m)
-                .map_err(|e| BadInput(format!("--model {m}: cannot read it: {e}")))?;
+                .map_err(|e| crate::error::BadInput(format!("--model {m}: cannot read it: {e}")))?;
             *m = path.to_string_lossy().into_owned();
-            let cost = costmodel::files::analysis(Path::new(m), &input_of(&args, m))?;
+            let cost = super::files::analysis(Path::new(m), &input_of(args, m))?;
             if !cost.not_costed.is_empty() {
                 let ops: Vec<&str> = cost.not_costed.iter().map(|n| n.op.as_str()).collect();
-                anyhow::bail!(BadInput(format!(
+                anyhow::bail!(crate::error::BadInput(format!(
                     "--model {m} uses operators edgeprof cannot cost ({}): the cost model learns \
                      only from files costed whole (`edgeprof models info {m}` says why; \
                      `costmodel predict` still predicts it from the rest)",
                     ops.join(", ")
                 )));
             }
-            if costmodel::files::file_groups(&cost).is_empty() {
-                anyhow::bail!(BadInput(format!(
+            if super::files::file_groups(&cost).is_empty() {
+                anyhow::bail!(crate::error::BadInput(format!(
                     "--model {m}: no node of it runs at inference time (`edgeprof models info \
                      {m}` shows its nodes)"
                 )));
             }
         } else if zoo::find(m).is_none()
             && probe::seed_of(m).is_none()
-            && costmodel::graph_probe::seed_of(m).is_none()
+            && super::graph_probe::seed_of(m).is_none()
         {
-            anyhow::bail!(BadInput(format!(
+            anyhow::bail!(crate::error::BadInput(format!(
                 "--model {m}: the cost model profiles the zoo's models ({}), its probes \
                  (probe-<seed>) and ONNX files (FILE.onnx)",
                 zoo::zoo_names().join(", ")
@@ -152,21 +217,20 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             0
         });
     if graph_count > 0 && args.engine != "tract" {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "--graph-probes are profiled with tract only, not {}",
             args.engine
         )));
     }
     if args.probes_only && probe_count + graph_count == 0 {
-        anyhow::bail!(BadInput(
+        anyhow::bail!(crate::error::BadInput(
             "--probes-only needs at least one probe (--probes N or --graph-probes N)".into()
         ));
     }
     let probes: Vec<String> = (0..probe_count)
         .map(|k| probe::name(args.probe_seed.saturating_add(k)))
         .chain(
-            (0..graph_count)
-                .map(|k| costmodel::graph_probe::name(args.probe_seed.saturating_add(k))),
+            (0..graph_count).map(|k| super::graph_probe::name(args.probe_seed.saturating_add(k))),
         )
         .collect();
     // A probe after each model (the rest at the end), so that the probes and the models they
@@ -180,37 +244,39 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
     }
     models.extend(rest.cloned());
     if !(0.001..=1.0).contains(&args.target) {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(crate::error::BadInput(format!(
             "--target {} must be between 0.001 and 1",
             args.target
         )));
     }
     if args.threads.contains(&0) || args.threads.is_empty() {
-        anyhow::bail!(BadInput("--threads takes counts of 1 or more".into()));
+        anyhow::bail!(crate::error::BadInput(
+            "--threads takes counts of 1 or more".into()
+        ));
     }
     // An external engine's interpreter is found before anything is measured.
-    if let Some(f) = edgeprof::engines::external::find(&args.engine) {
-        let readiness = edgeprof::engines::env::readiness(f, args.python.as_ref());
+    if let Some(f) = crate::engines::external::find(&args.engine) {
+        let readiness = crate::engines::env::readiness(f, args.python.as_ref());
         if readiness.interpreter().is_none() {
-            anyhow::bail!(BadInput(format!(
+            anyhow::bail!(crate::error::BadInput(format!(
                 "{} cannot profile here: {}; give --python PATH of an interpreter that has it",
                 f.name,
                 readiness.describe()
             )));
         }
     }
-    let mut db = open(&args.db)?;
+    let mut db = open(args.db.as_deref(), &mut say)?;
     db.check_writable()?;
-    let input = zoo_input(&args).to_string();
-    let cores = core_set(&args.cores)?;
+    let input = zoo_input(args).to_string();
+    let cores = args.cores.clone();
     let on = on_cpus(cores.as_deref());
     let rounds = args.rounds.max(1);
     let max_rounds = args.max_rounds.unwrap_or(2 * rounds).max(rounds);
     let total = models.len() * args.threads.len() * rounds;
-    let partial = db.path.as_deref().map(costmodel::partial::beside);
-    let left = resume::resumed(partial.as_deref(), &args, &input, cores.as_deref())?;
+    let partial = db.path.as_deref().map(super::partial::beside);
+    let left = resumed(partial.as_deref(), args, &input, cores.as_deref(), &mut say)?;
     let mut k = left.len().min(total);
-    let mut taken = costmodel::rounds::Taken::new();
+    let mut taken = super::rounds::Taken::new();
     for p in left {
         taken
             .entry((p.model.clone(), p.threads))
@@ -231,23 +297,23 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
         let tag = if max_rounds > 1 {
             format!(
                 "[{k}/{total}] round {round}: {model} {} t{threads}{on}",
-                input_of(&args, model)
+                input_of(args, model)
             )
         } else {
             format!(
                 "[{k}/{total}] {model} {} t{threads}{on}",
-                input_of(&args, model)
+                input_of(args, model)
             )
         };
-        errln!("{tag}: profiling …");
-        let input = input_of(&args, model);
-        let p = profile_in_child(model, &input, threads, cores.as_deref(), first, &args)
+        say(format!("{tag}: profiling …"));
+        let input = input_of(args, model);
+        let p = profile_in_child(model, &input, threads, cores.as_deref(), first, args)
             .with_context(|| format!("{model} {input} on {threads} thread(s)"))?;
         if let Some(rate) = p.memory_bytes_per_s {
             memory.entry(threads).or_default().push(rate);
         }
         if let Some(path) = &partial {
-            costmodel::partial::append(path, &p)?;
+            super::partial::append(path, &p)?;
         }
         let reached = if p.relative_half_width() <= args.target {
             String::new()
@@ -258,13 +324,13 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
                 p.runs
             )
         };
-        errln!(
+        say(format!(
             "{tag}: {:.3} ms ±{:.1} % over {} runs, {} layer groups{reached}",
             p.latency_ms,
             100.0 * p.relative_half_width(),
             p.runs,
             p.groups.len()
-        );
+        ));
         anyhow::Ok(p)
     };
     // Models interleaved with thread counts, and every model measured once per round, so that
@@ -290,7 +356,7 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
         .flat_map(|m| args.threads.iter().map(move |&t| (m.clone(), t)))
         .collect();
     loop {
-        let keys = costmodel::rounds::next_round(&order, &taken, max_rounds, args.target);
+        let keys = super::rounds::next_round(&order, &taken, max_rounds, args.target);
         if keys.is_empty() {
             break;
         }
@@ -301,28 +367,26 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
             taken.entry((model.clone(), *threads)).or_default().push(p);
         }
     }
-    let drift = costmodel::rounds::drift(
+    let drift = super::rounds::drift(
         taken
             .iter()
             .filter(|((model, _), _)| probe::seed_of(model).is_none())
             .map(|(_, ps)| &ps[..]),
     );
-    if let Some((round, ratio)) = costmodel::rounds::strayed(&drift, 2.0 * args.target) {
-        errln!(
+    if let Some((round, ratio)) = super::rounds::strayed(&drift, 2.0 * args.target) {
+        say(format!(
             "warning: the machine's speed moved during the profile: round {round} ran {:.0} % \
              {} than round 1 (median over the models); profiles of one database should come \
              from one state of the machine, so profile again when it is quiet if `costmodel \
              eval` errs more than it did",
             100.0 * (ratio - 1.0).abs(),
             if ratio > 1.0 { "slower" } else { "faster" }
-        );
+        ));
     }
     let mut loose = 0;
     for profiles in taken.values() {
         if let Some(mut p) = Profile::merge(profiles) {
-            p.memory_bytes_per_s = memory
-                .get(&p.threads)
-                .and_then(|m| edgeprof::stats::median(m));
+            p.memory_bytes_per_s = memory.get(&p.threads).and_then(|m| crate::stats::median(m));
             if !p.is_probe() && p.relative_half_width() > args.target {
                 loose += 1;
             }
@@ -330,22 +394,81 @@ pub(super) fn profile(args: ProfileArgs) -> anyhow::Result<()> {
         }
     }
     if let Some(path) = &partial {
-        costmodel::partial::remove(path)?;
+        super::partial::remove(path)?;
     }
     if loose > 0 {
-        errln!(
+        say(format!(
             "warning: {loose} model profile(s) stayed wider than ±{:.1} % after {max_rounds} \
              round(s): the machine changed speed between them (`costmodel eval` lists them)",
             100.0 * args.target
-        );
+        ));
     }
-    let where_ = db
-        .path
-        .as_ref()
-        .map_or("memory".to_string(), |p| p.display().to_string());
-    print_out(&format!(
-        "{} profile(s) added to {where_} ({} in all)\n",
-        taken.len(),
-        db.profiles.len()
-    ))
+    Ok(Profiled {
+        added: taken.len(),
+        total: db.profiles.len(),
+        db: db.path.clone(),
+    })
+}
+
+/// The measurements a run cut short left at `partial` that this run continues (`--resume`),
+/// none when there are none or they were discarded (`--restart`); without either flag, such
+/// measurements stop the run with what to do, so that none is lost or mixed in unasked.
+fn resumed(
+    partial: Option<&std::path::Path>,
+    args: &ProfileJob,
+    input: &str,
+    cores: Option<&[usize]>,
+    say: &mut impl FnMut(String),
+) -> anyhow::Result<Vec<Profile>> {
+    let Some(path) = partial else {
+        return Ok(Vec::new());
+    };
+    let Some((left, broken)) = super::partial::read(path)? else {
+        if args.resume {
+            say(format!(
+                "nothing to resume ({} does not exist): profiling from the start",
+                path.display()
+            ));
+        }
+        return Ok(Vec::new());
+    };
+    if args.restart {
+        super::partial::remove(path)?;
+        say(format!(
+            "discarded {} measurement(s) a run cut short left in {}",
+            left.len(),
+            path.display()
+        ));
+        return Ok(Vec::new());
+    }
+    let when = match (left.first(), left.last()) {
+        (Some(a), Some(b)) => format!(", taken {} – {}", a.written, b.written),
+        _ => String::new(),
+    };
+    if !args.resume {
+        anyhow::bail!(crate::error::BadInput(format!(
+            "a profile run cut short left {} measurement(s) in {}{when}: --resume continues \
+             it, --restart discards them",
+            left.len(),
+            path.display()
+        )));
+    }
+    if let Some(why) = super::partial::mismatch(&left, &args.engine, input, cores) {
+        anyhow::bail!(crate::error::BadInput(format!(
+            "--resume: the measurements in {} cannot be continued by this run ({why}); run \
+             with those settings, or --restart",
+            path.display()
+        )));
+    }
+    let cut = if broken > 0 {
+        format!(" ({broken} line(s) cut short by the interruption left out)")
+    } else {
+        String::new()
+    };
+    say(format!(
+        "resuming: {} measurement(s) kept from {}{when}{cut}",
+        left.len(),
+        path.display()
+    ));
+    Ok(left)
 }
