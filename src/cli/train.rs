@@ -7,7 +7,7 @@ use super::sweep::install_stop_handlers;
 use super::{print_json, print_out, render};
 use clap::Args;
 use edgeprof::collect::stop::Cancel;
-use edgeprof::train::session::{self, Finished, Outcome, Study, TrainEvent};
+use edgeprof::train::session::{self, Finished, Outcome, TrainEvent};
 use std::path::PathBuf;
 
 /// Every option overrides the config's `[train]` (or its default, in brackets).
@@ -250,41 +250,24 @@ fn study(
     parent: PathBuf,
     json: bool,
 ) -> anyhow::Result<()> {
-    let study = Study::of(t, nodes, parent)?;
-    // This machine trains too: its framework must be there before anything starts.
-    if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
-        edgeprof::train::cluster::python_for(study.framework)?;
-    }
     let cancel = Cancel::new();
     let hangup = install_stop_handlers(&cancel)?;
-    let finished = session::run(&study, &cancel, &|event| {
+    let show = |event: edgeprof::event::Event| {
         // After a hang-up the study goes on, with no terminal to tell.
-        if let (false, Some(line)) = (
-            hangup.load(std::sync::atomic::Ordering::Relaxed),
-            progress_line(&event),
-        ) {
-            errln!("{line}");
+        if let edgeprof::event::Event::Train(event) = event {
+            if let (false, Some(line)) = (
+                hangup.load(std::sync::atomic::Ordering::Relaxed),
+                progress_line(&event),
+            ) {
+                errln!("{line}");
+            }
         }
-    })?;
+    };
+    let finished = edgeprof::jobs::study(t, nodes, parent, &cancel, &show)?;
     if json {
         print_json(&finished)?;
     } else {
         print_out(&table(&finished))?;
     }
-    if !finished.cancelled.is_empty() {
-        return Err(TrainCancelled { dir: finished.dir }.into());
-    }
-    if !finished.failures.is_empty() {
-        let which: Vec<String> = finished
-            .failures
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect();
-        anyhow::bail!(
-            "training failed for cluster size(s) {} (see above; results in {})",
-            which.join(", "),
-            finished.dir.display()
-        );
-    }
-    Ok(())
+    edgeprof::jobs::study_verdict(&finished)
 }

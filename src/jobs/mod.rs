@@ -294,19 +294,55 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
     }));
 }
 
-/// A distributed-training study: the config's `[train]` on its `[[nodes]]` (or processes on this
-/// machine), each cluster size in turn, into a results directory under its output directory.
+/// A distributed-training study: `t` on `nodes` (or processes on this machine), each cluster
+/// size in turn, into a results directory under `parent`; each step as [`Event::Train`]. This
+/// machine's framework is checked before anything starts.
+pub fn study(
+    t: &crate::config::Train,
+    nodes: &[crate::config::Node],
+    parent: PathBuf,
+    cancel: &Cancel,
+    send: Sink,
+) -> anyhow::Result<crate::train::session::Finished> {
+    let study = crate::train::session::Study::of(t, nodes, parent)?;
+    if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
+        crate::train::cluster::python_for(study.framework)?;
+    }
+    crate::train::session::run(&study, cancel, &|event| send(Event::Train(event)))
+}
+
+/// How a study ended as a result: [`TrainCancelled`] when it was stopped, an error naming the
+/// cluster sizes that failed, else Ok.
+pub fn study_verdict(finished: &crate::train::session::Finished) -> anyhow::Result<()> {
+    if !finished.cancelled.is_empty() {
+        anyhow::bail!(TrainCancelled {
+            dir: finished.dir.clone(),
+        });
+    }
+    if !finished.failures.is_empty() {
+        let which: Vec<String> = finished
+            .failures
+            .iter()
+            .map(|(n, _)| n.to_string())
+            .collect();
+        anyhow::bail!(
+            "training failed for cluster size(s) {} (see above; results in {})",
+            which.join(", "),
+            finished.dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// [`study`] of the config's `[train]` on its `[[nodes]]`, into its output directory: the
+/// terminal UI's. Ends with [`crate::train::session::TrainEvent::Finished`].
 pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
     let result = (|| -> anyhow::Result<crate::train::session::Finished> {
         let config = crate::config::parse(text, file)?;
         let Some(t) = &config.train else {
             anyhow::bail!("the config has no [train] section");
         };
-        let study = crate::train::session::Study::of(t, &config.nodes, config.output.dir.clone())?;
-        if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
-            crate::train::cluster::python_for(study.framework)?;
-        }
-        crate::train::session::run(&study, cancel, &|event| send(Event::Train(event)))
+        study(t, &config.nodes, config.output.dir.clone(), cancel, send)
     })();
     send(Event::Train(crate::train::session::TrainEvent::Finished {
         result: result.map(Box::new).map_err(|e| format!("{e:#}")),
