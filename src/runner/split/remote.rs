@@ -15,7 +15,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{mpsc, Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The unit program, run by the interpreter that has onnxruntime.
 const PROGRAM: &str = include_str!("../../engines/harness/ort_unit.py");
@@ -64,8 +64,12 @@ pub struct Remote {
     /// Held by the thread that started the child; dropping it ends that thread, and with it the
     /// child (its parent-death signal).
     _hold: mpsc::Sender<()>,
-    /// The child's last words on stderr, for an error when it ends.
+    /// The child's last words on stderr, for an error when it ends, and word that its reader
+    /// has read them all.
     stderr: Arc<Mutex<String>>,
+    stderr_read: mpsc::Receiver<()>,
+    /// Told when the child exits (it stays unreaped until `child` is waited for).
+    exit: Option<crate::collect::exit::ExitWatch>,
     patience: Patience,
 }
 
@@ -146,13 +150,16 @@ impl Remote {
         };
         let stderr = Arc::new(Mutex::new(String::new()));
         let keep = Arc::clone(&stderr);
+        let (read_tx, stderr_read) = mpsc::channel();
         std::thread::spawn(move || {
             let mut text = String::new();
             let _ = err.read_to_string(&mut text);
             if let Ok(mut kept) = keep.lock() {
                 *kept = text;
             }
+            let _ = read_tx.send(());
         });
+        let exit = crate::collect::exit::ExitWatch::start(child.id()).ok();
         let (answer_tx, answers) = mpsc::channel();
         std::thread::spawn(move || read_answers(stdout, answer_tx));
         let mut remote = Remote {
@@ -162,6 +169,8 @@ impl Remote {
             answers,
             _hold: hold,
             stderr,
+            stderr_read,
+            exit,
             patience,
         };
         remote.ask(
@@ -210,6 +219,14 @@ impl Remote {
         Ok(answer)
     }
 
+    /// Whether the program has exited by `deadline` (without a watch: whether it has now).
+    fn exited_by(&mut self, deadline: Instant) -> bool {
+        match &self.exit {
+            Some(watch) => watch.exited_by(deadline),
+            None => matches!(self.child.try_wait(), Ok(Some(_))),
+        }
+    }
+
     /// Kills the program with whatever it started in its group.
     fn kill(&mut self) {
         if let Ok(pid) = i32::try_from(self.child.id()) {
@@ -224,16 +241,16 @@ impl Remote {
 
     /// Why the child stopped answering: its exit and its last line on stderr.
     fn ended(&mut self) -> anyhow::Error {
-        // Give it a moment to exit and its stderr reader to finish.
-        let mut status = None;
-        for _ in 0..50 {
-            if let Ok(Some(s)) = self.child.try_wait() {
-                status = Some(s);
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        std::thread::sleep(Duration::from_millis(50));
+        // A second for it to exit and for its stderr reader to finish, told, not polled.
+        let deadline = Instant::now() + Duration::from_secs(1);
+        let status = if self.exited_by(deadline) {
+            self.child.try_wait().ok().flatten()
+        } else {
+            None
+        };
+        let _ = self
+            .stderr_read
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
         let last = self
             .stderr
             .lock()
@@ -311,13 +328,12 @@ impl Remote {
 
 impl Drop for Remote {
     fn drop(&mut self) {
-        // Its stdin closed, the program ends on its own; a stuck one is killed.
+        // Its stdin closed, the program ends on its own within two seconds; a stuck one is
+        // killed.
         drop(self.stdin.take());
-        for _ in 0..200 {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                return;
-            }
-            std::thread::sleep(Duration::from_millis(10));
+        if self.exited_by(Instant::now() + Duration::from_secs(2)) {
+            let _ = self.child.wait();
+            return;
         }
         self.kill();
     }
