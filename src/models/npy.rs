@@ -382,22 +382,13 @@ mod tests {
             "{err}"
         );
         // A shape of 2^62 elements is refused before anything is allocated.
-        let header = "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }";
-        let mut huge = b"\x93NUMPY\x01\x00".to_vec();
-        let padded = format!("{header:<117}\n");
-        huge.extend_from_slice(&(padded.len() as u16).to_le_bytes());
-        huge.extend_from_slice(padded.as_bytes());
-        let err = read(&huge, "huge.npy")
-            .err()
-            .map(|e| e.0)
-            .unwrap_or_default();
+        let err = refusal(
+            "{'descr': '<f4', 'fortran_order': False, 'shape': (4611686018427387904,), }",
+            "huge.npy",
+        );
         assert!(err.contains("larger than any model's"), "{err}");
         // Complex numbers are no model input.
-        let header = "{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }";
-        let mut complex = b"\x93NUMPY\x01\x00".to_vec();
-        let padded = format!("{header:<117}\n");
-        complex.extend_from_slice(&(padded.len() as u16).to_le_bytes());
-        complex.extend_from_slice(padded.as_bytes());
+        let mut complex = with_header("{'descr': '<c8', 'fortran_order': False, 'shape': (1,), }");
         complex.extend_from_slice(&[0; 8]);
         let err = read(&complex, "c.npy")
             .err()
@@ -420,16 +411,27 @@ mod tests {
     /// dimensions overflow when the reader works out its strides.
     #[test]
     fn an_empty_array_with_a_huge_dimension_is_refused_not_overflowed() {
-        let header =
-            "{'descr': '<f2', 'fortran_order': False, 'shape': (0, 18446744073709551615, 2, ), }";
+        let err = refusal(
+            "{'descr': '<f2', 'fortran_order': False, 'shape': (0, 18446744073709551615, 2, ), }",
+            "empty.npy",
+        );
+        assert!(err.contains("larger than any model's"), "{err}");
+    }
+
+    /// A version 1 file that holds `header` (padded as NumPy pads it) and nothing after it.
+    fn with_header(header: &str) -> Vec<u8> {
         let mut bytes = b"\x93NUMPY\x01\x00".to_vec();
         let padded = format!("{header:<117}\n");
         bytes.extend_from_slice(&(padded.len() as u16).to_le_bytes());
         bytes.extend_from_slice(padded.as_bytes());
-        let err = read(&bytes, "empty.npy")
+        bytes
+    }
+
+    /// Why reading a file of `header` alone is refused.
+    fn refusal(header: &str, name: &str) -> String {
+        read(&with_header(header), name)
             .err()
             .map(|e| e.0)
-            .unwrap_or_default();
-        assert!(err.contains("larger than any model's"), "{err}");
+            .unwrap_or_default()
     }
 }
