@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// The quietest core this test may use: each core's other processes watched for half a second
 /// (through edgeprof's own accounting), again for up to a minute while every core is busy.
 fn quiet_core() -> usize {
-    use edgeprof::collect::others::{between, Scan};
+    use edgeprof::collect::other_processes::{between, Scan};
     let root = Path::new("/");
     let cores = edgeprof::collect::ceilings::allowed_cpus();
     let deadline = Instant::now() + Duration::from_secs(60);

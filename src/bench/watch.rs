@@ -36,12 +36,12 @@ pub enum LoadStopped {
         model: String,
         used: u64,
         limit: u64,
-        bound: crate::collect::room::Bound,
+        bound: crate::collect::memory_room::Bound,
     },
 }
 
-fn room_phrase(bound: crate::collect::room::Bound) -> &'static str {
-    use crate::collect::room::Bound;
+fn room_phrase(bound: crate::collect::memory_room::Bound) -> &'static str {
+    use crate::collect::memory_room::Bound;
     match bound {
         Bound::System => "was available when loading began",
         Bound::Cgroup => "this process's cgroup memory limit left when loading began",
@@ -51,7 +51,7 @@ fn room_phrase(bound: crate::collect::room::Bound) -> &'static str {
 
 /// The most memory a load may take, from the memory left when it began; None when no bound
 /// could be read.
-pub fn load_memory_limit(room: Option<crate::collect::room::Room>) -> Option<u64> {
+pub fn load_memory_limit(room: Option<crate::collect::memory_room::Room>) -> Option<u64> {
     room.map(|r| r.bytes / MEMORY_SHARE.1 * MEMORY_SHARE.0)
 }
 
@@ -77,7 +77,7 @@ pub fn watched(
     mut on_event: impl FnMut(BenchEvent),
 ) -> anyhow::Result<BenchReport> {
     let (tx, rx) = mpsc::channel::<Told>();
-    let room = crate::collect::room::memory_room();
+    let room = crate::collect::memory_room::memory_room();
     let limit = load_memory_limit(room);
     let before = resident().unwrap_or(0);
     let start = Instant::now();
@@ -138,7 +138,7 @@ pub fn watched(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::collect::room::{Bound, Room};
+    use crate::collect::memory_room::{Bound, Room};
 
     #[test]
     fn a_load_may_take_seven_eighths_of_the_memory_left() {

@@ -308,7 +308,7 @@ fn confine(list: &str) -> anyhow::Result<Vec<usize>> {
     if cpus.is_empty() {
         anyhow::bail!(BadInput(format!("--cores {list}: no CPU in it")));
     }
-    edgeprof::runner::split::confine(&cpus)?;
+    edgeprof::runner::place_worker::confine(&cpus)?;
     Ok(cpus)
 }
 

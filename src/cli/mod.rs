@@ -416,7 +416,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Tune(args) => tune::run(*args),
         Command::Place(args) => place::run(args),
         Command::PlaceWorker => {
-            let response = edgeprof::runner::split::serve(std::io::stdin().lock())?;
+            let response = edgeprof::runner::place_worker::serve(std::io::stdin().lock())?;
             print_json(&response)
         }
         Command::LayersWorker => {

@@ -9,7 +9,7 @@
 //! measured again (at most [`BUSY_RETRIES`] times) and said so.
 
 use crate::collect::kernels::{self, Isa, Precision};
-use crate::collect::others::{self, DISTURBED_PCT};
+use crate::collect::other_processes::{self as others, DISTURBED_PCT};
 use serde::{Deserialize, Serialize};
 use std::sync::Barrier;
 use std::time::{Duration, Instant};

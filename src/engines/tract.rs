@@ -1,7 +1,7 @@
 //! The embedded tract engine: load a zoo model or an ONNX file, optimise it, run it with a chosen
 //! thread count, and profile it node by node with times mapped back to the model's layer names.
 
-use crate::collect::room::{memory_room, Bound, Room};
+use crate::collect::memory_room::{memory_room, Bound, Room};
 use crate::models::graph::Model;
 use crate::models::onnx;
 use std::cell::{Cell, RefCell};

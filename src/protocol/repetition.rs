@@ -12,7 +12,7 @@
 //! same threshold as a whole condition ([`DISTURBED_PCT`]). A process that ends between two
 //! scans still counts, through the kernel's per-CPU accounting (see [`others`]).
 
-use crate::collect::others::{self, Other, Scan, DISTURBED_PCT};
+use crate::collect::other_processes::{self as others, Other, Scan, DISTURBED_PCT};
 use crate::config::Measure;
 use crate::protocol::outcome::WorkerEvent;
 use serde::{Deserialize, Serialize};

@@ -111,7 +111,7 @@ pub struct RunRecord {
     pub resources: Resources,
     /// What the telemetry sources saw during the attempt: throttling, power, energy.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub telemetry: Option<crate::throttle::RunTelemetry>,
+    pub telemetry: Option<crate::run_telemetry::RunTelemetry>,
     /// Each repeat's disturbance and source, which ones the statistics leave out, and whether
     /// the median's interval reached `measure.target_ci` (records of successful runs).
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -87,7 +87,7 @@ pub fn verdict(record: &RunRecord) -> Option<(&'static str, Option<String>)> {
                     Some(format!(
                         "{n} of {} repeats: {}",
                         r.repeats.iter().filter(|x| !x.excluded).count(),
-                        crate::collect::others::by_whom(&top)
+                        crate::collect::other_processes::by_whom(&top)
                     )),
                 ));
             }

@@ -5,10 +5,10 @@
 pub mod cachesim;
 pub mod gpu_profile;
 pub mod matrix;
+pub mod place_worker;
 pub mod prepare;
 pub mod progress;
 pub mod spawn;
-pub mod split;
 pub mod sweep;
 pub mod worker;
 

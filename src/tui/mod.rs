@@ -378,14 +378,14 @@ fn spawn_monitor(
     std::thread::spawn(move || {
         let readers = telemetry::working_readers(&root);
         let mut sampler = telemetry::Sampler::new(readers, every(&interval));
-        let mut scan: Option<edgeprof::collect::others::Scan> = None;
+        let mut scan: Option<edgeprof::collect::other_processes::Scan> = None;
         let own = std::process::id();
         while sampler.wait(&stop) {
             let mut sample = Box::new(sampler.take());
             if processes.load(Ordering::Relaxed) {
-                let now = edgeprof::collect::others::Scan::take(&root);
+                let now = edgeprof::collect::other_processes::Scan::take(&root);
                 if let Some(before) = &scan {
-                    sample.processes = edgeprof::collect::others::table(before, &now, own);
+                    sample.processes = edgeprof::collect::other_processes::table(before, &now, own);
                 }
                 scan = Some(now);
             } else {

@@ -103,7 +103,7 @@ pub struct Sample {
     /// Every process since the sample before, most CPU first (filled by the terminal UI's
     /// Monitor tab while it shows; empty elsewhere).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub processes: Vec<crate::collect::others::ProcessRow>,
+    pub processes: Vec<crate::collect::other_processes::ProcessRow>,
 }
 
 impl Sample {

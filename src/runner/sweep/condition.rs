@@ -3,7 +3,7 @@
 //! the target interval), each watched for telemetry and for other processes on its cores.
 
 use super::{measured_seconds, pause, State, Sweep, SweepEvent};
-use crate::collect::others::{self, Disturbance, Scan};
+use crate::collect::other_processes::{self as others, Disturbance, Scan};
 use crate::collect::proc::ProcSample;
 use crate::collect::telemetry::{Recorder, Sample};
 use crate::protocol::repetition::{self, More, RepeatNote, Repetition, Watch};
@@ -456,8 +456,10 @@ impl Sweep<'_> {
         };
         let ok = failure.is_none();
         let last = ok || last;
-        let mut telemetry =
-            crate::throttle::summarize(&p.telemetry, stats.as_ref().map(|s| s.latency.mean_ms));
+        let mut telemetry = crate::run_telemetry::summarize(
+            &p.telemetry,
+            stats.as_ref().map(|s| s.latency.mean_ms),
+        );
         telemetry.disturbance = Some(Disturbance::combine(&p.disturbance));
         let mut record = RunRecord {
             telemetry: Some(telemetry),

@@ -103,7 +103,7 @@ impl Default for MonitorSettings {
 pub fn process_rows(
     sample: &Sample,
     sort: ProcessSort,
-) -> Vec<(&edgeprof::collect::others::ProcessRow, Option<u64>)> {
+) -> Vec<(&edgeprof::collect::other_processes::ProcessRow, Option<u64>)> {
     let gpu_bytes = |pid: u32| -> Option<u64> {
         let used: Vec<u64> = sample
             .gpus

@@ -271,7 +271,7 @@ fn fact_lines(app: &App, s: &edgeprof::collect::telemetry::Sample) -> Vec<Line<'
 mod tests {
     use super::super::tests::{default_app, sample, snap};
     use crate::tui::app::{ProcessSort, Tab};
-    use edgeprof::collect::others::ProcessRow;
+    use edgeprof::collect::other_processes::ProcessRow;
 
     #[test]
     fn monitor_tab() {

@@ -4,7 +4,7 @@
 use crate::collect::gpuprof::{self, MemoryKind};
 use crate::error::BadInput;
 use crate::error::Unavailable;
-use crate::runner::split::{Unit, UnitEngine};
+use crate::runner::place_worker::{Unit, UnitEngine};
 use crate::tune::placement::{self, GpuMemory, Link};
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -8,7 +8,7 @@ mod gpu;
 use crate::error::BadInput;
 use crate::models::zoo::{self, ModelParams};
 use crate::models::InputShape;
-use crate::runner::split::{Request, Response, Source, Task, Unit};
+use crate::runner::place_worker::{Request, Response, Source, Task, Unit};
 use crate::tune::placement::{self, Block, Link, Plan, Stage, Units};
 use anyhow::Context;
 use serde::Serialize;

@@ -33,7 +33,7 @@ pub struct RunTelemetry {
     pub temp_max_c: Option<f64>,
     /// What other processes took on the condition's cores meanwhile, and who.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub disturbance: Option<crate::collect::others::Disturbance>,
+    pub disturbance: Option<crate::collect::other_processes::Disturbance>,
 }
 
 /// (load, MHz) readings of one clock domain, in time order.
