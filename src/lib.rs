@@ -6,13 +6,15 @@
 //!
 //! - **bottom**: [`collect`] (samplers, device and process readers), [`models`], [`config`],
 //!   [`stats`], with the shared [`error`], [`files`] and [`text`] helpers. These name nothing above them.
+//! - **shared vocabulary**: [`protocol`], what the runner, the results and the analyses all
+//!   speak: the condition, the worker request and answer, how a worker run went.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
-//!   [`bench`], [`session`], [`lockfile`], [`throttle`]); at their top [`jobs`], the jobs a
-//!   front-end starts (a run, a resumption, a tuning), which report through one owned
-//!   [`event::Event`].
+//!   [`bench`], [`session`], [`lockfile`], [`run_telemetry`]); at their top [`jobs`], every job a
+//!   front-end starts (a sweep, a fleet run, a tuning, a training study), which report through
+//!   one owned [`event::Event`] and return typed outcomes.
 //! - **front-ends** (in the binary, not here): `cli` and `tui`. Nothing in this library names
-//!   them; `tests/layering.rs` checks both rules.
+//!   them, and no two modules name each other around a loop; `tests/layering.rs` checks it.
 
 #[macro_use]
 pub mod console;
