@@ -24,6 +24,48 @@ pub struct ChildFailed(pub String);
 #[error("{0}")]
 pub struct Panicked(pub String);
 
+/// What kind of failure ended a job, as a front-end says it and edgeprof's exit code tells it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Failure {
+    /// What the user asked for cannot be done as asked (exit code 2).
+    BadInput,
+    /// Stopped on request, with what finished kept (exit code 130).
+    Interrupted,
+    /// It ran and failed (exit code 1).
+    #[default]
+    Failed,
+}
+
+impl Failure {
+    /// The exit code edgeprof ends with for it.
+    pub fn exit_code(self) -> u8 {
+        match self {
+            Failure::BadInput => 2,
+            Failure::Interrupted => 130,
+            Failure::Failed => 1,
+        }
+    }
+}
+
+/// Why a job failed, as its last event carries it: one sentence, and its kind
+/// (`jobs::failure` makes one from any error).
+#[derive(Debug, Clone, Default, PartialEq, Error)]
+#[error("{message}")]
+pub struct JobError {
+    pub message: String,
+    pub failure: Failure,
+}
+
+/// A failed run's sentence (what tests and stand-ins give).
+impl From<&str> for JobError {
+    fn from(message: &str) -> JobError {
+        JobError {
+            message: message.to_string(),
+            failure: Failure::Failed,
+        }
+    }
+}
+
 macro_rules! from_message {
     ($($t:ident),*) => {$(
         impl From<String> for $t {

@@ -53,6 +53,6 @@ pub enum RunEvent {
     Finished {
         dir: Option<PathBuf>,
         outcome: Option<SweepOutcome>,
-        error: Option<String>,
+        error: Option<crate::error::JobError>,
     },
 }

@@ -10,8 +10,6 @@ use edgeprof::fleet::run::{self as fleet, FleetEvent, FLEET};
 use edgeprof::results;
 use std::path::Path;
 
-pub use edgeprof::jobs::FleetCancelled;
-
 pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Result<()> {
     let text =
         std::fs::read_to_string(file).with_context(|| format!("cannot read {}", file.display()))?;

@@ -43,28 +43,10 @@ fn tui(args: TuiArgs) -> anyhow::Result<()> {
     })
 }
 
-/// Exit code for an error: 2 for bad input, 1 for anything else.
+/// Exit code for an error: 2 for bad input, 130 for a stop on request, 1 for anything else
+/// (see [`edgeprof::jobs::failure_of`]).
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
-    for cause in error.chain() {
-        if cause.is::<sweep::Interrupted>()
-            || cause.is::<fleet::FleetCancelled>()
-            || cause.is::<train::TrainCancelled>()
-        {
-            return 130;
-        }
-        if cause.is::<BadInput>()
-            || cause.is::<zoo::ZooError>()
-            || cause.is::<edgeprof::models::ShapeParseError>()
-            || cause.is::<edgeprof::config::ConfigError>()
-            || cause.is::<edgeprof::config::ConfigReadError>()
-        {
-            return 2;
-        }
-        if let Some(e) = cause.downcast_ref::<edgeprof::engines::tract::EngineError>() {
-            return if e.is_bad_input() { 2 } else { 1 };
-        }
-    }
-    1
+    edgeprof::jobs::failure_of(error).exit_code()
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {

@@ -86,8 +86,6 @@ pub struct TrainArgs {
     json: bool,
 }
 
-pub use edgeprof::jobs::TrainCancelled;
-
 /// One line of progress for an event (None: nothing to say on a terminal).
 fn progress_line(event: &TrainEvent) -> Option<String> {
     let line = match event {

@@ -35,6 +35,43 @@ pub struct TrainCancelled {
     pub dir: PathBuf,
 }
 
+/// What kind of failure `error` is: bad input (anything in its chain that says so: the
+/// config, a model or a shape the user named, an engine refusing its input), a stop on request
+/// (a sweep, fleet run, tuning or study interrupted), or a failed run.
+pub fn failure_of(error: &anyhow::Error) -> crate::error::Failure {
+    use crate::error::Failure;
+    for cause in error.chain() {
+        if cause.is::<Interrupted>() || cause.is::<FleetCancelled>() || cause.is::<TrainCancelled>()
+        {
+            return Failure::Interrupted;
+        }
+        if cause.is::<crate::error::BadInput>()
+            || cause.is::<crate::models::zoo::ZooError>()
+            || cause.is::<crate::models::ShapeParseError>()
+            || cause.is::<crate::config::ConfigError>()
+            || cause.is::<crate::config::ConfigReadError>()
+        {
+            return Failure::BadInput;
+        }
+        if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
+            return if e.is_bad_input() {
+                Failure::BadInput
+            } else {
+                Failure::Failed
+            };
+        }
+    }
+    Failure::Failed
+}
+
+/// `error` as a job's last event carries it.
+pub fn job_error(error: &anyhow::Error) -> crate::error::JobError {
+    crate::error::JobError {
+        message: format!("{error:#}"),
+        failure: failure_of(error),
+    }
+}
+
 /// Where a job's events go: any thread may call it.
 pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 
@@ -42,7 +79,7 @@ pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Sink) {
     let (outcome, error) = match result {
         Ok(outcome) => (Some(outcome), None),
-        Err(e) => (None, Some(format!("{e:#}"))),
+        Err(e) => (None, Some(job_error(&e))),
     };
     send(Event::Run(RunEvent::Finished {
         dir,
@@ -290,7 +327,7 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
         Ok(tuning(job, cancel, telemetry_root, send)?.report)
     })();
     send(Event::Tune(TuneEvent::Finished {
-        report: result.map(Box::new).map_err(|e| format!("{e:#}")),
+        report: result.map(Box::new).map_err(|e| job_error(&e)),
     }));
 }
 
@@ -345,6 +382,33 @@ pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
         study(t, &config.nodes, config.output.dir.clone(), cancel, send)
     })();
     send(Event::Train(crate::train::session::TrainEvent::Finished {
-        result: result.map(Box::new).map_err(|e| format!("{e:#}")),
+        result: result.map(Box::new).map_err(|e| job_error(&e)),
     }));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Failure;
+
+    #[test]
+    fn a_failure_is_told_by_its_cause_under_any_context() {
+        let bad = anyhow::Error::new(crate::error::BadInput("no such model".into()))
+            .context("cannot start the sweep");
+        assert_eq!(job_error(&bad).failure, Failure::BadInput);
+        assert_eq!(
+            job_error(&bad).message,
+            "cannot start the sweep: no such model"
+        );
+        let stopped = anyhow::Error::new(Interrupted {
+            done: 1,
+            total: 2,
+            dir: PathBuf::from("r"),
+        });
+        assert_eq!(failure_of(&stopped), Failure::Interrupted);
+        assert_eq!(failure_of(&stopped).exit_code(), 130);
+        let failed = anyhow::anyhow!("the disk is full");
+        assert_eq!(failure_of(&failed), Failure::Failed);
+        assert_eq!(failure_of(&failed).exit_code(), 1);
+    }
 }

@@ -263,7 +263,7 @@ pub enum TrainEvent {
     /// The study ended (sent by [`crate::jobs::train`] after its last size): what it left, or
     /// why it could not run.
     Finished {
-        result: Result<Box<Finished>, String>,
+        result: Result<Box<Finished>, crate::error::JobError>,
     },
 }
 

@@ -49,7 +49,7 @@ pub enum TuneEvent {
     },
     /// The tuning ended: its report (also in `tune.json`), or why it failed.
     Finished {
-        report: Result<Box<TuneReport>, String>,
+        report: Result<Box<TuneReport>, crate::error::JobError>,
     },
 }
 

@@ -525,7 +525,7 @@ impl App {
                 announce = Some(line.clone());
                 r.log.push(line);
                 r.outcome = outcome;
-                r.error = error;
+                r.error = error.map(|e| e.message);
                 if dir.is_some() {
                     r.dir = dir;
                 }

@@ -186,9 +186,9 @@ impl App {
                         ));
                     }
                     Err(e) => {
-                        t.log.push((Severity::Error, e.clone()));
-                        t.error = Some(e.clone());
-                        self.say(Severity::Error, e);
+                        t.log.push((Severity::Error, e.message.clone()));
+                        t.error = Some(e.message.clone());
+                        self.say(Severity::Error, e.message);
                     }
                 }
             }

@@ -176,7 +176,7 @@ impl App {
                         )
                     })
                 };
-                t.error = error;
+                t.error = error.map(|e| e.message);
                 if let Some((severity, text)) = said {
                     self.say(severity, text);
                 }
