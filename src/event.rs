@@ -6,7 +6,7 @@
 use crate::collect::telemetry::Sample;
 use crate::fleet::run::FleetEvent;
 use crate::runner::sweep::{SweepEvent, SweepOutcome};
-use crate::train::session::TrainEvent;
+use crate::train::study::TrainEvent;
 use crate::tune::live::TuneEvent;
 use std::path::PathBuf;
 

@@ -10,7 +10,7 @@
 //!   speak: the condition, the worker request and answer, how a worker run went.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
-//!   [`bench`], [`session`], [`lockfile`], [`run_telemetry`]); at their top [`jobs`], every job a
+//!   [`bench`], [`sweep_dir`], [`lockfile`], [`run_telemetry`]); at their top [`jobs`], every job a
 //!   front-end starts (a sweep, a fleet run, a tuning, a training study), which report through
 //!   one owned [`event::Event`] and return typed outcomes.
 //! - **front-ends** (in the binary, not here): `cli` and `tui`. Nothing in this library names
@@ -41,8 +41,8 @@ pub mod roofline;
 pub mod run_telemetry;
 pub mod runner;
 pub mod scorecard;
-pub mod session;
 pub mod stats;
+pub mod sweep_dir;
 pub mod text;
 pub mod train;
 pub mod tune;

@@ -119,7 +119,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Run(args) => sweep::run(sweep::RunOptions {
             config: args.config,
             resume: args.resume,
-            resume_options: edgeprof::session::ResumeOptions {
+            resume_options: edgeprof::sweep_dir::ResumeOptions {
                 other_device: args.resume_on_other_device,
             },
             output: args.output,

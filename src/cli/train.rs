@@ -1,13 +1,13 @@
 //! `edgeprof train`: distributed-training scaling with PyTorch's own launcher
 //! (torchrun, DistributedDataParallel over gloo) on 1..N nodes of this machine (processes), on
 //! CIFAR-10 in its standard binary format or a synthetic set written in it. The study itself
-//! is the library's (`train::session`); this prints its events and its table.
+//! is the library's (`train::study`); this prints its events and its table.
 
 use super::sweep::install_stop_handlers;
 use super::{print_json, print_out, render};
 use clap::Args;
 use edgeprof::collect::stop::Cancel;
-use edgeprof::train::session::{self, Finished, Outcome, TrainEvent};
+use edgeprof::train::study::{self, Finished, Outcome, TrainEvent};
 use std::path::PathBuf;
 
 /// Every option overrides the config's `[train]` (or its default, in brackets).
@@ -174,7 +174,7 @@ fn table(f: &Finished) -> String {
     ));
     // Two lines, so that 80 columns hold each.
     out.push_str(&format!("\nresults in {}\n", f.dir.display()));
-    let files = format!("{}, nodes/K-NAME.json", session::FILES.join(", "));
+    let files = format!("{}, nodes/K-NAME.json", study::FILES.join(", "));
     out.push_str("  ");
     out.push_str(&edgeprof::text::wrap(&files, 76, "  "));
     if !out.ends_with('\n') {

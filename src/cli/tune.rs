@@ -11,7 +11,7 @@ use edgeprof::tune::costmodel::Db;
 use edgeprof::tune::live::{TuneEvent, TuneReport};
 use edgeprof::tune::prior;
 use edgeprof::tune::replay::{self, Comparison, Table};
-use edgeprof::tune::session::Overrides;
+use edgeprof::tune::tuning::Overrides;
 use edgeprof::tune::Objective;
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};

@@ -6,7 +6,7 @@
 //! in one blocking call (`collect::exit`) until it exits or its time is up, and then the whole
 //! group is killed. Children that speak while they run have their own loop around the same
 //! parts ([`own_group`] before exec, `collect::exit` for the exit): workers with a protocol
-//! (`runner::spawn`) and training launchers (`train::session`); fleet nodes are tokio child
+//! (`runner::spawn`) and training launchers (`train::study`); fleet nodes are tokio child
 //! processes (`fleet::run`).
 
 use crate::error::ChildFailed;

@@ -179,7 +179,7 @@ pub fn fleet(
     let share = fleets::share(text, file)?;
     let targets = fleets::targets(config);
     let parent = output.unwrap_or(&config.output.dir);
-    let dir = crate::session::new_dir(parent, &format!("{}-fleet", config.name))?;
+    let dir = crate::sweep_dir::new_dir(parent, &format!("{}-fleet", config.name))?;
     let mut manifest = fleets::FleetManifest {
         name: config.name.clone(),
         config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
@@ -228,7 +228,7 @@ fn fleet_run(
 pub struct TuneJob<'a> {
     pub config: Config,
     pub file: Option<&'a Path>,
-    pub overrides: crate::tune::session::Overrides,
+    pub overrides: crate::tune::tuning::Overrides,
     pub write_config: Option<&'a Path>,
 }
 
@@ -273,7 +273,7 @@ pub fn tuning(
     send: Sink,
 ) -> anyhow::Result<Tuned> {
     let started = std::time::Instant::now();
-    let mut prepared = crate::tune::session::prepare(job.config, job.file, &job.overrides)?;
+    let mut prepared = crate::tune::tuning::prepare(job.config, job.file, &job.overrides)?;
     send(Event::Tune(TuneEvent::Started {
         dir: prepared.dir.clone(),
         title: format!(
@@ -340,17 +340,17 @@ pub fn study(
     parent: PathBuf,
     cancel: &Cancel,
     send: Sink,
-) -> anyhow::Result<crate::train::session::Finished> {
-    let study = crate::train::session::Study::of(t, nodes, parent)?;
+) -> anyhow::Result<crate::train::study::Finished> {
+    let study = crate::train::study::Study::of(t, nodes, parent)?;
     if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
         crate::train::cluster::python_for(study.framework)?;
     }
-    crate::train::session::run(&study, cancel, &|event| send(Event::Train(event)))
+    crate::train::study::run(&study, cancel, &|event| send(Event::Train(event)))
 }
 
 /// How a study ended as a result: [`TrainCancelled`] when it was stopped, an error naming the
 /// cluster sizes that failed, else Ok.
-pub fn study_verdict(finished: &crate::train::session::Finished) -> anyhow::Result<()> {
+pub fn study_verdict(finished: &crate::train::study::Finished) -> anyhow::Result<()> {
     if !finished.cancelled.is_empty() {
         anyhow::bail!(TrainCancelled {
             dir: finished.dir.clone(),
@@ -372,16 +372,16 @@ pub fn study_verdict(finished: &crate::train::session::Finished) -> anyhow::Resu
 }
 
 /// [`study`] of the config's `[train]` on its `[[nodes]]`, into its output directory: the
-/// terminal UI's. Ends with [`crate::train::session::TrainEvent::Finished`].
+/// terminal UI's. Ends with [`crate::train::study::TrainEvent::Finished`].
 pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
-    let result = (|| -> anyhow::Result<crate::train::session::Finished> {
+    let result = (|| -> anyhow::Result<crate::train::study::Finished> {
         let config = crate::config::parse(text, file)?;
         let Some(t) = &config.train else {
             anyhow::bail!("the config has no [train] section");
         };
         study(t, &config.nodes, config.output.dir.clone(), cancel, send)
     })();
-    send(Event::Train(crate::train::session::TrainEvent::Finished {
+    send(Event::Train(crate::train::study::TrainEvent::Finished {
         result: result.map(Box::new).map_err(|e| job_error(&e)),
     }));
 }

@@ -13,7 +13,7 @@ use crate::runner::matrix::{self, Condition};
 use crate::runner::progress::{Narrator, Said};
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Made, Sweep, SweepOutcome};
-use crate::session::{self, CpuRoofline, ResumeOptions};
+use crate::sweep_dir::{self, CpuRoofline, ResumeOptions};
 use anyhow::Context;
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -62,15 +62,17 @@ impl Plan {
     /// A new results directory for the config `text` (`file` names it and resolves its
     /// relative paths), under `output` or the config's output directory.
     pub fn new(text: String, file: &Path, output: Option<&Path>) -> anyhow::Result<Plan> {
-        Ok(Plan::started(session::start_from_text(text, file, output)?))
+        Ok(Plan::started(sweep_dir::start_from_text(
+            text, file, output,
+        )?))
     }
 
     /// [`Plan::new`] for a config file.
     pub fn from_file(file: &Path, output: Option<&Path>) -> anyhow::Result<Plan> {
-        Ok(Plan::started(session::start_new(file, output)?))
+        Ok(Plan::started(sweep_dir::start_new(file, output)?))
     }
 
-    fn started(started: session::Started) -> Plan {
+    fn started(started: sweep_dir::Started) -> Plan {
         Plan {
             config: started.config,
             dir: started.dir,
@@ -87,7 +89,7 @@ impl Plan {
     /// The conditions of the interrupted directory `dir` still without a result, under the
     /// config stored there.
     pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Plan> {
-        let r = session::resume(dir, options)?;
+        let r = sweep_dir::resume(dir, options)?;
         Ok(Plan {
             config: r.config,
             dir: dir.to_path_buf(),
@@ -284,14 +286,14 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> anyhow::Result<Swep
             return Err(e);
         }
     };
-    let (stored, rows) = session::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
+    let (stored, rows) = sweep_dir::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
     teller.say(Said::Line(crate::runner::progress::overhead_line(&outcome)));
     send(Event::Run(RunEvent::Stored {
         manifest: Box::new(manifest.clone()),
     }));
     let (mut roofline, mut gpu_roofline) = (None, None);
     if config.output.roofline {
-        roofline = session::cpu_roofline(&stored, |p| {
+        roofline = sweep_dir::cpu_roofline(&stored, |p| {
             teller.say(match p {
                 crate::roofline::store::Progress::Start(what) => Said::Line(what),
                 crate::roofline::store::Progress::Step(s) => {
@@ -300,7 +302,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> anyhow::Result<Swep
             })
         })?;
         if !controls.cancel.is_raised() {
-            gpu_roofline = session::gpu_roofline(
+            gpu_roofline = sweep_dir::gpu_roofline(
                 &config,
                 &stored,
                 &edgeprof,

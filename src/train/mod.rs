@@ -10,7 +10,7 @@ use std::process::{Child, ExitStatus};
 use std::time::{Duration, Instant};
 
 pub mod cluster;
-pub mod session;
+pub mod study;
 
 /// The harness that PyTorch's launcher starts once per rank.
 pub const HARNESS: &str = include_str!("ddp.py");

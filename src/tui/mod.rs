@@ -26,7 +26,7 @@ use edgeprof::collect::telemetry;
 use edgeprof::event::Event;
 use edgeprof::results::{self, summary};
 use edgeprof::roofline::Processor;
-use edgeprof::train::session::TrainEvent;
+use edgeprof::train::study::TrainEvent;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -110,8 +110,8 @@ pub fn new_app(options: &TuiOptions, offer: conditions::Offer) -> anyhow::Result
     Ok(app)
 }
 
-/// The event loop's resources: where messages arrive, the run in progress, its cancel flag.
-pub struct Session {
+/// The event loop's resources: where messages arrive, the job in progress, its cancel flag.
+pub struct Loop {
     pub tx: Sender<Message>,
     pub rx: UnboundedReceiver<Message>,
     pub cancel: Cancel,
@@ -123,10 +123,10 @@ pub struct Session {
     pub processes_wanted: std::sync::Arc<AtomicBool>,
 }
 
-impl Session {
-    pub fn new() -> Session {
+impl Loop {
+    pub fn new() -> Loop {
         let (tx, rx) = mpsc::unbounded_channel();
-        Session {
+        Loop {
             tx,
             rx,
             cancel: Cancel::new(),
@@ -353,9 +353,9 @@ impl Session {
     }
 }
 
-impl Default for Session {
+impl Default for Loop {
     fn default() -> Self {
-        Session::new()
+        Loop::new()
     }
 }
 
@@ -415,9 +415,9 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
                 .into()
         ));
     }
-    let mut session = Session::new();
+    let mut work = Loop::new();
     if let Some((_, root)) = &options.monitor {
-        session.telemetry_root = root.clone();
+        work.telemetry_root = root.clone();
     }
     // Interpreters the starting config names count when finding the frameworks.
     let configured = initial_config(options.config.as_deref())
@@ -425,14 +425,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         .unwrap_or_default();
     // The frameworks are asked after the first frame (a Python start and its imports take
     // about half a second); until then they read "finding out".
-    let offer = conditions::Offer::quick(&session.telemetry_root);
+    let offer = conditions::Offer::quick(&work.telemetry_root);
     let mut app = new_app(&options, offer)?;
     if let Some(dir) = &options.open {
         open_results(&mut app, dir);
         app.tab = Tab::Results;
         if edgeprof::lockfile::holder(&dir.join(results::LOCK)).is_some() {
             follow_update(&mut app, dir);
-            spawn_follower(session.tx.clone(), dir.clone());
+            spawn_follower(work.tx.clone(), dir.clone());
         }
     }
     if options.monitor.is_some() {
@@ -453,15 +453,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         Signals::new().context("cannot install the signal handlers")?
     };
     let stop_monitor = Stop::new();
-    session
-        .monitor_interval_ms
+    work.monitor_interval_ms
         .store(interval.as_millis() as u64, Ordering::Relaxed);
     app.monitor_settings.interval = interval;
     spawn_monitor(
-        session.tx.clone(),
-        session.telemetry_root.clone(),
-        session.monitor_interval_ms.clone(),
-        session.processes_wanted.clone(),
+        work.tx.clone(),
+        work.telemetry_root.clone(),
+        work.monitor_interval_ms.clone(),
+        work.processes_wanted.clone(),
         stop_monitor.clone(),
     );
     // ratatui installs a panic hook that restores the terminal before the message prints.
@@ -474,7 +473,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         }
     };
     {
-        let tx = session.tx.clone();
+        let tx = work.tx.clone();
         let mut offer = app.conditions.offer.clone();
         let spawned = std::thread::Builder::new()
             .name("engines".into())
@@ -494,7 +493,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     let exit = runtime.block_on(event_loop(
         &mut terminal,
         &mut app,
-        &mut session,
+        &mut work,
         signals,
         &hangup,
     ));
@@ -506,13 +505,13 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     }
     if headless {
         // The terminal is gone: let the run finish and save its results, then leave.
-        while let Some(handle) = session.run.take() {
+        while let Some(handle) = work.run.take() {
             let _ = handle.join();
         }
     }
     match exit {
         Ok(Exit::Terminated) => {
-            if let Some(handle) = session.run.take() {
+            if let Some(handle) = work.run.take() {
                 let _ = handle.join();
             }
             std::process::exit(143);
@@ -520,16 +519,16 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         Ok(Exit::Quit) => {
             let was_running = app.run.active;
             let was_training = app.train.active;
-            if let Some(handle) = session.run.take() {
+            if let Some(handle) = work.run.take() {
                 let _ = handle.join();
             }
             if was_running {
-                return Err(cancelled_run(&mut app, &mut session));
+                return Err(cancelled_run(&mut app, &mut work));
             }
             if was_training {
                 // The study stopped the size in progress on every member and kept what
                 // finished, as Ctrl-C does to `edgeprof train`.
-                while let Ok(message) = session.rx.try_recv() {
+                while let Ok(message) = work.rx.try_recv() {
                     if let Message::Event(Event::Train(event)) = message {
                         app.train_event(event);
                     }
@@ -545,9 +544,9 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
 
 /// What a run cancelled by quitting left, as the error that ends edgeprof with exit code 130
 /// and says how to finish it (a sweep) or where the nodes' results are (a fleet run).
-fn cancelled_run(app: &mut App, session: &mut Session) -> anyhow::Error {
+fn cancelled_run(app: &mut App, work: &mut Loop) -> anyhow::Error {
     // The run's last events, its end among them, arrived after the loop stopped.
-    while let Ok(message) = session.rx.try_recv() {
+    while let Ok(message) = work.rx.try_recv() {
         if let Message::Event(Event::Run(event)) = message {
             app.run_event(event);
         }
@@ -608,7 +607,7 @@ async fn tick(wait: Option<Duration>) {
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     app: &mut App,
-    session: &mut Session,
+    work: &mut Loop,
     mut signals: Signals,
     hangup: &AtomicBool,
 ) -> anyhow::Result<Exit> {
@@ -621,7 +620,7 @@ async fn event_loop(
         if headless {
             // Nobody reads the terminal any more; its stream is dropped with it.
             input = None;
-            if session.run.is_none() {
+            if work.run.is_none() {
                 return Ok(Exit::Quit);
             }
         }
@@ -673,7 +672,7 @@ async fn event_loop(
             (w, None) => w,
         };
         let message = tokio::select! {
-            message = session.rx.recv() => match message {
+            message = work.rx.recv() => match message {
                 Some(message) => Some(message),
                 None => return Ok(Exit::Quit),
             },
@@ -689,7 +688,7 @@ async fn event_loop(
                 key
             },
             _ = signals.term.recv() => {
-                session.cancel.raise();
+                work.cancel.raise();
                 return Ok(Exit::Terminated);
             },
             _ = signals.hangup.recv() => {
@@ -707,12 +706,11 @@ async fn event_loop(
                 }
                 _ => true,
             };
-            if let Some(command) = session.apply(app, message) {
-                session.execute(app, command);
+            if let Some(command) = work.apply(app, message) {
+                work.execute(app, command);
             }
             // The process list costs a scan of /proc per sample: only while it shows.
-            session
-                .processes_wanted
+            work.processes_wanted
                 .store(app.tab == Tab::Monitor, Ordering::Relaxed);
             dirty |= shown;
         }

@@ -365,7 +365,7 @@ pub fn recommend(
 /// A config for `edgeprof run` that measures the best candidate (and the default beside it).
 pub fn best_config(base: &Config, model: &ModelRef, input: InputShape, best: &Candidate) -> Config {
     let mut config = base.clone();
-    config.name = format!("{}-tuned", crate::tune::session::model_stem(model));
+    config.name = format!("{}-tuned", crate::tune::tuning::model_stem(model));
     config.matrix.engines = vec![best.engine.clone()];
     config.matrix.models = vec![model.clone()];
     config.matrix.inputs = vec![input];

@@ -13,7 +13,7 @@ pub mod placement;
 pub mod prior;
 pub mod replay;
 pub mod search;
-pub mod session;
+pub mod tuning;
 
 use crate::collect::device::{cpu_list, Cluster};
 pub use crate::config::tuning::{Objective, OptionSpace};

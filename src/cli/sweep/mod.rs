@@ -18,7 +18,7 @@ use edgeprof::results::{self, summary, Stored, SweepStatus};
 use edgeprof::runner::progress::Said;
 use edgeprof::runner::spawn::WorkerEvent;
 use edgeprof::runner::sweep::SweepEvent;
-use edgeprof::session;
+use edgeprof::sweep_dir;
 use std::fmt::Write as _;
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -31,7 +31,7 @@ pub use edgeprof::jobs::Interrupted;
 pub struct RunOptions {
     pub config: Option<PathBuf>,
     pub resume: Option<PathBuf>,
-    pub resume_options: session::ResumeOptions,
+    pub resume_options: sweep_dir::ResumeOptions,
     pub output: Option<PathBuf>,
     pub charts: bool,
     /// JSON lines on stdout for a fleet controller (see [`edgeprof::fleet::Line`]).

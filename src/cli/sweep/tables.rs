@@ -4,7 +4,7 @@
 use super::*;
 
 /// The CPU roofline of a sweep as the terminal shows it: chart, roofs and advice.
-pub fn cpu_roofline_text(r: &edgeprof::session::CpuRoofline) -> String {
+pub fn cpu_roofline_text(r: &edgeprof::sweep_dir::CpuRoofline) -> String {
     format!(
         "\nroofline\n{}",
         crate::cli::roofline::roofline_text(
@@ -420,8 +420,8 @@ pub fn report_command(dir: &Path, charts: bool, svg_dir: Option<&Path>) -> anyho
             .map(Path::to_path_buf)
             .unwrap_or_else(|| dir.join("charts"));
         let written =
-            session::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))
-                .and_then(|()| session::write_svgs(&stored, &rows, &svg_dir));
+            sweep_dir::write_summaries(&stored, &rows, &["csv", "json", "md"].map(String::from))
+                .and_then(|()| sweep_dir::write_svgs(&stored, &rows, &svg_dir));
         match written {
             Ok(paths) => errln!(
                 "wrote summary.csv, summary.json, summary.md in {} and {} chart(s) in {}",

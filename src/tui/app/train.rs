@@ -4,7 +4,7 @@
 
 use super::*;
 
-use edgeprof::train::session::{Outcome, TrainEvent};
+use edgeprof::train::study::{Outcome, TrainEvent};
 
 /// A member of a size, as it goes.
 #[derive(Debug, Clone, Default, PartialEq)]

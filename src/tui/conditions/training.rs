@@ -47,7 +47,7 @@ impl Conditions {
         } else if processes {
             "1, 2, 4 (processes on this machine)".to_string()
         } else {
-            let all = edgeprof::train::session::default_sizes(members.len());
+            let all = edgeprof::train::study::default_sizes(members.len());
             all.iter()
                 .map(|k| k.to_string())
                 .collect::<Vec<_>>()

@@ -6,7 +6,7 @@ use super::super::conditions::AXES;
 use super::tests::{app, snap};
 use super::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use edgeprof::train::session::{Outcome, TrainEvent};
+use edgeprof::train::study::{Outcome, TrainEvent};
 use edgeprof::train::{cluster, Epoch, Trained};
 
 const BOARDS: &str = "name = \"study\"\n\

@@ -65,7 +65,7 @@ pub fn engine_unit(
             "--units: {name}={spec}: name the CPUs after @ (e.g. @0-1), or leave @ out for all"
         ))),
         Some(list) => super::unit_cpus(name, list)?,
-        None => crate::tune::session::allowed_cpus(),
+        None => crate::tune::tuning::allowed_cpus(),
     };
     let python = onnxruntime_python(python)
         .map_err(|why| BadInput(format!("--units: {name}: {}", why.0)))?;
@@ -222,7 +222,7 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> an
     }
     units.push(Unit {
         name: "gpu".into(),
-        cpus: crate::tune::session::allowed_cpus(),
+        cpus: crate::tune::tuning::allowed_cpus(),
         engine: Some(UnitEngine {
             framework: "onnxruntime".into(),
             device: "cuda:0".into(),

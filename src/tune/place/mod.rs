@@ -83,7 +83,7 @@ pub struct PlaceReport {
 fn unit_cpus(name: &str, list: &str) -> anyhow::Result<Vec<usize>> {
     let set = crate::tune::resolve_core_set_here(list.trim())
         .map_err(|why| BadInput(format!("--units: {name}={list}: {}", why.0)))?;
-    Ok(set.cpus.unwrap_or_else(crate::tune::session::allowed_cpus))
+    Ok(set.cpus.unwrap_or_else(crate::tune::tuning::allowed_cpus))
 }
 
 fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
@@ -141,7 +141,7 @@ pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Res
 }
 
 fn default_units() -> anyhow::Result<Vec<Unit>> {
-    let allowed = crate::tune::session::allowed_cpus();
+    let allowed = crate::tune::tuning::allowed_cpus();
     let clusters = crate::collect::device::clusters(Path::new("/"));
     let sets = crate::tune::core_sets(&clusters, &allowed);
     let big = sets.iter().find(|s| s.label == "big");
@@ -448,7 +448,7 @@ mod tests {
 
     #[test]
     fn units_are_parsed_from_names_and_cpu_lists() -> anyhow::Result<()> {
-        let allowed = crate::tune::session::allowed_cpus();
+        let allowed = crate::tune::tuning::allowed_cpus();
         let (a, b) = (allowed[0], *allowed.last().unwrap_or(&allowed[0]));
         let u = units_arg(&format!("x={a},y={b}"), None)?;
         assert_eq!(u.len(), 2);

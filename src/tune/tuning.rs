@@ -113,7 +113,7 @@ pub fn prepare(
     let (db, prior, prior_note) = open_prior(o, &model, input, &space, objective)?;
     let parent = o.output.clone().unwrap_or(config.output.dir.clone());
     let name = format!("tune-{}", model_stem(&model));
-    let dir = crate::session::new_dir(&parent, &name)?;
+    let dir = crate::sweep_dir::new_dir(&parent, &name)?;
     let manifest = Manifest {
         format: results::FORMAT,
         edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -124,7 +124,7 @@ pub fn prepare(
         config_text: crate::config::to_toml(&config),
         config: serde_json::to_value(&config).context("cannot encode the config")?,
         device: crate::collect::device::fingerprint(Path::new("/")),
-        engines: crate::session::engine_versions_for(
+        engines: crate::sweep_dir::engine_versions_for(
             &config,
             &Plan {
                 to_run: space
@@ -265,7 +265,7 @@ impl Prepared {
             interrupted: report.trace.stop == Stop::Cancelled,
             ..SweepOutcome::default()
         };
-        crate::session::finish(
+        crate::sweep_dir::finish(
             &self.dir,
             &mut self.manifest,
             &outcome,

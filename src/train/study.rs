@@ -328,7 +328,7 @@ pub fn run(
     send: &(dyn Fn(TrainEvent) + Sync),
 ) -> anyhow::Result<Finished> {
     study.check()?;
-    let dir = crate::session::new_dir(&study.parent, &format!("train-{}", study.model))?;
+    let dir = crate::sweep_dir::new_dir(&study.parent, &format!("train-{}", study.model))?;
     let (data, described) = match &study.data {
         Data::Dir(d) => {
             // Checked here when this machine trains; each node checks its own copy.
