@@ -466,6 +466,8 @@ impl TractSession {
                 origin: origin.to_string(),
                 reason: one_line(&e),
             })?;
+        // As for a file: a node no engine can run is refused before tract is asked to load it.
+        check_runnable_at(&proto, origin, input_shape)?;
         Self::prepare(
             proto,
             origin.to_string(),

@@ -84,7 +84,16 @@ pub(crate) mod impossible {
     pub const TOO_LARGE: &str = "larger than any model's";
     pub const SIZES_OVERFLOW: &str = "its sizes overflow 64 bits";
     pub const COST_OVERFLOWS: &str = "its cost overflows 64 bits";
-    pub const ALL: [&str; 4] = [CANNOT_BROADCAST, TOO_LARGE, SIZES_OVERFLOW, COST_OVERFLOWS];
+    /// A `Tile` whose repeats are negative or not one per input dimension (the ONNX standard
+    /// allows neither; tract looped over such a one for a minute).
+    pub const BAD_REPEATS: &str = "do not fit a rank-";
+    pub const ALL: [&str; 5] = [
+        CANNOT_BROADCAST,
+        TOO_LARGE,
+        SIZES_OVERFLOW,
+        COST_OVERFLOWS,
+        BAD_REPEATS,
+    ];
 }
 
 /// Tensors larger than this many elements are refused as no real model's (2^44: 64 TiB at

@@ -384,7 +384,8 @@ pub(crate) fn eval(node: &pb::NodeProto, opset: i64, ins: &[Option<&T>]) -> R<Ou
             let reps = ints(input(ins, 1)?, "repeats")?;
             if reps.len() != x.shape.len() || reps.iter().any(|&r| r < 0) {
                 return Err(format!(
-                    "repeats {reps:?} do not fit a rank-{} input",
+                    "repeats {reps:?} do not fit a rank-{} input (one count of 0 or more per \
+                     dimension)",
                     x.shape.len()
                 ));
             }

@@ -69,5 +69,10 @@ mod tests {
             "its target shape is known only when the model runs, so its output shape is too"
         ));
         assert!(!impossible("its input's shape is unknown (since node a)"));
+        // Found by the long fuzz campaign: tract ran a Tile of repeats
+        // [-1099511627776, 2147483647, 22, 3] for 43 s (a debug build) to no end.
+        assert!(impossible(
+            "repeats [-1099511627776, 2147483647, 22, 3] do not fit a rank-4 input"
+        ));
     }
 }
