@@ -140,11 +140,84 @@ fn inputs_too_large_to_allocate_are_refused_before_loading() {
     );
 }
 
+/// `too_much_memory.onnx` cut to its Pad, and two more Pads of the same input beside it: three
+/// graph outputs of 6 GiB each, every one held to the end.
+fn three_held_pads(path: &std::path::Path) {
+    use prost::Message;
+    use tract_onnx::pb;
+    let bytes = std::fs::read(fixture("too_much_memory.onnx")).unwrap_or_default();
+    let mut proto = match pb::ModelProto::decode(&bytes[..]) {
+        Ok(p) => p,
+        Err(e) => panic!("too_much_memory.onnx: {e}"),
+    };
+    let Some(g) = proto.graph.as_mut() else {
+        panic!("too_much_memory.onnx holds no graph");
+    };
+    let Some(pad) = g.node.iter().find(|n| n.op_type == "Pad").cloned() else {
+        panic!("too_much_memory.onnx holds no Pad");
+    };
+    g.node.clear();
+    g.output.clear();
+    g.initializer.retain(|t| t.name != "pads");
+    // 1×2×6×6 padded to 1×2×100663296×8 floats (6 GiB), split three ways above and below.
+    for (k, top) in [50_331_645i64, 50_331_644, 50_331_643]
+        .into_iter()
+        .enumerate()
+    {
+        let pads = [0, 0, top, 1, 0, 0, 100_663_290 - top, 1];
+        g.initializer.push(pb::TensorProto {
+            name: format!("pads{k}"),
+            dims: vec![8],
+            data_type: pb::tensor_proto::DataType::Int64 as i32,
+            raw_data: pads.iter().flat_map(|p| p.to_le_bytes()).collect(),
+            ..Default::default()
+        });
+        let mut node = pad.clone();
+        node.name = format!("pad{k}");
+        node.input[1] = format!("pads{k}");
+        node.output = vec![format!("out{k}")];
+        g.node.push(node);
+        g.output.push(pb::ValueInfoProto {
+            name: format!("out{k}"),
+            ..Default::default()
+        });
+    }
+    if let Err(e) = std::fs::write(path, edgeprof::models::onnx::encode(&proto)) {
+        panic!("{}: {e}", path.display());
+    }
+}
+
+#[test]
+fn a_model_whose_outputs_together_exceed_the_memory_left_is_refused_at_the_plans_peak() {
+    // Each node's input and output fit under `ulimit -v` of 12 GiB (6 GiB), as does the largest
+    // tensor; the three outputs, all held to the end, need 18 GiB. Only the plan's peak, counted
+    // in tract's own evaluation order, sees that.
+    let tmp = temp_dir();
+    let model = tmp.path().join("three_pads.onnx");
+    three_held_pads(&model);
+    let bin = assert_cmd::cargo::cargo_bin("edgeprof");
+    let mut limited = assert_cmd::Command::new("sh");
+    limited
+        .args(["-c", "ulimit -v 12582912 && exec \"$0\" \"$@\""])
+        .arg(&bin)
+        .args(["bench", "--model"])
+        .arg(&model)
+        .args(["--iterations", "1", "--warmup", "0"])
+        .timeout(std::time::Duration::from_secs(120));
+    let assert = limited.assert().code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("running it (its tensors at their peak) needs 18.00 GiB but only"),
+        "{stderr}"
+    );
+}
+
 #[test]
 fn a_model_whose_tensors_together_exceed_the_memory_left_is_refused_naming_the_limit() {
-    // Found by the fuzz campaign: each tensor fits, but those alive at once need 18 GiB, and
-    // running it aborted the process in an allocation. Under `ulimit -v` of 12 GiB the largest
-    // tensor (9 GiB) fits and the plan's peak does not, whatever the machine has.
+    // Found by the fuzz campaign: each tensor fits, but a Relu's input and output together need
+    // 18 GiB, and running it aborted the process in an allocation. Under `ulimit -v` of 12 GiB
+    // the largest tensor (9 GiB) fits and that node does not, whatever the machine has; edgeprof's
+    // own walk of the graph refuses it before tract types it.
     let model = fixture("too_much_memory.onnx");
     let bin = assert_cmd::cargo::cargo_bin("edgeprof");
     let mut limited = assert_cmd::Command::new("sh");
@@ -164,7 +237,9 @@ fn a_model_whose_tensors_together_exceed_the_memory_left_is_refused_naming_the_l
     let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
     assert!(!stderr.contains("panicked"), "{stderr}");
     assert!(
-        stderr.contains("running it (its tensors at their peak) needs 18.00 GiB but only"),
+        stderr.contains(
+            "running node \"relu\" (its inputs and outputs at once) needs 18.00 GiB but only"
+        ),
         "{stderr}"
     );
     assert!(

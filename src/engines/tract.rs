@@ -403,12 +403,7 @@ impl TractSession {
             tract_onnx::onnx().proto_model_for_read(&mut &bytes[..])
         })?;
         // A node no engine can run is refused before tract is asked to load it.
-        crate::models::onnx_graph::check_runnable(&proto, inputs).map_err(|e| {
-            EngineError::InvalidModel {
-                origin: origin.clone(),
-                reason: e.to_string(),
-            }
-        })?;
+        check_runnable_with(&proto, &origin, inputs)?;
         let dir = path.parent().map(|d| d.to_string_lossy().into_owned());
         // Integer inputs given with their values (a sample rate, axes, a target shape) become
         // constants: tract needs shapes and axes known when it optimises.

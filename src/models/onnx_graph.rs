@@ -67,7 +67,7 @@ pub use inputs::{
     InputSpecError,
 };
 pub(crate) use preflight::check_runnable;
-pub use preflight::Unrunnable;
+pub use preflight::{Heaviest, Unrunnable};
 use walk::Walk;
 #[cfg(test)]
 mod tests;

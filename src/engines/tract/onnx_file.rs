@@ -91,7 +91,7 @@ pub(super) fn check_runnable_at(
     origin: &str,
     input_shape: Option<&[usize]>,
 ) -> Result<(), EngineError> {
-    use crate::models::onnx_graph::{bind_inputs, check_runnable, InputSpec};
+    use crate::models::onnx_graph::{bind_inputs, InputSpec};
     let Some(graph) = proto.graph.as_ref() else {
         return Ok(());
     };
@@ -109,10 +109,33 @@ pub(super) fn check_runnable_at(
     let Ok(inputs) = bind_inputs(graph, &specs, batch) else {
         return Ok(());
     };
-    check_runnable(proto, &inputs).map_err(|e| EngineError::InvalidModel {
-        origin: origin.to_string(),
-        reason: e.to_string(),
-    })
+    check_runnable_with(proto, origin, &inputs)
+}
+
+/// Refuses a model with its inputs bound as `inputs` when one of its nodes cannot run, or when
+/// one node's inputs and outputs by edgeprof's own walk would not fit in memory together:
+/// tract's typing of such a graph can take a minute before its own check refuses it (a Pad to
+/// 16 GiB took 31 s). That figure is a floor of what tract's own check counts later (the peak
+/// of its tensors alive at once), so no model is refused here that would have run.
+pub(super) fn check_runnable_with(
+    proto: &pb::ModelProto,
+    origin: &str,
+    inputs: &[crate::models::onnx_graph::BoundInput],
+) -> Result<(), EngineError> {
+    let heaviest = crate::models::onnx_graph::check_runnable(proto, inputs).map_err(|e| {
+        EngineError::InvalidModel {
+            origin: origin.to_string(),
+            reason: e.to_string(),
+        }
+    })?;
+    match heaviest {
+        Some(h) => super::check_fits(
+            origin,
+            &format!("running node {:?} (its inputs and outputs at once)", h.node),
+            Some(h.bytes),
+        ),
+        None => Ok(()),
+    }
 }
 
 /// tract's element type for an ONNX one.

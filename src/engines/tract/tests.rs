@@ -270,8 +270,8 @@ fn value_info(name: &str, shape: &[i64]) -> tract_onnx::pb::ValueInfoProto {
 /// The malformed models under tests/fixtures/onnx/malformed: the tiny graph with one thing
 /// broken each, on which tract 0.23 panics (most), allocates without bound (the repeated
 /// permutation, the huge convolution output) or would read out of bounds (the rank-1 batch
-/// norm). The permutations and the batch norm are refused before tract sees them, the
-/// convolution before tract's optimiser.
+/// norm). The permutations, the batch norm and the convolution (by the memory its input and
+/// output take) are refused before tract sees them.
 fn malformed_models() -> Vec<(&'static str, tract_onnx::pb::ModelProto)> {
     use tract_onnx::pb;
     let edit = |change: &dyn Fn(&mut pb::GraphProto)| {
@@ -422,7 +422,12 @@ fn malformed_onnx_fixtures_are_errors_not_crashes() {
             assert!(error.to_string().contains("not a permutation"), "{error}");
         } else if name == "huge_conv_output.onnx" {
             assert!(matches!(error, EngineError::TooLarge { .. }), "{error}");
-            assert!(error.to_string().contains("the output of node"), "{error}");
+            assert!(
+                error
+                    .to_string()
+                    .contains("running node \"conv\" (its inputs and outputs at once)"),
+                "{error}"
+            );
         } else {
             assert!(
                 matches!(error, EngineError::Crashed { .. }),
@@ -467,4 +472,40 @@ fn the_peak_counts_the_tensors_alive_together() {
         Ok(m.wire_node("sum", math::add(), &[a, b])?[0])
     });
     assert_eq!(peak_bytes(&branches), Some(3 * T));
+}
+
+/// A Pad whose output no machine holds (1×2×1048576×1048576 floats, 8 TiB, under the walk's
+/// limit for any model) is refused by edgeprof's own walk of the graph, before tract types it:
+/// the long fuzz campaign found tract's typing of a Pad to 16 GiB taking over 30 s before its
+/// own check refused the model.
+#[test]
+fn a_tensor_past_memory_is_refused_before_tract_types_the_graph() {
+    use tract_onnx::pb;
+    let mut model = tiny_graph();
+    let p = 524_285i64;
+    if let Some(g) = model.graph.as_mut() {
+        if let Some(t) = g.initializer.iter_mut().find(|t| t.name == "pads") {
+            t.raw_data = [0, 0, p, p, 0, 0, p, p]
+                .iter()
+                .flat_map(|x: &i64| x.to_le_bytes())
+                .collect();
+        }
+        g.node.truncate(1);
+        g.output = vec![pb::ValueInfoProto {
+            name: "padded".into(),
+            ..Default::default()
+        }];
+    }
+    let refused = check_runnable_at(&model, "huge_pad", None);
+    match refused {
+        Err(EngineError::TooLarge { what, needed, .. }) => {
+            assert_eq!(
+                what,
+                "running node \"padded\" (its inputs and outputs at once)"
+            );
+            // The output, and the 1×2×6×6 input held with it.
+            assert_eq!(needed, 2 * 1_048_576 * 1_048_576 * 4 + 2 * 6 * 6 * 4);
+        }
+        other => panic!("not refused as too large: {other:?}"),
+    }
 }

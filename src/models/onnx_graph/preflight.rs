@@ -24,32 +24,56 @@ pub struct Unrunnable {
     pub reason: String,
 }
 
+/// The most memory one node of a model holds at once by edgeprof's own walk — its inputs and
+/// outputs, both alive while it runs — so that an engine can refuse a model past the memory it
+/// has before its own shape inference spends a minute typing it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Heaviest {
+    /// The node (control characters shown as `?`).
+    pub node: String,
+    pub bytes: u64,
+}
+
 /// Refuses a decoded model with its inputs bound as `inputs` when one of its nodes cannot run
-/// (see the module's note), naming the first such node.
+/// (see the module's note), naming the first such node; else the node that holds the most
+/// memory at once, when the walk sized any.
 pub(crate) fn check_runnable(
     proto: &pb::ModelProto,
     inputs: &[BoundInput],
-) -> Result<(), Unrunnable> {
+) -> Result<Option<Heaviest>, Unrunnable> {
     let Some(graph) = proto.graph.as_ref() else {
-        return Ok(());
+        return Ok(None);
     };
     let walked = walk_bound(proto, graph, inputs.to_vec());
     let bad = walked.walk.nodes.iter().find_map(|n| {
         let reason = n.not_costed.as_deref()?;
         (n.after.is_none() && impossible(reason)).then_some((n, reason))
     });
-    match bad {
-        Some((node, reason)) => Err(Unrunnable {
-            node: node
-                .name
-                .chars()
-                .map(|c| if c.is_control() { '?' } else { c })
-                .collect(),
+    if let Some((node, reason)) = bad {
+        return Err(Unrunnable {
+            node: printable(&node.name),
             op: node.op.clone(),
             reason: reason.to_string(),
-        }),
-        None => Ok(()),
+        });
     }
+    Ok(walked
+        .walk
+        .nodes
+        .iter()
+        .map(|n| (n, n.input_bytes.saturating_add(n.output_bytes)))
+        .filter(|&(_, bytes)| bytes > 0)
+        .max_by_key(|&(_, bytes)| bytes)
+        .map(|(n, bytes)| Heaviest {
+            node: printable(&n.name),
+            bytes,
+        }))
+}
+
+/// A node's name with its control characters shown as `?`.
+fn printable(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
 }
 
 #[cfg(test)]
