@@ -351,3 +351,36 @@ fn no_public_function_returns_a_bare_string_error() {
         found.join("\n")
     );
 }
+
+/// Every child process starts through the one supervisor, `collect::child`, which gives it its
+/// process group, parent-death signal and CPUs before exec: no other module makes a command
+/// (unit tests aside).
+#[test]
+fn only_the_supervisor_makes_commands() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let supervisor = src.join("collect").join("child");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let mut found: Vec<String> = Vec::new();
+    for file in &files {
+        if file.starts_with(&supervisor) || file.file_name().is_some_and(|n| n == "tests.rs") {
+            continue;
+        }
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => panic!("cannot read {}: {e}", file.display()),
+        };
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        for (n, line) in code.lines().enumerate() {
+            if line.contains("Command::new(") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "read only {} files", files.len());
+    assert!(
+        found.is_empty(),
+        "start these through collect::child::Spec:\n{}",
+        found.join("\n")
+    );
+}

@@ -109,7 +109,7 @@ fn a_panic_leaves_the_terminal_restored() {
     // message off the 24-row screen.
     let t = Tmux::start(
         tmp.path(),
-        &script("tui", "RUST_BACKTRACE=0 EDGEPROF_TUI_TEST_PANIC=1"),
+        &script("tui --panic-after-first-frame", "RUST_BACKTRACE=0"),
     );
     assert_eq!(t.wait_file("exit.txt", 20).trim(), "EXIT=101");
     assert_restored(&t);

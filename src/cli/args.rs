@@ -187,6 +187,10 @@ pub(super) struct TuiArgs {
     pub(super) config: Option<PathBuf>,
     #[command(flatten)]
     pub(super) ui: UiArgs,
+    /// Panic once the first frame is drawn: the fault the test of the terminal's restoration
+    /// injects
+    #[arg(long, hide = true)]
+    pub(super) panic_after_first_frame: bool,
 }
 
 /// How the terminal UI looks and what it opens: taken by `edgeprof tui` and by `edgeprof`

@@ -40,6 +40,7 @@ fn tui(args: TuiArgs) -> anyhow::Result<()> {
         ascii: args.ui.ascii,
         open: args.ui.open,
         monitor: None,
+        panic_after_first_frame: args.panic_after_first_frame,
     })
 }
 
@@ -67,6 +68,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         return tui(TuiArgs {
             config: None,
             ui: cli.ui,
+            panic_after_first_frame: false,
         });
     };
     match command {

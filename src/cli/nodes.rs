@@ -236,7 +236,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
             continue;
         }
         let answer = fleet::run(
-            fleet::ssh(node, &fleet::arch_script(node)),
+            &fleet::ssh(node, &fleet::arch_script(node)),
             b"",
             fleet::CHECK_TIMEOUT,
         );
@@ -291,7 +291,7 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
             node.edgeprof
         );
         match fleet::run(
-            fleet::ssh(node, &fleet::install_script(node)),
+            &fleet::ssh(node, &fleet::install_script(node)),
             &bytes,
             fleet::INSTALL_TIMEOUT,
         ) {

@@ -56,6 +56,56 @@ pub fn notify(pid: u32, told: impl FnOnce() + Send + 'static) -> std::io::Result
     Ok(())
 }
 
+/// Waits until each of `pids` (any processes of this user, not only children) has exited, or
+/// until `until`: told by each one's pidfd, never by asking /proc again and again. A process
+/// already gone counts as exited. On a kernel without pidfds (before Linux 5.3: the Jetsons of
+/// L4T r32) nothing can tell of another process's exit, so this waits a short while instead
+/// and the caller looks again.
+pub fn gone_by(pids: &[i32], until: Instant) {
+    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    let mut fds: Vec<OwnedFd> = Vec::new();
+    for &pid in pids {
+        // SAFETY: pidfd_open takes a pid and flags and returns a new descriptor or -1.
+        let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) };
+        if fd >= 0 {
+            // SAFETY: the descriptor was just made for us and is owned by nothing else.
+            fds.push(unsafe { OwnedFd::from_raw_fd(fd as i32) });
+        } else if std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+            let left = until.saturating_duration_since(Instant::now());
+            std::thread::sleep(left.min(std::time::Duration::from_millis(20)));
+            return;
+        }
+        // Any other error (ESRCH): it is gone already.
+    }
+    while !fds.is_empty() {
+        let left = until.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            return;
+        }
+        let mut polled: Vec<libc::pollfd> = fds
+            .iter()
+            .map(|fd| libc::pollfd {
+                fd: fd.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            })
+            .collect();
+        let ms = libc::c_int::try_from(left.as_millis().max(1)).unwrap_or(libc::c_int::MAX);
+        // SAFETY: poll reads and writes only the array owned here, of the length given.
+        let r = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, ms) };
+        if r < 0 && std::io::Error::last_os_error().raw_os_error() != Some(libc::EINTR) {
+            return;
+        }
+        // A pidfd is readable once its process has exited.
+        let mut k = 0;
+        fds.retain(|_| {
+            let alive = polled[k].revents == 0;
+            k += 1;
+            alive
+        });
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -74,6 +124,23 @@ mod tests {
             Ok(w) => w,
             Err(e) => panic!("{e}"),
         }
+    }
+
+    #[test]
+    fn a_wait_for_processes_to_be_gone_ends_when_they_have() {
+        let mut child = spawn("0.3");
+        let pid = child.id() as i32;
+        let start = Instant::now();
+        gone_by(&[pid, i32::MAX], start + Duration::from_secs(20));
+        // Exited, not yet reaped.
+        assert!(start.elapsed() < Duration::from_secs(10));
+        assert!(matches!(child.try_wait(), Ok(Some(_))));
+        let mut late = spawn("30");
+        let start = Instant::now();
+        gone_by(&[late.id() as i32], start + Duration::from_millis(200));
+        assert!(matches!(late.try_wait(), Ok(None)));
+        let _ = late.kill();
+        let _ = late.wait();
     }
 
     #[test]

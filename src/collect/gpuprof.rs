@@ -3,8 +3,8 @@
 //! GPU's compute capability (from NVML, else from the Jetson SoC in the device tree). The
 //! profiler's CSV is written to files that `roofline::nvidia` parses. Nothing here draws.
 
+use crate::collect::child::Spec;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -231,7 +231,7 @@ pub struct Profile {
 pub const PROFILE_TIMEOUT: Duration = Duration::from_secs(3600);
 
 fn run_to_file(
-    command: Command,
+    command: Spec,
     tool: Tool,
     file: &Path,
     input: &[u8],
@@ -244,7 +244,7 @@ fn run_to_file(
         Tool::Ncu => Stdout::File(file),
         Tool::Nvprof => Stdout::Capture,
     };
-    let ran = child::run_until(command, input, PROFILE_TIMEOUT, stdout, cancel)
+    let ran = child::run_until(&command, input, PROFILE_TIMEOUT, stdout, cancel)
         .map_err(|e| format!("{}: {e}", tool.program()))?;
     // ncu's own lines (==PROF==, ==ERROR==) are in the file with its CSV, nvprof's on stderr.
     let mut text = match tool {
@@ -294,7 +294,7 @@ pub fn profile(
     match tool {
         Tool::Ncu => {
             let metrics = dir.join("ncu.csv");
-            let mut c = Command::new(program);
+            let mut c = Spec::new(program);
             c.args(["--csv", "--target-processes", "all", "--metrics"])
                 .arg(ncu_metrics().join(","))
                 .arg(first)
@@ -308,7 +308,7 @@ pub fn profile(
         Tool::Nvprof => {
             // nvprof prints to stderr; --log-file puts its CSV in a file of its own.
             let metrics = dir.join("nvprof-metrics.csv");
-            let mut c = Command::new(program);
+            let mut c = Spec::new(program);
             c.args(["--csv", "--log-file"])
                 .arg(&metrics)
                 .arg("--metrics")
@@ -317,7 +317,7 @@ pub fn profile(
                 .args(args);
             run_to_file(c, tool, &metrics, run.input, run.cancel)?;
             let summary = dir.join("nvprof-summary.csv");
-            let mut c = Command::new(program);
+            let mut c = Spec::new(program);
             c.args(["--csv", "--print-gpu-summary", "--log-file"])
                 .arg(&summary)
                 .arg(first)

@@ -178,12 +178,13 @@ pub fn kill_tagged(root: &Path, prefix: &str, within: Duration) -> usize {
         if found.is_empty() || Instant::now() >= until {
             return killed.len();
         }
-        for pid in found {
+        for &pid in &found {
             if kill(Pid::from_raw(pid), Signal::SIGKILL).is_ok() {
                 killed.insert(pid);
             }
         }
-        std::thread::sleep(Duration::from_millis(20));
+        // Once those are gone, look again for any they started meanwhile.
+        crate::collect::exit::gone_by(&found, until);
     }
 }
 
@@ -214,34 +215,44 @@ pub fn guard_main(prefix: &str) {
     kill_tagged(Path::new("/"), prefix, Duration::from_secs(5));
 }
 
-/// Starts this process's guard (once; later calls do nothing). `edgeprof` is this binary.
+/// Starts this process's guard (once; later calls do nothing while it lives). `edgeprof` is
+/// this binary.
 pub fn start_guard(edgeprof: &Path) {
-    use std::os::unix::process::CommandExt;
-    use std::process::{Command, Stdio};
+    use crate::collect::child::{Heard, Input, Output, Spec, Started};
     use std::sync::Mutex;
-    static GUARD: Mutex<Option<std::process::ChildStdin>> = Mutex::new(None);
+    /// Its stdin, whose end (edgeprof's death) is its signal, and the child itself.
+    static GUARD: Mutex<Option<(std::process::ChildStdin, Started)>> = Mutex::new(None);
     let Ok(mut held) = GUARD.lock() else {
         return;
     };
     if held.is_some() {
         return;
     }
-    let spawned = Command::new(edgeprof)
-        .args(["reap-guard", "--prefix", &tag_prefix()])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        // Out of the terminal's process group: Ctrl-C and a hang-up go to edgeprof only.
-        .process_group(0)
-        .spawn();
+    let mut spec = Spec::new(edgeprof);
+    // Its work starts when edgeprof dies; out of the terminal's process group, Ctrl-C and a
+    // hang-up go to edgeprof only.
+    spec.args(["reap-guard", "--prefix", &tag_prefix()])
+        .outliving_edgeprof();
+    let (tx, heard) = std::sync::mpsc::channel::<Heard>();
     // Without a guard the sweep still runs; only the kill-on-edgeprof's-death is lost.
-    if let Ok(mut child) = spawned {
-        *held = child.stdin.take();
-        // Reaped by a thread of its own, so it never lingers as a zombie if it ends early.
-        std::thread::spawn(move || {
-            let _ = child.wait();
-        });
-    }
+    let Ok(mut guard) = spec.start(Input::Piped, Output::Lines { max: 4096 }, &tx, None) else {
+        return;
+    };
+    drop(tx);
+    let Some(stdin) = guard.take_stdin() else {
+        return;
+    };
+    *held = Some((stdin, guard));
+    // Reaped by a thread of its own, so it never lingers as a zombie if it ends early.
+    std::thread::spawn(move || {
+        if heard.iter().any(|h| h == Heard::Exited) {
+            if let Ok(mut held) = GUARD.lock() {
+                if let Some((_, mut guard)) = held.take() {
+                    let _ = guard.reap();
+                }
+            }
+        }
+    });
 }
 
 #[cfg(test)]

@@ -3,13 +3,12 @@
 //! search for an interpreter that has the framework: the one the config names, then
 //! edgeprof's own environment, then the system's `python3` (JetPack installs PyTorch there).
 
+use crate::collect::child::Spec;
 use crate::engines::external::{self, Framework};
 use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 /// The file that marks a directory as an environment edgeprof made (and may remove).
@@ -186,7 +185,7 @@ print(json.dumps({"python": sys.version.split()[0], "modules": modules}))
 
 /// Runs `command` with `input` on stdin and returns its stdout, or why not.
 pub fn run_with_timeout(
-    command: Command,
+    command: &Spec,
     input: &str,
     timeout: Duration,
 ) -> Result<String, crate::error::ChildFailed> {
@@ -209,7 +208,7 @@ pub fn run_with_timeout(
 /// `timeout`): its exit status, stdout and stderr, through `collect::child`, the supervisor of
 /// short-lived children.
 pub fn run_collect(
-    command: Command,
+    command: &Spec,
     input: &[u8],
     timeout: Duration,
 ) -> Result<(std::process::ExitStatus, String, String), crate::error::ChildFailed> {
@@ -229,9 +228,9 @@ pub fn probe(python: &Path, frameworks: &[&Framework]) -> Result<Probe, crate::e
         .map(|f| (f.module, f.distribution))
         .collect();
     let input = serde_json::to_string(&asked).map_err(|e| e.to_string())?;
-    let mut command = Command::new(python);
+    let mut command = Spec::new(python);
     command.args(["-c", PROBE]);
-    let out = run_with_timeout(command, &input, PROBE_TIMEOUT)?;
+    let out = run_with_timeout(&command, &input, PROBE_TIMEOUT)?;
     let line = out.lines().last().unwrap_or("");
     serde_json::from_str(line)
         .map_err(|e| format!("it answered {line:?}, not the probe's JSON ({e})").into())
@@ -377,54 +376,59 @@ pub enum SetupOutcome {
     AlreadyThere(Interpreter),
 }
 
+/// The longest a setup step may take (pip building a framework's wheels on a small board is
+/// slow, yet one that has not ended in this long is stuck).
+const SETUP_STEP_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
+
 /// Runs a setup step, passing each line it prints (stdout and stderr) to `on_line`, and
-/// returns the last lines when it fails.
-fn run_step(what: &str, mut command: Command, on_line: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+/// returns the last lines when it fails; stopped (its whole group) after
+/// [`SETUP_STEP_TIMEOUT`].
+fn run_step(what: &str, command: &Spec, on_line: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+    run_step_within(what, command, SETUP_STEP_TIMEOUT, on_line)
+}
+
+fn run_step_within(
+    what: &str,
+    command: &Spec,
+    timeout: Duration,
+    on_line: &mut dyn FnMut(&str),
+) -> anyhow::Result<()> {
+    use crate::collect::child::{Heard, Input, Output};
+    let (tx, rx) = std::sync::mpsc::channel::<Heard>();
     let mut child = command
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .start(Input::Null, Output::Merged { max: 64 << 10 }, &tx, None)
         .map_err(|e| crate::error::BadInput(format!("cannot start {what}: {e}")))?;
-    let (tx, rx) = std::sync::mpsc::channel::<String>();
-    let forward = |stream: Option<Box<dyn Read + Send>>, tx: std::sync::mpsc::Sender<String>| {
-        std::thread::spawn(move || {
-            if let Some(s) = stream {
-                for line in BufReader::new(s).lines() {
-                    let Ok(line) = line else { break };
-                    if tx.send(line).is_err() {
-                        break;
-                    }
+    drop(tx);
+    let deadline = std::time::Instant::now() + timeout;
+    let (mut closed, mut exited) = (false, false);
+    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
+    while !(closed && exited) {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(Heard::Line(line)) => {
+                on_line(&line);
+                tail.push_back(line);
+                if tail.len() > 5 {
+                    tail.pop_front();
                 }
             }
-        })
-    };
-    let a = forward(
-        child
-            .stdout
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        tx.clone(),
-    );
-    let b = forward(
-        child
-            .stderr
-            .take()
-            .map(|s| Box::new(s) as Box<dyn Read + Send>),
-        tx,
-    );
-    let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-    for line in rx {
-        on_line(&line);
-        tail.push_back(line);
-        if tail.len() > 5 {
-            tail.pop_front();
+            Ok(Heard::Closed | Heard::Overlong) => closed = true,
+            Ok(Heard::Exited) => exited = true,
+            Ok(Heard::Cancelled) => {}
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
+                child.signal_group(nix::sys::signal::Signal::SIGKILL);
+                anyhow::bail!(
+                    "{what} did not end within {} and was stopped",
+                    crate::collect::child::said(timeout)
+                );
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
         }
     }
-    let _ = (a.join(), b.join());
     let status = child
-        .wait()
-        .with_context(|| format!("cannot wait for {what}"))?;
+        .reap()
+        .with_context(|| format!("cannot wait for {what}"))?
+        .status;
     if !status.success() {
         let tail: Vec<String> = tail.into_iter().filter(|l| !l.trim().is_empty()).collect();
         anyhow::bail!(
@@ -475,18 +479,18 @@ pub fn setup(
         remove_dir(framework, &dir)?;
     }
     let made = (|| -> anyhow::Result<Interpreter> {
-        let mut venv = Command::new(base);
+        let mut venv = Spec::new(base);
         venv.arg("-m").arg("venv").arg(&dir);
-        run_step(&format!("{} -m venv", base.display()), venv, on_line).map_err(|e| {
+        run_step(&format!("{} -m venv", base.display()), &venv, on_line).map_err(|e| {
             anyhow::anyhow!(
                 "{e:#} (on Debian and Ubuntu the venv module comes with the python3-venv package)"
             )
         })?;
-        let mut pip = Command::new(&python);
+        let mut pip = Spec::new(&python);
         pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
             .args(framework.packages)
             .args(pip_args);
-        run_step("pip install", pip, on_line)?;
+        run_step("pip install", &pip, on_line)?;
         let p = probe(&python, &[framework])
             .map_err(|why| anyhow::anyhow!("the new environment's python fails: {why}"))?;
         let i = interpreter(&python, Origin::Managed, framework, &p).ok_or_else(|| {
@@ -544,6 +548,47 @@ pub fn remove(framework: &Framework) -> anyhow::Result<Option<PathBuf>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sh(script: &str) -> Spec {
+        let mut spec = Spec::new("sh");
+        spec.args(["-c", script]);
+        spec
+    }
+
+    #[test]
+    fn a_setup_step_passes_on_both_streams_and_fails_with_its_last_words() {
+        let mut seen = Vec::new();
+        let failed = run_step("step", &sh("echo out; echo err >&2; exit 4"), &mut |l| {
+            seen.push(l.to_string())
+        });
+        seen.sort();
+        assert_eq!(seen, ["err", "out"]);
+        let why = match failed {
+            Err(e) => e.to_string(),
+            Ok(()) => panic!("a failed step succeeded"),
+        };
+        assert!(why.starts_with("step failed (exit status: 4)"), "{why}");
+    }
+
+    #[test]
+    fn a_setup_step_that_hangs_is_stopped_at_its_time_limit() {
+        let started = std::time::Instant::now();
+        // The grandchild holds the pipes: only killing the group ends the step.
+        let late = run_step_within(
+            "pip install",
+            &sh("sleep 30 & sleep 30"),
+            Duration::from_millis(300),
+            &mut |_| {},
+        );
+        match late {
+            Err(e) => assert_eq!(
+                e.to_string(),
+                "pip install did not end within 300 ms and was stopped"
+            ),
+            Ok(()) => panic!("a hung step succeeded"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(20));
+    }
 
     fn probe_of(modules: &[(&str, Option<&str>)]) -> Probe {
         Probe {

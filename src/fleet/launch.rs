@@ -3,9 +3,9 @@
 
 use super::run::Target;
 use super::{command_line, ssh_logging, Word};
+use crate::collect::child::Spec;
 use anyhow::Context;
 use std::path::Path;
-use std::process::Command;
 
 /// The child that runs (or resumes) the share on `target`; `fleet_dir` holds the local
 /// child's own results. Over ssh, the temporary file that gets ssh's own messages comes with it.
@@ -13,7 +13,7 @@ pub(super) fn launch(
     target: &Target,
     fleet_dir: &Path,
     resume: Option<&Path>,
-) -> anyhow::Result<(Command, Option<tempfile::NamedTempFile>)> {
+) -> anyhow::Result<(Spec, Option<tempfile::NamedTempFile>)> {
     let run_args: Vec<String> = match resume {
         None => ["run", "-", "--stream", "--control", "--output", "results"]
             .map(String::from)
@@ -32,7 +32,7 @@ pub(super) fn launch(
             let work = fleet_dir.join(".local");
             std::fs::create_dir_all(&work)
                 .with_context(|| format!("cannot create {}", work.display()))?;
-            let mut command = Command::new(exe);
+            let mut command = Spec::new(exe);
             command.args(&run_args).current_dir(work);
             (command, None)
         }

@@ -6,11 +6,11 @@ pub mod attach;
 mod launch;
 pub mod run;
 
+use crate::collect::child::Spec;
 use crate::config::Node;
 use crate::error::ChildFailed;
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::Command;
 use std::time::Duration;
 
 /// How long a node may take to answer `nodes check` (it probes the frameworks' interpreters).
@@ -66,15 +66,15 @@ pub const SSH_DEFAULTS: [(&str, &str); 3] = [
 /// The `ssh` invocation that runs `remote` on `node`: batch mode (no password prompts), the
 /// [`SSH_DEFAULTS`] the node does not set, its port, identity and options, then `--` so the
 /// destination can never be read as an option.
-pub fn ssh(node: &Node, remote: &str) -> Command {
+pub fn ssh(node: &Node, remote: &str) -> Spec {
     ssh_logging(node, remote, None)
 }
 
 /// [`ssh`], with ssh's own messages (`-E`) going to `log` instead of its stderr, which then
 /// holds only what the remote command says: ssh's reason for ending and the node's last words
 /// stay apart.
-pub fn ssh_logging(node: &Node, remote: &str, log: Option<&Path>) -> Command {
-    let mut command = Command::new("ssh");
+pub fn ssh_logging(node: &Node, remote: &str, log: Option<&Path>) -> Spec {
+    let mut command = Spec::new("ssh");
     command.args(["-o", "BatchMode=yes"]);
     if let Some(log) = log {
         command.arg("-E").arg(log);
@@ -328,7 +328,7 @@ pub fn install_script(node: &Node) -> String {
 /// Runs `command` with `input` on stdin (bytes), killed after `timeout`: exit code (None when
 /// killed by a signal), stdout, stderr; Err when it could not start or timed out.
 pub fn run(
-    command: Command,
+    command: &Spec,
     input: &[u8],
     timeout: Duration,
 ) -> Result<(Option<i32>, String, String), crate::error::ChildFailed> {
@@ -339,7 +339,7 @@ pub fn run(
 
 /// Checks one node.
 pub fn check(node: &Node) -> Check {
-    match run(ssh(node, &check_script(node)), b"", CHECK_TIMEOUT) {
+    match run(&ssh(node, &check_script(node)), b"", CHECK_TIMEOUT) {
         Ok((status, stdout, stderr)) => parse_check(node, status, &stdout, &stderr),
         Err(reason) => Check::Unreachable { reason: reason.0 },
     }

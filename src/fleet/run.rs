@@ -336,7 +336,13 @@ async fn run_node(
             break;
         }
         let resume = outcome.remote_dir.clone();
-        let (mut command, ssh_log) = match launch(target, fleet_dir, resume.as_deref()) {
+        let launched = launch(target, fleet_dir, resume.as_deref()).and_then(|(spec, log)| {
+            let command = spec
+                .tokio_command()
+                .map_err(|e| anyhow::anyhow!("cannot start it: {e}"))?;
+            Ok((command, log))
+        });
+        let (mut command, ssh_log) = match launched {
             Ok(c) => c,
             Err(e) => {
                 outcome.reason = Some(format!("{e:#}"));
@@ -347,7 +353,6 @@ async fn run_node(
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut command = tokio::process::Command::from(command);
         // A controller that dies takes its nodes' children with it.
         command.kill_on_drop(true);
         let mut child = match command.spawn() {

@@ -224,10 +224,10 @@ pub fn tflite_file(
         "model_file": description,
         "export_tflite": path,
     });
-    let mut command = std::process::Command::new(&python);
+    let mut command = crate::collect::child::Spec::new(&python);
     command.args(["-c", &tensorflow]);
     let (status, out, err) =
-        crate::engines::env::run_collect(command, request.to_string().as_bytes(), CONVERT_TIMEOUT)
+        crate::engines::env::run_collect(&command, request.to_string().as_bytes(), CONVERT_TIMEOUT)
             .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
     // The harness's own error record says it best; else the last words on stderr.
     for line in out.lines().rev() {

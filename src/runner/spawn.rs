@@ -4,24 +4,21 @@
 //! group, SIGKILL a second later), and reaps it with `wait4` so the kernel's own peak-RSS and CPU
 //! accounting cross-check the samples.
 
+use crate::collect::child::{Input, Output, Reaped, Spec};
 use crate::collect::proc::{ProcSample, ProcessSampler};
 use crate::collect::stop::Cancel;
 use crate::collect::tree::Tree;
 pub use crate::protocol::outcome::{Resources, RunFailure, WorkerEvent};
 use crate::protocol::{Collector, ProtocolError, WorkerRequest, WorkerRun};
 use nix::sys::signal::Signal;
-use std::collections::VecDeque;
-use std::io::{BufRead, BufReader, Write};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::io::Write;
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::ExitStatus;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
-/// Lines of the worker's stderr kept for a failure report.
-pub const STDERR_TAIL_LINES: usize = 20;
-/// Longest stderr line kept, in bytes (the rest is cut).
-const STDERR_LINE_BYTES: usize = 2000;
+pub use crate::collect::child::STDERR_TAIL_LINES;
 /// Grace between SIGTERM and SIGKILL when a run is stopped.
 pub const KILL_GRACE: Duration = Duration::from_secs(1);
 
@@ -62,138 +59,6 @@ pub struct Attempt {
 /// the parent more memory than the board has.
 pub const MAX_PROTOCOL_LINE: usize = 64 << 20;
 
-/// Calls `f` with each line of a stream (lossily decoded, line end removed, and at most `max`
-/// bytes of it: the rest of a longer line is read and dropped, so memory stays bounded however
-/// long a line is) and how many bytes were dropped from it, until the stream ends or `f` returns
-/// false.
-fn for_each_line(stream: impl std::io::Read, max: usize, mut f: impl FnMut(String, usize) -> bool) {
-    let mut reader = BufReader::with_capacity(64 * 1024, stream);
-    let mut line: Vec<u8> = Vec::new();
-    let mut dropped = 0usize;
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok([]) => break,
-            Ok(c) => c,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        };
-        let newline = chunk.iter().position(|&b| b == b'\n');
-        let part = &chunk[..newline.unwrap_or(chunk.len())];
-        let room = max.saturating_sub(line.len());
-        line.extend_from_slice(&part[..part.len().min(room)]);
-        dropped += part.len().saturating_sub(room);
-        let used = newline.map_or(chunk.len(), |i| i + 1);
-        reader.consume(used);
-        if newline.is_some() {
-            let text = String::from_utf8_lossy(&line)
-                .trim_end_matches('\r')
-                .to_string();
-            line.clear();
-            if !f(text, std::mem::take(&mut dropped)) {
-                return;
-            }
-        }
-    }
-    if !line.is_empty() || dropped > 0 {
-        f(String::from_utf8_lossy(&line).into_owned(), dropped);
-    }
-}
-
-/// The last lines of a worker's stderr, shared with the thread that reads them; the condvar
-/// says when the stream has ended.
-#[derive(Clone, Default)]
-struct Tail(std::sync::Arc<(std::sync::Mutex<TailLines>, std::sync::Condvar)>);
-
-#[derive(Default)]
-struct TailLines {
-    lines: VecDeque<String>,
-    ended: bool,
-}
-
-impl Tail {
-    /// Reads `stream` to its end into the tail, each line cut to [`STDERR_LINE_BYTES`].
-    fn fill(&self, stream: impl std::io::Read) {
-        for_each_line(stream, STDERR_LINE_BYTES, |mut line, _| {
-            // A cut in the middle of a character decodes to U+FFFD, which is longer: cut again.
-            if line.len() > STDERR_LINE_BYTES {
-                let mut cut = STDERR_LINE_BYTES;
-                while !line.is_char_boundary(cut) {
-                    cut -= 1;
-                }
-                line.truncate(cut);
-            }
-            if let Ok(mut tail) = self.0 .0.lock() {
-                tail.lines.push_back(line);
-                if tail.lines.len() > STDERR_TAIL_LINES {
-                    tail.lines.pop_front();
-                }
-            }
-            true
-        });
-        if let Ok(mut tail) = self.0 .0.lock() {
-            tail.ended = true;
-        }
-        self.0 .1.notify_all();
-    }
-
-    /// The lines so far, once the stream has ended or `wait` has passed (a process outside our
-    /// reach may hold the stream open for ever).
-    fn text(&self, wait: Duration) -> String {
-        let Ok(tail) = self.0 .0.lock() else {
-            return String::new();
-        };
-        match self.0 .1.wait_timeout_while(tail, wait, |t| !t.ended) {
-            Ok((tail, _)) => Vec::from(tail.lines.clone()).join("\n"),
-            Err(_) => String::new(),
-        }
-    }
-}
-
-/// Keeps the last lines of a stream, each cut to [`STDERR_LINE_BYTES`].
-#[cfg(test)]
-fn read_tail(stream: impl std::io::Read) -> String {
-    let tail = Tail::default();
-    tail.fill(stream);
-    tail.text(Duration::ZERO)
-}
-
-/// The reaped child: its exit status and resource usage.
-struct Reaped {
-    status: ExitStatus,
-    maxrss_bytes: u64,
-    user_s: f64,
-    system_s: f64,
-}
-
-fn seconds(t: libc::timeval) -> f64 {
-    t.tv_sec as f64 + t.tv_usec as f64 * 1e-6
-}
-
-/// Reaps `pid` if it has ended, without blocking.
-fn try_reap(pid: i32) -> std::io::Result<Option<Reaped>> {
-    let mut status: libc::c_int = 0;
-    let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-    // SAFETY: wait4 only writes the status and the rusage buffer, both owned here and sized
-    // for it; `pid` is our own child, which std's Child never reaps behind our back since we
-    // never call its wait methods.
-    let r = unsafe { libc::wait4(pid, &mut status, libc::WNOHANG, usage.as_mut_ptr()) };
-    if r < 0 {
-        return Err(std::io::Error::last_os_error());
-    }
-    if r == 0 {
-        return Ok(None);
-    }
-    // SAFETY: wait4 returned the child, so it filled the zero-initialised rusage.
-    let usage = unsafe { usage.assume_init() };
-    Ok(Some(Reaped {
-        status: ExitStatus::from_raw(status),
-        // Linux reports ru_maxrss in KiB.
-        maxrss_bytes: u64::try_from(usage.ru_maxrss).unwrap_or(0) * 1024,
-        user_s: seconds(usage.ru_utime),
-        system_s: seconds(usage.ru_stime),
-    }))
-}
-
 enum Stop {
     Timeout,
     Cancelled,
@@ -202,16 +67,9 @@ enum Stop {
 }
 
 /// What reaches the supervising loop: the worker's stdout (from the thread reading it), its
-/// exit (from a thread blocked in waitid) and a cancel (the moment it is raised).
-enum Out {
-    Line(String),
-    Overlong,
-    /// The stdout stream ended.
-    Closed,
-    /// The worker has exited (not reaped yet).
-    Exited,
-    Cancelled,
-}
+/// exit (from a thread blocked in waitid) and a cancel (the moment it is raised), all from the
+/// supervisor.
+type Out = crate::collect::child::Heard;
 
 /// Runs `command` with `request` on its stdin and collects its protocol output, sampling it
 /// every `limits.sample_interval`. `cancel` stops the run from outside (Ctrl-C).
@@ -234,100 +92,37 @@ pub fn run_worker(
         Ok(j) => j,
         Err(e) => return spawn_failure(e.to_string()),
     };
-    let mut builder = Command::new(&command.program);
-    builder
-        .args(&command.args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    // Its own process group, gone with edgeprof (SIGKILL, lost SSH session): as every child.
-    crate::collect::child::own_group(&mut builder);
-    // The condition's core set, made before the fork: the child only hands it to the kernel.
-    let affinity = match &request.condition.cores {
-        Some(cpus) => {
-            let mut set = nix::sched::CpuSet::new();
-            for &cpu in cpus {
-                if let Err(e) = set.set(cpu) {
-                    return spawn_failure(format!("cannot confine the worker to CPU {cpu}: {e}"));
-                }
-            }
-            Some(set)
-        }
-        None => None,
-    };
-    if let Some(set) = affinity {
-        // SAFETY: the closure runs in the forked child before exec (after own_group's) and
-        // only makes an async-signal-safe system call (sched_setaffinity) on data made before
-        // the fork.
-        unsafe {
-            builder.pre_exec(move || {
-                // Confined before the program starts, so before any engine creates its threads
-                // (which inherit the set).
-                nix::sched::sched_setaffinity(nix::unistd::Pid::from_raw(0), &set)
-                    .map_err(std::io::Error::from)
-            });
-        }
+    let mut spec = Spec::new(&command.program);
+    spec.args(&command.args);
+    // Confined before the program starts, so before any engine creates its threads (which
+    // inherit the set).
+    if let Some(cpus) = &request.condition.cores {
+        spec.on_cpus(cpus);
     }
     let tag = crate::collect::tree::new_tag();
-    builder.env(crate::collect::tree::TAG_VAR, &tag);
+    spec.env(crate::collect::tree::TAG_VAR, &tag);
     let start = Instant::now();
-    let mut child = match builder.spawn() {
+    let (tx, rx) = mpsc::channel::<Out>();
+    let mut child = match spec.start(
+        Input::Piped,
+        Output::Lines {
+            max: MAX_PROTOCOL_LINE,
+        },
+        &tx,
+        Some(cancel),
+    ) {
         Ok(c) => c,
-        Err(e) => return spawn_failure(e.to_string()),
+        Err(e) => return spawn_failure(e.0),
     };
-    let pid = child.id() as i32;
+    let pid = child.pid() as i32;
     let mut tree = Tree::new(pid, &tag);
     // The request is small; write it and close stdin so the worker sees end of input. A worker
     // that does not read its input (or dies first) is judged by how it ends, not by this write.
-    if let Some(mut stdin) = child.stdin.take() {
+    if let Some(mut stdin) = child.take_stdin() {
         let _ = stdin.write_all(&request_json);
     }
-    let tail = Tail::default();
-    if let Some(stderr) = child.stderr.take() {
-        let tail = tail.clone();
-        std::thread::spawn(move || tail.fill(stderr));
-    }
-    let (tx, rx) = mpsc::channel::<Out>();
-    match child.stdout.take() {
-        Some(stdout) => {
-            let tx = tx.clone();
-            std::thread::spawn(move || {
-                for_each_line(stdout, MAX_PROTOCOL_LINE, |line, dropped| {
-                    let out = if dropped > 0 {
-                        Out::Overlong
-                    } else {
-                        Out::Line(line)
-                    };
-                    let overlong = matches!(out, Out::Overlong);
-                    tx.send(out).is_ok() && !overlong
-                });
-                let _ = tx.send(Out::Closed);
-            });
-        }
-        None => {
-            let _ = tx.send(Out::Closed);
-        }
-    }
-    // The loop below is told, never polls: its exit comes from a thread blocked in waitid
-    // (which leaves it unreaped, so a kill cannot reach a reused pid), a cancel the moment it is
-    // raised; it wakes on its own only for the samples and the deadlines.
-    let watched = {
-        let tx = tx.clone();
-        crate::collect::exit::notify(pid as u32, move || {
-            let _ = tx.send(Out::Exited);
-        })
-    };
-    if let Err(e) = watched {
-        Tree::new(pid, &tag).signal(Signal::SIGKILL);
-        let _ = child.wait();
-        return spawn_failure(format!("cannot watch the worker for its exit: {e}"));
-    }
-    let _cancel_wakes = {
-        let tx = tx.clone();
-        cancel.on_raise(move || {
-            let _ = tx.send(Out::Cancelled);
-        })
-    };
+    // The loop below is told, never polls: its exit, a cancel, its lines all come from the
+    // supervisor's threads; it wakes on its own only for the samples and the deadlines.
     drop(tx);
 
     let mut sampler = ProcessSampler::new(Path::new("/"), pid as u32, start);
@@ -359,7 +154,7 @@ pub fn run_worker(
             next_sample = (next_sample + limits.sample_interval).max(now);
         }
         if reaped.is_none() && exited {
-            match try_reap(pid) {
+            match child.try_reap() {
                 Ok(Some(r)) => {
                     reaped = Some(r);
                     ended_at = Some(now);
@@ -484,7 +279,7 @@ pub fn run_worker(
         .as_secs_f64();
     // Whatever is left of the tree goes now (a run stopped before its worker was reaped).
     tree.signal(Signal::SIGKILL);
-    let stderr_tail = tail.text(KILL_GRACE / 2);
+    let stderr_tail = child.stderr(KILL_GRACE / 2);
     // VmHWM only grows within one address space; the last reading is after exec (the first
     // may be of the forked child before it).
     let vmhwm = samples.iter().rev().find_map(|s| s.hwm_bytes);

@@ -7,7 +7,6 @@ use super::cards::Card;
 use crate::engines::env::{self, Readiness};
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 /// How long one framework's interpreter may take (importing TensorFlow takes seconds).
@@ -248,11 +247,11 @@ fn interpreter_for(card: &Card) -> (Option<PathBuf>, &'static str, Option<String
 
 /// Runs the probe program in `python` with `request` (module, distribution, query).
 fn ask(python: &Path, request: &serde_json::Value) -> Result<Answer, String> {
-    let mut command = Command::new(python);
+    let mut command = crate::collect::child::Spec::new(python);
     command.args(["-c", ASK]);
     // Quiet frameworks that log to stderr on import (TensorFlow).
     command.env("TF_CPP_MIN_LOG_LEVEL", "3");
-    env::run_with_timeout(command, &request.to_string(), TIMEOUT)
+    env::run_with_timeout(&command, &request.to_string(), TIMEOUT)
         .map_err(|e| e.0)
         .and_then(|out| parse_answer(&out))
 }

@@ -8,13 +8,13 @@
 //! away), the launcher and its ranks are stopped, so nothing is left running on the node.
 
 use super::{Report, Watchdog};
+use crate::collect::child;
 use crate::collect::device::Fingerprint;
 use crate::collect::telemetry::net::{self, Interface};
 use serde::{Deserialize, Serialize};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -252,8 +252,6 @@ pub enum NodeLine {
 
 /// How long the launcher has to stop its rank after the control channel ends.
 const STOP_GRACE: Duration = Duration::from_secs(5);
-/// How much of the launcher's stderr is kept for the reason it failed.
-const STDERR_TAIL: usize = 16 * 1024;
 
 /// `edgeprof train-rank`: reads the spec (the first line of `control`), carries it out under
 /// `workdir`, and writes [`NodeLine`]s to `out`. Err only when `out` cannot be written.
@@ -360,11 +358,28 @@ pub fn python_for(framework: Framework) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// What the rank's loop hears.
+/// What the rank's loop hears: the launcher (through its supervisor) and the control channel.
 enum Heard {
-    Line(Report),
-    Exited,
+    Launcher(child::Heard),
     ControlEnded,
+}
+
+impl From<child::Heard> for Heard {
+    fn from(h: child::Heard) -> Heard {
+        Heard::Launcher(h)
+    }
+}
+
+/// Longest line of the launcher's output read, in bytes: its reports are short.
+const MAX_REPORT_LINE: usize = 1 << 20;
+
+/// Passes on what a line of the launcher's output reports (an epoch, the end), if anything.
+fn report(line: &str, said: &mut impl FnMut(&NodeLine)) {
+    match super::parse_line(line) {
+        Some(Report::Epoch(e)) => said(&NodeLine::Epoch(e)),
+        Some(Report::Done(d)) => said(&NodeLine::Done(d)),
+        None => {}
+    }
 }
 
 /// Starts the launcher and reports until it ends or is stopped.
@@ -375,14 +390,10 @@ fn rank(
     say: &mut impl FnMut(&NodeLine) -> anyhow::Result<()>,
 ) -> anyhow::Result<()> {
     let launch = spec.launch(&ready.python, &ready.harness, &ready.data, ready.threads);
-    let mut command = Command::new(&launch.program);
+    let mut command = child::Spec::new(&launch.program);
     command
         .args(&launch.args)
-        .envs(launch.env.iter().map(|(k, v)| (k, v)))
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    crate::collect::child::own_group(&mut command);
+        .envs(launch.env.iter().map(|(k, v)| (k, v)));
     // Everything the launcher starts carries this tag, so that what is left of it after it
     // ends (ranks that left its group) is found and killed, and the guard kills it all if this
     // process is killed: nothing of a size outlives its stop on the node.
@@ -409,7 +420,15 @@ fn rank(
         threads: ready.threads,
     })?;
     let started = Instant::now();
-    let mut child = match command.spawn() {
+    let (heard_tx, heard) = mpsc::channel::<Heard>();
+    let child = match command.start(
+        child::Input::Null,
+        child::Output::Lines {
+            max: MAX_REPORT_LINE,
+        },
+        &heard_tx,
+        None,
+    ) {
         Ok(c) => c,
         Err(e) => {
             drop(recorder.finish());
@@ -418,39 +437,13 @@ fn rank(
             });
         }
     };
-    let stderr = crate::collect::child::keep_tail(child.stderr.take(), STDERR_TAIL);
-    let (heard_tx, heard) = mpsc::channel::<Heard>();
-    if let Some(stdout) = child.stdout.take() {
-        let tx = heard_tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(report) = super::parse_line(&line) {
-                    if tx.send(Heard::Line(report)).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
-    }
     {
-        let tx = heard_tx.clone();
+        let tx = heard_tx;
         std::thread::spawn(move || {
             // Anything more on the control channel is ignored; its end is the stop.
             let mut sink = [0u8; 256];
             while matches!(control.read(&mut sink), Ok(n) if n > 0) {}
             let _ = tx.send(Heard::ControlEnded);
-        });
-    }
-    let exit_tx = heard_tx;
-    if let Err(e) = crate::collect::exit::notify(child.id(), move || {
-        let _ = exit_tx.send(Heard::Exited);
-    }) {
-        let _ = child.kill();
-        let _ = child.wait();
-        drop(recorder.finish());
-        return say(&NodeLine::Failed {
-            reason: format!("cannot watch the launcher for its exit: {e}"),
         });
     }
     let mut watchdog = Watchdog::new(
@@ -489,16 +482,16 @@ fn rank(
             .next_due()
             .map_or(next_sample, |at| at.min(next_sample));
         match heard.recv_timeout(due.saturating_duration_since(Instant::now())) {
-            Ok(Heard::Line(Report::Epoch(e))) => said(&NodeLine::Epoch(e)),
-            Ok(Heard::Line(Report::Done(d))) => said(&NodeLine::Done(d)),
+            Ok(Heard::Launcher(child::Heard::Line(line))) => report(&line, &mut said),
             Ok(Heard::ControlEnded) => {
                 stopped = true;
                 watchdog.stop_now();
             }
-            Ok(Heard::Exited) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+            Ok(Heard::Launcher(child::Heard::Exited))
+            | Err(mpsc::RecvTimeoutError::Disconnected) => {
                 break watchdog.reap_exited();
             }
-            Err(mpsc::RecvTimeoutError::Timeout) => {}
+            Ok(Heard::Launcher(_)) | Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if Instant::now() >= next_sample {
             take_samples(&mut samples, &mut said);
@@ -507,10 +500,8 @@ fn rank(
     };
     // Lines the harness printed just before it ended.
     while let Ok(h) = heard.recv_timeout(Duration::from_millis(200)) {
-        match h {
-            Heard::Line(Report::Epoch(e)) => said(&NodeLine::Epoch(e)),
-            Heard::Line(Report::Done(d)) => said(&NodeLine::Done(d)),
-            _ => {}
+        if let Heard::Launcher(child::Heard::Line(line)) = h {
+            report(&line, &mut said);
         }
     }
     crate::collect::tree::kill_tagged(Path::new("/"), &tag, Duration::from_secs(2));
@@ -533,7 +524,7 @@ fn rank(
     };
     samples.push(last);
     let wall_s = started.elapsed().as_secs_f64();
-    let last_words = stderr.join().unwrap_or_default();
+    let last_words = watchdog.stderr(Duration::from_secs(1));
     let ok = matches!(&status, Ok(s) if s.success()) && !stopped && !watchdog.timed_out();
     let reason = (!ok).then(|| {
         if stopped {

@@ -3,10 +3,11 @@
 //! against one node: speedup, accuracy-improvement and validation-accuracy-improvement ratios;
 //! and the watchdog that holds a launch to its time limit.
 
+use crate::collect::child::Started;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
 use std::path::Path;
-use std::process::{Child, ExitStatus};
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 pub mod cluster;
@@ -232,11 +233,14 @@ pub const STOP_GRACE: Duration = Duration::from_secs(35);
 pub const CANCEL_GRACE: Duration = Duration::from_secs(5);
 
 /// The launcher, held until it is reaped, with its time limit. It is signalled only through
-/// this handle and only before [`std::process::Child::try_wait`] has reaped it: until then its
-/// pid stays its own (a process ended but not reaped still holds it), whereas a pid number
-/// kept past the reaping may by then name any new process.
+/// this handle and only before it is reaped: until then its pid stays its own (a process ended
+/// but not reaped still holds it), whereas a pid number kept past the reaping may by then name
+/// any new process. Its owner hears of its exit from the supervisor ([`Heard::Exited`]) and
+/// wakes for [`Watchdog::next_due`]; nothing polls.
+///
+/// [`Heard::Exited`]: crate::collect::child::Heard::Exited
 pub struct Watchdog {
-    child: Child,
+    child: Started,
     deadline: Instant,
     grace: Duration,
     /// When it was asked to stop (SIGTERM).
@@ -247,7 +251,7 @@ pub struct Watchdog {
 
 impl Watchdog {
     /// Watches `child`, which may run until `deadline`, then has `grace` to stop.
-    pub fn new(child: Child, deadline: Instant, grace: Duration) -> Self {
+    pub fn new(child: Started, deadline: Instant, grace: Duration) -> Self {
         Watchdog {
             child,
             deadline,
@@ -258,24 +262,8 @@ impl Watchdog {
         }
     }
 
-    /// The child's exit status once it has ended (reaping it). Until then, past the deadline it
-    /// is asked to stop (SIGTERM, which torchrun passes on to its ranks), and killed `grace`
-    /// later.
-    pub fn poll(&mut self) -> std::io::Result<Option<ExitStatus>> {
-        if self.status.is_some() {
-            return Ok(self.status);
-        }
-        if let Some(status) = self.child.try_wait()? {
-            self.status = Some(status);
-            return Ok(self.status);
-        }
-        self.tick();
-        Ok(None)
-    }
-
     /// Past the deadline, asks the child to stop (SIGTERM, which torchrun passes on to its
-    /// ranks), and kills it and its group `grace` later; reaps nothing. Call it only while the
-    /// child is unreaped.
+    /// ranks), and kills it and its group `grace` later; reaps nothing.
     pub fn tick(&mut self) {
         if self.status.is_some() {
             return;
@@ -283,49 +271,32 @@ impl Watchdog {
         let now = Instant::now();
         match self.stopped {
             None if now >= self.deadline => {
-                // Not reaped (try_wait just found it running, and only this handle waits for
-                // it), so this pid is still the child's, even if it has ended since.
-                let pid = nix::unistd::Pid::from_raw(self.child.id() as i32);
-                let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGTERM);
+                self.child.signal(nix::sys::signal::Signal::SIGTERM);
                 self.stopped = Some(now);
             }
             Some(at) if !self.killed && now >= at + self.grace => {
-                // The launcher's group too (when it has one of its own): ranks it left behind
-                // would hold its output open. Not reaped yet, so the ids are still its own.
-                if let Ok(pid) = i32::try_from(self.child.id()) {
-                    let _ = nix::sys::signal::killpg(
-                        nix::unistd::Pid::from_raw(pid),
-                        nix::sys::signal::Signal::SIGKILL,
-                    );
-                }
-                let _ = self.child.kill();
+                // The launcher's group too: ranks it left behind would hold its output open.
+                self.child.signal_group(nix::sys::signal::Signal::SIGKILL);
                 self.killed = true;
             }
             _ => {}
         }
     }
 
-    /// Reaps the child once it has exited (as `collect::exit::notify` tells, which leaves it
-    /// unreaped), killing first what is left in its process group: ranks it left behind would
-    /// hold its output open and outlive the study. Until the reaping the group's id is still
-    /// the child's own, so the kill cannot reach another process.
+    /// Reaps the child once it has exited, killing first what is left in its process group:
+    /// ranks it left behind would hold its output open and outlive the study.
     pub fn reap_exited(&mut self) -> std::io::Result<ExitStatus> {
         if let Some(status) = self.status {
             return Ok(status);
         }
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        self.wait()
+        self.child.signal_group(nix::sys::signal::Signal::SIGKILL);
+        let status = self.child.reap()?.status;
+        self.status = Some(status);
+        Ok(status)
     }
 
-    /// When [`Watchdog::poll`] next has something to do on its own (the time limit, or the end
-    /// of the grace); None once the child has ended or been killed. Between now and then only
-    /// the child's exit needs a poll, and its owner hears of that from
-    /// `collect::exit::notify`.
+    /// When [`Watchdog::tick`] next has something to do (the time limit, or the end of the
+    /// grace); None once the child has ended or been killed.
     pub fn next_due(&self) -> Option<Instant> {
         match (self.status, self.stopped) {
             (Some(_), _) => None,
@@ -335,14 +306,9 @@ impl Watchdog {
         }
     }
 
-    /// Waits for the child's exit (reaping it).
-    pub fn wait(&mut self) -> std::io::Result<ExitStatus> {
-        if let Some(status) = self.status {
-            return Ok(status);
-        }
-        let status = self.child.wait()?;
-        self.status = Some(status);
-        Ok(status)
+    /// The last lines of its stderr, once the stream has ended or `wait` has passed.
+    pub fn stderr(&self, wait: Duration) -> String {
+        self.child.stderr(wait)
     }
 
     /// Asks the child to stop now (a cancel), with at most [`CANCEL_GRACE`] before it is
@@ -364,46 +330,47 @@ impl Watchdog {
 mod tests {
     use super::*;
 
-    /// Polls until the child is reaped.
-    fn watch(mut w: Watchdog) -> (ExitStatus, bool) {
-        let start = Instant::now();
-        loop {
-            match w.poll() {
-                Ok(Some(status)) => return (status, w.timed_out()),
-                Ok(None) => {}
-                Err(e) => panic!("{e}"),
-            }
-            assert!(start.elapsed() < Duration::from_secs(20), "never ended");
-            std::thread::sleep(Duration::from_millis(10));
-        }
-    }
-
-    /// `script` in sh, once it has said its first line (so its traps are set).
-    fn sh(script: &str) -> Child {
-        use std::io::BufRead;
-        let mut child = match std::process::Command::new("sh")
-            .args(["-c", script])
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-        {
+    /// Watches `script` in sh, once it has said its first line (so its traps are set), as the
+    /// launcher's loop does: woken by its exit or the watchdog's next due time.
+    fn watch(script: &str, deadline_in: Duration, grace: Duration) -> (ExitStatus, bool) {
+        use crate::collect::child::{Heard, Input, Output, Spec};
+        let (tx, heard) = std::sync::mpsc::channel::<Heard>();
+        let mut spec = Spec::new("sh");
+        spec.args(["-c", script]);
+        // stdin piped and kept open: `read` waits on it until signalled.
+        let mut child = match spec.start(Input::Piped, Output::Lines { max: 100 }, &tx, None) {
             Ok(c) => c,
             Err(e) => panic!("cannot start sh: {e}"),
         };
-        if let Some(out) = child.stdout.as_mut() {
-            let _ = std::io::BufReader::new(out).read_line(&mut String::new());
+        let _stdin = child.take_stdin();
+        assert_eq!(
+            heard.recv_timeout(Duration::from_secs(20)),
+            Ok(Heard::Line("ready".into()))
+        );
+        let mut w = Watchdog::new(child, Instant::now() + deadline_in, grace);
+        let start = Instant::now();
+        loop {
+            w.tick();
+            let due = w.next_due().unwrap_or(start + Duration::from_secs(20));
+            match heard.recv_timeout(due.saturating_duration_since(Instant::now())) {
+                Ok(Heard::Exited) => match w.reap_exited() {
+                    Ok(status) => return (status, w.timed_out()),
+                    Err(e) => panic!("{e}"),
+                },
+                Ok(_) | Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+                Err(e) => panic!("{e}"),
+            }
+            assert!(start.elapsed() < Duration::from_secs(20), "never ended");
         }
-        child
     }
 
     #[test]
     fn the_watchdog_leaves_a_launcher_that_ends_in_time_alone() {
-        let w = Watchdog::new(
-            sh("echo ready; exit 3"),
-            Instant::now() + Duration::from_secs(10),
+        let (status, timed_out) = watch(
+            "echo ready; exit 3",
+            Duration::from_secs(10),
             Duration::from_secs(1),
         );
-        let (status, timed_out) = watch(w);
         assert_eq!(status.code(), Some(3));
         assert!(!timed_out);
     }
@@ -411,18 +378,19 @@ mod tests {
     #[test]
     fn the_watchdog_asks_a_late_launcher_to_stop_then_kills_one_that_does_not() {
         use std::os::unix::process::ExitStatusExt;
-        let now = Instant::now();
         // `read` waits on stdin, which stays open: it runs until signalled.
-        let w = Watchdog::new(sh("echo ready; read x"), now, Duration::from_secs(10));
-        let (status, timed_out) = watch(w);
+        let (status, timed_out) = watch(
+            "echo ready; read x",
+            Duration::ZERO,
+            Duration::from_secs(10),
+        );
         assert_eq!(status.signal(), Some(15));
         assert!(timed_out);
-        let w = Watchdog::new(
-            sh("trap '' TERM; echo ready; read x"),
-            now,
+        let (status, timed_out) = watch(
+            "trap '' TERM; echo ready; read x",
+            Duration::ZERO,
             Duration::from_millis(300),
         );
-        let (status, timed_out) = watch(w);
         assert_eq!(status.signal(), Some(9));
         assert!(timed_out);
     }

@@ -15,49 +15,56 @@ fn forward(tx: Sender<Message>) -> impl Fn(Event) + Sync {
     }
 }
 
-/// The run thread: a new results directory for `text`, the sweep (or a fleet run), the
-/// summaries.
-pub(super) fn start_run(
-    text: String,
-    file: PathBuf,
-    tx: Sender<Message>,
-    cancel: Cancel,
-    telemetry_root: PathBuf,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || jobs::run(text, &file, &cancel, &telemetry_root, &forward(tx)))
+/// What starts the UI's background work (one job at a time, each on a thread of its own whose
+/// events reach the loop as messages): the library's jobs, [`Jobs`], or in the tests a
+/// stand-in that says scripted events, so that key-driven flows run without measuring.
+pub trait Runner {
+    /// A run of `text` (a new results directory, the sweep or a fleet run, the summaries).
+    fn run(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()>;
+    /// The resumption of the interrupted directory `dir`.
+    fn resume(&self, dir: PathBuf, to: JobLink) -> std::thread::JoinHandle<()>;
+    /// A tuning of `text`'s first model.
+    fn tune(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()>;
+    /// A training study.
+    fn train(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()>;
 }
 
-/// The resume thread: an interrupted results directory finished as `edgeprof run --resume DIR`
-/// finishes it.
-pub(super) fn start_resume(
-    dir: PathBuf,
-    tx: Sender<Message>,
-    cancel: Cancel,
-    telemetry_root: PathBuf,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || jobs::resume(&dir, &cancel, &telemetry_root, &forward(tx)))
+/// What a started job is given: where its messages go, its cancel, the telemetry root.
+pub struct JobLink {
+    pub tx: Sender<Message>,
+    pub cancel: Cancel,
+    pub telemetry_root: PathBuf,
 }
 
-/// The tune thread: the selection's first model tuned with the config's `[tune]` settings, into
-/// a results directory of its own.
-pub(super) fn start_tune(
-    text: String,
-    file: PathBuf,
-    tx: Sender<Message>,
-    cancel: Cancel,
-    telemetry_root: PathBuf,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || jobs::tune(&text, &file, &cancel, &telemetry_root, &forward(tx)))
-}
+/// The library's jobs.
+pub struct Jobs;
 
-/// The training thread: the selection's `[train]` study, each cluster size in turn, into a
-/// results directory of its own.
-pub(super) fn start_train(
-    text: String,
-    file: PathBuf,
-    tx: Sender<Message>,
-    cancel: Cancel,
-    _telemetry_root: PathBuf,
-) -> std::thread::JoinHandle<()> {
-    std::thread::spawn(move || jobs::train(&text, &file, &cancel, &forward(tx)))
+impl Runner for Jobs {
+    fn run(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            jobs::run(text, &file, &to.cancel, &to.telemetry_root, &forward(to.tx))
+        })
+    }
+
+    fn resume(&self, dir: PathBuf, to: JobLink) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            jobs::resume(&dir, &to.cancel, &to.telemetry_root, &forward(to.tx))
+        })
+    }
+
+    fn tune(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || {
+            jobs::tune(
+                &text,
+                &file,
+                &to.cancel,
+                &to.telemetry_root,
+                &forward(to.tx),
+            )
+        })
+    }
+
+    fn train(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()> {
+        std::thread::spawn(move || jobs::train(&text, &file, &to.cancel, &forward(to.tx)))
+    }
 }

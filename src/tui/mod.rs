@@ -47,6 +47,9 @@ pub struct TuiOptions {
     /// Start on the Monitor tab (`edgeprof monitor` on a terminal), sampling every interval
     /// under a root path.
     pub monitor: Option<(Duration, PathBuf)>,
+    /// Panic once the first frame is drawn: the fault the test of the terminal's restoration
+    /// injects (a hidden option).
+    pub panic_after_first_frame: bool,
 }
 
 /// What reaches the event loop.
@@ -121,10 +124,17 @@ pub struct Loop {
     pub monitor_interval_ms: std::sync::Arc<std::sync::atomic::AtomicU64>,
     /// Whether the Monitor tab shows, so that its sampler lists the processes too.
     pub processes_wanted: std::sync::Arc<AtomicBool>,
+    /// What starts the jobs.
+    pub runner: Box<dyn Runner>,
 }
 
 impl Loop {
     pub fn new() -> Loop {
+        Loop::with_runner(Box::new(Jobs))
+    }
+
+    /// A loop whose jobs `runner` starts.
+    pub fn with_runner(runner: Box<dyn Runner>) -> Loop {
         let (tx, rx) = mpsc::unbounded_channel();
         Loop {
             tx,
@@ -135,19 +145,20 @@ impl Loop {
                 .map_or_else(|| PathBuf::from("/"), PathBuf::from),
             monitor_interval_ms: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(500)),
             processes_wanted: std::sync::Arc::new(AtomicBool::new(false)),
+            runner,
         }
     }
 
-    /// Starts the background job (a run or a tuning; one at a time) with a fresh cancel.
-    fn start(&mut self, job: Job, text: String, file: PathBuf) {
+    /// Starts the background job (a run, a tuning, a training; one at a time) with a fresh
+    /// cancel.
+    fn start(&mut self, job: impl FnOnce(&dyn Runner, JobLink) -> std::thread::JoinHandle<()>) {
         self.cancel = Cancel::new();
-        self.run = Some(job(
-            text,
-            file,
-            self.tx.clone(),
-            self.cancel.clone(),
-            self.telemetry_root.clone(),
-        ));
+        let link = JobLink {
+            tx: self.tx.clone(),
+            cancel: self.cancel.clone(),
+            telemetry_root: self.telemetry_root.clone(),
+        };
+        self.run = Some(job(self.runner.as_ref(), link));
     }
 
     /// Carries out a command of the UI.
@@ -155,27 +166,21 @@ impl Loop {
         match command {
             Command::Quit | Command::CancelRun => self.cancel.raise(),
             Command::ResumeRun(dir) => {
-                self.cancel = Cancel::new();
-                self.run = Some(start_resume(
-                    dir,
-                    self.tx.clone(),
-                    self.cancel.clone(),
-                    self.telemetry_root.clone(),
-                ));
+                self.start(|r, link| r.resume(dir, link));
                 app.run.active = true;
                 app.train.shown = false;
             }
             Command::StartRun { text, file } => {
-                self.start(start_run, text, file);
+                self.start(|r, link| r.run(text, file, link));
                 app.run.active = true;
                 app.train.shown = false;
             }
             Command::StartTrain { text, file } => {
-                self.start(start_train, text, file);
+                self.start(|r, link| r.train(text, file, link));
                 app.train.begin();
             }
             Command::StartTune { text, file } => {
-                self.start(start_tune, text, file);
+                self.start(|r, link| r.tune(text, file, link));
                 app.tune.active = true;
             }
             Command::SaveConfig(path) => {
@@ -359,9 +364,6 @@ impl Default for Loop {
     }
 }
 
-/// A background job: config text and file in, progress out as messages, stopped by the flag.
-type Job = fn(String, PathBuf, Sender<Message>, Cancel, PathBuf) -> std::thread::JoinHandle<()>;
-
 /// Samples telemetry for the Monitor tab every `interval` (in ms, changed by the tab's keys:
 /// read after each sample) until `stop`; while `processes` is set (the tab shows), with every
 /// process's CPU and memory since the sample before.
@@ -490,11 +492,21 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         }
     }
     let hangup = AtomicBool::new(false);
+    let after_frame: Box<dyn FnMut()> = if options.panic_after_first_frame {
+        Box::new(|| panic!("asked to: panicking after the first frame"))
+    } else {
+        Box::new(|| {})
+    };
+    let outside = Outside {
+        input: Some(terminal_input()),
+        signals: Some(signals),
+        after_frame,
+    };
     let exit = runtime.block_on(event_loop(
         &mut terminal,
         &mut app,
         &mut work,
-        signals,
+        outside,
         &hangup,
     ));
     stop_monitor.raise();
@@ -581,18 +593,58 @@ impl Signals {
     }
 }
 
-/// The next key press or resize from the terminal; `None` once it is gone (SIGHUP, a closed
-/// pty), as nothing more can be read from it.
-async fn next_input(events: &mut crossterm::event::EventStream) -> Option<Message> {
-    use crossterm::event::{Event, KeyEventKind};
+/// The key presses and resizes of the terminal, ending once it is gone (SIGHUP, a closed pty),
+/// as nothing more can be read from it.
+fn terminal_input() -> impl futures_util::Stream<Item = Message> + Unpin {
+    use crossterm::event::{Event, EventStream, KeyEventKind};
     use futures_util::StreamExt;
-    loop {
-        match events.next().await? {
-            Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => return Some(Message::Key(k)),
-            Ok(Event::Resize(..)) => return Some(Message::Resize),
-            Ok(_) => {}
-            Err(_) => return None,
+    Box::pin(futures_util::stream::unfold(
+        EventStream::new(),
+        |mut events| async move {
+            loop {
+                match events.next().await? {
+                    Ok(Event::Key(k)) if k.kind != KeyEventKind::Release => {
+                        return Some((Message::Key(k), events))
+                    }
+                    Ok(Event::Resize(..)) => return Some((Message::Resize, events)),
+                    Ok(_) => {}
+                    Err(_) => return None,
+                }
+            }
+        },
+    ))
+}
+
+/// What the event loop hears besides its messages, and what it does after each frame.
+pub struct Outside<K> {
+    /// The terminal's keys and resizes (a scripted stream in the tests).
+    pub input: Option<K>,
+    /// SIGTERM and SIGHUP (none in the tests).
+    signals: Option<Signals>,
+    /// Called after each frame is drawn: nothing, but for the fault the terminal-restoration
+    /// test injects (`edgeprof tui --panic-after-first-frame`, hidden).
+    pub after_frame: Box<dyn FnMut()>,
+}
+
+impl<K> Outside<K> {
+    /// Keys from `input` alone, no signals, nothing after a frame.
+    #[cfg(test)]
+    pub fn keys(input: K) -> Outside<K> {
+        Outside {
+            input: Some(input),
+            signals: None,
+            after_frame: Box::new(|| {}),
         }
+    }
+}
+
+/// A signal's next arrival; never, without the signal.
+async fn next_signal(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
     }
 }
 
@@ -604,14 +656,29 @@ async fn tick(wait: Option<Duration>) {
     }
 }
 
-async fn event_loop(
-    terminal: &mut ratatui::DefaultTerminal,
+/// The UI's loop over any backend (the terminal's, or ratatui's `TestBackend` in the tests):
+/// draws `app`, and applies what arrives (keys, messages, signals) until it quits.
+async fn event_loop<B, K>(
+    terminal: &mut ratatui::Terminal<B>,
     app: &mut App,
     work: &mut Loop,
-    mut signals: Signals,
+    outside: Outside<K>,
     hangup: &AtomicBool,
-) -> anyhow::Result<Exit> {
-    let mut input = Some(crossterm::event::EventStream::new());
+) -> anyhow::Result<Exit>
+where
+    B: ratatui::backend::Backend,
+    K: futures_util::Stream<Item = Message> + Unpin,
+{
+    use futures_util::StreamExt;
+    let Outside {
+        mut input,
+        signals,
+        mut after_frame,
+    } = outside;
+    let (mut term, mut hangups) = match signals {
+        Some(s) => (Some(s.term), Some(s.hangup)),
+        None => (None, None),
+    };
     let mut run_started: Option<Instant> = None;
     let mut dirty = true;
     let mut last_draw = Instant::now() - Duration::from_secs(1);
@@ -649,10 +716,7 @@ async fn event_loop(
             }
             last_draw = Instant::now();
             dirty = false;
-            if std::env::var_os("EDGEPROF_TUI_TEST_PANIC").is_some() {
-                // Lets the tests check that a panic leaves the terminal as it found it.
-                panic!("EDGEPROF_TUI_TEST_PANIC is set: panicking after the first frame");
-            }
+            after_frame();
         }
         // Wait for whatever comes first: a key, a message (samples, the run's events), a signal,
         // or, while a run is on, the next tick of its clock, or a deferred redraw.
@@ -678,7 +742,7 @@ async fn event_loop(
             },
             key = async {
                 match input.as_mut() {
-                    Some(events) => next_input(events).await,
+                    Some(events) => events.next().await,
                     None => std::future::pending().await,
                 }
             }, if input.is_some() => {
@@ -687,11 +751,11 @@ async fn event_loop(
                 }
                 key
             },
-            _ = signals.term.recv() => {
+            () = next_signal(term.as_mut()) => {
                 work.cancel.raise();
                 return Ok(Exit::Terminated);
             },
-            _ = signals.hangup.recv() => {
+            () = next_signal(hangups.as_mut()) => {
                 hangup.store(true, Ordering::Relaxed);
                 None
             },
@@ -716,3 +780,6 @@ async fn event_loop(
         }
     }
 }
+
+#[cfg(test)]
+mod tests;

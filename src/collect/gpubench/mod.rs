@@ -13,9 +13,7 @@ pub mod cuda;
 
 use crate::collect::kernels::Precision;
 use serde::{Deserialize, Serialize};
-use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 /// The kernels' source, compiled at run time by NVRTC.
@@ -271,46 +269,28 @@ pub fn measure_in_child(
         crate::collect::ceilings::Effort::Default => "default",
         crate::collect::ceilings::Effort::Thorough => "thorough",
     };
-    let mut child = Command::new(program)
-        .args(["gpu-bench-worker", "--device"])
+    use crate::collect::child::{Heard, Input, Output, Spec};
+    let mut spec = Spec::new(program);
+    spec.args(["gpu-bench-worker", "--device"])
         .arg(ordinal.to_string())
-        .args(["--effort", effort_arg])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+        .args(["--effort", effort_arg]);
+    let (tx, rx) = std::sync::mpsc::channel::<Heard>();
+    let mut child = spec
+        .start(Input::Null, Output::Lines { max: 1 << 20 }, &tx, None)
         .map_err(|e| {
             GpuBenchError::Failed(format!(
                 "cannot start the GPU benchmark ({}): {e}",
                 program.display()
             ))
         })?;
-    let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
-        let _ = child.kill();
-        return Err(GpuBenchError::Failed(
-            "the GPU benchmark's output could not be read".into(),
-        ));
-    };
-    let err_reader = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = std::io::Read::read_to_string(&mut BufReader::new(stderr), &mut text);
-        text
-    });
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines() {
-            let Ok(line) = line else { break };
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
+    drop(tx);
     let deadline = Instant::now() + timeout;
     let mut outcome: Option<Result<GpuMeasurement, GpuBenchError>> = None;
-    loop {
+    let (mut closed, mut exited) = (false, false);
+    while !(closed && exited) {
         let left = deadline.saturating_duration_since(Instant::now());
         match rx.recv_timeout(left) {
-            Ok(line) => match serde_json::from_str::<Message>(&line) {
+            Ok(Heard::Line(line)) => match serde_json::from_str::<Message>(&line) {
                 Ok(Message::Done(m)) => outcome = Some(Ok(m)),
                 Ok(Message::Unavailable(why)) => {
                     outcome = Some(Err(GpuBenchError::Unavailable(why)))
@@ -320,10 +300,13 @@ pub fn measure_in_child(
                 // Anything else on stdout (a driver's own message) is not ours: skip it.
                 Err(_) => {}
             },
+            Ok(Heard::Closed | Heard::Overlong) => closed = true,
+            Ok(Heard::Exited) => exited = true,
+            Ok(Heard::Cancelled) => {}
             Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
             Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                let _ = child.kill();
-                let _ = child.wait();
+                // Dropping it kills its group and reaps it.
+                drop(child);
                 return Err(GpuBenchError::Failed(format!(
                     "the GPU benchmark did not finish within {} s and was stopped",
                     timeout.as_secs()
@@ -331,10 +314,13 @@ pub fn measure_in_child(
             }
         }
     }
+    // What it left in its group would hold its output open.
+    child.signal_group(nix::sys::signal::Signal::SIGKILL);
     let status = child
-        .wait()
-        .map_err(|e| GpuBenchError::Failed(format!("cannot wait for the GPU benchmark: {e}")))?;
-    let stderr_text = err_reader.join().unwrap_or_default();
+        .reap()
+        .map_err(|e| GpuBenchError::Failed(format!("cannot wait for the GPU benchmark: {e}")))?
+        .status;
+    let stderr_text = child.stderr(Duration::from_secs(1));
     match outcome {
         Some(result) => result,
         None => {

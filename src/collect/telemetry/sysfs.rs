@@ -707,11 +707,11 @@ impl RaspberryPiReader {
         let tool = self.vcgencmd.as_ref().ok_or_else(|| {
             "vcgencmd is not installed (apt install libraspberrypi-bin)".to_string()
         })?;
-        let mut command = std::process::Command::new(tool);
+        let mut command = crate::collect::child::Spec::new(tool);
         command.arg("get_throttled");
         // A firmware call that hangs must not stop the sampler with it.
         let out = crate::collect::child::run(
-            command,
+            &command,
             b"",
             std::time::Duration::from_secs(2),
             crate::collect::child::Stdout::Capture,

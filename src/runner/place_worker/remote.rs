@@ -8,13 +8,13 @@
 //! holds it (the parent-death signal), so neither a killed worker nor a stuck program leaves it
 //! behind; it ends on its own when its stdin closes. Every request has a time limit.
 
-use anyhow::Context;
+use crate::collect::child::{Heard, Input, Output, Spec, Started};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::sync::{mpsc, Arc, Mutex};
+use std::process::{ChildStdin, ChildStdout};
+use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// The unit program, run by the interpreter that has onnxruntime.
@@ -56,7 +56,7 @@ type Answer = Result<(Value, Vec<u8>), String>;
 /// A running unit program.
 pub struct Remote {
     name: String,
-    child: Child,
+    child: Started,
     /// Taken (closed) when the unit is dropped, so that the program ends.
     stdin: Option<ChildStdin>,
     /// The answers, read by a thread of their own (so a silent program can be waited for).
@@ -64,12 +64,9 @@ pub struct Remote {
     /// Held by the thread that started the child; dropping it ends that thread, and with it the
     /// child (its parent-death signal).
     _hold: mpsc::Sender<()>,
-    /// The child's last words on stderr, for an error when it ends, and word that its reader
-    /// has read them all.
-    stderr: Arc<Mutex<String>>,
-    stderr_read: mpsc::Receiver<()>,
-    /// Told when the child exits (it stays unreaped until `child` is waited for).
-    exit: Option<crate::collect::exit::ExitWatch>,
+    /// Told when the child exits (it stays unreaped until `child` is reaped).
+    heard: mpsc::Receiver<Heard>,
+    exited: bool,
     patience: Patience,
 }
 
@@ -117,49 +114,31 @@ impl Remote {
                 engine.framework
             );
         }
-        let mut command = Command::new(&engine.python);
-        command
-            .args(["-c", PROGRAM])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        crate::collect::child::own_group(&mut command);
+        let mut spec = Spec::new(&engine.python);
+        spec.args(["-c", PROGRAM]);
         // The thread that starts the child holds it (it inherits this thread's CPUs).
-        let (spawned_tx, spawned_rx) = mpsc::channel::<std::io::Result<Child>>();
+        let (spawned_tx, spawned_rx) =
+            mpsc::channel::<Result<Started, crate::error::ChildFailed>>();
         let (hold, held) = mpsc::channel::<()>();
+        let (heard_tx, heard) = mpsc::channel::<Heard>();
         std::thread::spawn(move || {
-            let _ = spawned_tx.send(command.spawn());
+            let _ = spawned_tx.send(spec.start(Input::Piped, Output::Taken, &heard_tx, None));
+            drop(heard_tx);
             // Until the Remote is dropped.
             let _ = held.recv();
         });
         let mut child = spawned_rx
             .recv()
             .map_err(|_| anyhow::anyhow!("unit {name}: the thread starting its program ended"))?
-            .with_context(|| {
-                format!(
-                    "unit {name}: cannot start {} for onnxruntime",
+            .map_err(|e| {
+                anyhow::anyhow!(
+                    "unit {name}: cannot start {} for onnxruntime: {e}",
                     engine.python.display()
                 )
             })?;
-        let (Some(stdin), Some(stdout), Some(mut err)) =
-            (child.stdin.take(), child.stdout.take(), child.stderr.take())
-        else {
-            let _ = child.kill();
-            let _ = child.wait();
+        let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
             anyhow::bail!("unit {name}: the child's pipes were not opened");
         };
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let keep = Arc::clone(&stderr);
-        let (read_tx, stderr_read) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut text = String::new();
-            let _ = err.read_to_string(&mut text);
-            if let Ok(mut kept) = keep.lock() {
-                *kept = text;
-            }
-            let _ = read_tx.send(());
-        });
-        let exit = crate::collect::exit::ExitWatch::start(child.id()).ok();
         let (answer_tx, answers) = mpsc::channel();
         std::thread::spawn(move || read_answers(stdout, answer_tx));
         let mut remote = Remote {
@@ -168,9 +147,8 @@ impl Remote {
             stdin: Some(stdin),
             answers,
             _hold: hold,
-            stderr,
-            stderr_read,
-            exit,
+            heard,
+            exited: false,
             patience,
         };
         remote.ask(
@@ -219,24 +197,23 @@ impl Remote {
         Ok(answer)
     }
 
-    /// Whether the program has exited by `deadline` (without a watch: whether it has now).
+    /// Whether the program has exited by `deadline`.
     fn exited_by(&mut self, deadline: Instant) -> bool {
-        match &self.exit {
-            Some(watch) => watch.exited_by(deadline),
-            None => matches!(self.child.try_wait(), Ok(Some(_))),
+        if !self.exited {
+            let left = deadline.saturating_duration_since(Instant::now());
+            // Its exit is all it is heard saying (its stdout is read for answers).
+            self.exited = !matches!(
+                self.heard.recv_timeout(left),
+                Err(mpsc::RecvTimeoutError::Timeout)
+            );
         }
+        self.exited
     }
 
     /// Kills the program with whatever it started in its group.
     fn kill(&mut self) {
-        if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        self.child.signal_group(nix::sys::signal::Signal::SIGKILL);
+        let _ = self.child.reap();
     }
 
     /// Why the child stopped answering: its exit and its last line on stderr.
@@ -244,23 +221,18 @@ impl Remote {
         // A second for it to exit and for its stderr reader to finish, told, not polled.
         let deadline = Instant::now() + Duration::from_secs(1);
         let status = if self.exited_by(deadline) {
-            self.child.try_wait().ok().flatten()
+            self.child.try_reap().ok().flatten().map(|r| r.status)
         } else {
             None
         };
-        let _ = self
-            .stderr_read
-            .recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        let last = self
-            .stderr
-            .lock()
-            .ok()
-            .and_then(|t| {
-                t.lines()
-                    .rev()
-                    .find(|l| !l.trim().is_empty())
-                    .map(|l| format!(": {}", l.trim()))
-            })
+        let stderr = self
+            .child
+            .stderr(deadline.saturating_duration_since(Instant::now()));
+        let last = stderr
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .map(|l| format!(": {}", l.trim()))
             .unwrap_or_default();
         let how = status.map_or("stopped answering".to_string(), |s| format!("ended ({s})"));
         anyhow::anyhow!("unit {}: the onnxruntime unit {how}{last}", self.name)
@@ -332,7 +304,7 @@ impl Drop for Remote {
         // killed.
         drop(self.stdin.take());
         if self.exited_by(Instant::now() + Duration::from_secs(2)) {
-            let _ = self.child.wait();
+            let _ = self.child.reap();
             return;
         }
         self.kill();

@@ -170,33 +170,12 @@ fn a_grandchild_in_its_own_session_holding_the_pipes_is_killed_with_the_worker()
     );
     // The timeout, the kill grace, and some slack for a loaded machine.
     assert!(started.elapsed() < Duration::from_secs(8));
-    let left = Command::new("pgrep")
+    let left = std::process::Command::new("pgrep")
         .args(["-f", "sleep 3931"])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).into_owned())
         .unwrap_or_default();
     assert!(left.trim().is_empty(), "left behind: {left}");
-}
-
-#[test]
-fn lines_are_cut_at_the_limit_and_the_rest_is_dropped() {
-    let mut seen = Vec::new();
-    for_each_line(
-        "short\nlonger line\r\nend".as_bytes(),
-        6,
-        |line, dropped| {
-            seen.push((line, dropped));
-            true
-        },
-    );
-    assert_eq!(
-        seen,
-        vec![
-            ("short".to_string(), 0),
-            ("longer".to_string(), 6),
-            ("end".to_string(), 0)
-        ]
-    );
 }
 
 #[test]
@@ -244,14 +223,4 @@ fn a_missing_program_cannot_start() {
         "{:?}",
         missing.outcome
     );
-}
-
-#[test]
-fn stderr_tail_keeps_the_last_lines() {
-    let text: String = (0..30).map(|i| format!("line {i}\n")).collect();
-    let t = read_tail(text.as_bytes());
-    assert_eq!(t.lines().count(), STDERR_TAIL_LINES);
-    assert!(t.starts_with("line 10") && t.ends_with("line 29"));
-    let long = "x".repeat(5000);
-    assert_eq!(read_tail(long.as_bytes()).len(), STDERR_LINE_BYTES);
 }

@@ -6,21 +6,22 @@
 //! failure of that size, never a hang.
 
 use super::{Member, NodeRecord, Study, TrainEvent};
+use crate::collect::child::{self, Spec, Started};
 use crate::collect::stop::Cancel;
 use crate::fleet::{command_line, ssh, Word};
 use crate::train::cluster::{DataSpec, NodeLine, RankSpec};
 use crate::train::{Done, Epoch, Trained};
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::ChildStdin;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 /// How long members have, once their control channel is closed, to stop and say so before
 /// their streams are killed.
 const STOP_GRACE: Duration = Duration::from_secs(15);
-/// How much of a stream's stderr (ssh's words, or edgeprof's) is kept for a failure's reason.
-const STDERR_TAIL: usize = 8 * 1024;
+/// Longest line of a member's stream read, in bytes: its lines are short records.
+const MAX_LINE: usize = 1 << 20;
 /// Milliseconds between a member's samples.
 const SAMPLE_MS: u64 = 1000;
 
@@ -32,9 +33,8 @@ pub struct Ran {
 
 /// One member's stream.
 struct Stream {
-    child: Option<Child>,
+    child: Option<Started>,
     stdin: Option<ChildStdin>,
-    stderr: Option<std::thread::JoinHandle<String>>,
     /// Its stdout ended.
     closed: bool,
 }
@@ -47,7 +47,7 @@ enum Heard {
 }
 
 /// The command that runs `edgeprof train-rank` on `member`, with its working directory.
-fn command(member: &Member, local_workdir: &Path) -> Command {
+fn command(member: &Member, local_workdir: &Path) -> Spec {
     match &member.node {
         Some(node) => ssh(
             node,
@@ -60,7 +60,7 @@ fn command(member: &Member, local_workdir: &Path) -> Command {
         ),
         None => {
             let exe = std::env::current_exe().unwrap_or_else(|_| "edgeprof".into());
-            let mut c = Command::new(exe);
+            let mut c = Spec::new(exe);
             c.arg("train-rank").arg("--workdir").arg(local_workdir);
             c
         }
@@ -141,7 +141,6 @@ pub fn size(
                 streams.push(Stream {
                     child: None,
                     stdin: None,
-                    stderr: None,
                     closed: true,
                 });
             }
@@ -222,9 +221,9 @@ pub fn size(
                 if record.end.is_none() && record.failure.is_none() {
                     // The stream broke before the member said how its rank ended.
                     let said = streams[rank]
-                        .stderr
-                        .take()
-                        .and_then(|h| h.join().ok())
+                        .child
+                        .as_ref()
+                        .map(|c| c.stderr(Duration::from_secs(1)))
                         .unwrap_or_default();
                     let last = crate::text::last_lines(&said, 1).join(" ");
                     let why = if last.trim().is_empty() {
@@ -260,13 +259,8 @@ pub fn size(
     // reaped.
     for s in &mut streams {
         if let Some(mut child) = s.child.take() {
-            if let Ok(pid) = i32::try_from(child.id()) {
-                let _ = nix::sys::signal::killpg(
-                    nix::unistd::Pid::from_raw(pid),
-                    nix::sys::signal::Signal::SIGKILL,
-                );
-            }
-            let _ = child.wait();
+            child.signal_group(nix::sys::signal::Signal::SIGKILL);
+            let _ = child.reap();
         }
     }
     let busiest = records
@@ -311,46 +305,37 @@ fn stop(streams: &mut [Stream], stopping: &mut Option<Instant>) {
 /// Starts one member's stream and sends it its spec.
 fn start(
     rank: usize,
-    mut command: Command,
+    command: Spec,
     spec: &RankSpec,
     tx: &mpsc::Sender<Heard>,
 ) -> Result<Stream, String> {
-    command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    crate::collect::child::own_group(&mut command);
-    let mut child = command
-        .spawn()
-        .map_err(|e| format!("cannot start {:?}: {e}", command.get_program()))?;
-    let mut stdin = child.stdin.take();
     let text = serde_json::to_string(spec).map_err(|e| e.to_string())? + "\n";
+    let mut child = command
+        .start_mapped(
+            child::Input::Piped,
+            child::Output::Lines { max: MAX_LINE },
+            tx,
+            move |heard| match heard {
+                // Anything else (a login banner, a shell's words) is not the member's.
+                child::Heard::Line(line) => serde_json::from_str::<NodeLine>(&line)
+                    .ok()
+                    .map(|parsed| Heard::Line(rank, parsed)),
+                child::Heard::Closed => Some(Heard::Closed(rank)),
+                _ => None,
+            },
+            None,
+        )
+        .map_err(|e| format!("cannot start {:?}: {e}", command.program()))?;
+    let mut stdin = child.take_stdin();
     if let Some(input) = stdin.as_mut() {
         // A stream that cannot take its spec has ended: its stdout's end says so below.
         let _ = input
             .write_all(text.as_bytes())
             .and_then(|()| input.flush());
     }
-    let stderr = crate::collect::child::keep_tail(child.stderr.take(), STDERR_TAIL);
-    if let Some(stdout) = child.stdout.take() {
-        let tx = tx.clone();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                // Anything else (a login banner, a shell's words) is not the member's.
-                if let Ok(parsed) = serde_json::from_str::<NodeLine>(&line) {
-                    if tx.send(Heard::Line(rank, parsed)).is_err() {
-                        return;
-                    }
-                }
-            }
-            let _ = tx.send(Heard::Closed(rank));
-        });
-    }
     Ok(Stream {
         child: Some(child),
         stdin,
-        stderr: Some(stderr),
         closed: false,
     })
 }

@@ -92,12 +92,12 @@ fn ordinal(unit: &Unit) -> Option<usize> {
 
 /// The execution providers of `python`'s onnxruntime, or why they are not known.
 fn providers(python: &Path) -> Result<Vec<String>, String> {
-    let mut command = std::process::Command::new(python);
+    let mut command = crate::collect::child::Spec::new(python);
     command.args([
         "-c",
         "import onnxruntime as o; print(','.join(o.get_available_providers()))",
     ]);
-    let out = crate::engines::env::run_with_timeout(command, "", Duration::from_secs(120))
+    let out = crate::engines::env::run_with_timeout(&command, "", Duration::from_secs(120))
         .map_err(|e| e.0)?;
     Ok(out
         .lines()

@@ -1,19 +1,12 @@
-//! The supervisor of short-lived children (a framework's probe, a model converter, ssh for
-//! `nodes check`, a profiler, `vcgencmd`): each runs in a process group of its own and dies
-//! with edgeprof (parent-death signal set before exec); its input is written from a thread of
-//! its own while its output is read, so a large input cannot deadlock against the output; what
-//! it prints is kept up to a bound (its last bytes), or streamed into a file; it is waited for
-//! in one blocking call (`collect::exit`) until it exits or its time is up, and then the whole
-//! group is killed. Children that speak while they run have their own loop around the same
-//! parts ([`own_group`] before exec, `collect::exit` for the exit): workers with a protocol
-//! (`runner::spawn`) and training launchers (`train::study`); fleet nodes are tokio child
-//! processes (`fleet::run`).
+//! Short-lived children: started, fed their input, their output kept (or streamed into a
+//! file), and waited for until they exit or their time is up.
 
+use super::streams::keep_tail;
+use super::Spec;
 use crate::error::ChildFailed;
-use std::io::{Read, Write};
-use std::os::unix::process::CommandExt;
+use std::io::Write;
 use std::path::Path;
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// The most of a child's stdout kept (its last bytes): an answer is at the end.
@@ -51,38 +44,6 @@ impl Ran {
     }
 }
 
-/// Reads `stream` to its end, keeping its last `limit` bytes (a cut character becomes U+FFFD).
-fn read_tail(mut stream: impl Read, limit: usize) -> String {
-    let mut kept: Vec<u8> = Vec::new();
-    let mut chunk = [0u8; 64 << 10];
-    loop {
-        match stream.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => {
-                kept.extend_from_slice(&chunk[..n]);
-                // Trimmed in steps, so a long stream costs a copy per `limit` bytes, not per read.
-                if kept.len() > limit.saturating_mul(2) {
-                    kept.drain(..kept.len() - limit);
-                }
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(_) => break,
-        }
-    }
-    if kept.len() > limit {
-        kept.drain(..kept.len() - limit);
-    }
-    String::from_utf8_lossy(&kept).into_owned()
-}
-
-/// Reads `stream` on a thread of its own, keeping its last `limit` bytes.
-pub fn keep_tail<R: Read + Send + 'static>(
-    stream: Option<R>,
-    limit: usize,
-) -> std::thread::JoinHandle<String> {
-    std::thread::spawn(move || stream.map_or_else(String::new, |s| read_tail(s, limit)))
-}
-
 /// A duration as the messages say it: `300 ms`, `20 s`.
 pub fn said(d: Duration) -> String {
     if d < Duration::from_secs(1) {
@@ -92,41 +53,28 @@ pub fn said(d: Duration) -> String {
     }
 }
 
-/// Starts `command` in a process group of its own (so that what it starts can be killed with
-/// it, and a terminal's Ctrl-C reaches edgeprof alone) that dies with edgeprof: the
-/// parent-death signal is set before exec.
-pub fn own_group(command: &mut Command) {
-    command.process_group(0);
-    // SAFETY: the closure runs in the forked child before exec and only makes prctl, which is
-    // async-signal-safe.
-    unsafe {
-        command.pre_exec(|| {
-            // If edgeprof dies, the child (and, by its group, what it started) goes too.
-            nix::sys::prctl::set_pdeathsig(nix::sys::signal::Signal::SIGKILL)
-                .map_err(std::io::Error::from)
-        });
-    }
-}
-
-/// Runs `command` with `input` on its stdin until it ends, or kills its process group after
+/// Runs `spec` with `input` on its stdin until it ends, or kills its process group after
 /// `timeout`. Err when it cannot start, cannot be waited for, or ran out of time.
 pub fn run(
-    command: Command,
+    spec: &Spec,
     input: &[u8],
     timeout: Duration,
     stdout: Stdout,
 ) -> Result<Ran, ChildFailed> {
-    run_until(command, input, timeout, stdout, None)
+    run_until(spec, input, timeout, stdout, None)
 }
 
 /// [`run`], and its process group is killed the moment `cancel` is raised (Err then).
 pub fn run_until(
-    mut command: Command,
+    spec: &Spec,
     input: &[u8],
     timeout: Duration,
     stdout: Stdout,
     cancel: Option<&crate::collect::stop::Cancel>,
 ) -> Result<Ran, ChildFailed> {
+    let mut command = spec
+        .command()
+        .map_err(|e| format!("cannot start it: {e}"))?;
     let out = match stdout {
         Stdout::Capture => Stdio::piped(),
         Stdout::File(path) => std::fs::File::create(path)
@@ -137,7 +85,6 @@ pub fn run_until(
         .stdin(Stdio::piped())
         .stdout(out)
         .stderr(Stdio::piped());
-    own_group(&mut command);
     let mut child = command
         .spawn()
         .map_err(|e| format!("cannot start it: {e}"))?;
@@ -215,9 +162,9 @@ pub fn ask_worker<T: serde::de::DeserializeOwned>(
 ) -> anyhow::Result<T> {
     let exe = std::env::current_exe()
         .map_err(|e| anyhow::anyhow!("cannot locate the edgeprof binary: {e}"))?;
-    let mut command = Command::new(exe);
-    command.args(args);
-    let ran = run_until(command, input, timeout, Stdout::Capture, cancel)
+    let mut spec = Spec::new(exe);
+    spec.args(args);
+    let ran = run_until(&spec, input, timeout, Stdout::Capture, cancel)
         .map_err(|e| anyhow::anyhow!("{what} {e}"))?;
     if !ran.status.success() {
         // Its last line, without the "edgeprof: error: " this error is printed with again.
@@ -242,8 +189,8 @@ pub fn ask_worker<T: serde::de::DeserializeOwned>(
 mod tests {
     use super::*;
 
-    fn sh(script: &str) -> Command {
-        let mut c = Command::new("sh");
+    fn sh(script: &str) -> Spec {
+        let mut c = Spec::new("sh");
         c.args(["-c", script]);
         c
     }
@@ -251,7 +198,7 @@ mod tests {
     #[test]
     fn input_goes_in_and_output_comes_back() -> Result<(), ChildFailed> {
         let ran = run(
-            sh("cat; echo oops >&2"),
+            &sh("cat; echo oops >&2"),
             b"echoed",
             Duration::from_secs(20),
             Stdout::Capture,
@@ -267,7 +214,7 @@ mod tests {
         let start = Instant::now();
         // The grandchild holds the pipes: only killing the group lets the run end.
         let late = run(
-            sh("sleep 30 & sleep 30"),
+            &sh("sleep 30 & sleep 30"),
             b"",
             Duration::from_millis(300),
             Stdout::Capture,
@@ -282,12 +229,10 @@ mod tests {
     #[test]
     fn output_is_kept_up_to_its_last_bytes_or_goes_to_a_file(
     ) -> Result<(), Box<dyn std::error::Error>> {
-        assert_eq!(read_tail(&b"0123456789"[..], 4), "6789");
-        assert_eq!(read_tail(&b"short"[..], 100), "short");
         let dir = tempfile::tempdir()?;
         let file = dir.path().join("out.csv");
         let ran = run(
-            sh("seq 1 100000"),
+            &sh("seq 1 100000"),
             b"",
             Duration::from_secs(20),
             Stdout::File(&file),
