@@ -28,7 +28,9 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         Event::Run(RunEvent::Node(event)) => node_line(event),
         _ => {}
     };
-    let ran = edgeprof::jobs::fleet(config, &text, file, output, &cancel, &show)?;
+    let runtime = super::runtime()?;
+    let driver = fleet::Driver::Own(&runtime);
+    let ran = edgeprof::jobs::fleet(config, &text, file, output, &cancel, &driver, &show)?;
     let (dir, outcomes) = (&ran.dir, &ran.outcomes);
     let rows: Vec<Vec<String>> = outcomes
         .iter()

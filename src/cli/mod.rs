@@ -44,6 +44,15 @@ fn tui(args: TuiArgs) -> anyhow::Result<()> {
     })
 }
 
+/// The CLI's one async runtime (a process makes at most one): the headless monitor's sampling
+/// loop, a fleet run's nodes. Current-thread: what it waits on wakes it.
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| anyhow::anyhow!("cannot start the event loop: {e}"))
+}
+
 /// Exit code for an error: 2 for bad input, 130 for a stop on request, 1 for anything else
 /// (see [`edgeprof::jobs::failure_of`]).
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {

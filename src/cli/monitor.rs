@@ -110,10 +110,7 @@ pub fn monitor(o: MonitorOptions) -> anyhow::Result<()> {
     }
     // The loop is one current-thread runtime: it sleeps to each sample's deadline and wakes
     // early only for SIGINT or SIGTERM, which end the log cleanly.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| anyhow::anyhow!("cannot start the sampling loop: {e}"))?;
+    let runtime = super::runtime()?;
     let mut signals = {
         let _inside = runtime.enter();
         Stopping::new().map_err(|e| anyhow::anyhow!("cannot install the signal handler: {e}"))?

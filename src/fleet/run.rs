@@ -584,11 +584,29 @@ pub fn device_line(m: &Manifest) -> String {
 /// local edgeprof) is killed.
 const CANCEL_GRACE: Duration = Duration::from_millis(1200);
 
+/// What drives a fleet run's async work: the runtime of the front-end's process (one per
+/// process), which this thread runs itself (`edgeprof run` on the CLI's main thread), or which
+/// another thread is running (the terminal UI's event loop drives it while the run's own thread
+/// waits here).
+pub enum Driver<'a> {
+    Own(&'a tokio::runtime::Runtime),
+    Shared(tokio::runtime::Handle),
+}
+
+impl Driver<'_> {
+    fn block_on<F: std::future::Future>(&self, work: F) -> F::Output {
+        match self {
+            Driver::Own(runtime) => runtime.block_on(work),
+            Driver::Shared(handle) => handle.block_on(work),
+        }
+    }
+}
+
 /// Runs every target's share at once; each node's stream lands in `fleet_dir/NAME/`. Raising
 /// `cancel` stops every node within about [`CANCEL_GRACE`]: each keeps what it finished and
 /// ends [`NodeStatus::Cancelled`].
 ///
-/// One current-thread tokio runtime drives every node: each node's child (ssh, or the local
+/// The front-end's runtime (`driver`) drives every node: each node's child (ssh, or the local
 /// edgeprof) is a tokio child process whose stream is read as it comes, beside the cancel and
 /// the grace timer, so nothing wakes up to look while the nodes measure.
 pub fn run_all(
@@ -596,6 +614,7 @@ pub fn run_all(
     share: &Share,
     fleet_dir: &Path,
     cancel: &Cancel,
+    driver: &Driver,
     send: impl Fn(FleetEvent),
 ) -> Vec<NodeOutcome> {
     let unreached = |t: &Target, reason: String| NodeOutcome {
@@ -609,18 +628,8 @@ pub fn run_all(
         ok: 0,
         failed: 0,
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            let why = format!("the controller cannot start its event loop: {e}");
-            return targets.iter().map(|t| unreached(t, why.clone())).collect();
-        }
-    };
     let send = &send;
-    runtime.block_on(async {
+    driver.block_on(async {
         use futures_util::FutureExt;
         let nodes = targets.iter().map(|t| {
             // A node whose controller panics ends alone; the others go on.

@@ -91,12 +91,19 @@ fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Si
 /// Runs config `text` (`file` names it and resolves its relative paths): a new results
 /// directory and its sweep ([`sweep::sweep`]), or a fleet run when the config names nodes.
 /// Ends with [`RunEvent::Finished`].
-pub fn run(text: String, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
+pub fn run(
+    text: String,
+    file: &Path,
+    cancel: &Cancel,
+    telemetry_root: &Path,
+    driver: &fleets::Driver,
+    send: Sink,
+) {
     let mut dir = None;
     let result = (|| -> anyhow::Result<SweepOutcome> {
         let parsed = crate::config::parse(&text, file)?;
         if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
-            return fleet_run(&parsed, &text, file, cancel, send);
+            return fleet_run(&parsed, &text, file, cancel, driver, send);
         }
         let plan = Plan::new(text, file, None)?;
         dir = Some(plan.dir.clone());
@@ -164,13 +171,14 @@ impl FleetRan {
 /// A fleet run of config `text` (`file` names it): every node's share at once, their progress
 /// as [`RunEvent::Node`]. Its directory (under `output` or the config's output directory)
 /// holds `fleet.json`, written when the run starts and again when it ends, and one results
-/// directory per node.
+/// directory per node. `driver` is the front-end's runtime.
 pub fn fleet(
     config: &Config,
     text: &str,
     file: &Path,
     output: Option<&Path>,
     cancel: &Cancel,
+    driver: &fleets::Driver,
     send: Sink,
 ) -> anyhow::Result<FleetRan> {
     if let Some(why) = fleets::unshareable(config) {
@@ -192,7 +200,7 @@ pub fn fleet(
         dir: dir.clone(),
         nodes: config.matrix.nodes.clone(),
     }));
-    let outcomes = fleets::run_all(&targets, &share, &dir, cancel, |e| {
+    let outcomes = fleets::run_all(&targets, &share, &dir, cancel, driver, |e| {
         send(Event::Run(RunEvent::Node(e)))
     });
     manifest.ended = Some(crate::text::now_rfc3339());
@@ -211,9 +219,10 @@ fn fleet_run(
     text: &str,
     file: &Path,
     cancel: &Cancel,
+    driver: &fleets::Driver,
     send: Sink,
 ) -> anyhow::Result<SweepOutcome> {
-    let ran = fleet(config, text, file, None, cancel, send)?;
+    let ran = fleet(config, text, file, None, cancel, driver, send)?;
     Ok(SweepOutcome {
         ok: ran.outcomes.iter().map(|o| o.ok).sum(),
         failed: ran.outcomes.iter().map(|o| o.failed).sum(),

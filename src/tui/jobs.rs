@@ -34,6 +34,8 @@ pub struct JobLink {
     pub tx: Sender<Message>,
     pub cancel: Cancel,
     pub telemetry_root: PathBuf,
+    /// The UI's runtime, which its event loop runs: a fleet run's nodes are driven on it.
+    pub runtime: tokio::runtime::Handle,
 }
 
 /// The library's jobs.
@@ -42,7 +44,15 @@ pub struct Jobs;
 impl Runner for Jobs {
     fn run(&self, text: String, file: PathBuf, to: JobLink) -> std::thread::JoinHandle<()> {
         std::thread::spawn(move || {
-            jobs::run(text, &file, &to.cancel, &to.telemetry_root, &forward(to.tx))
+            let driver = edgeprof::fleet::run::Driver::Shared(to.runtime);
+            jobs::run(
+                text,
+                &file,
+                &to.cancel,
+                &to.telemetry_root,
+                &driver,
+                &forward(to.tx),
+            )
         })
     }
 

@@ -126,15 +126,17 @@ pub struct Loop {
     pub processes_wanted: std::sync::Arc<AtomicBool>,
     /// What starts the jobs.
     pub runner: Box<dyn Runner>,
+    /// The UI's runtime (the event loop runs it), which a fleet run's nodes are driven on.
+    pub runtime: tokio::runtime::Handle,
 }
 
 impl Loop {
-    pub fn new() -> Loop {
-        Loop::with_runner(Box::new(Jobs))
+    pub fn new(runtime: tokio::runtime::Handle) -> Loop {
+        Loop::with_runner(Box::new(Jobs), runtime)
     }
 
-    /// A loop whose jobs `runner` starts.
-    pub fn with_runner(runner: Box<dyn Runner>) -> Loop {
+    /// A loop whose jobs `runner` starts, on `runtime` (the one its event loop runs).
+    pub fn with_runner(runner: Box<dyn Runner>, runtime: tokio::runtime::Handle) -> Loop {
         let (tx, rx) = mpsc::unbounded_channel();
         Loop {
             tx,
@@ -146,6 +148,7 @@ impl Loop {
             monitor_interval_ms: std::sync::Arc::new(std::sync::atomic::AtomicU64::new(500)),
             processes_wanted: std::sync::Arc::new(AtomicBool::new(false)),
             runner,
+            runtime,
         }
     }
 
@@ -157,6 +160,7 @@ impl Loop {
             tx: self.tx.clone(),
             cancel: self.cancel.clone(),
             telemetry_root: self.telemetry_root.clone(),
+            runtime: self.runtime.clone(),
         };
         self.run = Some(job(self.runner.as_ref(), link));
     }
@@ -358,12 +362,6 @@ impl Loop {
     }
 }
 
-impl Default for Loop {
-    fn default() -> Self {
-        Loop::new()
-    }
-}
-
 /// Samples telemetry for the Monitor tab every `interval` (in ms, changed by the tab's keys:
 /// read after each sample) until `stop`; while `processes` is set (the tab shows), with every
 /// process's CPU and memory since the sample before.
@@ -417,7 +415,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
                 .into()
         ));
     }
-    let mut work = Loop::new();
+    // One current-thread runtime is the event loop (and drives a fleet run's nodes); its
+    // signal listeners exist before the terminal is set up, so a SIGTERM from then on restores
+    // the terminal.
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the event loop")?;
+    let mut work = Loop::new(runtime.handle().clone());
     if let Some((_, root)) = &options.monitor {
         work.telemetry_root = root.clone();
     }
@@ -444,12 +449,6 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
         .monitor
         .as_ref()
         .map_or(Duration::from_millis(500), |m| m.0);
-    // One current-thread runtime is the event loop; its signal listeners exist before the
-    // terminal is set up, so a SIGTERM from then on restores the terminal.
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the event loop")?;
     let signals = {
         let _inside = runtime.enter();
         Signals::new().context("cannot install the signal handlers")?
@@ -517,23 +516,17 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
     }
     if headless {
         // The terminal is gone: let the run finish and save its results, then leave.
-        while let Some(handle) = work.run.take() {
-            let _ = handle.join();
-        }
+        finish_job(&runtime, &mut work);
     }
     match exit {
         Ok(Exit::Terminated) => {
-            if let Some(handle) = work.run.take() {
-                let _ = handle.join();
-            }
+            finish_job(&runtime, &mut work);
             std::process::exit(143);
         }
         Ok(Exit::Quit) => {
             let was_running = app.run.active;
             let was_training = app.train.active;
-            if let Some(handle) = work.run.take() {
-                let _ = handle.join();
-            }
+            finish_job(&runtime, &mut work);
             if was_running {
                 return Err(cancelled_run(&mut app, &mut work));
             }
@@ -551,6 +544,14 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// Waits for the job in progress to end, running the UI's runtime meanwhile: a fleet run's
+/// nodes are driven on it, and would stop with it.
+fn finish_job(runtime: &tokio::runtime::Runtime, work: &mut Loop) {
+    if let Some(handle) = work.run.take() {
+        let _ = runtime.block_on(runtime.spawn_blocking(move || handle.join()));
     }
 }
 

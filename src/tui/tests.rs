@@ -69,16 +69,6 @@ fn r_starts_the_selection_through_the_runner_and_its_end_shows_on_the_run_tab() 
         theme,
         false,
     );
-    let handed = Arc::new(Mutex::new(Vec::new()));
-    let mut work = Loop::with_runner(Box::new(Scripted {
-        handed: Arc::clone(&handed),
-    }));
-    let mut terminal = match ratatui::Terminal::new(TestBackend::new(80, 24)) {
-        Ok(t) => t,
-        Err(e) => panic!("{e}"),
-    };
-    // `r` on the Conditions tab, then nothing more from the keyboard.
-    let keys = futures_util::stream::iter([key('r')]).chain(futures_util::stream::pending());
     let runtime = match tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -86,6 +76,17 @@ fn r_starts_the_selection_through_the_runner_and_its_end_shows_on_the_run_tab() 
         Ok(r) => r,
         Err(e) => panic!("{e}"),
     };
+    let handed = Arc::new(Mutex::new(Vec::new()));
+    let scripted = Scripted {
+        handed: Arc::clone(&handed),
+    };
+    let mut work = Loop::with_runner(Box::new(scripted), runtime.handle().clone());
+    let mut terminal = match ratatui::Terminal::new(TestBackend::new(80, 24)) {
+        Ok(t) => t,
+        Err(e) => panic!("{e}"),
+    };
+    // `r` on the Conditions tab, then nothing more from the keyboard.
+    let keys = futures_util::stream::iter([key('r')]).chain(futures_util::stream::pending());
     let hangup = AtomicBool::new(false);
     let exit = runtime.block_on(async {
         tokio::time::timeout(
