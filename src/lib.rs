@@ -17,9 +17,7 @@
 //!   them, and no two modules name each other around a loop; `tests/layering.rs` checks it.
 
 #[macro_use]
-pub mod console;
-#[macro_use]
-mod serde_text;
+pub mod text;
 
 pub mod bench;
 pub mod collect;
@@ -43,6 +41,5 @@ pub mod runner;
 pub mod scorecard;
 pub mod stats;
 pub mod sweep_dir;
-pub mod text;
 pub mod train;
 pub mod tune;

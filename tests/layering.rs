@@ -22,8 +22,6 @@ const BOTTOM: &[&str] = &[
     "error",
     "files",
     "text",
-    "console",
-    "serde_text",
 ];
 /// The bottom modules the rule is about (the helpers name nothing at all).
 const RULED_BOTTOM: &[&str] = &["config", "models", "stats", "collect"];

@@ -64,7 +64,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
     edgeprof::text::fit_tables_to(if cli.wide {
         None
     } else {
-        edgeprof::console::columns(1)
+        edgeprof::text::console::columns(1)
     });
     let ui_flags = cli.ui.ascii || cli.ui.theme.is_some() || cli.ui.open.is_some();
     if ui_flags && !matches!(cli.command, None | Some(Command::Tui(_))) {

@@ -239,24 +239,24 @@ impl Output {
     /// rather than left to the terminal to break anywhere, the status line cleared first.
     fn say(&mut self, text: &str) {
         self.clear_status();
-        let wrapped = match edgeprof::console::columns(2).filter(|_| self.tty) {
+        let wrapped = match edgeprof::text::console::columns(2).filter(|_| self.tty) {
             Some(columns) => edgeprof::text::wrap(text, columns, "    "),
             None => text.to_string(),
         };
-        if self.terminal() && !edgeprof::console::err(format_args!("{wrapped}\n")) {
+        if self.terminal() && !edgeprof::text::console::err(format_args!("{wrapped}\n")) {
             self.stderr = false;
         }
     }
 
     /// Replaces the terminal's status line (nothing without a terminal).
     fn status(&mut self, text: &str) {
-        if self.tty && self.terminal() && !edgeprof::console::err(format_args!("\r\x1b[2K{text}")) {
+        if self.tty && self.terminal() && !edgeprof::text::console::err(format_args!("\r\x1b[2K{text}")) {
             self.stderr = false;
         }
     }
 
     fn clear_status(&mut self) {
-        if self.tty && self.terminal() && !edgeprof::console::err(format_args!("\r\x1b[2K")) {
+        if self.tty && self.terminal() && !edgeprof::text::console::err(format_args!("\r\x1b[2K")) {
             self.stderr = false;
         }
     }
@@ -319,7 +319,7 @@ impl Progress {
         // One terminal line (short of its last column, where some terminals wrap) so the
         // redraw does not scroll: the bar narrows, the condition's name is cut in the middle,
         // and the extra figures go before the ETA does.
-        let columns = edgeprof::console::columns(2).unwrap_or(80).max(40) - 1;
+        let columns = edgeprof::text::console::columns(2).unwrap_or(80).max(40) - 1;
         let width = if columns >= 100 { 24 } else { 10 };
         let filled = ((frac * width as f64).round() as usize).min(width);
         let head = format!(

@@ -1,6 +1,11 @@
 //! Numbers, durations, timestamps and tables as plain text: shared by the reports, the error messages and
 //! both front-ends.
 
+#[macro_use]
+pub mod console;
+#[macro_use]
+mod serde;
+
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 /// 1234567 → "1,234,567".

@@ -48,7 +48,7 @@ pub fn columns(fd: i32) -> Option<usize> {
 #[macro_export]
 macro_rules! err {
     ($($arg:tt)*) => {{
-        let _ = $crate::console::err(format_args!($($arg)*));
+        let _ = $crate::text::console::err(format_args!($($arg)*));
     }};
 }
 
@@ -57,10 +57,10 @@ macro_rules! err {
 #[macro_export]
 macro_rules! errln {
     () => {{
-        let _ = $crate::console::err(format_args!("\n"));
+        let _ = $crate::text::console::err(format_args!("\n"));
     }};
     ($($arg:tt)*) => {{
-        let _ = $crate::console::err_line(format_args!($($arg)*));
+        let _ = $crate::text::console::err_line(format_args!($($arg)*));
     }};
 }
 
