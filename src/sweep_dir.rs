@@ -428,6 +428,24 @@ pub struct CpuRoofline {
     pub left_out: Vec<(String, String)>,
 }
 
+impl CpuRoofline {
+    /// As the terminal shows it: chart, roofs and advice.
+    pub fn text(&self) -> String {
+        format!(
+            "\nroofline\n{}",
+            crate::report::text::roofline_text(
+                &self.ceilings.ceilings,
+                &self.from,
+                &self.programs,
+                &self.left_out,
+                crate::roofline::Precision::Fp32,
+                false,
+                (80, 24),
+            )
+        )
+    }
+}
+
 /// The CPU roofline of a finished sweep (None when no CPU condition succeeded: a sweep of GPU
 /// conditions only has none): `roofline.json` with each point's analysis, and
 /// `charts/roofline.svg`. This device's ceilings are measured first when none are kept;

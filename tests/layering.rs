@@ -15,13 +15,7 @@ use std::path::{Path, PathBuf};
 const FRONT_ENDS: &[&str] = &["cli", "tui"];
 /// The bottom layer, and the shared helpers it may use.
 const BOTTOM: &[&str] = &[
-    "collect",
-    "models",
-    "config",
-    "stats",
-    "error",
-    "files",
-    "text",
+    "collect", "models", "config", "stats", "error", "files", "text",
 ];
 /// The bottom modules the rule is about (the helpers name nothing at all).
 const RULED_BOTTOM: &[&str] = &["config", "models", "stats", "collect"];

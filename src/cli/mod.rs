@@ -443,8 +443,15 @@ fn report_html(dir: &Path, file: Option<&Path>, fleet: bool) -> anyhow::Result<(
             render::bytes(size)
         ))
     };
+    let write = |dir: &Path, file: Option<&Path>| -> anyhow::Result<PathBuf> {
+        let (path, warnings) = edgeprof::report::html::write(dir, file)?;
+        for warning in &warnings {
+            errln!("warning: {warning}");
+        }
+        Ok(path)
+    };
     if !fleet {
-        return wrote(&sweep::write_html(dir, file)?);
+        return wrote(&write(dir, file)?);
     }
     if file.is_some() {
         return Err(BadInput(format!(
@@ -465,7 +472,7 @@ fn report_html(dir: &Path, file: Option<&Path>, fleet: bool) -> anyhow::Result<(
             errln!("{}: no results from this node", node.name);
             continue;
         }
-        match sweep::write_html(&node_dir, None) {
+        match write(&node_dir, None) {
             Ok(path) => wrote(&path)?,
             Err(e) => errln!("edgeprof: {}: {e:#}", node.name),
         }

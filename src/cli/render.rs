@@ -544,7 +544,7 @@ pub fn config_summary(file: &str, config: &Config, plan: &Plan, estimated_second
     out
 }
 
-pub use edgeprof::runner::progress::{skip_groups, skipped_lines};
+pub use edgeprof::runner::progress::skipped_lines;
 
 /// Progress of a running benchmark, on stderr.
 pub fn progress_line(event: BenchEvent) {

@@ -3,8 +3,12 @@
 //! roofline with its advice, and the engines side by side. No script, no external style sheet,
 //! font or image: copied to a laptop (`scp`), it opens offline in any browser and prints.
 
+use crate::error::BadInput;
 use crate::results::summary::{self, Row};
-use crate::results::Stored;
+use crate::results::{self, Stored};
+use crate::roofline::{store, Ceilings, Precision};
+use anyhow::Context;
+use std::path::{Path, PathBuf};
 
 /// What the page holds besides the results directory itself.
 pub struct Page<'a> {
@@ -190,6 +194,103 @@ fn conditions(out: &mut String, rows: &[Row]) {
         out.push_str("</tr>\n");
     }
     out.push_str("</tbody>\n</table>\n");
+}
+
+/// Where a results directory's HTML report goes when no file is named.
+pub const HTML_FILE: &str = "report.html";
+
+/// The ceilings to draw a results directory's roofline under, and where they came from: the
+/// ones its own `roofline.json` kept (a sweep with `output.roofline`), else the ones measured
+/// for its device and kept in this machine's cache. Never measures.
+fn ceilings_for(stored: &Stored) -> Result<(Ceilings, String), String> {
+    let kept = stored.dir.join("roofline.json");
+    if let Ok(text) = std::fs::read_to_string(&kept) {
+        let ceilings = serde_json::from_str::<serde_json::Value>(&text)
+            .ok()
+            .and_then(|v| serde_json::from_value::<Ceilings>(v["ceilings"].clone()).ok());
+        if let Some(c) = ceilings {
+            return Ok((c, kept.display().to_string()));
+        }
+    }
+    let Some(cache) = store::cache_dir() else {
+        return Err("no ceilings: there is no cache directory to look in".to_string());
+    };
+    match store::load(&cache, &stored.manifest.device) {
+        Ok(Some(found)) => Ok((
+            found.ceilings,
+            store::path_for(&cache, &stored.manifest.device)
+                .display()
+                .to_string(),
+        )),
+        Ok(None) => Err(
+            "no roofline: this device's ceilings were never measured on the machine writing the \
+             report (`edgeprof roofline measure` on the board, then `report --html` there)"
+                .to_string(),
+        ),
+        Err(e) => Err(format!("no roofline: {e:#}")),
+    }
+}
+
+/// Writes the HTML report of the results directory `dir` to `file` (default DIR/report.html):
+/// where it went, and the warnings reading the directory gave (torn or skipped lines).
+pub fn write(dir: &Path, file: Option<&Path>) -> anyhow::Result<(PathBuf, Vec<String>)> {
+    let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    let rows = summary::rows(&stored.manifest, &stored.runs);
+    let charts = super::charts(&stored, &rows)?;
+    let mut roofline_svg = None;
+    let roofline_text = match ceilings_for(&stored) {
+        Ok((ceilings, from)) => {
+            let simulations = crate::runner::cachesim::load(&stored.dir)?;
+            let (programs, left_out) =
+                crate::roofline::programs_from_results(&stored, &simulations);
+            roofline_svg = Some(super::svg::roofline(&ceilings, Precision::Fp32, &programs)?);
+            // The chart is the SVG above; the text keeps what it does not show.
+            format!(
+                "ceilings: {} ({from})\n{}",
+                ceilings.source,
+                super::text::roofs_and_advice(&ceilings, &programs, &left_out, Precision::Fp32)
+            )
+        }
+        Err(why) => why,
+    };
+    // The sweep's GPU conditions under the profiler, when it had any.
+    let gpu_roofline = match crate::runner::gpu_profile::load(&stored.dir) {
+        Ok(Some(gpu)) => {
+            let mut svgs = Vec::new();
+            for n in gpu.gpus() {
+                let (programs, _) = gpu.points(n);
+                if let (Some(c), false) = (
+                    gpu.ceilings_of(n).and_then(|c| c.ceilings.as_ref()),
+                    programs.is_empty(),
+                ) {
+                    svgs.push(super::svg::roofline(c, Precision::Fp32, &programs)?);
+                }
+            }
+            Some((svgs, super::text::gpu_roofline_text(&gpu, false)))
+        }
+        Ok(None) => None,
+        Err(e) => Some((Vec::new(), format!("{e:#}"))),
+    };
+    let mut texts = Vec::new();
+    let engines = super::text::engine_comparison(&rows);
+    if !engines.trim().is_empty() {
+        texts.push(("Engines side by side".to_string(), engines));
+    }
+    let html = render(&Page {
+        stored: &stored,
+        rows: &rows,
+        charts: &charts,
+        roofline_svg,
+        roofline_text,
+        gpu_roofline,
+        texts: &texts,
+    });
+    let path = file
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| dir.join(HTML_FILE));
+    results::write_atomic(&path, html.as_bytes())
+        .with_context(|| format!("cannot write the HTML report {}", path.display()))?;
+    Ok((path, stored.warnings))
 }
 
 #[cfg(test)]

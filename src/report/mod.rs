@@ -7,6 +7,7 @@ pub mod html;
 pub mod roofline_chart;
 pub mod scorecard;
 pub mod svg;
+pub mod text;
 
 use crate::results::summary::Row;
 use crate::results::{RunRecord, SampleRecord, TelemetryRecord};

@@ -14,6 +14,7 @@ use crate::cli::{print_json, print_out, render, BadInput};
 use edgeprof::collect::ceilings::Effort;
 use edgeprof::collect::device;
 use edgeprof::collect::kernels;
+use edgeprof::report::text::roofline_text;
 use edgeprof::roofline::{levels, store, Ceilings, Level, Precision, Processor};
 use edgeprof::runner::cachesim;
 use std::fmt::Write as _;
@@ -250,37 +251,6 @@ pub struct ShowOptions {
     pub cache_sim: Option<usize>,
 }
 
-/// Where program points can come from (counters, cache simulation, analytic costs, GPU
-/// profilers): which ones the points use, and why the others are not.
-fn sources_text(
-    programs: &[edgeprof::roofline::Program],
-    counters: &Result<(), edgeprof::error::Unavailable>,
-    processor: Processor,
-) -> String {
-    use edgeprof::roofline::PointSource;
-    let used = |source: PointSource| programs.iter().filter(|p| p.source == source).count();
-    if processor == Processor::Gpu {
-        return format!(
-            "point sources: GPU profiler counters (ncu / nvprof) for {}\n",
-            used(PointSource::GpuCounters)
-        );
-    }
-    let counters = match (used(PointSource::Counters), counters) {
-        (n, _) if n > 0 => format!("hardware counters for {n}"),
-        (_, Ok(())) => "hardware counters available (counted during `edgeprof run` when the config sets [output] roofline = true)".to_string(),
-        (_, Err(why)) => format!("hardware counters unavailable: {why}"),
-    };
-    let simulated = match used(PointSource::CacheSimulation) {
-        0 => "cache simulation for none (`roofline show DIR --cache-sim` adds L2 and DRAM traffic)"
-            .to_string(),
-        n => format!("cache simulation for {n}"),
-    };
-    format!(
-        "point sources: analytic model for {} (exact FLOPs, DRAM bytes as the traffic lower bound); {counters}; {simulated}\n",
-        used(PointSource::Analytic)
-    )
-}
-
 #[derive(serde::Serialize)]
 struct ShowJson<'a> {
     ceilings: &'a Ceilings,
@@ -290,107 +260,6 @@ struct ShowJson<'a> {
     /// None when hardware counters can be opened, else why not.
     counters_unavailable: Option<String>,
     analyses: Vec<edgeprof::roofline::advice::Analysis>,
-}
-
-/// The chart, the roofs in words, and each program's place and advice (`show` and `run`).
-pub fn roofline_text(
-    ceilings: &Ceilings,
-    from: &str,
-    programs: &[edgeprof::roofline::Program],
-    left_out: &[(String, String)],
-    precision: Precision,
-    ascii: bool,
-    (width, height): (usize, usize),
-) -> String {
-    let marks = edgeprof::report::roofline_chart::marks(programs);
-    let mut out = format!("ceilings: {} ({from})\n\n", ceilings.source);
-    out.push_str(&edgeprof::report::roofline_chart::render(
-        ceilings, precision, &marks, width, height, ascii,
-    ));
-    out.push_str(&roofs_and_advice(ceilings, programs, left_out, precision));
-    out
-}
-
-/// What follows the roofline's chart: its roofs, where the points' figures come from, and each
-/// point (lettered as on the chart) with its ordered advice.
-pub fn roofs_and_advice(
-    ceilings: &Ceilings,
-    programs: &[edgeprof::roofline::Program],
-    left_out: &[(String, String)],
-    precision: Precision,
-) -> String {
-    let mut out = String::new();
-    let (flat, slanted) = edgeprof::report::roofline_chart::roofs(ceilings, precision);
-    let peaks: Vec<String> = flat
-        .iter()
-        .map(|(p, v)| format!("{p} peak {}", gflops(*v)))
-        .collect();
-    let _ = writeln!(out, "\nflat roofs (top to bottom): {}", peaks.join(", "));
-    let slopes: Vec<String> = slanted
-        .iter()
-        .map(|(l, bw, ridge)| format!("{l} {} (ridge {ridge:.2} FLOP/byte)", gbytes(*bw)))
-        .collect();
-    let _ = writeln!(out, "slanted roofs (left to right): {}", slopes.join(", "));
-    for note in &ceilings.notes {
-        let _ = writeln!(out, "note: {note}");
-    }
-    out.push_str(&sources_text(
-        programs,
-        &edgeprof::collect::perf::probe(),
-        ceilings.processor,
-    ));
-    for (i, p) in programs.iter().enumerate() {
-        let letter = edgeprof::report::roofline_chart::letter(i);
-        match edgeprof::roofline::advice::analyse(p, ceilings) {
-            Ok(a) => {
-                let binding = a.levels.iter().find(|l| l.level == a.binding);
-                let _ = writeln!(
-                    out,
-                    "\n{letter}  {}: {} at {:.1} % of the {} peak; {}",
-                    p.label,
-                    gflops(a.achieved_flops_per_s),
-                    100.0 * a.achieved_flops_per_s / a.peak_flops_per_s,
-                    precision,
-                    binding.map_or(String::new(), |b| format!(
-                        "{} FLOP/byte at {}, {}-bound there, headroom {:.1}×",
-                        format_args!("{:.2}", b.intensity),
-                        b.level,
-                        match b.region {
-                            edgeprof::roofline::advice::Region::BandwidthBound => "bandwidth",
-                            edgeprof::roofline::advice::Region::ComputeBound => "compute",
-                        },
-                        b.headroom
-                    ))
-                );
-                let intensities: Vec<String> = p
-                    .traffic
-                    .iter()
-                    .map(|&(level, _)| match p.intensity(level) {
-                        Some(i) => format!("{level} {i:.2}"),
-                        None => format!("{level} no traffic (all hits above it)"),
-                    })
-                    .collect();
-                let mut data = vec![p.source.to_string()];
-                data.extend(p.basis.iter().cloned());
-                let _ = writeln!(
-                    out,
-                    "   FLOP/byte: {}; from {}",
-                    intensities.join(", "),
-                    data.join("; ")
-                );
-                for (i, step) in a.steps.iter().enumerate() {
-                    let _ = writeln!(out, "   {}. {step}", i + 1);
-                }
-            }
-            Err(e) => {
-                let _ = writeln!(out, "\n{letter}  {}: cannot be analysed: {e}", p.label);
-            }
-        }
-    }
-    for (id, why) in left_out {
-        let _ = writeln!(out, "\n   {id}: not placed: {why}");
-    }
-    out
 }
 
 /// `edgeprof roofline show`.

@@ -3,13 +3,7 @@
 
 use super::*;
 
-pub(super) fn gflops(v: f64) -> String {
-    format!("{:.1} GFLOP/s", v / 1e9)
-}
-
-pub(super) fn gbytes(v: f64) -> String {
-    format!("{:.1} GB/s", v / 1e9)
-}
+use edgeprof::report::text::{gbytes, gflops};
 
 /// The ceilings as a table: compute and bandwidth roofs by thread count, and ridge points.
 pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {

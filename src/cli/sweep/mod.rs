@@ -2,10 +2,8 @@
 //! tables and charts of a results directory (`run`, `report`) and `edgeprof runs` are in
 //! `tables.rs`.
 
-mod html;
 mod tables;
 
-pub use html::write_html;
 pub use tables::*;
 
 use crate::cli::{print_out, render, BadInput};
@@ -13,8 +11,8 @@ use anyhow::Context;
 use edgeprof::collect::stop::Cancel;
 use edgeprof::event::{Event, RunEvent};
 use edgeprof::jobs::{Controls, Plan};
-use edgeprof::report;
-use edgeprof::results::{self, summary, Stored, SweepStatus};
+use edgeprof::report::text::{gpu_roofline_text, report_text};
+use edgeprof::results::{self, summary, SweepStatus};
 use edgeprof::runner::progress::Said;
 use edgeprof::runner::spawn::WorkerEvent;
 use edgeprof::runner::sweep::SweepEvent;
@@ -250,7 +248,10 @@ impl Output {
 
     /// Replaces the terminal's status line (nothing without a terminal).
     fn status(&mut self, text: &str) {
-        if self.tty && self.terminal() && !edgeprof::text::console::err(format_args!("\r\x1b[2K{text}")) {
+        if self.tty
+            && self.terminal()
+            && !edgeprof::text::console::err(format_args!("\r\x1b[2K{text}"))
+        {
             self.stderr = false;
         }
     }
@@ -562,7 +563,7 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     if !options.stream && out.terminal() {
         let _ = print_out(&report_text(&swept.stored, &swept.rows, options.charts));
         if let Some(roofline) = &swept.roofline {
-            let _ = print_out(&cpu_roofline_text(roofline));
+            let _ = print_out(&roofline.text());
         }
         if let Some(gpu) = &swept.gpu_roofline {
             let _ = print_out(&gpu_roofline_text(gpu, true));

@@ -1,0 +1,527 @@
+//! Stored results as plain text, for any front-end to show: a sweep's tables and terminal charts,
+//! the engine comparison, its rooflines with their roofs, point sources and ordered advice.
+
+use crate::report;
+use crate::results::{self, summary, Stored};
+use crate::roofline::{Ceilings, Precision, Processor};
+use std::fmt::Write as _;
+
+pub fn gflops(v: f64) -> String {
+    format!("{:.1} GFLOP/s", v / 1e9)
+}
+
+pub fn gbytes(v: f64) -> String {
+    format!("{:.1} GB/s", v / 1e9)
+}
+
+/// The chart, the roofs in words, and each program's place and advice (`show` and `run`).
+pub fn roofline_text(
+    ceilings: &Ceilings,
+    from: &str,
+    programs: &[crate::roofline::Program],
+    left_out: &[(String, String)],
+    precision: Precision,
+    ascii: bool,
+    (width, height): (usize, usize),
+) -> String {
+    let marks = crate::report::roofline_chart::marks(programs);
+    let mut out = format!("ceilings: {} ({from})\n\n", ceilings.source);
+    out.push_str(&crate::report::roofline_chart::render(
+        ceilings, precision, &marks, width, height, ascii,
+    ));
+    out.push_str(&roofs_and_advice(ceilings, programs, left_out, precision));
+    out
+}
+
+/// What follows the roofline's chart: its roofs, where the points' figures come from, and each
+/// point (lettered as on the chart) with its ordered advice.
+pub fn roofs_and_advice(
+    ceilings: &Ceilings,
+    programs: &[crate::roofline::Program],
+    left_out: &[(String, String)],
+    precision: Precision,
+) -> String {
+    let mut out = String::new();
+    let (flat, slanted) = crate::report::roofline_chart::roofs(ceilings, precision);
+    let peaks: Vec<String> = flat
+        .iter()
+        .map(|(p, v)| format!("{p} peak {}", gflops(*v)))
+        .collect();
+    let _ = writeln!(out, "\nflat roofs (top to bottom): {}", peaks.join(", "));
+    let slopes: Vec<String> = slanted
+        .iter()
+        .map(|(l, bw, ridge)| format!("{l} {} (ridge {ridge:.2} FLOP/byte)", gbytes(*bw)))
+        .collect();
+    let _ = writeln!(out, "slanted roofs (left to right): {}", slopes.join(", "));
+    for note in &ceilings.notes {
+        let _ = writeln!(out, "note: {note}");
+    }
+    out.push_str(&sources_text(
+        programs,
+        &crate::collect::perf::probe(),
+        ceilings.processor,
+    ));
+    for (i, p) in programs.iter().enumerate() {
+        let letter = crate::report::roofline_chart::letter(i);
+        match crate::roofline::advice::analyse(p, ceilings) {
+            Ok(a) => {
+                let binding = a.levels.iter().find(|l| l.level == a.binding);
+                let _ = writeln!(
+                    out,
+                    "\n{letter}  {}: {} at {:.1} % of the {} peak; {}",
+                    p.label,
+                    gflops(a.achieved_flops_per_s),
+                    100.0 * a.achieved_flops_per_s / a.peak_flops_per_s,
+                    precision,
+                    binding.map_or(String::new(), |b| format!(
+                        "{} FLOP/byte at {}, {}-bound there, headroom {:.1}×",
+                        format_args!("{:.2}", b.intensity),
+                        b.level,
+                        match b.region {
+                            crate::roofline::advice::Region::BandwidthBound => "bandwidth",
+                            crate::roofline::advice::Region::ComputeBound => "compute",
+                        },
+                        b.headroom
+                    ))
+                );
+                let intensities: Vec<String> = p
+                    .traffic
+                    .iter()
+                    .map(|&(level, _)| match p.intensity(level) {
+                        Some(i) => format!("{level} {i:.2}"),
+                        None => format!("{level} no traffic (all hits above it)"),
+                    })
+                    .collect();
+                let mut data = vec![p.source.to_string()];
+                data.extend(p.basis.iter().cloned());
+                let _ = writeln!(
+                    out,
+                    "   FLOP/byte: {}; from {}",
+                    intensities.join(", "),
+                    data.join("; ")
+                );
+                for (i, step) in a.steps.iter().enumerate() {
+                    let _ = writeln!(out, "   {}. {step}", i + 1);
+                }
+            }
+            Err(e) => {
+                let _ = writeln!(out, "\n{letter}  {}: cannot be analysed: {e}", p.label);
+            }
+        }
+    }
+    for (id, why) in left_out {
+        let _ = writeln!(out, "\n   {id}: not placed: {why}");
+    }
+    out
+}
+
+/// Where program points can come from (counters, cache simulation, analytic costs, GPU
+/// profilers): which ones the points use, and why the others are not.
+fn sources_text(
+    programs: &[crate::roofline::Program],
+    counters: &Result<(), crate::error::Unavailable>,
+    processor: Processor,
+) -> String {
+    use crate::roofline::PointSource;
+    let used = |source: PointSource| programs.iter().filter(|p| p.source == source).count();
+    if processor == Processor::Gpu {
+        return format!(
+            "point sources: GPU profiler counters (ncu / nvprof) for {}\n",
+            used(PointSource::GpuCounters)
+        );
+    }
+    let counters = match (used(PointSource::Counters), counters) {
+        (n, _) if n > 0 => format!("hardware counters for {n}"),
+        (_, Ok(())) => "hardware counters available (counted during `edgeprof run` when the config sets [output] roofline = true)".to_string(),
+        (_, Err(why)) => format!("hardware counters unavailable: {why}"),
+    };
+    let simulated = match used(PointSource::CacheSimulation) {
+        0 => "cache simulation for none (`roofline show DIR --cache-sim` adds L2 and DRAM traffic)"
+            .to_string(),
+        n => format!("cache simulation for {n}"),
+    };
+    format!(
+        "point sources: analytic model for {} (exact FLOPs, DRAM bytes as the traffic lower bound); {counters}; {simulated}\n",
+        used(PointSource::Analytic)
+    )
+}
+
+/// The GPU roofline of a sweep (`gpu-roofline.json`): per GPU, its chart (a terminal chart
+/// when `chart`) and advice under its kept ceilings, or its points as figures when it has none;
+/// every condition not placed, with the reason.
+pub fn gpu_roofline_text(
+    roofline: &crate::runner::gpu_profile::GpuRoofline,
+    chart: bool,
+) -> String {
+    use crate::roofline::Precision;
+    let mut out = String::new();
+    for gpu in roofline.gpus() {
+        let (programs, left_out) = roofline.points(gpu);
+        let _ = writeln!(out, "\nGPU {gpu} roofline");
+        let kept = roofline.ceilings_of(gpu);
+        match kept.and_then(|c| c.ceilings.as_ref().map(|x| (x, c.file.as_deref()))) {
+            Some((ceilings, file)) if chart => out.push_str(&roofline_text(
+                ceilings,
+                file.unwrap_or("kept by the sweep"),
+                &programs,
+                &left_out,
+                Precision::Fp32,
+                false,
+                (80, 24),
+            )),
+            Some((ceilings, file)) => {
+                let _ = writeln!(
+                    out,
+                    "ceilings: {} ({})",
+                    ceilings.source,
+                    file.unwrap_or("kept by the sweep")
+                );
+                out.push_str(&roofs_and_advice(
+                    ceilings,
+                    &programs,
+                    &left_out,
+                    Precision::Fp32,
+                ));
+            }
+            None => {
+                if let Some(why) = kept.and_then(|c| c.reason.as_deref()) {
+                    let _ = writeln!(out, "no chart and no advice: {why}");
+                }
+                for p in &programs {
+                    let dram = p
+                        .traffic
+                        .iter()
+                        .find(|(l, _)| *l == crate::roofline::Level::Dram)
+                        .map(|(_, b)| *b);
+                    let _ = writeln!(
+                        out,
+                        "  {}: {:.1} GFLOP/s ({}), {}",
+                        p.label,
+                        p.flops / p.seconds.max(f64::MIN_POSITIVE) / 1e9,
+                        p.precision,
+                        dram.filter(|b| *b > 0.0).map_or_else(
+                            || "no DRAM traffic measured".to_string(),
+                            |b| format!("{:.2} FLOP/byte at DRAM", p.flops / b)
+                        )
+                    );
+                }
+                for (id, why) in &left_out {
+                    let _ = writeln!(out, "  {id}: not placed: {why}");
+                }
+            }
+        }
+    }
+    out
+}
+
+pub(super) fn opt(v: Option<f64>, places: usize) -> String {
+    v.map(|x| format!("{x:.places$}"))
+        .unwrap_or_else(|| "-".to_string())
+}
+
+/// The framework comparison: mean latency per engine, side by side, for every condition the
+/// engines share (model, input, batch, threads, device); the fastest is starred. Empty when
+/// fewer than two engines ran.
+pub fn engine_comparison(rows: &[summary::Row]) -> String {
+    let mut engines: Vec<&str> = Vec::new();
+    let mut keys: Vec<String> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        if !engines.contains(&r.engine.as_str()) {
+            engines.push(&r.engine);
+        }
+        let key = format!(
+            "{}/{}/b{}/t{}/{}",
+            r.model, r.input, r.batch, r.threads, r.device
+        );
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
+    }
+    if engines.len() < 2 {
+        return String::new();
+    }
+    let table: Vec<Vec<String>> = keys
+        .iter()
+        .map(|key| {
+            let means: Vec<Option<f64>> = engines
+                .iter()
+                .map(|e| {
+                    rows.iter()
+                        .find(|r| {
+                            r.status == "ok"
+                                && r.engine == *e
+                                && format!(
+                                    "{}/{}/b{}/t{}/{}",
+                                    r.model, r.input, r.batch, r.threads, r.device
+                                ) == *key
+                        })
+                        .and_then(|r| r.mean_ms)
+                })
+                .collect();
+            let best = means
+                .iter()
+                .flatten()
+                .copied()
+                .fold(f64::INFINITY, f64::min);
+            let mut row = vec![key.clone()];
+            row.extend(means.iter().map(|m| match m {
+                Some(v) if *v == best => format!("*{v:.3}"),
+                Some(v) => format!("{v:.3}"),
+                None => "-".to_string(),
+            }));
+            row
+        })
+        .collect();
+    let mut header = vec!["mean ms (* fastest)"];
+    header.extend(engines.iter().copied());
+    let mut right = vec![false];
+    right.extend(engines.iter().map(|_| true));
+    format!(
+        "\nframeworks side by side:\n{}",
+        fitted_conditions(&header, &right, table, &[])
+    )
+}
+
+/// A table whose first column names conditions, fitted to the terminal (`keep`: the columns
+/// that stay longest, most important first): when it does not fit, the names lose the parts
+/// every condition shares, which a line above the table gives once.
+fn fitted_conditions(
+    header: &[&str],
+    right: &[bool],
+    mut rows: Vec<Vec<String>>,
+    keep: &[usize],
+) -> String {
+    let Some(width) = crate::text::table_width() else {
+        return crate::text::table(header, right, &rows);
+    };
+    let whole = crate::text::table_within(header, right, &rows, None, keep);
+    if whole.lines().all(|l| l.chars().count() <= width) {
+        return whole;
+    }
+    let names: Vec<String> = rows
+        .iter()
+        .map(|r| r.first().cloned().unwrap_or_default())
+        .collect();
+    let (short, pattern) = crate::text::varying_parts(&names);
+    let mut out = String::new();
+    if let Some(pattern) = pattern {
+        out.push_str(&crate::text::cut_middle(
+            &format!("(every condition is {pattern})"),
+            width,
+        ));
+        out.push('\n');
+        for (row, name) in rows.iter_mut().zip(short) {
+            if let Some(first) = row.first_mut() {
+                *first = name;
+            }
+        }
+    }
+    out.push_str(&crate::text::table_keeping(header, right, &rows, keep));
+    out
+}
+
+/// Tables and terminal charts of a stored sweep (what `run` and `report` print).
+pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> String {
+    let m = &stored.manifest;
+    let (ok, failed, not_run, skipped) = summary::counts(rows);
+    let mut out = format!(
+        "{} ({}): {ok} ok, {failed} failed, {not_run} not run, {skipped} skipped; started {}, ended {}\n\n",
+        m.name,
+        stored.dir.display(),
+        m.started,
+        m.ended.as_deref().unwrap_or("(not finished)")
+    );
+    let table_rows: Vec<Vec<String>> = rows
+        .iter()
+        .map(|r| {
+            let mut flags = Vec::new();
+            // The verdict first when it is not clean (noisy, disturbed, throttled).
+            match r.verdict.as_deref() {
+                Some("clean") | None if r.noisy == Some(true) => flags.push("noisy".to_string()),
+                Some("clean") | None => {}
+                Some(word) => flags.push(word.to_string()),
+            }
+            if let Some(n) = r.repeats_remeasured.filter(|&n| n > 0) {
+                flags.push(format!("{n} re-measured"));
+            }
+            if r.target_reached == Some(false) {
+                flags.push("target not reached".to_string());
+            }
+            if let Some(n) = r.outliers.filter(|&n| n > 0) {
+                flags.push(format!("{n} outliers"));
+            }
+            if r.attempts > 1 {
+                flags.push(format!("{} attempts", r.attempts));
+            }
+            vec![
+                r.id.clone(),
+                r.status.clone(),
+                opt(r.mean_ms, 3),
+                opt(r.mean_spread_ms, 3),
+                opt(r.p99_ms, 3),
+                opt(r.inferences_per_s, 1),
+                r.peak_rss_bytes
+                    .map(crate::text::bytes)
+                    .unwrap_or_else(|| "-".into()),
+                opt(r.cpu_mean_pct, 0),
+                flags.join(", "),
+            ]
+        })
+        .collect();
+    let header = [
+        "condition",
+        "status",
+        "mean ms",
+        "±",
+        "p99 ms",
+        "inf/s",
+        "peak RSS",
+        "CPU %",
+        "notes",
+    ];
+    let right = [false, false, true, true, true, true, true, true, false];
+    out.push_str(&fitted_conditions(
+        &header,
+        &right,
+        table_rows,
+        &[0, 1, 2, 8, 3, 5],
+    ));
+    let failures: Vec<&summary::Row> = rows
+        .iter()
+        .filter(|r| r.status != "ok" && r.status != "skipped" && r.reason.is_some())
+        .collect();
+    // Skipped conditions a line per reason (a framework not set up skips all of its own).
+    let skips = crate::runner::progress::skip_groups(
+        rows.iter()
+            .filter(|r| r.status == "skipped")
+            .map(|r| (r.engine.as_str(), r.reason.as_deref().unwrap_or("skipped"))),
+    );
+    if !failures.is_empty() || !skips.is_empty() {
+        out.push_str("\nwhy:\n");
+        for g in &skips {
+            let _ = writeln!(
+                out,
+                "  {} skipped condition(s) of {}: {}",
+                g.count,
+                g.engines.join(", "),
+                g.reason
+            );
+        }
+        for r in failures {
+            let _ = writeln!(
+                out,
+                "  {} ({}): {}",
+                r.id,
+                r.status,
+                r.reason.as_deref().unwrap_or("")
+            );
+            let tail = stored
+                .runs
+                .iter()
+                .rev()
+                .find(|x| x.condition.id == r.id)
+                .and_then(|x| x.failure.as_ref())
+                .map(|f| f.stderr_tail().to_string())
+                .unwrap_or_default();
+            for line in crate::text::last_lines(&tail, 5) {
+                let _ = writeln!(out, "      | {line}");
+            }
+        }
+    }
+    out.push_str(&engine_comparison(rows));
+    // How each engine ran, once per engine, version and note.
+    let mut engines: Vec<(String, String)> = Vec::new();
+    for r in rows.iter().filter(|r| r.status == "ok") {
+        let mut said = r.engine_version.clone().unwrap_or_default();
+        if let Some(note) = &r.engine_note {
+            said = format!("{said}: {note}");
+        }
+        if !said.is_empty() && !engines.contains(&(r.engine.clone(), said.clone())) {
+            engines.push((r.engine.clone(), said));
+        }
+    }
+    if !engines.is_empty() {
+        out.push_str("\nengines:\n");
+        for (engine, said) in &engines {
+            let _ = writeln!(out, "  {engine} {said}");
+        }
+    }
+    let agreement = results::agreement::compare(&stored.dir, rows);
+    if !agreement.is_empty() {
+        let _ = writeln!(
+            out,
+            "\noutputs: each engine's first output against the reference's (same weights and \
+             input; agree = within {:e} of the reference's largest value, or {:e} apart)",
+            results::agreement::TOLERANCE,
+            results::agreement::ABSOLUTE_FLOOR
+        );
+        let table: Vec<Vec<String>> = agreement
+            .iter()
+            .map(|a| {
+                vec![
+                    a.condition.clone(),
+                    a.reference.clone(),
+                    format!("{:.2e}", a.max_abs_diff),
+                    format!("{:.2e}", a.max_rel_diff),
+                    if a.agree {
+                        "yes".to_string()
+                    } else {
+                        format!(
+                            "NO{}",
+                            a.note
+                                .as_deref()
+                                .map(|n| format!(": {n}"))
+                                .unwrap_or_default()
+                        )
+                    },
+                ]
+            })
+            .collect();
+        out.push_str(&fitted_conditions(
+            &["condition", "reference", "max |diff|", "relative", "agree"],
+            &[false, false, true, true, false],
+            table,
+            &[0, 4, 1],
+        ));
+    }
+    if charts {
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "mean latency (ms, mean of repeat means)",
+            "ms",
+            &report::latency_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_bars(
+            "peak resident memory of the worker (MiB)",
+            "MiB",
+            &report::memory_groups(rows),
+            40,
+        ));
+        out.push('\n');
+        out.push_str(&report::terminal_line(
+            "worker CPU utilisation over the sweep (% of one core)",
+            &report::cpu_timeline(&stored.runs, &stored.samples),
+        ));
+        out.push_str(&report::curves::terminal_charts(stored));
+    }
+    // On a terminal the prose lines (the header, the reasons, the engines) wrap at its width
+    // like the tables fit it.
+    match crate::text::table_width() {
+        Some(width) => {
+            out.lines()
+                .map(|l| {
+                    if l.chars().count() > width {
+                        crate::text::wrap(l, width, "    ")
+                    } else {
+                        l.to_string()
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("\n")
+                + "\n"
+        }
+        None => out,
+    }
+}
