@@ -111,7 +111,7 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     if args.json {
         print_json(&report)?;
     } else {
-        print_out(&render::bench_summary(&report))?;
+        print_out(&edgeprof::report::text::bench_summary(&report))?;
     }
     // Outputs that differ from the expected are the run's failure, after its figures.
     if let Some(bad) = report.checked.iter().find(|c| !c.agree) {

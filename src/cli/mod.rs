@@ -107,7 +107,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 return if json {
                     print_json(&cost)
                 } else {
-                    print_out(&render::graph_cost_table(&cost))
+                    print_out(&edgeprof::report::text::graph_cost_table(&cost))
                 };
             }
             let model = zoo_of(&name, &shape)?;
@@ -115,7 +115,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             if json {
                 print_json(&cost)
             } else {
-                print_out(&render::cost_table(&cost))
+                print_out(&edgeprof::report::text::cost_table(&cost))
             }
         }
         Command::Models(ModelsCommand::Export {
@@ -621,7 +621,7 @@ fn config_check(file: &Path, json: bool) -> anyhow::Result<()> {
             estimated_seconds,
         });
     }
-    print_out(&render::config_summary(
+    print_out(&edgeprof::report::text::config_summary(
         &file.display().to_string(),
         &config,
         &plan,

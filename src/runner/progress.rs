@@ -434,4 +434,42 @@ mod tests {
         assert_eq!(t.fraction(), 0.75);
         assert!(!t.finished());
     }
+
+    use crate::config::Device;
+    use crate::protocol::Skipped;
+
+    fn skipped(engine: &str, batch: usize, reason: &str) -> Skipped {
+        let input = InputShape {
+            channels: 3,
+            height: 32,
+            width: 32,
+        };
+        Skipped {
+            condition: Condition::new(
+                engine,
+                ModelRef::Zoo("resnet34".into()),
+                input,
+                batch,
+                0,
+                Device::Cpu,
+            ),
+            reason: reason.to_string(),
+        }
+    }
+
+    #[test]
+    fn skips_read_a_line_per_reason() {
+        let lines = skipped_lines(&[
+            skipped("pytorch", 1, "pytorch is not set up"),
+            skipped("onnxruntime", 1, "too big"),
+            skipped("pytorch", 2, "pytorch is not set up"),
+        ]);
+        assert_eq!(
+            lines,
+            [
+                "  skipped 2 conditions of pytorch: pytorch is not set up",
+                "  skipped onnxruntime/resnet34/3x32x32/b1/t0/cpu: too big",
+            ]
+        );
+    }
 }
