@@ -92,7 +92,7 @@ pub fn run(file: &Path, config: &Config, output: Option<&Path>) -> anyhow::Resul
         dir.display()
     ));
     print_out(&out)?;
-    ran.verdict()
+    Ok(ran.verdict()?)
 }
 
 /// One node's event, as a line on stderr.

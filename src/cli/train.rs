@@ -267,5 +267,5 @@ fn study(
     } else {
         print_out(&table(&finished))?;
     }
-    edgeprof::jobs::study_verdict(&finished)
+    Ok(edgeprof::jobs::study_verdict(&finished)?)
 }

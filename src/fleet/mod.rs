@@ -3,8 +3,11 @@
 //! remote shell as one single-quoted word (or `"$HOME"/'…'` for `~/` paths): data, never code.
 
 pub mod attach;
+mod error;
 mod launch;
 pub mod run;
+
+pub use error::FleetError;
 
 use crate::collect::child::Spec;
 use crate::config::Node;

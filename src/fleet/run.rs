@@ -130,9 +130,14 @@ pub fn node_dir(fleet_dir: &Path, name: &str) -> PathBuf {
 }
 
 /// Writes `fleet.json` into `dir`.
-pub fn write_manifest(dir: &Path, manifest: &FleetManifest) -> anyhow::Result<()> {
-    let text = serde_json::to_string_pretty(manifest).context("cannot encode fleet.json")?;
-    results::write_atomic(&dir.join(FLEET), (text + "\n").as_bytes())
+pub fn write_manifest(dir: &Path, manifest: &FleetManifest) -> Result<(), super::FleetError> {
+    let path = dir.join(FLEET);
+    let failed = |reason: String| super::FleetError::Manifest {
+        path: path.clone(),
+        reason,
+    };
+    let text = serde_json::to_string_pretty(manifest).map_err(|e| failed(e.to_string()))?;
+    results::write_atomic(&path, (text + "\n").as_bytes()).map_err(|e| failed(format!("{e:#}")))
 }
 
 /// Why a config cannot be sent to nodes as it is, if it cannot.
@@ -160,9 +165,11 @@ pub fn unshareable(config: &Config) -> Option<String> {
 }
 
 /// The config each node runs: the controller's, without its nodes or output directory.
-pub fn share_text(config_text: &str) -> anyhow::Result<String> {
+pub fn share_text(config_text: &str) -> Result<String, super::FleetError> {
+    let share =
+        |what: &str, e: &dyn std::fmt::Display| super::FleetError::Share(format!("{what}: {e}"));
     let mut table: toml::Table =
-        toml::from_str(config_text).context("cannot read the config again to share it")?;
+        toml::from_str(config_text).map_err(|e| share("cannot be read again", &e))?;
     table.remove("nodes");
     table.remove("output");
     // A node runs the matrix; a study is the controller's to run across them.
@@ -172,7 +179,7 @@ pub fn share_text(config_text: &str) -> anyhow::Result<String> {
     }
     Ok(format!(
         "# The share of a fleet run that edgeprof sent to this node.\n{}",
-        toml::to_string(&table).context("cannot write the node's config")?
+        toml::to_string(&table).map_err(|e| share("cannot be written", &e))?
     ))
 }
 
@@ -195,14 +202,15 @@ pub struct Share {
 }
 
 /// The share of the config text `config_text` read from `file`.
-pub fn share(config_text: &str, file: &Path) -> anyhow::Result<Share> {
+pub fn share(config_text: &str, file: &Path) -> Result<Share, super::FleetError> {
     let text = share_text(config_text)?;
     let config = crate::config::parse(&text, file)
-        .map_err(|e| anyhow::anyhow!("the config shared with the nodes does not resolve: {e}"))?;
+        .map_err(|e| super::FleetError::Share(format!("does not resolve: {e}")))?;
     let plan = matrix::expand(&config);
     Ok(Share {
         config_file: std::path::absolute(file).unwrap_or_else(|_| file.to_path_buf()),
-        config: serde_json::to_value(&config).context("cannot encode the config")?,
+        config: serde_json::to_value(&config)
+            .map_err(|e| super::FleetError::Share(format!("cannot be encoded: {e}")))?,
         name: config.name,
         conditions: plan.to_run,
         skipped: plan.skipped,

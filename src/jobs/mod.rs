@@ -19,21 +19,8 @@ use std::path::{Path, PathBuf};
 pub mod sweep;
 pub use sweep::{Controls, Interrupted, Plan, SomeFailed, Swept};
 
-/// The fleet run was cancelled (exit code 130): each node kept what it finished.
-#[derive(Debug, thiserror::Error)]
-#[error("cancelled with {done} of {total} condition(s) done across the nodes; what they finished is in {}", dir.display())]
-pub struct FleetCancelled {
-    pub done: usize,
-    pub total: usize,
-    pub dir: PathBuf,
-}
-
-/// The training study was stopped (exit code 130); what finished is in its directory.
-#[derive(Debug, thiserror::Error)]
-#[error("training cancelled; what finished is in {}", dir.display())]
-pub struct TrainCancelled {
-    pub dir: PathBuf,
-}
+pub use crate::fleet::FleetError;
+pub use crate::train::TrainError;
 
 /// What kind of failure `error` is: bad input (anything in its chain that says so: the
 /// config, a model or a shape the user named, an engine refusing its input), a stop on request
@@ -41,9 +28,14 @@ pub struct TrainCancelled {
 pub fn failure_of(error: &anyhow::Error) -> crate::error::Failure {
     use crate::error::Failure;
     for cause in error.chain() {
-        if cause.is::<Interrupted>() || cause.is::<FleetCancelled>() || cause.is::<TrainCancelled>()
-        {
+        if cause.is::<Interrupted>() {
             return Failure::Interrupted;
+        }
+        if let Some(e) = cause.downcast_ref::<FleetError>() {
+            return e.failure();
+        }
+        if let Some(e) = cause.downcast_ref::<TrainError>() {
+            return e.failure();
         }
         if cause.is::<crate::error::BadInput>()
             || cause.is::<crate::models::zoo::ZooError>()
@@ -141,28 +133,28 @@ pub struct FleetRan {
 }
 
 impl FleetRan {
-    /// How the fleet run ended as a result: [`FleetCancelled`] when it was cancelled, an error
-    /// naming the nodes that did not finish every condition cleanly, else Ok.
-    pub fn verdict(&self) -> anyhow::Result<()> {
+    /// How the fleet run ended as a result: [`FleetError::Cancelled`] when it was cancelled,
+    /// [`FleetError::Incomplete`] naming the nodes that did not finish every condition cleanly,
+    /// else Ok.
+    pub fn verdict(&self) -> Result<(), FleetError> {
         if self.cancelled {
-            anyhow::bail!(FleetCancelled {
+            return Err(FleetError::Cancelled {
                 done: self.outcomes.iter().map(|o| o.ok + o.failed).sum(),
                 total: self.outcomes.iter().map(|o| o.conditions).sum(),
                 dir: self.dir.clone(),
             });
         }
-        let short: Vec<&str> = self
+        let short: Vec<String> = self
             .outcomes
             .iter()
             .filter(|o| o.status != fleets::NodeStatus::Complete || o.failed > 0)
-            .map(|o| o.name.as_str())
+            .map(|o| o.name.clone())
             .collect();
         if !short.is_empty() {
-            anyhow::bail!(
-                "the fleet run did not complete everywhere: {} (see {})",
-                short.join(", "),
-                self.dir.join(fleets::FLEET).display()
-            );
+            return Err(FleetError::Incomplete {
+                nodes: short,
+                fleet_json: self.dir.join(fleets::FLEET),
+            });
         }
         Ok(())
     }
@@ -182,7 +174,7 @@ pub fn fleet(
     send: Sink,
 ) -> anyhow::Result<FleetRan> {
     if let Some(why) = fleets::unshareable(config) {
-        anyhow::bail!(crate::error::BadInput(why));
+        return Err(FleetError::Unshareable(why).into());
     }
     let share = fleets::share(text, file)?;
     let targets = fleets::targets(config);
@@ -357,25 +349,19 @@ pub fn study(
     crate::train::study::run(&study, cancel, &|event| send(Event::Train(event)))
 }
 
-/// How a study ended as a result: [`TrainCancelled`] when it was stopped, an error naming the
-/// cluster sizes that failed, else Ok.
-pub fn study_verdict(finished: &crate::train::study::Finished) -> anyhow::Result<()> {
+/// How a study ended as a result: [`TrainError::Cancelled`] when it was stopped,
+/// [`TrainError::SizesFailed`] naming the cluster sizes that failed, else Ok.
+pub fn study_verdict(finished: &crate::train::study::Finished) -> Result<(), TrainError> {
     if !finished.cancelled.is_empty() {
-        anyhow::bail!(TrainCancelled {
+        return Err(TrainError::Cancelled {
             dir: finished.dir.clone(),
         });
     }
     if !finished.failures.is_empty() {
-        let which: Vec<String> = finished
-            .failures
-            .iter()
-            .map(|(n, _)| n.to_string())
-            .collect();
-        anyhow::bail!(
-            "training failed for cluster size(s) {} (see above; results in {})",
-            which.join(", "),
-            finished.dir.display()
-        );
+        return Err(TrainError::SizesFailed {
+            sizes: finished.failures.iter().map(|(n, _)| *n).collect(),
+            dir: finished.dir.clone(),
+        });
     }
     Ok(())
 }
@@ -419,5 +405,48 @@ mod tests {
         let failed = anyhow::anyhow!("the disk is full");
         assert_eq!(failure_of(&failed), Failure::Failed);
         assert_eq!(failure_of(&failed).exit_code(), 1);
+    }
+
+    #[test]
+    fn fleet_and_training_errors_carry_their_kind_through_any_context() {
+        let kind = |e: anyhow::Error| failure_of(&e.context("the run"));
+        assert_eq!(
+            kind(FleetError::Unshareable("an ONNX file".into()).into()),
+            Failure::BadInput
+        );
+        let cancelled = FleetError::Cancelled {
+            done: 3,
+            total: 8,
+            dir: PathBuf::from("r/f-fleet"),
+        };
+        assert_eq!(
+            cancelled.to_string(),
+            "cancelled with 3 of 8 condition(s) done across the nodes; what they finished is in \
+             r/f-fleet"
+        );
+        assert_eq!(kind(cancelled.into()), Failure::Interrupted);
+        let incomplete = FleetError::Incomplete {
+            nodes: vec!["pi".into()],
+            fleet_json: PathBuf::from("r/fleet.json"),
+        };
+        assert_eq!(kind(incomplete.into()), Failure::Failed);
+        let not_set_up = TrainError::NotSetUp {
+            framework: "pytorch".into(),
+            why: "not set up".into(),
+        };
+        assert_eq!(kind(not_set_up.into()), Failure::BadInput);
+        let sizes = TrainError::SizesFailed {
+            sizes: vec![2, 3],
+            dir: PathBuf::from("r/t"),
+        };
+        assert_eq!(
+            sizes.to_string(),
+            "training failed for cluster size(s) 2, 3 (see above; results in r/t)"
+        );
+        assert_eq!(kind(sizes.into()), Failure::Failed);
+        assert_eq!(
+            kind(TrainError::Cancelled { dir: "r/t".into() }.into()),
+            Failure::Interrupted
+        );
     }
 }

@@ -343,18 +343,17 @@ fn prepare(spec: &RankSpec, workdir: &Path) -> anyhow::Result<Ready> {
 }
 
 /// The Python where `edgeprof env setup` put `framework` on this machine.
-pub fn python_for(framework: Framework) -> anyhow::Result<PathBuf> {
+pub fn python_for(framework: Framework) -> Result<PathBuf, super::TrainError> {
     use crate::engines::env::{self, Readiness};
     let Some(found) = crate::engines::external::find(framework.name()) else {
-        anyhow::bail!("this build has no {} harness", framework.name());
+        return Err(super::TrainError::NoHarness(framework.name().to_string()));
     };
     match env::readiness(found, None) {
         Readiness::Ready(i) => Ok(i.python),
-        other => anyhow::bail!(crate::error::BadInput(format!(
-            "training needs {}: {} (or give --python)",
-            framework.name(),
-            other.describe()
-        ))),
+        other => Err(super::TrainError::NotSetUp {
+            framework: framework.name().to_string(),
+            why: other.describe(),
+        }),
     }
 }
 

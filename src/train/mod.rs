@@ -11,7 +11,10 @@ use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
 pub mod cluster;
+mod error;
 pub mod study;
+
+pub use error::TrainError;
 
 /// The harness that PyTorch's launcher starts once per rank.
 pub const HARNESS: &str = include_str!("ddp.py");

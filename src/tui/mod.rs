@@ -539,7 +539,7 @@ pub fn main(options: TuiOptions) -> anyhow::Result<()> {
                     }
                 }
                 let dir = app.train.dir.clone().unwrap_or_default();
-                return Err(edgeprof::jobs::TrainCancelled { dir }.into());
+                return Err(edgeprof::jobs::TrainError::Cancelled { dir }.into());
             }
             Ok(())
         }
@@ -572,7 +572,7 @@ fn cancelled_run(app: &mut App, work: &mut Loop) -> anyhow::Error {
     } else {
         let done = r.nodes.iter().map(|n| n.ok + n.failed).sum();
         let total = r.nodes.iter().map(|n| n.total).sum();
-        edgeprof::jobs::FleetCancelled { done, total, dir }.into()
+        edgeprof::jobs::FleetError::Cancelled { done, total, dir }.into()
     }
 }
 
