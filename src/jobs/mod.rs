@@ -37,6 +37,9 @@ pub fn failure_of(error: &anyhow::Error) -> crate::error::Failure {
         if let Some(e) = cause.downcast_ref::<TrainError>() {
             return e.failure();
         }
+        if let Some(e) = cause.downcast_ref::<crate::tune::TuneError>() {
+            return e.failure();
+        }
         if cause.is::<crate::error::BadInput>()
             || cause.is::<crate::models::zoo::ZooError>()
             || cause.is::<crate::models::ShapeParseError>()
@@ -447,6 +450,15 @@ mod tests {
         assert_eq!(
             kind(TrainError::Cancelled { dir: "r/t".into() }.into()),
             Failure::Interrupted
+        );
+        use crate::tune::TuneError;
+        assert_eq!(
+            kind(TuneError::Asked("--batch: batch sizes start at 1".into()).into()),
+            Failure::BadInput
+        );
+        assert_eq!(
+            kind(TuneError::Unavailable("no CUDA provider".into()).into()),
+            Failure::Failed
         );
     }
 }

@@ -6,6 +6,7 @@
 //! `replay` reads a table), so the search is the same code in both.
 
 pub mod costmodel;
+mod error;
 pub mod gp;
 pub mod live;
 pub mod place;
@@ -14,6 +15,8 @@ pub mod prior;
 pub mod replay;
 pub mod search;
 pub mod tuning;
+
+pub use error::TuneError;
 
 use crate::collect::device::{cpu_list, Cluster};
 pub use crate::config::tuning::{Objective, OptionSpace};

@@ -4,7 +4,6 @@
 //! (`tune.json`, the summaries, `table.json` for an exhaustive run).
 
 use crate::config::{Config, ModelRef};
-use crate::error::BadInput;
 use crate::models::InputShape;
 use crate::results::{self, Manifest, SweepStatus};
 use crate::runner::matrix::{self, Plan};
@@ -14,6 +13,7 @@ use crate::tune::live::{self, LiveTune, TuneReport};
 use crate::tune::prior::{self, Prior};
 use crate::tune::replay::{Row, Table};
 use crate::tune::search::{Settings, Stop, Strategy};
+use crate::tune::TuneError;
 use crate::tune::{self, Objective, Space, SpaceSpec};
 use anyhow::Context;
 use std::path::{Path, PathBuf};
@@ -80,7 +80,7 @@ pub fn prepare(
             .model
             .clone()
             .or_else(|| config.matrix.models.first().cloned())
-            .ok_or_else(|| BadInput("name the model to tune with --model".into()))?,
+            .ok_or_else(|| TuneError::Asked("name the model to tune with --model".into()))?,
     };
     let input = o
         .input
@@ -97,7 +97,7 @@ pub fn prepare(
     };
     let (space, skipped) = build_space(o, &config, &model, input)?;
     if space.candidates.is_empty() {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "no candidate can run here: every engine was left out ({})",
             skipped.join("; ")
         )));
@@ -311,7 +311,7 @@ pub fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
     if name.ends_with(".onnx") && path.is_file() {
         return Ok(ModelRef::Onnx(std::path::absolute(path)?));
     }
-    anyhow::bail!(BadInput(format!(
+    anyhow::bail!(TuneError::Asked(format!(
         "--model {name}: neither a zoo model ({}) nor an ONNX file",
         crate::models::zoo::zoo_names().join(", ")
     )))
@@ -339,7 +339,7 @@ fn build_space(
     let engines: Vec<String> = if !args.engines.is_empty() {
         for e in &args.engines {
             if !crate::config::KNOWN_ENGINES.contains(&e.as_str()) || e == "command" {
-                anyhow::bail!(BadInput(format!(
+                anyhow::bail!(TuneError::Asked(format!(
                     "--engine {e}: the tuner searches {}",
                     crate::config::KNOWN_ENGINES
                         .iter()
@@ -423,7 +423,7 @@ fn build_space(
         v
     };
     if threads.contains(&0) {
-        anyhow::bail!(BadInput(
+        anyhow::bail!(TuneError::Asked(
             "--threads: name thread counts of 1 or more (the tuner tries them one by one)".into()
         ));
     }
@@ -433,7 +433,7 @@ fn build_space(
         args.batch.clone()
     };
     if batch.contains(&0) {
-        anyhow::bail!(BadInput("--batch: batch sizes start at 1".into()));
+        anyhow::bail!(TuneError::Asked("--batch: batch sizes start at 1".into()));
     }
     let options = engines
         .iter()

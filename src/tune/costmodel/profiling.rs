@@ -5,6 +5,7 @@
 use super::{probe, Db, Profile};
 use crate::collect::device::cpu_list;
 use crate::models::zoo;
+use crate::tune::TuneError;
 use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +58,7 @@ pub fn open(db: Option<&Path>, say: &mut impl FnMut(String)) -> anyhow::Result<D
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => Db::path_for_this_device().ok_or_else(|| {
-            crate::error::BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into())
+            TuneError::Asked("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into())
         })?,
     };
     let db = Db::open(&path)?;
@@ -162,7 +163,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     for m in &mut zoo_models {
         if super::is_file(m) {
             if !super::profiles_files(&args.engine) {
-                anyhow::bail!(crate::error::BadInput(format!(
+                anyhow::bail!(TuneError::Asked(format!(
                     "--model {m}: {} runs the zoo's models and the cost model's probes, not \
                      ONNX files (profile the file with tract or onnxruntime)",
                     args.engine
@@ -172,12 +173,12 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             // read now, so that a file the cost model cannot describe is refused before any
             // measuring.
             let path = std::fs::canonicalize(&*m)
-                .map_err(|e| crate::error::BadInput(format!("--model {m}: cannot read it: {e}")))?;
+                .map_err(|e| TuneError::Asked(format!("--model {m}: cannot read it: {e}")))?;
             *m = path.to_string_lossy().into_owned();
             let cost = super::files::analysis(Path::new(m), &input_of(args, m))?;
             if !cost.not_costed.is_empty() {
                 let ops: Vec<&str> = cost.not_costed.iter().map(|n| n.op.as_str()).collect();
-                anyhow::bail!(crate::error::BadInput(format!(
+                anyhow::bail!(TuneError::Asked(format!(
                     "--model {m} uses operators edgeprof cannot cost ({}): the cost model learns \
                      only from files costed whole (`edgeprof models info {m}` says why; \
                      `costmodel predict` still predicts it from the rest)",
@@ -185,7 +186,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
                 )));
             }
             if super::files::file_groups(&cost).is_empty() {
-                anyhow::bail!(crate::error::BadInput(format!(
+                anyhow::bail!(TuneError::Asked(format!(
                     "--model {m}: no node of it runs at inference time (`edgeprof models info \
                      {m}` shows its nodes)"
                 )));
@@ -194,7 +195,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             && probe::seed_of(m).is_none()
             && super::graph_probe::seed_of(m).is_none()
         {
-            anyhow::bail!(crate::error::BadInput(format!(
+            anyhow::bail!(TuneError::Asked(format!(
                 "--model {m}: the cost model profiles the zoo's models ({}), its probes \
                  (probe-<seed>) and ONNX files (FILE.onnx)",
                 zoo::zoo_names().join(", ")
@@ -217,13 +218,13 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             0
         });
     if graph_count > 0 && args.engine != "tract" {
-        anyhow::bail!(crate::error::BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--graph-probes are profiled with tract only, not {}",
             args.engine
         )));
     }
     if args.probes_only && probe_count + graph_count == 0 {
-        anyhow::bail!(crate::error::BadInput(
+        anyhow::bail!(TuneError::Asked(
             "--probes-only needs at least one probe (--probes N or --graph-probes N)".into()
         ));
     }
@@ -244,13 +245,13 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     }
     models.extend(rest.cloned());
     if !(0.001..=1.0).contains(&args.target) {
-        anyhow::bail!(crate::error::BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--target {} must be between 0.001 and 1",
             args.target
         )));
     }
     if args.threads.contains(&0) || args.threads.is_empty() {
-        anyhow::bail!(crate::error::BadInput(
+        anyhow::bail!(TuneError::Asked(
             "--threads takes counts of 1 or more".into()
         ));
     }
@@ -258,7 +259,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     if let Some(f) = crate::engines::external::find(&args.engine) {
         let readiness = crate::engines::env::readiness(f, args.python.as_ref());
         if readiness.interpreter().is_none() {
-            anyhow::bail!(crate::error::BadInput(format!(
+            anyhow::bail!(TuneError::Asked(format!(
                 "{} cannot profile here: {}; give --python PATH of an interpreter that has it",
                 f.name,
                 readiness.describe()
@@ -446,7 +447,7 @@ fn resumed(
         _ => String::new(),
     };
     if !args.resume {
-        anyhow::bail!(crate::error::BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "a profile run cut short left {} measurement(s) in {}{when}: --resume continues \
              it, --restart discards them",
             left.len(),
@@ -454,7 +455,7 @@ fn resumed(
         )));
     }
     if let Some(why) = super::partial::mismatch(&left, &args.engine, input, cores) {
-        anyhow::bail!(crate::error::BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--resume: the measurements in {} cannot be continued by this run ({why}); run \
              with those settings, or --restart",
             path.display()

@@ -2,10 +2,10 @@
 //! GPU: whether there is one, how it reaches the CPU's data, and whether it can be a unit here.
 
 use crate::collect::gpuprof::{self, MemoryKind};
-use crate::error::BadInput;
 use crate::error::Unavailable;
 use crate::runner::place_worker::{Unit, UnitEngine};
 use crate::tune::placement::{self, GpuMemory, Link};
+use crate::tune::TuneError;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ pub fn engine_unit(
 ) -> anyhow::Result<Option<Unit>> {
     let Some(rest) = spec.strip_prefix("onnxruntime:") else {
         if spec.contains(':') {
-            anyhow::bail!(BadInput(format!(
+            anyhow::bail!(TuneError::Asked(format!(
                 "--units: {name}={spec}: only onnxruntime serves units (e.g. \
                  {name}=onnxruntime:cuda:0 or {name}=onnxruntime:cpu@1)"
             )));
@@ -56,19 +56,19 @@ pub fn engine_unit(
             .strip_prefix("cuda:")
             .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()) && n.parse::<u32>().is_ok());
     if !valid {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--units: {name}={spec}: the device {device:?} is neither cpu nor cuda:N"
         )));
     }
     let cpus = match cpus {
-        Some(list) if list.trim().is_empty() => anyhow::bail!(BadInput(format!(
+        Some(list) if list.trim().is_empty() => anyhow::bail!(TuneError::Asked(format!(
             "--units: {name}={spec}: name the CPUs after @ (e.g. @0-1), or leave @ out for all"
         ))),
         Some(list) => super::unit_cpus(name, list)?,
         None => crate::tune::tuning::allowed_cpus(),
     };
     let python = onnxruntime_python(python)
-        .map_err(|why| BadInput(format!("--units: {name}: {}", why.0)))?;
+        .map_err(|why| TuneError::Asked(format!("--units: {name}: {}", why.0)))?;
     Ok(Some(Unit {
         name: name.to_string(),
         cpus,
@@ -137,18 +137,18 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> an
             let Some(engine) = &u.engine else { continue };
             match providers(&engine.python) {
                 Ok(p) if p.iter().any(|p| p == "CUDAExecutionProvider") => {}
-                Ok(p) => anyhow::bail!(
+                Ok(p) => anyhow::bail!(TuneError::Unavailable(format!(
                     "unit {}: this onnxruntime ({}) has no CUDA execution provider (it has {}); \
                      install onnxruntime-gpu in its environment",
                     u.name,
                     engine.python.display(),
                     p.join(", ")
-                ),
-                Err(why) => anyhow::bail!(
+                ))),
+                Err(why) => anyhow::bail!(TuneError::Unavailable(format!(
                     "unit {}: cannot ask {}'s onnxruntime for its providers: {why}",
                     u.name,
                     engine.python.display()
-                ),
+                ))),
             }
         }
         return Ok(match gpuprof::memory_kind(Path::new("/"), n) {

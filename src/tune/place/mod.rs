@@ -5,11 +5,11 @@
 
 mod gpu;
 
-use crate::error::BadInput;
 use crate::models::zoo::{self, ModelParams};
 use crate::models::InputShape;
 use crate::runner::place_worker::{Request, Response, Source, Task, Unit};
 use crate::tune::placement::{self, Block, Link, Plan, Stage, Units};
+use crate::tune::TuneError;
 use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -82,13 +82,13 @@ pub struct PlaceReport {
 /// `little`, `all`…), each CPU one this process may use.
 fn unit_cpus(name: &str, list: &str) -> anyhow::Result<Vec<usize>> {
     let set = crate::tune::resolve_core_set_here(list.trim())
-        .map_err(|why| BadInput(format!("--units: {name}={list}: {}", why.0)))?;
+        .map_err(|why| TuneError::Asked(format!("--units: {name}={list}: {}", why.0)))?;
     Ok(set.cpus.unwrap_or_else(crate::tune::tuning::allowed_cpus))
 }
 
 fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
     let not_a_unit = || {
-        BadInput(format!(
+        TuneError::Asked(format!(
             "--units: {part:?} is not NAME=CPUS (e.g. big=4-7) or NAME=onnxruntime:DEVICE"
         ))
     };
@@ -112,13 +112,13 @@ pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Res
         .filter(|s| !s.trim().is_empty())
         .collect();
     let Some(host) = parts.first() else {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--units {text:?} names no unit (e.g. big=4-7,little=0-3)"
         )));
     };
     if let Some((name, spec)) = host.split_once('=') {
         if gpu::is_engine_spec(spec.trim()) {
-            anyhow::bail!(BadInput(format!(
+            anyhow::bail!(TuneError::Asked(format!(
                 "--units: the first unit ({}) is the host, where the input starts and the \
                  output ends: make it a CPU unit (NAME=CPUS)",
                 name.trim()
@@ -131,7 +131,7 @@ pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Res
         .collect::<anyhow::Result<_>>()?;
     for (i, u) in units.iter().enumerate() {
         if units[..i].iter().any(|v| v.name == u.name) {
-            anyhow::bail!(BadInput(format!(
+            anyhow::bail!(TuneError::Asked(format!(
                 "--units names {} twice: give each unit a name of its own",
                 u.name
             )));
@@ -157,7 +157,7 @@ fn default_units() -> anyhow::Result<Vec<Unit>> {
             Unit::cpus(&format!("cpu{a}"), vec![*a]),
             Unit::cpus(&format!("cpu{b}"), vec![*b]),
         ]),
-        _ => anyhow::bail!(BadInput(
+        _ => anyhow::bail!(TuneError::Asked(
             "this process may use one CPU only: there is nothing to place across (name units with --units)".into()
         )),
     }
@@ -193,7 +193,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
             ("--classes", args.classes.is_some()),
         ] {
             if given {
-                anyhow::bail!(BadInput(format!(
+                anyhow::bail!(TuneError::Asked(format!(
                     "{flag} sets a zoo model's; {} has its own (bind its inputs with --input NAME=DIMS)",
                     args.model
                 )));
@@ -201,9 +201,9 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
         }
         let path = Path::new(&args.model);
         let given = crate::models::onnx_graph::InputSpec::parse_all(&args.input)
-            .map_err(|e| BadInput(e.to_string()))?;
+            .map_err(|e| TuneError::Asked(e.to_string()))?;
         let chain = crate::models::onnx_graph::Chain::open(path, &given)
-            .map_err(|e| BadInput(e.to_string()))?;
+            .map_err(|e| TuneError::Asked(e.to_string()))?;
         let input = chain.input();
         // Before any worker starts: a block that cannot be held in memory is refused here.
         crate::engines::tract::check_fits(
@@ -211,7 +211,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
             "its largest tensor",
             Some(chain.largest_bytes()),
         )
-        .map_err(|e| BadInput(e.to_string()))?;
+        .map_err(|e| TuneError::Asked(e.to_string()))?;
         return Ok(Placed {
             source: Source::File {
                 path: path.to_path_buf(),
@@ -228,7 +228,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
         });
     }
     if zoo::find(&args.model).is_none() {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--model {}: neither a zoo model ({}) nor an ONNX file",
             args.model,
             zoo::zoo_names().join(", ")
@@ -237,11 +237,11 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
     let input: InputShape = match args.input.as_slice() {
         [] => InputShape::default(),
         [one] => one.parse().map_err(|e| {
-            BadInput(format!(
+            TuneError::Asked(format!(
                 "--input {one}: {e} (a zoo model has one image input, CxHxW)"
             ))
         })?,
-        _ => anyhow::bail!(BadInput(
+        _ => anyhow::bail!(TuneError::Asked(
             "a zoo model has one image input: give --input once, as CxHxW".into()
         )),
     };
@@ -288,7 +288,7 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         batch,
     } = placed(args)?;
     if args.no_gpu && args.units.is_some() {
-        anyhow::bail!(BadInput(
+        anyhow::bail!(TuneError::Asked(
             "--no-gpu leaves the GPU out of the default units; with --units, name only the \
              units wanted"
                 .into()
@@ -306,14 +306,14 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         args.python.as_ref(),
     )?;
     if !args.assign.is_empty() && args.assign.len() != blocks.len() {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--assign names {} unit(s) but the chain has {} block(s)",
             args.assign.len(),
             blocks.len()
         )));
     }
     if let Some(u) = args.assign.iter().find(|&&u| u >= units.len()) {
-        anyhow::bail!(BadInput(format!(
+        anyhow::bail!(TuneError::Asked(format!(
             "--assign: unit {u} does not exist (units are numbered from 0 to {})",
             units.len() - 1
         )));
@@ -335,7 +335,9 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         names.join(", ")
     ));
     let Response::Profile { ms } = ask(&request(Task::Profile))? else {
-        anyhow::bail!("the placement worker answered a profile request with something else");
+        anyhow::bail!(TuneError::Worker(
+            "the placement worker answered a profile request with something else".into()
+        ));
     };
     let k = units.len();
     let samples = if k > 1 {
@@ -344,7 +346,9 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
             sizes: SIZES.to_vec(),
         }))?
         else {
-            anyhow::bail!("the placement worker answered a transfer request with something else");
+            anyhow::bail!(TuneError::Worker(
+                "the placement worker answered a transfer request with something else".into()
+            ));
         };
         samples
     } else {
@@ -404,7 +408,9 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
             assign: chosen.units.clone(),
         }))?
         else {
-            anyhow::bail!("the placement worker answered a split request with something else");
+            anyhow::bail!(TuneError::Worker(
+                "the placement worker answered a split request with something else".into()
+            ));
         };
         (
             Some(chosen),
