@@ -203,10 +203,43 @@ impl Spec {
         let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
         let tail = Tail::default();
         let mut taken = None;
-        // The streams heard as lines; the last of them to end sends `Closed`.
-        let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let hear = |stream: Box<dyn std::io::Read + Send>, max: usize, also: Option<Tail>| {
-            open.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        // The streams heard as lines (stderr's lines kept as its tail too when merged), and
+        // stderr read into the tail alone otherwise.
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        let mut heard: Vec<(Box<dyn std::io::Read + Send>, Option<Tail>)> = Vec::new();
+        let mut tail_only = None;
+        let max = match stdout {
+            Output::Lines { max } => {
+                heard.extend(out.map(|o| (Box::new(o) as Box<dyn std::io::Read + Send>, None)));
+                tail_only = err;
+                max
+            }
+            Output::Merged { max } => {
+                heard.extend(out.map(|o| (Box::new(o) as Box<dyn std::io::Read + Send>, None)));
+                heard.extend(err.map(|e| {
+                    (
+                        Box::new(e) as Box<dyn std::io::Read + Send>,
+                        Some(tail.clone()),
+                    )
+                }));
+                max
+            }
+            Output::Taken => {
+                taken = out;
+                tail_only = err;
+                0
+            }
+        };
+        if let Some(err) = tail_only {
+            let tail = tail.clone();
+            std::thread::spawn(move || tail.fill(err));
+        }
+        // The last of the heard streams to end sends `Closed`: counted before any starts.
+        let open = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(heard.len()));
+        if heard.is_empty() && !matches!(stdout, Output::Taken) {
+            send(to, Heard::Closed);
+        }
+        for (stream, also) in heard {
             let (tx, open, send) = (
                 to.clone(),
                 std::sync::Arc::clone(&open),
@@ -232,36 +265,6 @@ impl Spec {
                     send(&tx, Heard::Closed);
                 }
             });
-        };
-        let (out, err) = (child.stdout.take(), child.stderr.take());
-        match stdout {
-            Output::Lines { max } => {
-                if let Some(out) = out {
-                    hear(Box::new(out), max, None);
-                }
-                if let Some(err) = err {
-                    let tail = tail.clone();
-                    std::thread::spawn(move || tail.fill(err));
-                }
-            }
-            Output::Merged { max } => {
-                if let Some(out) = out {
-                    hear(Box::new(out), max, None);
-                }
-                if let Some(err) = err {
-                    hear(Box::new(err), max, Some(tail.clone()));
-                }
-            }
-            Output::Taken => {
-                taken = out;
-                if let Some(err) = err {
-                    let tail = tail.clone();
-                    std::thread::spawn(move || tail.fill(err));
-                }
-            }
-        }
-        if open.load(std::sync::atomic::Ordering::SeqCst) == 0 && !matches!(stdout, Output::Taken) {
-            send(to, Heard::Closed);
         }
         let mut started = Started {
             child,
