@@ -394,36 +394,24 @@ fn run_step_within(
     on_line: &mut dyn FnMut(&str),
 ) -> anyhow::Result<()> {
     use crate::collect::child::{Heard, Input, Output};
-    let (tx, rx) = std::sync::mpsc::channel::<Heard>();
+    let (tx, heard) = std::sync::mpsc::channel::<Heard>();
     let mut child = command
         .start(Input::Null, Output::Merged { max: 64 << 10 }, &tx, None)
         .map_err(|e| crate::error::BadInput(format!("cannot start {what}: {e}")))?;
     drop(tx);
-    let deadline = std::time::Instant::now() + timeout;
-    let (mut closed, mut exited) = (false, false);
     let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
-    while !(closed && exited) {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Heard::Line(line)) => {
-                on_line(&line);
-                tail.push_back(line);
-                if tail.len() > 5 {
-                    tail.pop_front();
-                }
-            }
-            Ok(Heard::Closed | Heard::Overlong) => closed = true,
-            Ok(Heard::Exited) => exited = true,
-            Ok(Heard::Cancelled) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                child.signal_group(nix::sys::signal::Signal::SIGKILL);
-                anyhow::bail!(
-                    "{what} did not end within {} and was stopped",
-                    crate::collect::child::said(timeout)
-                );
-            }
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+    let ended = child.hear_to_end(&heard, std::time::Instant::now() + timeout, |line| {
+        on_line(&line);
+        tail.push_back(line);
+        if tail.len() > 5 {
+            tail.pop_front();
         }
+    });
+    if !ended {
+        anyhow::bail!(
+            "{what} did not end within {} and was stopped",
+            crate::collect::child::said(timeout)
+        );
     }
     let status = child
         .reap()

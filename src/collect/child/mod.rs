@@ -20,8 +20,9 @@
 mod short;
 mod streams;
 
-pub use short::{ask_worker, run, run_until, said, Ran, Stdout, STDERR_LIMIT, STDOUT_LIMIT};
-pub use streams::{for_each_line, keep_tail, Tail, STDERR_LINE_BYTES, STDERR_TAIL_LINES};
+pub use short::{ask_worker, run, run_until, said, Ran, Stdout, STDOUT_LIMIT};
+pub use streams::STDERR_TAIL_LINES;
+use streams::{for_each_line, Tail};
 
 use crate::collect::stop::{Cancel, OnRaise};
 use crate::error::ChildFailed;
@@ -185,7 +186,6 @@ impl Spec {
         map: impl Fn(Heard) -> Option<T> + Send + Sync + 'static,
         cancel: Option<&Cancel>,
     ) -> Result<Started, ChildFailed> {
-        let map = std::sync::Arc::new(map);
         let send = move |tx: &Sender<T>, heard: Heard| match map(heard) {
             Some(t) => tx.send(t).is_ok(),
             None => true,
@@ -353,6 +353,34 @@ fn seconds(t: libc::timeval) -> f64 {
 }
 
 impl Started {
+    /// Hears it to its end: each line it says passed to `on_line`, until its output has closed
+    /// and it has exited (a cancel is not its end). False when `deadline` came first: its group
+    /// is killed then, and the caller says so.
+    pub fn hear_to_end(
+        &self,
+        heard: &std::sync::mpsc::Receiver<Heard>,
+        deadline: std::time::Instant,
+        mut on_line: impl FnMut(String),
+    ) -> bool {
+        use std::sync::mpsc::RecvTimeoutError;
+        let (mut closed, mut exited) = (false, false);
+        while !(closed && exited) {
+            let left = deadline.saturating_duration_since(std::time::Instant::now());
+            match heard.recv_timeout(left) {
+                Ok(Heard::Line(line)) => on_line(line),
+                Ok(Heard::Closed | Heard::Overlong) => closed = true,
+                Ok(Heard::Exited) => exited = true,
+                Ok(Heard::Cancelled) => {}
+                Err(RecvTimeoutError::Disconnected) => break,
+                Err(RecvTimeoutError::Timeout) => {
+                    self.signal_group(Signal::SIGKILL);
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

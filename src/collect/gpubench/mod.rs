@@ -284,35 +284,23 @@ pub fn measure_in_child(
             ))
         })?;
     drop(tx);
-    let deadline = Instant::now() + timeout;
     let mut outcome: Option<Result<GpuMeasurement, GpuBenchError>> = None;
-    let (mut closed, mut exited) = (false, false);
-    while !(closed && exited) {
-        let left = deadline.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(Heard::Line(line)) => match serde_json::from_str::<Message>(&line) {
-                Ok(Message::Done(m)) => outcome = Some(Ok(m)),
-                Ok(Message::Unavailable(why)) => {
-                    outcome = Some(Err(GpuBenchError::Unavailable(why)))
-                }
-                Ok(Message::Failed(why)) => outcome = Some(Err(GpuBenchError::Failed(why))),
-                Ok(m) => progress(&m),
-                // Anything else on stdout (a driver's own message) is not ours: skip it.
-                Err(_) => {}
-            },
-            Ok(Heard::Closed | Heard::Overlong) => closed = true,
-            Ok(Heard::Exited) => exited = true,
-            Ok(Heard::Cancelled) => {}
-            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
-            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {
-                // Dropping it kills its group and reaps it.
-                drop(child);
-                return Err(GpuBenchError::Failed(format!(
-                    "the GPU benchmark did not finish within {} s and was stopped",
-                    timeout.as_secs()
-                )));
-            }
+    let ended = child.hear_to_end(&rx, Instant::now() + timeout, |line| {
+        match serde_json::from_str::<Message>(&line) {
+            Ok(Message::Done(m)) => outcome = Some(Ok(m)),
+            Ok(Message::Unavailable(why)) => outcome = Some(Err(GpuBenchError::Unavailable(why))),
+            Ok(Message::Failed(why)) => outcome = Some(Err(GpuBenchError::Failed(why))),
+            Ok(m) => progress(&m),
+            // Anything else on stdout (a driver's own message) is not ours: skip it.
+            Err(_) => {}
         }
+    });
+    if !ended {
+        // Its group is killed; dropping it reaps it.
+        return Err(GpuBenchError::Failed(format!(
+            "the GPU benchmark did not finish within {} s and was stopped",
+            timeout.as_secs()
+        )));
     }
     // What it left in its group would hold its output open.
     child.signal_group(nix::sys::signal::Signal::SIGKILL);
