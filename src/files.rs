@@ -1,15 +1,44 @@
 //! Files written whole, and files opened only as what they claim to be: shared helpers every
 //! layer may use.
 
-use anyhow::Context;
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use thiserror::Error;
+
+/// A file or directory edgeprof could not write, with where; its message is the one sentence
+/// the user reads.
+#[derive(Debug, Error)]
+pub enum FileError {
+    // The I/O error is part of the sentence, not a source of its own: a chain printed
+    // whole would say it twice.
+    #[error("cannot write {}: {error}", path.display())]
+    Write {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error("cannot create {}: {error}", path.display())]
+    Create {
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    /// A directory to write into that is a symbolic link: what the user gave, so bad input.
+    #[error("{} is a symbolic link, and edgeprof writes only into real directories there", path.display())]
+    Link { path: PathBuf },
+}
+
+impl FileError {
+    /// Whether what the user asked for (a path that is a link) is at fault rather than the
+    /// machine (a full disk, a missing permission).
+    pub fn is_bad_input(&self) -> bool {
+        matches!(self, FileError::Link { .. })
+    }
+}
 
 /// Writes a file whole, through a temporary file renamed into place, so a reader (or a crash)
 /// never sees half of it. The rename replaces whatever `path` was, a symbolic link included,
 /// rather than writing through it.
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), FileError> {
     let tmp = path.with_extension("tmp");
     // A symbolic link (or anything) left at the temporary name is replaced, not followed.
     let _ = std::fs::remove_file(&tmp);
@@ -22,7 +51,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
         // A full disk leaves no half-written file behind.
         let _ = std::fs::remove_file(&tmp);
     }
-    written.with_context(|| format!("cannot write {}", path.display()))
+    written.map_err(|error| FileError::Write {
+        path: path.to_path_buf(),
+        error,
+    })
 }
 
 /// Opens `path` with `options` only when it is a regular file: a symbolic link is not followed
@@ -64,15 +96,17 @@ pub fn open_regular(path: &Path, options: &OpenOptions) -> std::io::Result<File>
 
 /// Creates the directory `path` (and its parents) inside a results directory, refusing one
 /// that is a symbolic link: files written into it would land wherever the link points.
-pub fn create_real_dir(path: &Path) -> anyhow::Result<()> {
-    std::fs::create_dir_all(path).with_context(|| format!("cannot create {}", path.display()))?;
-    let meta = std::fs::symlink_metadata(path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
+pub fn create_real_dir(path: &Path) -> Result<(), FileError> {
+    let create = |error| FileError::Create {
+        path: path.to_path_buf(),
+        error,
+    };
+    std::fs::create_dir_all(path).map_err(create)?;
+    let meta = std::fs::symlink_metadata(path).map_err(create)?;
     if meta.file_type().is_symlink() {
-        anyhow::bail!(crate::error::BadInput(format!(
-            "{} is a symbolic link, and edgeprof writes only into real directories there",
-            path.display()
-        )));
+        return Err(FileError::Link {
+            path: path.to_path_buf(),
+        });
     }
     Ok(())
 }

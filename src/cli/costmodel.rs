@@ -252,27 +252,21 @@ pub fn run(command: CostmodelCommand) -> anyhow::Result<()> {
             cores,
             memory,
         } => {
-            let cores = cores.map(|list| confine(&list)).transpose()?;
-            let how = Measure {
-                target,
-                max_runs,
-                layer_runs,
-                ..Measure::default()
-            };
-            let mut p = if engine == "tract" {
-                costmodel::measure(&model, &input, threads, how)?
-            } else {
-                costmodel::measure_external(
-                    &engine,
-                    &model,
-                    &input,
-                    threads,
-                    how,
-                    python.as_deref(),
-                )?
-            };
-            p.cores = cores;
-            costmodel::measure_bandwidth(&mut p, memory);
+            let p = costmodel::profiling::profile_one(&costmodel::profiling::OneProfile {
+                engine,
+                python,
+                model,
+                input,
+                threads,
+                cores,
+                how: Measure {
+                    target,
+                    max_runs,
+                    layer_runs,
+                    ..Measure::default()
+                },
+                memory,
+            })?;
             print_json(&p)
         }
     }
@@ -300,17 +294,6 @@ fn core_set(name: &str) -> anyhow::Result<Option<Vec<usize>>> {
 }
 
 use costmodel::profiling::on_cpus;
-
-/// Confines this process, and the threads and children it starts, to the CPUs of `list` (the
-/// parent's core set, written by [`cpu_list`]).
-fn confine(list: &str) -> anyhow::Result<Vec<usize>> {
-    let cpus = edgeprof::collect::telemetry::cpu::parse_cpu_ids(list);
-    if cpus.is_empty() {
-        anyhow::bail!(BadInput(format!("--cores {list}: no CPU in it")));
-    }
-    edgeprof::runner::place_worker::confine(&cpus)?;
-    Ok(cpus)
-}
 
 fn no_profiles(db: &Db, engine: &str) -> BadInput {
     BadInput(format!(

@@ -21,7 +21,6 @@ mod tune;
 use anyhow::{bail, Context};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use edgeprof::bench::{self, BenchModel, BenchRequest};
-use edgeprof::engines::tract::{ModelSource, TractSession};
 use edgeprof::models::cost;
 use edgeprof::models::onnx::{self, DEFAULT_SEED};
 use edgeprof::models::zoo::{self, ModelParams};
@@ -543,51 +542,21 @@ fn export(
     output: &Path,
     test_data: Option<&Path>,
 ) -> anyhow::Result<()> {
+    use edgeprof::engines::tract::ExportError;
     let model = zoo::build(name, &shape.params())?;
-    let proto = onnx::to_onnx(&model, seed);
-    let bytes = onnx::encode(&proto);
-    std::fs::write(output, &bytes)
-        .map_err(|e| BadInput(format!("cannot write {}: {e}", output.display())))?;
+    let exported =
+        edgeprof::engines::tract::export(&model, seed, output, test_data).map_err(|e| match e {
+            ExportError::File(e) => anyhow::Error::new(BadInput(e.to_string())),
+            ExportError::Engine(e) => anyhow::Error::new(e),
+        })?;
     errln!(
         "wrote {} ({} bytes, opset {}, input {:?}, seed {seed})",
         output.display(),
-        render::thousands(bytes.len() as u64),
+        render::thousands(exported.bytes as u64),
         onnx::OPSET,
         model.input_shape
     );
-    if let Some(dir) = test_data {
-        let set = dir.join("test_data_set_0");
-        std::fs::create_dir_all(&set)
-            .map_err(|e| BadInput(format!("cannot create {}: {e}", set.display())))?;
-        let session = TractSession::load(
-            ModelSource::Zoo {
-                model: &model,
-                seed,
-            },
-            None,
-            1,
-        )?;
-        let input = session.make_input(seed)?;
-        let (out_shape, values) = session.run(&input)?;
-        let input_values: Vec<f32> = input
-            .to_plain_array_view::<f32>()
-            .map_err(|e| anyhow::anyhow!("input tensor is not float32: {e}"))?
-            .iter()
-            .copied()
-            .collect();
-        let write = |file: &str, tensor: tract_onnx::pb::TensorProto| -> anyhow::Result<()> {
-            let path = set.join(file);
-            std::fs::write(&path, prost::Message::encode_to_vec(&tensor))
-                .with_context(|| format!("cannot write {}", path.display()))
-        };
-        write(
-            "input_0.pb",
-            onnx::float_tensor("input", &session.input_shape, &input_values),
-        )?;
-        write(
-            "output_0.pb",
-            onnx::float_tensor("output", &out_shape, &values),
-        )?;
+    if let Some(set) = exported.test_set {
         errln!(
             "wrote tract's reference input and output under {}",
             set.display()

@@ -2,6 +2,7 @@
 //! here). Sampling happens in the collect layer; this module schedules, formats and prints.
 
 use crate::cli::{print_json, print_out, render, BadInput};
+use edgeprof::collect::tegrastats::ReplayError;
 use edgeprof::collect::telemetry::{self, Reader, Sample};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -223,9 +224,9 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
             None => errln!("warning: {name}: {warning}"),
         },
     )
-    .map_err(|e| match e.downcast_ref::<std::io::Error>() {
-        Some(io) => anyhow::Error::new(BadInput(format!("cannot read {name}: {io}"))),
-        None => e,
+    .map_err(|e| match e {
+        ReplayError::Read(io) => anyhow::Error::new(BadInput(format!("cannot read {name}: {io}"))),
+        ReplayError::Emit(e) => e,
     })?;
     if let Some((line, reading)) = &replay.first_dropped {
         errln!(

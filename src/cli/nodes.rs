@@ -70,21 +70,7 @@ struct Checked<'a> {
 fn check(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
     let nodes = nodes_of(config)?;
     errln!("checking {} node(s) over ssh …", nodes.len());
-    // All at once: a node that does not answer costs its timeout once, not once per node.
-    let checks: Vec<Check> = std::thread::scope(|scope| {
-        let handles: Vec<_> = nodes
-            .iter()
-            .map(|node| scope.spawn(move || fleet::check(node)))
-            .collect();
-        handles
-            .into_iter()
-            .map(|h| {
-                h.join().unwrap_or(Check::Broken {
-                    reason: "the check panicked".to_string(),
-                })
-            })
-            .collect()
-    });
+    let checks = fleet::check_all(&nodes);
     if json {
         let out: Vec<Checked> = nodes
             .iter()

@@ -478,16 +478,23 @@ pub struct Replay {
 /// Most warnings about single lines a replay prints; the rest are counted.
 const LINE_WARNINGS: usize = 20;
 
+/// Why a replay stopped: the log could not be read, or `emit` failed with its own error.
+#[derive(Debug)]
+pub enum ReplayError<E> {
+    Read(std::io::Error),
+    Emit(E),
+}
+
 /// Replays a tegrastats log line by line (never holding it whole): each line becomes a sample
 /// handed to `emit`, its `t_s` from the lines' own timestamps where they have them, else
 /// `interval` apart. Lines that are not tegrastats, words not understood and overlong lines
 /// go to `warn` with their line number (the first few; then a count, with none).
-pub fn replay(
+pub fn replay<E>(
     mut reader: impl std::io::BufRead,
     interval: std::time::Duration,
-    mut emit: impl FnMut(crate::collect::telemetry::Sample) -> anyhow::Result<()>,
+    mut emit: impl FnMut(crate::collect::telemetry::Sample) -> Result<(), E>,
     mut warn: impl FnMut(Option<usize>, String),
-) -> anyhow::Result<Replay> {
+) -> Result<Replay, ReplayError<E>> {
     let mut replay = Replay::default();
     let mut first_stamp: Option<String> = None;
     let mut buffer = Vec::new();
@@ -502,7 +509,7 @@ pub fn replay(
     };
     loop {
         buffer.clear();
-        let (read, overlong) = read_line(&mut reader, &mut buffer)?;
+        let (read, overlong) = read_line(&mut reader, &mut buffer).map_err(ReplayError::Read)?;
         if read == 0 {
             break;
         }
@@ -547,7 +554,7 @@ pub fn replay(
             _ => None,
         }
         .unwrap_or(replay.samples as f64 * interval.as_secs_f64());
-        emit(crate::collect::telemetry::from_tegrastats(&line, t_s))?;
+        emit(crate::collect::telemetry::from_tegrastats(&line, t_s)).map_err(ReplayError::Emit)?;
         replay.samples += 1;
     }
     if warnings > LINE_WARNINGS {
@@ -789,13 +796,13 @@ mod tests {
             std::time::Duration::from_millis(500),
             |s| {
                 samples.push(s);
-                Ok(())
+                Ok::<(), std::convert::Infallible>(())
             },
             |line, w| warnings.push((line, w)),
         );
         let replay = match replay {
             Ok(r) => r,
-            Err(e) => panic!("{e}"),
+            Err(e) => panic!("{e:?}"),
         };
         assert_eq!(
             replay,

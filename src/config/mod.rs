@@ -612,8 +612,18 @@ pub fn read_text(path: &Path) -> Result<String, ConfigReadError> {
     })
 }
 
+/// Why a configuration file could not be loaded: it could not be read, or it says something
+/// edgeprof cannot run. Either is the user's to mend.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error(transparent)]
+    Read(#[from] ConfigReadError),
+    #[error(transparent)]
+    Invalid(#[from] ConfigError),
+}
+
 /// Reads and resolves a configuration file.
-pub fn load(path: &Path) -> anyhow::Result<Config> {
+pub fn load(path: &Path) -> Result<Config, LoadError> {
     let text = read_text(path)?;
     Ok(parse(&text, path)?)
 }

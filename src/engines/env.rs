@@ -5,7 +5,6 @@
 
 use crate::collect::child::Spec;
 use crate::engines::external::{self, Framework};
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,9 +15,54 @@ pub const MARKER: &str = "edgeprof-env.json";
 /// How long an interpreter may take to say what it has.
 const PROBE_TIMEOUT: Duration = Duration::from_secs(60);
 
+/// Why an environment could not be found, made or removed, in one sentence.
+#[derive(Debug, thiserror::Error)]
+pub enum EnvError {
+    #[error("cannot find a data directory: set EDGEPROF_DATA_DIR, XDG_DATA_HOME or HOME")]
+    NoDataDir,
+    #[error("the {0} harness is not in this build yet, so there is nothing to set up for it")]
+    NotInThisBuild(String),
+    #[error("{} is not an environment edgeprof made for {framework} (it has no {MARKER}); remove it yourself if you mean to", dir.display())]
+    NotOurs { dir: PathBuf, framework: String },
+    /// A step's program could not be started (a `--python` that is not there).
+    #[error("cannot start {what}: {why}")]
+    CannotStart { what: String, why: String },
+    /// A step ran and failed, or ran past its time; or the result does not work.
+    #[error("{0}")]
+    Failed(String),
+    #[error("cannot {what} {}: {error}", path.display())]
+    Io {
+        what: &'static str,
+        path: PathBuf,
+        error: std::io::Error,
+    },
+    #[error(transparent)]
+    Lock(#[from] crate::lockfile::LockError),
+    /// What went wrong while making an environment, after which nothing of it is left.
+    #[error("setting up {framework} failed: {error}")]
+    Setup {
+        framework: String,
+        error: Box<EnvError>,
+    },
+}
+
+impl EnvError {
+    /// Whether what the user asked for is at fault (exit code 2) rather than the machine.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            EnvError::NoDataDir
+            | EnvError::NotInThisBuild(_)
+            | EnvError::NotOurs { .. }
+            | EnvError::CannotStart { .. } => true,
+            EnvError::Setup { error, .. } => error.is_bad_input(),
+            EnvError::Failed(_) | EnvError::Io { .. } | EnvError::Lock(_) => false,
+        }
+    }
+}
+
 /// edgeprof's data directory: `$EDGEPROF_DATA_DIR`, else `$XDG_DATA_HOME/edgeprof`, else
 /// `~/.local/share/edgeprof`.
-pub fn data_dir() -> anyhow::Result<PathBuf> {
+pub fn data_dir() -> Result<PathBuf, EnvError> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(dir) = var("EDGEPROF_DATA_DIR") {
         return Ok(PathBuf::from(dir));
@@ -28,19 +72,17 @@ pub fn data_dir() -> anyhow::Result<PathBuf> {
     }
     match var("HOME") {
         Some(home) => Ok(PathBuf::from(home).join(".local/share/edgeprof")),
-        None => anyhow::bail!(crate::error::BadInput(
-            "cannot find a data directory: set EDGEPROF_DATA_DIR, XDG_DATA_HOME or HOME".into()
-        )),
+        None => Err(EnvError::NoDataDir),
     }
 }
 
 /// Where `edgeprof env setup FRAMEWORK` makes the framework's environment.
-pub fn env_dir(framework: &Framework) -> anyhow::Result<PathBuf> {
+pub fn env_dir(framework: &Framework) -> Result<PathBuf, EnvError> {
     Ok(data_dir()?.join("envs").join(framework.name))
 }
 
 /// Models and inputs exported for the external frameworks, kept between runs.
-pub fn cache_dir() -> anyhow::Result<PathBuf> {
+pub fn cache_dir() -> Result<PathBuf, EnvError> {
     Ok(data_dir()?.join("cache"))
 }
 
@@ -383,7 +425,7 @@ const SETUP_STEP_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 /// Runs a setup step, passing each line it prints (stdout and stderr) to `on_line`, and
 /// returns the last lines when it fails; stopped (its whole group) after
 /// [`SETUP_STEP_TIMEOUT`].
-fn run_step(what: &str, command: &Spec, on_line: &mut dyn FnMut(&str)) -> anyhow::Result<()> {
+fn run_step(what: &str, command: &Spec, on_line: &mut dyn FnMut(&str)) -> Result<(), EnvError> {
     run_step_within(what, command, SETUP_STEP_TIMEOUT, on_line)
 }
 
@@ -392,12 +434,15 @@ fn run_step_within(
     command: &Spec,
     timeout: Duration,
     on_line: &mut dyn FnMut(&str),
-) -> anyhow::Result<()> {
+) -> Result<(), EnvError> {
     use crate::collect::child::{Heard, Input, Output};
     let (tx, heard) = std::sync::mpsc::channel::<Heard>();
     let mut child = command
         .start(Input::Null, Output::Merged { max: 64 << 10 }, &tx, None)
-        .map_err(|e| crate::error::BadInput(format!("cannot start {what}: {e}")))?;
+        .map_err(|e| EnvError::CannotStart {
+            what: what.to_string(),
+            why: e.to_string(),
+        })?;
     drop(tx);
     let mut tail: std::collections::VecDeque<String> = std::collections::VecDeque::new();
     let ended = child.hear_to_end(&heard, std::time::Instant::now() + timeout, |line| {
@@ -408,21 +453,21 @@ fn run_step_within(
         }
     });
     if !ended {
-        anyhow::bail!(
+        return Err(EnvError::Failed(format!(
             "{what} did not end within {} and was stopped",
             crate::collect::child::said(timeout)
-        );
+        )));
     }
     let status = child
         .reap()
-        .with_context(|| format!("cannot wait for {what}"))?
+        .map_err(|e| EnvError::Failed(format!("cannot wait for {what}: {e}")))?
         .status;
     if !status.success() {
         let tail: Vec<String> = tail.into_iter().filter(|l| !l.trim().is_empty()).collect();
-        anyhow::bail!(
+        return Err(EnvError::Failed(format!(
             "{what} failed ({status}); its last words: {}",
             tail.join(" | ")
-        );
+        )));
     }
     Ok(())
 }
@@ -435,18 +480,18 @@ pub fn setup(
     pip_args: &[String],
     force: bool,
     on_line: &mut dyn FnMut(&str),
-) -> anyhow::Result<SetupOutcome> {
+) -> Result<SetupOutcome, EnvError> {
     if !framework.runnable() {
-        anyhow::bail!(crate::error::BadInput(format!(
-            "the {} harness is not in this build yet, so there is nothing to set up for it",
-            framework.name
-        )));
+        return Err(EnvError::NotInThisBuild(framework.name.to_string()));
     }
     let dir = env_dir(framework)?;
     let python = venv_python(&dir);
     if let Some(parent) = dir.parent() {
-        std::fs::create_dir_all(parent)
-            .with_context(|| format!("cannot create {}", parent.display()))?;
+        std::fs::create_dir_all(parent).map_err(|error| EnvError::Io {
+            what: "create",
+            path: parent.to_path_buf(),
+            error,
+        })?;
     }
     // One set-up of an environment at a time (two shells, parallel tests): the second waits,
     // then finds the environment ready.
@@ -454,8 +499,7 @@ pub fn setup(
         &dir.with_extension("lock"),
         &format!("edgeprof env setup {}", framework.name),
         |held| on_line(&format!("waiting: {held}")),
-    )
-    .map_err(anyhow::Error::from)?;
+    )?;
     if dir.exists() {
         if !force {
             if let Ok(p) = probe(&python, &[framework]) {
@@ -466,27 +510,29 @@ pub fn setup(
         }
         remove_dir(framework, &dir)?;
     }
-    let made = (|| -> anyhow::Result<Interpreter> {
+    let made = (|| -> Result<Interpreter, EnvError> {
         let mut venv = Spec::new(base);
         venv.arg("-m").arg("venv").arg(&dir);
-        run_step(&format!("{} -m venv", base.display()), &venv, on_line).map_err(|e| {
-            anyhow::anyhow!(
-                "{e:#} (on Debian and Ubuntu the venv module comes with the python3-venv package)"
-            )
+        run_step(&format!("{} -m venv", base.display()), &venv, on_line).map_err(|e| match e {
+            EnvError::Failed(why) => EnvError::Failed(format!(
+                "{why} (on Debian and Ubuntu the venv module comes with the python3-venv package)"
+            )),
+            other => other,
         })?;
         let mut pip = Spec::new(&python);
         pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
             .args(framework.packages)
             .args(pip_args);
         run_step("pip install", &pip, on_line)?;
-        let p = probe(&python, &[framework])
-            .map_err(|why| anyhow::anyhow!("the new environment's python fails: {why}"))?;
+        let p = probe(&python, &[framework]).map_err(|why| {
+            EnvError::Failed(format!("the new environment's python fails: {why}"))
+        })?;
         let i = interpreter(&python, Origin::Managed, framework, &p).ok_or_else(|| {
-            anyhow::anyhow!(
+            EnvError::Failed(format!(
                 "pip installed {} but Python cannot find the {} module",
                 framework.packages.join(" "),
                 framework.module
-            )
+            ))
         })?;
         let marker = Marker {
             framework: framework.name.to_string(),
@@ -495,9 +541,13 @@ pub fn setup(
             base_python: base.to_path_buf(),
             created: crate::text::now_rfc3339(),
         };
-        let text = serde_json::to_string_pretty(&marker)?;
-        std::fs::write(dir.join(MARKER), text)
-            .with_context(|| format!("cannot write {}", dir.join(MARKER).display()))?;
+        let text = serde_json::to_string_pretty(&marker)
+            .map_err(|e| EnvError::Failed(format!("cannot encode {MARKER}: {e}")))?;
+        std::fs::write(dir.join(MARKER), text).map_err(|error| EnvError::Io {
+            what: "write",
+            path: dir.join(MARKER),
+            error,
+        })?;
         Ok(i)
     })();
     match made {
@@ -505,26 +555,31 @@ pub fn setup(
         Err(e) => {
             // Leave nothing half-made behind: a later setup starts clean.
             let _ = std::fs::remove_dir_all(&dir);
-            Err(e.context(format!("setting up {} failed", framework.name)))
+            Err(EnvError::Setup {
+                framework: framework.name.to_string(),
+                error: Box::new(e),
+            })
         }
     }
 }
 
-fn remove_dir(framework: &Framework, dir: &Path) -> anyhow::Result<()> {
+fn remove_dir(framework: &Framework, dir: &Path) -> Result<(), EnvError> {
     // venv writes pyvenv.cfg first, so a setup cut short leaves that without the marker.
     if !dir.join(MARKER).exists() && !dir.join("pyvenv.cfg").exists() {
-        anyhow::bail!(crate::error::BadInput(format!(
-            "{} is not an environment edgeprof made for {} (it has no {MARKER}); remove it \
-             yourself if you mean to",
-            dir.display(),
-            framework.name
-        )));
+        return Err(EnvError::NotOurs {
+            dir: dir.to_path_buf(),
+            framework: framework.name.to_string(),
+        });
     }
-    std::fs::remove_dir_all(dir).with_context(|| format!("cannot remove {}", dir.display()))
+    std::fs::remove_dir_all(dir).map_err(|error| EnvError::Io {
+        what: "remove",
+        path: dir.to_path_buf(),
+        error,
+    })
 }
 
 /// Removes the framework's environment; returns where it was, or `None` if there was none.
-pub fn remove(framework: &Framework) -> anyhow::Result<Option<PathBuf>> {
+pub fn remove(framework: &Framework) -> Result<Option<PathBuf>, EnvError> {
     let dir = env_dir(framework)?;
     if !dir.exists() {
         return Ok(None);

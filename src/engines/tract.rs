@@ -730,6 +730,8 @@ impl TractSession {
 /// rank they can index. tract reads their channel and spatial axes without bounds checks, so a
 /// malformed file with a rank-1 input to a Conv aborts a debug build and reads past a buffer in
 /// a release one: no panic to contain, so it is refused before tract sees it.
+mod export;
+pub use export::{export, ExportError, Exported};
 mod onnx_file;
 use onnx_file::*;
 mod profile;

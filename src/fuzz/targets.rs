@@ -380,7 +380,7 @@ pub(super) fn run_tegrastats(_: &mut Scratch, bytes: &[u8]) {
             });
             let _ = crate::collect::telemetry::csv_row(columns, &sample);
             let _ = serde_json::to_string(&sample);
-            Ok(())
+            Ok::<(), std::convert::Infallible>(())
         },
         |_, _| {},
     );

@@ -45,8 +45,29 @@ pub fn failure_of(error: &anyhow::Error) -> crate::error::Failure {
             || cause.is::<crate::models::ShapeParseError>()
             || cause.is::<crate::config::ConfigError>()
             || cause.is::<crate::config::ConfigReadError>()
+            || cause.is::<crate::config::LoadError>()
         {
             return Failure::BadInput;
+        }
+        if cause.is::<crate::collect::child::AskError>() {
+            if let Some(crate::collect::child::AskError::Refused(_)) = cause.downcast_ref() {
+                return Failure::BadInput;
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<crate::engines::env::EnvError>() {
+            if e.is_bad_input() {
+                return Failure::BadInput;
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<crate::files::FileError>() {
+            if e.is_bad_input() {
+                return Failure::BadInput;
+            }
+        }
+        if let Some(e) = cause.downcast_ref::<crate::models::npy::NpyWriteError>() {
+            if e.is_bad_input() {
+                return Failure::BadInput;
+            }
         }
         if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
             return if e.is_bad_input() {

@@ -285,10 +285,39 @@ pub fn read_file(path: &Path) -> Result<Tensor, NpyError> {
     read(&bytes, &path.display().to_string())
 }
 
+/// Why `.npy` files could not be written.
+#[derive(Debug, thiserror::Error)]
+pub enum NpyWriteError {
+    #[error(transparent)]
+    Encode(#[from] NpyError),
+    #[error(transparent)]
+    File(#[from] crate::files::FileError),
+    /// The folder to save outputs in is a file: what the user gave, so bad input.
+    #[error("{} is a file, not a folder to save the outputs in", .0.display())]
+    NotAFolder(std::path::PathBuf),
+}
+
+impl NpyWriteError {
+    /// Whether what the user gave is at fault rather than the machine.
+    pub fn is_bad_input(&self) -> bool {
+        match self {
+            NpyWriteError::NotAFolder(_) => true,
+            NpyWriteError::File(e) => e.is_bad_input(),
+            NpyWriteError::Encode(_) => false,
+        }
+    }
+}
+
 /// Writes a tensor as a `.npy` file at `path`, whole or not at all.
-pub fn write_file(path: &Path, elem: i32, shape: &[usize], values: &[f64]) -> anyhow::Result<()> {
+pub fn write_file(
+    path: &Path,
+    elem: i32,
+    shape: &[usize],
+    values: &[f64],
+) -> Result<(), NpyWriteError> {
     let bytes = encode(elem, shape, values)?;
-    crate::files::write_atomic(path, &bytes)
+    crate::files::write_atomic(path, &bytes)?;
+    Ok(())
 }
 
 /// The file of a model's output `k` among saved outputs.
@@ -298,15 +327,14 @@ pub fn output_file_name(k: usize) -> String {
 
 /// Writes each of a model's outputs, (shape, values), as `output_K.npy` (float32) in `dir`,
 /// created if need be.
-pub fn write_outputs(dir: &Path, outputs: &[(Vec<usize>, Vec<f32>)]) -> anyhow::Result<()> {
-    use anyhow::Context;
+pub fn write_outputs(dir: &Path, outputs: &[(Vec<usize>, Vec<f32>)]) -> Result<(), NpyWriteError> {
     if dir.exists() && !dir.is_dir() {
-        anyhow::bail!(crate::error::BadInput(format!(
-            "{} is a file, not a folder to save the outputs in",
-            dir.display()
-        )));
+        return Err(NpyWriteError::NotAFolder(dir.to_path_buf()));
     }
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::create_dir_all(dir).map_err(|error| crate::files::FileError::Create {
+        path: dir.to_path_buf(),
+        error,
+    })?;
     for (k, (shape, values)) in outputs.iter().enumerate() {
         let wide: Vec<f64> = values.iter().map(|&v| f64::from(v)).collect();
         write_file(

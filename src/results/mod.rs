@@ -168,7 +168,8 @@ pub use crate::files::write_atomic;
 
 pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(manifest).context("cannot encode the manifest")?;
-    write_atomic(&dir.join(MANIFEST), (text + "\n").as_bytes())
+    write_atomic(&dir.join(MANIFEST), (text + "\n").as_bytes())?;
+    Ok(())
 }
 
 pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {

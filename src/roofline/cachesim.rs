@@ -200,7 +200,8 @@ pub fn load(dir: &Path) -> anyhow::Result<Vec<Simulation>> {
 /// Keeps the simulations in a results directory.
 pub fn save(dir: &Path, sims: &[Simulation]) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(sims)?;
-    crate::results::write_atomic(&dir.join(FILE), text.as_bytes())
+    crate::results::write_atomic(&dir.join(FILE), text.as_bytes())?;
+    Ok(())
 }
 
 /// The file in a results directory that keeps simulations.

@@ -128,8 +128,12 @@ impl LayerRequest {
 pub fn profile_in_worker(
     request: &LayerRequest,
     cancel: Option<&crate::collect::stop::Cancel>,
-) -> anyhow::Result<LayerProfile> {
-    let input = serde_json::to_vec(request)?;
+) -> Result<LayerProfile, crate::collect::child::AskError> {
+    let input = serde_json::to_vec(request).map_err(|e| {
+        crate::collect::child::AskError::Failed(crate::error::ChildFailed(format!(
+            "cannot encode the request for the layers' worker: {e}"
+        )))
+    })?;
     crate::collect::child::ask_worker(
         &["layers-worker"],
         &input,
@@ -147,6 +151,48 @@ pub struct LayerProfile {
     /// Per program, each run's seconds (the runs of all programs interleaved: every run times
     /// every layer).
     pub runs_s: Vec<Vec<f64>>,
+}
+
+/// A profile's layers ranked by the end-to-end time each can save under `ceilings`, with how
+/// steady the first place is over resamples of the runs: what `roofline layers` prints and
+/// the UI's layer view shows.
+#[derive(Debug, Clone)]
+pub struct Ranked {
+    pub ranks: Vec<crate::roofline::advice::LayerRank>,
+    /// The share of resamples of the runs in which the first layer stays first (None: one run).
+    pub stability: Option<f64>,
+    /// How many runs the profile timed.
+    pub runs: usize,
+}
+
+/// Resamples drawn to tell how steady a ranking is.
+pub const STABILITY_RESAMPLES: usize = 1000;
+
+impl LayerProfile {
+    /// Its layers ranked under `ceilings` (see [`Ranked`]).
+    pub fn ranked(&self, ceilings: &crate::roofline::Ceilings) -> Ranked {
+        use crate::roofline::advice;
+        Ranked {
+            ranks: advice::rank_layers(&self.programs, ceilings),
+            stability: advice::top_stability(
+                &self.programs,
+                &self.runs_s,
+                ceilings,
+                STABILITY_RESAMPLES,
+            ),
+            runs: self.runs_s.first().map_or(0, Vec::len),
+        }
+    }
+
+    /// The layer `label`'s median run and half its 95 % interval, in milliseconds.
+    pub fn spread_ms(&self, label: &str) -> Option<(f64, f64)> {
+        let k = self.programs.iter().position(|p| p.label == label)?;
+        let runs_ms: Vec<f64> = self.runs_s.get(k)?.iter().map(|s| s * 1e3).collect();
+        let median = crate::stats::median(&runs_ms)?;
+        let half = crate::stats::median_interval(&runs_ms, crate::stats::BOOTSTRAP_ROUNDS)
+            .map_or(0.0, |(low, high)| (high - low) / 2.0);
+        Some((median, half))
+    }
 }
 
 /// The most of a saved profile read.

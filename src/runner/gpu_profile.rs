@@ -400,5 +400,6 @@ fn write(dir: &Path, roofline: &GpuRoofline) -> anyhow::Result<()> {
         );
     }
     let text = serde_json::to_string_pretty(&value)?;
-    crate::results::write_atomic(&dir.join(FILE), (text + "\n").as_bytes())
+    crate::results::write_atomic(&dir.join(FILE), (text + "\n").as_bytes())?;
+    Ok(())
 }

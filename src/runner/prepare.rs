@@ -44,7 +44,8 @@ pub(crate) fn keep(
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;
     }
-    crate::results::write_atomic(path, &make()?)
+    crate::results::write_atomic(path, &make()?)?;
+    Ok(())
 }
 
 /// The input a condition's engine is fed, as little-endian f32, kept in `cache`.
@@ -142,7 +143,8 @@ pub fn write_description(
         "weights_file": weights,
         "batch_norm_epsilon": weights::BN_EPSILON,
     });
-    crate::results::write_atomic(json, &serde_json::to_vec(&description)?)
+    crate::results::write_atomic(json, &serde_json::to_vec(&description)?)?;
+    Ok(())
 }
 
 /// The interpreters of the external frameworks a sweep runs, or why each cannot run.

@@ -78,7 +78,8 @@ impl Cache {
                 .with_context(|| format!("cannot create {}", dir.display()))?;
         }
         let text = serde_json::to_string_pretty(self).context("cannot encode the cache")?;
-        crate::results::write_atomic(path, text.as_bytes())
+        crate::results::write_atomic(path, text.as_bytes())?;
+        Ok(())
     }
 
     /// Lays the figures read over the shipped cards: GitHub figures where read, and GitHub's

@@ -42,19 +42,17 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
         }
         LayerSource::Saved(file) => edgeprof::roofline::layers::read_saved(file)?,
     };
-    let runs = profile.runs_s.first().map_or(runs, Vec::len);
-    let programs = profile.programs.clone();
-    let ranks = advice::rank_layers(&programs, &stored.ceilings);
-    let stability = advice::top_stability(&programs, &profile.runs_s, &stored.ceilings, 1000);
-    // Each layer's median run with half its 95 % interval, in ms.
-    let spread = |label: &str| -> Option<(f64, f64)> {
-        let k = programs.iter().position(|p| p.label == label)?;
-        let runs_ms: Vec<f64> = profile.runs_s.get(k)?.iter().map(|s| s * 1e3).collect();
-        let median = edgeprof::stats::median(&runs_ms)?;
-        let half = edgeprof::stats::median_interval(&runs_ms, edgeprof::stats::BOOTSTRAP_ROUNDS)
-            .map_or(0.0, |(low, high)| (high - low) / 2.0);
-        Some((median, half))
+    let edgeprof::roofline::layers::Ranked {
+        ranks,
+        stability,
+        runs: profiled_runs,
+    } = profile.ranked(&stored.ceilings);
+    let runs = if profiled_runs > 0 {
+        profiled_runs
+    } else {
+        runs
     };
+    let programs = &profile.programs;
     // The highest-ranked layers, in rank order, are the chart's points A, B, C, …
     let drawn: Vec<Program> = ranks
         .iter()
@@ -90,7 +88,9 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
             vec![
                 mark,
                 r.label.clone(),
-                spread(&r.label).map_or("-".into(), |(m, h)| format!("{m:.3} ±{h:.3}")),
+                profile
+                    .spread_ms(&r.label)
+                    .map_or("-".into(), |(m, h)| format!("{m:.3} ±{h:.3}")),
                 format!("{:.1}", 100.0 * r.time_share),
                 p.and_then(|p| p.flops_per_s())
                     .map_or("-".into(), |v| format!("{:.2}", v / 1e9)),

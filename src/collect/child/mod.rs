@@ -20,7 +20,7 @@
 mod short;
 mod streams;
 
-pub use short::{ask_worker, run, run_until, said, Ran, Stdout, STDOUT_LIMIT};
+pub use short::{ask_worker, run, run_until, said, AskError, Ran, Stdout, STDOUT_LIMIT};
 pub use streams::STDERR_TAIL_LINES;
 use streams::{for_each_line, Tail};
 

@@ -149,39 +149,56 @@ pub fn run_until(
     })
 }
 
+/// Why a worker asked through [`ask_worker`] gave no answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum AskError {
+    /// It could not be started, failed, or answered something else than asked.
+    #[error(transparent)]
+    Failed(ChildFailed),
+    /// It refused what it was given (exit status 2): the user's input is at fault.
+    #[error(transparent)]
+    Refused(crate::error::BadInput),
+}
+
 /// Runs this very program as one of its workers (`args`, `input` on its stdin) and reads its
 /// one JSON answer on stdout; `what` names the worker in errors ("the placement worker").
-/// A worker that exits with status 2 refused what it was given: that comes back as bad input.
-/// Stopped when `cancel` is raised.
+/// A worker that exits with status 2 refused what it was given: that comes back as
+/// [`AskError::Refused`]. Stopped when `cancel` is raised.
 pub fn ask_worker<T: serde::de::DeserializeOwned>(
     args: &[&str],
     input: &[u8],
     timeout: Duration,
     what: &str,
     cancel: Option<&crate::collect::stop::Cancel>,
-) -> anyhow::Result<T> {
+) -> Result<T, AskError> {
+    let failed = |message: String| AskError::Failed(ChildFailed(message));
     let exe = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot locate the edgeprof binary: {e}"))?;
+        .map_err(|e| failed(format!("cannot locate the edgeprof binary: {e}")))?;
     let mut spec = Spec::new(exe);
     spec.args(args);
     let ran = run_until(&spec, input, timeout, Stdout::Capture, cancel)
-        .map_err(|e| anyhow::anyhow!("{what} {e}"))?;
+        .map_err(|e| failed(format!("{what} {e}")))?;
     if !ran.status.success() {
         // Its last line, without the "edgeprof: error: " this error is printed with again.
         let last = ran.last_words().trim_start_matches("edgeprof: error: ");
         if last.is_empty() {
-            anyhow::bail!("{what} ended ({}) without saying why", ran.status);
+            return Err(failed(format!(
+                "{what} ended ({}) without saying why",
+                ran.status
+            )));
         }
         if ran.status.code() == Some(2) {
-            anyhow::bail!(crate::error::BadInput(format!("{what} refused it: {last}")));
+            return Err(AskError::Refused(crate::error::BadInput(format!(
+                "{what} refused it: {last}"
+            ))));
         }
-        anyhow::bail!("{what} failed ({}): {last}", ran.status);
+        return Err(failed(format!("{what} failed ({}): {last}", ran.status)));
     }
     serde_json::from_str(ran.stdout.trim()).map_err(|e| {
-        anyhow::anyhow!(
+        failed(format!(
             "{what}'s answer is not what was asked for ({e}): {}",
             ran.stdout.chars().take(200).collect::<String>()
-        )
+        ))
     })
 }
 

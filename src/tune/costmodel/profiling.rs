@@ -144,7 +144,62 @@ fn profile_in_child(
         argv.push("--memory".into());
     }
     let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-    crate::collect::child::ask_worker(&argv, b"", PROFILE_TIMEOUT, "the profiling worker", None)
+    Ok(crate::collect::child::ask_worker(
+        &argv,
+        b"",
+        PROFILE_TIMEOUT,
+        "the profiling worker",
+        None,
+    )?)
+}
+
+/// What one `edgeprof costmodel profile-one` worker is asked to measure.
+#[derive(Debug, Clone)]
+pub struct OneProfile {
+    pub engine: String,
+    /// The framework's Python (external engines).
+    pub python: Option<std::path::PathBuf>,
+    pub model: String,
+    pub input: String,
+    pub threads: usize,
+    /// The CPUs the worker is confined to (a list as [`cpu_list`] writes it); None: every CPU.
+    pub cores: Option<String>,
+    pub how: super::Measure,
+    /// Whether to measure the load bandwidth curve too.
+    pub memory: bool,
+}
+
+/// The profiling worker's own work: confines this process to the asked CPUs, measures the
+/// model's layers with its engine, and the bandwidth curve when asked.
+pub fn profile_one(one: &OneProfile) -> anyhow::Result<Profile> {
+    let cores = match &one.cores {
+        None => None,
+        Some(list) => {
+            let cpus = crate::collect::telemetry::cpu::parse_cpu_ids(list);
+            if cpus.is_empty() {
+                anyhow::bail!(crate::error::BadInput(format!(
+                    "--cores {list}: no CPU in it"
+                )));
+            }
+            crate::runner::place_worker::confine(&cpus)?;
+            Some(cpus)
+        }
+    };
+    let mut p = if one.engine == "tract" {
+        super::measure(&one.model, &one.input, one.threads, one.how)?
+    } else {
+        super::measure_external(
+            &one.engine,
+            &one.model,
+            &one.input,
+            one.threads,
+            one.how,
+            one.python.as_deref(),
+        )?
+    };
+    p.cores = cores;
+    super::measure_bandwidth(&mut p, one.memory);
+    Ok(p)
 }
 
 /// Profiles what `args` names into the measurement database, in rounds, each model in a worker

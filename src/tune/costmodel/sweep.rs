@@ -14,6 +14,72 @@ pub struct FromSweep {
     pub left_out: Vec<(String, String)>,
 }
 
+/// What [`import`] did with a sweep's profiles.
+#[derive(Debug, Default)]
+pub struct Imported {
+    /// Profiles the database did not hold, now appended.
+    pub added: usize,
+    /// Profiles it held already.
+    pub present: usize,
+    /// (condition id, why) for the conditions that cannot be learnt from.
+    pub left_out: Vec<(String, String)>,
+}
+
+/// Adds the profiles of the sweep in `dir` that `db` lacks. Into this device's database
+/// (`this_device`) only a sweep measured on this device: another device's times would teach
+/// it wrong. A directory that is not a readable run, or another device's run, is bad input.
+pub fn import(
+    db: &mut super::Db,
+    dir: &std::path::Path,
+    this_device: bool,
+) -> anyhow::Result<Imported> {
+    use crate::error::BadInput;
+    if !dir.join(crate::results::MANIFEST).is_file() {
+        anyhow::bail!(BadInput(format!(
+            "{} is neither a table of `edgeprof tune --exhaustive` nor a sweep's results \
+             directory (it holds no manifest.json)",
+            dir.display()
+        )));
+    }
+    let stored = crate::results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
+    if this_device {
+        let key = crate::roofline::store::device_key;
+        let here = crate::collect::device::fingerprint(std::path::Path::new("/"));
+        let there = &stored.manifest.device;
+        if key(there) != key(&here) {
+            anyhow::bail!(BadInput(format!(
+                "{} was measured on another device ({}, {} {}); this device's database learns \
+                 from its own measurements only (give --db FILE to keep them elsewhere)",
+                dir.display(),
+                there.hostname.as_deref().unwrap_or("unnamed"),
+                there.arch,
+                there.cpu_model.as_deref().unwrap_or("unknown CPU")
+            )));
+        }
+    }
+    let found = profiles(&stored);
+    let mut imported = Imported {
+        left_out: found.left_out,
+        ..Imported::default()
+    };
+    for p in found.profiles {
+        let known = db.profiles.iter().any(|q| {
+            (
+                &q.engine, &q.model, &q.input, q.threads, &q.cores, &q.written,
+            ) == (
+                &p.engine, &p.model, &p.input, p.threads, &p.cores, &p.written,
+            )
+        });
+        if known {
+            imported.present += 1;
+        } else {
+            db.append(p)?;
+            imported.added += 1;
+        }
+    }
+    Ok(imported)
+}
+
 /// The profiles of sweep `stored`: its conditions' last successful records that carry layer
 /// times. A condition is learnt from only as `costmodel profile` measures: one image (a
 /// batch of 1) on the CPU (on every core, or on its core set: a profile of that set), at the

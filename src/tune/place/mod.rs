@@ -166,13 +166,13 @@ fn default_units() -> anyhow::Result<Vec<Unit>> {
 /// Runs one request in an `edgeprof place-worker` child.
 fn ask(request: &Request) -> anyhow::Result<Response> {
     let text = serde_json::to_string(request).context("cannot encode the request")?;
-    crate::collect::child::ask_worker(
+    Ok(crate::collect::child::ask_worker(
         &["place-worker"],
         text.as_bytes(),
         TIMEOUT,
         "the placement worker",
         None,
-    )
+    )?)
 }
 
 /// The model as the worker takes it, its blocks, its input's bytes and how the report
