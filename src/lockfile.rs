@@ -250,6 +250,8 @@ pub fn wait_released(path: &Path) -> std::io::Result<()> {
     }
 }
 
+crate::error::kinds!(crate::error::Kind::Failed => LockError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -4,12 +4,12 @@
 //! events.
 
 use crate::config::{self, Config};
+use crate::error::Context;
 use crate::lockfile::{LockError, LockFile};
 use crate::report;
 use crate::results::{self, summary, Manifest, Stored, SweepStatus};
 use crate::runner::matrix::{self, Condition, Plan};
 use crate::runner::sweep::SweepOutcome;
-use anyhow::Context;
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
@@ -18,7 +18,7 @@ use crate::error::BadInput;
 /// A results directory that did not exist before, under `parent`. Creating the last component
 /// with `mkdir` (not "exists? then create") makes the choice atomic: two runs started in the
 /// same second get two directories, never one.
-pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
+pub fn new_dir(parent: &Path, name: &str) -> crate::error::Result<PathBuf> {
     let base = results::dir_name(name);
     std::fs::create_dir_all(parent).map_err(|e| {
         BadInput(format!(
@@ -35,20 +35,20 @@ pub fn new_dir(parent: &Path, name: &str) -> anyhow::Result<PathBuf> {
         match std::fs::create_dir(&candidate) {
             Ok(()) => return Ok(candidate),
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
-            Err(e) => anyhow::bail!(BadInput(format!(
+            Err(e) => crate::error::bail!(BadInput(format!(
                 "cannot create the results directory {}: {e}",
                 candidate.display()
             ))),
         }
     }
-    anyhow::bail!(BadInput(format!(
+    crate::error::bail!(BadInput(format!(
         "cannot find a free results directory name under {}",
         parent.display()
     )))
 }
 
 /// Takes the writer's lock of a results directory for the life of a run, or says who holds it.
-pub fn lock_dir(dir: &Path, what: &str) -> anyhow::Result<LockFile> {
+pub fn lock_dir(dir: &Path, what: &str) -> crate::error::Result<LockFile> {
     match LockFile::try_acquire(&dir.join(results::LOCK), what) {
         Ok(lock) => Ok(lock),
         Err(LockError::Io { path, source }) => Err(BadInput(format!(
@@ -120,7 +120,7 @@ pub struct Started {
 }
 
 /// Starts a new sweep from a config file.
-pub fn start_new(file: &Path, output: Option<&Path>) -> anyhow::Result<Started> {
+pub fn start_new(file: &Path, output: Option<&Path>) -> crate::error::Result<Started> {
     let text = std::fs::read_to_string(file).map_err(|e| config::ConfigReadError {
         path: file.to_path_buf(),
         reason: e.to_string(),
@@ -133,11 +133,11 @@ pub fn start_from_text(
     text: String,
     file: &Path,
     output: Option<&Path>,
-) -> anyhow::Result<Started> {
+) -> crate::error::Result<Started> {
     let config = config::parse(&text, file)?;
     let plan = matrix::check_frameworks(&config, matrix::expand(&config));
     if plan.to_run.is_empty() {
-        anyhow::bail!(BadInput(format!(
+        crate::error::bail!(BadInput(format!(
             "nothing to run: {} condition(s) skipped and {} excluded (see edgeprof config check {})",
             plan.skipped.len(),
             plan.excluded,
@@ -201,11 +201,11 @@ pub struct ResumeOptions {
 /// device, that the files its conditions read are those it measured, and that its stored config
 /// still expands to the conditions it stored, and marks it running again. A condition counted
 /// as done whose samples or telemetry are not all stored (a full disk) is measured again.
-pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
+pub fn resume(dir: &Path, options: ResumeOptions) -> crate::error::Result<Resumed> {
     let manifest = results::read_manifest(dir).map_err(|e| BadInput(format!("{e:#}")))?;
     let here = crate::collect::device::fingerprint(Path::new("/"));
     if !options.other_device && !manifest.device.same_device(&here) {
-        anyhow::bail!(BadInput(format!(
+        crate::error::bail!(BadInput(format!(
             "{} was measured on {}, and this is {}: resuming here would put two devices' \
              figures in one table; start a new run, or pass --resume-on-other-device to go on \
              here anyway",
@@ -216,7 +216,7 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
     }
     let changed = results::integrity::changed(&manifest.files);
     if !changed.is_empty() {
-        anyhow::bail!(BadInput(format!(
+        crate::error::bail!(BadInput(format!(
             "the files {} measured have changed since ({}); its conditions would mix two \
              models under one name: start a new run",
             dir.display(),
@@ -248,7 +248,7 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Resumed> {
         .filter(|id| !skipped.contains(id))
         .collect();
     if stored != now {
-        anyhow::bail!(BadInput(format!(
+        crate::error::bail!(BadInput(format!(
             "the config stored in {} now expands to other conditions ({}); start a new run instead",
             dir.display(),
             plan_difference(&stored, &now)
@@ -357,7 +357,7 @@ pub fn write_summaries(
     stored: &Stored,
     rows: &[summary::Row],
     formats: &[String],
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let dir = &stored.dir;
     let agreement = results::agreement::compare(dir, rows);
     for format in formats {
@@ -387,7 +387,7 @@ pub fn write_svgs(
     stored: &Stored,
     rows: &[summary::Row],
     dir: &Path,
-) -> anyhow::Result<Vec<PathBuf>> {
+) -> crate::error::Result<Vec<PathBuf>> {
     crate::files::create_real_dir(dir)?;
     let mut paths = Vec::new();
     for chart in report::charts(stored, rows)? {
@@ -404,7 +404,7 @@ pub fn finish(
     manifest: &mut Manifest,
     outcome: &SweepOutcome,
     formats: &[String],
-) -> anyhow::Result<(Stored, Vec<summary::Row>)> {
+) -> crate::error::Result<(Stored, Vec<summary::Row>)> {
     manifest.ended = Some(crate::text::now_rfc3339());
     manifest.status = if outcome.interrupted {
         SweepStatus::Interrupted
@@ -453,7 +453,7 @@ impl CpuRoofline {
 pub fn cpu_roofline(
     stored: &Stored,
     progress: impl FnMut(crate::roofline::store::Progress),
-) -> anyhow::Result<Option<CpuRoofline>> {
+) -> crate::error::Result<Option<CpuRoofline>> {
     use crate::roofline::{advice, Precision};
     let on_cpu = stored
         .runs
@@ -503,7 +503,7 @@ pub fn gpu_roofline(
     root: &Path,
     cancel: &crate::collect::stop::Cancel,
     on_event: impl FnMut(crate::runner::gpu_profile::GpuProfileEvent),
-) -> anyhow::Result<Option<crate::runner::gpu_profile::GpuRoofline>> {
+) -> crate::error::Result<Option<crate::runner::gpu_profile::GpuRoofline>> {
     use crate::runner::gpu_profile::{gpu_conditions, GpuProfiling};
     let conditions = gpu_conditions(stored);
     if !config.output.roofline || conditions.is_empty() {

@@ -5,8 +5,8 @@
 //!
 //! `cargo test --test layering -- --nocapture` prints the module import graph and its cycles.
 //! Files follow concepts, not a line count: a long file that is one concept stays whole. Every
-//! child process starts through the one supervisor, and no public function's error is a bare
-//! string.
+//! child process starts through the one supervisor, no public function's error is a bare
+//! string, and `anyhow` is the front-ends' alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -349,6 +349,43 @@ fn only_the_supervisor_makes_commands() {
     assert!(
         found.is_empty(),
         "start these through collect::child::Spec:\n{}",
+        found.join("\n")
+    );
+}
+
+/// `anyhow` stays at the binary's edge: the library's errors are typed (`error::Error` with its
+/// kind, or a module's own error type), so a front-end branches on a kind rather than looking
+/// inside. Comments may name it.
+#[test]
+fn anyhow_is_only_in_the_front_ends() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut files = Vec::new();
+    rust_files(&src, &mut files);
+    let edge: Vec<PathBuf> = FRONT_ENDS
+        .iter()
+        .map(|f| src.join(f))
+        .chain([src.join("main.rs")])
+        .collect();
+    let mut found: Vec<String> = Vec::new();
+    for file in &files {
+        if edge.iter().any(|e| file.starts_with(e)) {
+            continue;
+        }
+        let text = match std::fs::read_to_string(file) {
+            Ok(t) => t,
+            Err(e) => panic!("cannot read {}: {e}", file.display()),
+        };
+        for (n, line) in text.lines().enumerate() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("anyhow") {
+                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
+            }
+        }
+    }
+    assert!(files.len() > 50, "read only {} files", files.len());
+    assert!(
+        found.is_empty(),
+        "the library returns error::Result (or a typed error), not anyhow:\n{}",
         found.join("\n")
     );
 }

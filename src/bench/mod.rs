@@ -188,8 +188,8 @@ fn ms(d: Duration) -> f64 {
 }
 
 /// A folder of this process's own for the files a worker reads and writes, removed with it.
-pub fn scratch_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
-    use anyhow::Context;
+pub fn scratch_dir(prefix: &str) -> crate::error::Result<tempfile::TempDir> {
+    use crate::error::Context;
     tempfile::Builder::new()
         .prefix(prefix)
         .tempdir()
@@ -206,7 +206,7 @@ pub fn scratch_dir(prefix: &str) -> anyhow::Result<tempfile::TempDir> {
 pub fn run(
     request: &BenchRequest,
     on_event: impl FnMut(BenchEvent),
-) -> anyhow::Result<BenchReport> {
+) -> crate::error::Result<BenchReport> {
     if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str()) {
         return run_in_worker(request, on_event);
     }
@@ -229,7 +229,7 @@ pub fn run(
 fn run_here(
     request: &BenchRequest,
     on_event: &mut dyn FnMut(BenchEvent),
-) -> anyhow::Result<BenchReport> {
+) -> crate::error::Result<BenchReport> {
     let (source, name, analytic) = match &request.model {
         BenchModel::Zoo(model) => {
             let costs = cost::analyze(model);
@@ -256,13 +256,13 @@ fn run_here(
             path.display().to_string(),
             None,
         ),
-        BenchModel::Tflite { .. } => anyhow::bail!(crate::error::BadInput(format!(
+        BenchModel::Tflite { .. } => crate::error::bail!(crate::error::BadInput(format!(
             "a .tflite file runs on the tflite engine (--engine tflite), not {}",
             request.engine
         ))),
     };
     if request.profile_runs > 0 && request.engine != "tract" {
-        anyhow::bail!(crate::error::BadInput(format!(
+        crate::error::bail!(crate::error::BadInput(format!(
             "--profile needs tract's node profile; {} has none",
             request.engine
         )));
@@ -369,7 +369,7 @@ pub fn assemble(
     m: Measured,
     analytic: Option<CostTotals>,
     profile: Option<Vec<LayerTime>>,
-) -> anyhow::Result<BenchReport> {
+) -> crate::error::Result<BenchReport> {
     let batch = m.input_shape.first().copied().unwrap_or(1);
     let stats = stats::run_stats(
         m.init_ms,
@@ -379,7 +379,7 @@ pub fn assemble(
         batch,
         stats::Outliers::Keep,
     )
-    .ok_or_else(|| anyhow::anyhow!("no valid latency samples were recorded"))?;
+    .ok_or_else(|| crate::error::failed!("no valid latency samples were recorded"))?;
     Ok(BenchReport {
         engine,
         model: m.model,

@@ -64,7 +64,7 @@ fn resident() -> Option<u64> {
 /// What the measuring thread tells the watching one.
 enum Told {
     Event(BenchEvent),
-    Done(Box<anyhow::Result<BenchReport>>),
+    Done(Box<crate::error::Result<BenchReport>>),
 }
 
 /// Runs the in-process benchmark (`measure`) on a thread of its own, forwarding its events to
@@ -73,9 +73,11 @@ enum Told {
 pub fn watched(
     model: String,
     timeout: Duration,
-    measure: impl FnOnce(&mut dyn FnMut(BenchEvent)) -> anyhow::Result<BenchReport> + Send + 'static,
+    measure: impl FnOnce(&mut dyn FnMut(BenchEvent)) -> crate::error::Result<BenchReport>
+        + Send
+        + 'static,
     mut on_event: impl FnMut(BenchEvent),
-) -> anyhow::Result<BenchReport> {
+) -> crate::error::Result<BenchReport> {
     let (tx, rx) = mpsc::channel::<Told>();
     let room = crate::collect::memory_room::memory_room();
     let limit = load_memory_limit(room);
@@ -91,7 +93,7 @@ pub fn watched(
             let report = measure(&mut send);
             let _ = tx.send(Told::Done(Box::new(report)));
         })
-        .map_err(|e| anyhow::anyhow!("cannot start the benchmark's thread: {e}"))?;
+        .map_err(|e| crate::error::failed!("cannot start the benchmark's thread: {e}"))?;
     let mut loading = true;
     loop {
         let told = if loading {
@@ -129,11 +131,13 @@ pub fn watched(
                 }
             }
             Err(mpsc::RecvTimeoutError::Disconnected) => {
-                anyhow::bail!("the benchmark's thread ended without a result")
+                crate::error::bail!("the benchmark's thread ended without a result")
             }
         }
     }
 }
+
+crate::error::kinds!(crate::error::Kind::Failed => LoadStopped);
 
 #[cfg(test)]
 mod tests {
@@ -157,17 +161,18 @@ mod tests {
             Duration::from_millis(200),
             |_| {
                 std::thread::sleep(Duration::from_secs(5));
-                Err(anyhow::anyhow!("finished"))
+                Err(crate::error::failed!("finished"))
             },
             |_| {},
         );
         match outcome {
             Err(e) => assert_eq!(
-                e.downcast_ref::<LoadStopped>(),
-                Some(&LoadStopped::Timeout {
+                e.to_string(),
+                LoadStopped::Timeout {
                     model: "slow.onnx".into(),
                     seconds: 0.2
-                })
+                }
+                .to_string()
             ),
             Ok(_) => panic!("a load past its time was not stopped"),
         }

@@ -7,13 +7,13 @@
 use super::*;
 use crate::config::{Device, ModelRef};
 use crate::engines::external::{self, ModelInput};
+use crate::error::Context;
 use crate::models::npy::output_file_name;
 use crate::models::onnx_graph::{self, BoundInput, InputSpec};
 use crate::models::InputShape;
 use crate::protocol::Condition;
 use crate::protocol::WorkerRequest;
 use crate::runner::spawn;
-use anyhow::Context;
 use std::path::Path;
 
 /// A single benchmark has no configured time limit: a day stands for none.
@@ -37,7 +37,7 @@ enum Given<'a> {
 
 /// The model as a worker takes it: a zoo model, or an ONNX file with every input bound by name
 /// (an image shape given as `CxHxW`, else the file's own shapes).
-fn given(model: &BenchModel) -> anyhow::Result<Given<'_>> {
+fn given(model: &BenchModel) -> crate::error::Result<Given<'_>> {
     Ok(match model {
         BenchModel::Zoo(m) => Given::Zoo(m),
         BenchModel::File { path, input_shape } => {
@@ -129,7 +129,7 @@ fn condition(engine: &str, given: &Given<'_>, threads: usize) -> Condition {
 }
 
 /// Every output the worker wrote to `dir`, in order, as (shape, values).
-fn read_outputs(dir: &Path) -> anyhow::Result<Vec<crate::engines::tract::Output>> {
+fn read_outputs(dir: &Path) -> crate::error::Result<Vec<crate::engines::tract::Output>> {
     let mut outputs = Vec::new();
     loop {
         let path = dir.join(output_file_name(outputs.len()));
@@ -140,7 +140,7 @@ fn read_outputs(dir: &Path) -> anyhow::Result<Vec<crate::engines::tract::Output>
         outputs.push((t.shape, t.values.iter().map(|&v| v as f32).collect()));
     }
     if outputs.is_empty() {
-        anyhow::bail!("the worker wrote none of the model's outputs");
+        crate::error::bail!("the worker wrote none of the model's outputs");
     }
     Ok(outputs)
 }
@@ -176,7 +176,7 @@ fn check_saved(
     outputs_dir: &Path,
     request: &BenchRequest,
     expected: &[PathBuf],
-) -> anyhow::Result<Vec<OutputCheck>> {
+) -> crate::error::Result<Vec<OutputCheck>> {
     let outputs = read_outputs(outputs_dir)?;
     if let Some(dir) = &request.save_outputs {
         crate::models::npy::write_outputs(dir, &outputs)?;
@@ -188,7 +188,7 @@ fn check_saved(
 pub fn run_in_worker(
     request: &BenchRequest,
     mut on_event: impl FnMut(BenchEvent),
-) -> anyhow::Result<BenchReport> {
+) -> crate::error::Result<BenchReport> {
     let framework = external::find(&request.engine);
     let engine = match framework {
         Some(f) => f.name,
@@ -201,7 +201,7 @@ pub fn run_in_worker(
             })?,
     };
     if request.profile_runs > 0 {
-        anyhow::bail!(crate::error::BadInput(match framework {
+        crate::error::bail!(crate::error::BadInput(match framework {
             None =>
                 "--profile times tract's nodes inside this process; leave out --isolated".into(),
             Some(f) => format!(
@@ -214,7 +214,7 @@ pub fn run_in_worker(
     if matches!(request.model, BenchModel::Tflite { .. }) != tflite
         && !matches!(request.model, BenchModel::Zoo(_))
     {
-        anyhow::bail!(crate::error::BadInput(if tflite {
+        crate::error::bail!(crate::error::BadInput(if tflite {
             "tflite runs the zoo's models and .tflite files; run an ONNX file on tract or \
              onnxruntime"
                 .to_string()
@@ -230,14 +230,14 @@ pub fn run_in_worker(
         _ => false,
     };
     if program && engine != "pytorch" {
-        anyhow::bail!(crate::error::BadInput(format!(
+        crate::error::bail!(crate::error::BadInput(format!(
             "a PyTorch program runs on the pytorch engine, not {engine}"
         )));
     }
     if let (Some(f), BenchModel::File { .. } | BenchModel::Fed { .. }) = (framework, &request.model)
     {
         if f.model != ModelInput::Onnx && !program {
-            anyhow::bail!(crate::error::BadInput(format!(
+            crate::error::bail!(crate::error::BadInput(format!(
                 "{} runs the zoo's models here; run an ONNX file on tract or onnxruntime",
                 f.name
             )));
@@ -321,7 +321,7 @@ pub fn run_in_worker(
     let run = attempt.outcome?;
     let first_inference_ms = run
         .first_inference_ms
-        .ok_or_else(|| anyhow::anyhow!("the worker reported no first inference"))?;
+        .ok_or_else(|| crate::error::failed!("the worker reported no first inference"))?;
     let (checked, input_shape) = match &given {
         Given::Fed {
             inputs, expected, ..

@@ -196,7 +196,9 @@ pub struct PredictArgs {
 
 /// The measurement database at `db`, else this device's.
 fn open(db: &Option<PathBuf>) -> anyhow::Result<Db> {
-    costmodel::profiling::open(db.as_deref(), &mut |line| errln!("{line}"))
+    Ok(costmodel::profiling::open(db.as_deref(), &mut |line| {
+        errln!("{line}")
+    })?)
 }
 
 /// `edgeprof costmodel profile`: the library's profiling, its steps on stderr.

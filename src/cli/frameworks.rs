@@ -165,7 +165,7 @@ fn selected(cards: Vec<Card>, names: &[String]) -> anyhow::Result<Vec<Card>> {
     }
     names
         .iter()
-        .map(|n| cards::find(&cards, n).cloned())
+        .map(|n| cards::find(&cards, n).cloned().map_err(anyhow::Error::from))
         .collect()
 }
 

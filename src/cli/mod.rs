@@ -53,9 +53,9 @@ fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
 }
 
 /// Exit code for an error: 2 for bad input, 130 for a stop on request, 1 for anything else
-/// (see [`edgeprof::jobs::failure_of`]).
+/// (see [`edgeprof::jobs::kind_of`]).
 pub fn exit_code_for(error: &anyhow::Error) -> u8 {
-    edgeprof::jobs::failure_of(error).exit_code()
+    edgeprof::jobs::kind_of(error.chain()).failure().exit_code()
 }
 
 pub fn run(cli: Cli) -> anyhow::Result<()> {
@@ -393,11 +393,11 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         Command::NodeInfo => nodes::node_info(),
         Command::TrainRank { workdir } => {
             let mut out = std::io::stdout().lock();
-            edgeprof::train::cluster::serve(
+            Ok(edgeprof::train::cluster::serve(
                 std::io::BufReader::new(std::io::stdin()),
                 &workdir,
                 &mut out,
-            )
+            )?)
         }
         Command::Completions { shell } => shell::completions(shell),
         Command::Man { dir } => shell::man(dir.as_deref()),
@@ -426,7 +426,10 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
         }
         Command::Worker => {
             let mut out = std::io::stdout().lock();
-            edgeprof::runner::worker::run(std::io::stdin().lock(), &mut out)
+            Ok(edgeprof::runner::worker::run(
+                std::io::stdin().lock(),
+                &mut out,
+            )?)
         }
     }
 }

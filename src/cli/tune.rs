@@ -197,7 +197,7 @@ pub fn run(args: TuneArgs) -> anyhow::Result<()> {
             args.exhaustive,
         ))?;
     }
-    tuned.verdict()
+    Ok(tuned.verdict()?)
 }
 
 fn fmt_cost(cost: Option<f64>, unit: &str) -> String {

@@ -628,5 +628,7 @@ pub fn load(path: &Path) -> Result<Config, LoadError> {
     Ok(parse(&text, path)?)
 }
 
+crate::error::kinds!(crate::error::Kind::BadInput => ConfigError, ConfigReadError, LoadError);
+
 #[cfg(test)]
 mod tests;

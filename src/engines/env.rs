@@ -588,6 +588,17 @@ pub fn remove(framework: &Framework) -> Result<Option<PathBuf>, EnvError> {
     Ok(Some(dir))
 }
 
+impl From<EnvError> for crate::error::Error {
+    fn from(error: EnvError) -> crate::error::Error {
+        let kind = if error.is_bad_input() {
+            crate::error::Kind::BadInput
+        } else {
+            crate::error::Kind::Failed
+        };
+        crate::error::Error::of(kind, &error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

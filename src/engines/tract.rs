@@ -72,8 +72,8 @@ impl EngineError {
     }
 }
 
-/// One line out of an error chain, short enough for a terminal.
-fn one_line(e: &anyhow::Error) -> String {
+/// One line out of tract's error chain, short enough for a terminal.
+fn one_line(e: &TractError) -> String {
     let text = format!("{e:#}").replace('\n', " ");
     let mut short: String = text.chars().take(300).collect();
     if short.len() < text.len() {
@@ -330,7 +330,7 @@ pub type Output = (Vec<usize>, Vec<f32>);
 
 /// An output tensor as its shape and float32 values.
 fn as_output(o: &TValue) -> Result<Output, EngineError> {
-    let run_err = |e: anyhow::Error| EngineError::Run {
+    let run_err = |e: TractError| EngineError::Run {
         reason: one_line(&e),
     };
     let values = o
@@ -538,7 +538,7 @@ impl TractSession {
         ),
         EngineError,
     > {
-        let invalid = |e: anyhow::Error| EngineError::InvalidModel {
+        let invalid = |e: TractError| EngineError::InvalidModel {
             origin: origin.to_string(),
             reason: one_line(&e),
         };
@@ -549,7 +549,7 @@ impl TractSession {
         let graph: &pb::GraphProto = proto
             .graph
             .as_ref()
-            .ok_or_else(|| invalid(anyhow::anyhow!("the file holds no graph")))?;
+            .ok_or_else(|| invalid(TractError::msg("the file holds no graph")))?;
         if let Some(why) = what_tract_lacks(graph) {
             return Err(unsupported(why));
         }
@@ -567,13 +567,13 @@ impl TractSession {
             }
         }
         ranks::check(graph, input_shape.map(<[usize]>::len))
-            .map_err(|why| invalid(anyhow::anyhow!(why)))?;
+            .map_err(|why| invalid(TractError::msg(why)))?;
         let parsed = tract_onnx::onnx().parse(proto, dir).map_err(invalid)?;
         if !parsed.unresolved_inputs.is_empty() {
-            return Err(invalid(anyhow::anyhow!(
+            return Err(invalid(TractError::msg(format!(
                 "inputs {:?} are produced by no node",
                 parsed.unresolved_inputs
-            )));
+            ))));
         }
         let mut model = parsed.model;
         if let Some(fed) = fed {
@@ -600,7 +600,7 @@ impl TractSession {
                 .map_err(invalid)?;
         }
         stage.set("optimising");
-        let prepare = |e: anyhow::Error| EngineError::Prepare {
+        let prepare = |e: TractError| EngineError::Prepare {
             origin: origin.to_string(),
             reason: one_line(&e),
         };
@@ -669,7 +669,7 @@ impl TractSession {
 
     /// One inference; returns the first output as float32 values with its shape.
     pub fn run(&self, input: &Tensor) -> Result<(Vec<usize>, Vec<f32>), EngineError> {
-        let run_err = |e: anyhow::Error| EngineError::Run {
+        let run_err = |e: TractError| EngineError::Run {
             reason: one_line(&e),
         };
         contained(|| {
@@ -679,7 +679,7 @@ impl TractSession {
                 .map_err(run_err)?;
             let first = outputs
                 .first()
-                .ok_or_else(|| run_err(anyhow::anyhow!("the model produced no output")))?;
+                .ok_or_else(|| run_err(TractError::msg("the model produced no output")))?;
             as_output(first)
         })
         .map_err(self.crashed("running"))?
@@ -687,7 +687,7 @@ impl TractSession {
 
     /// One inference on fed inputs; every output as float32 values with its shape.
     pub fn run_fed(&self, inputs: &TVec<TValue>) -> Result<Vec<Output>, EngineError> {
-        let run_err = |e: anyhow::Error| EngineError::Run {
+        let run_err = |e: TractError| EngineError::Run {
             reason: one_line(&e),
         };
         contained(|| {
@@ -740,3 +740,14 @@ mod ranks;
 
 #[cfg(test)]
 pub(crate) mod tests;
+
+impl From<EngineError> for crate::error::Error {
+    fn from(error: EngineError) -> crate::error::Error {
+        let kind = if error.is_bad_input() {
+            crate::error::Kind::BadInput
+        } else {
+            crate::error::Kind::Failed
+        };
+        crate::error::Error::of(kind, &error)
+    }
+}

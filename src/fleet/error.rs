@@ -41,3 +41,10 @@ impl FleetError {
         }
     }
 }
+
+impl From<FleetError> for crate::error::Error {
+    fn from(error: FleetError) -> crate::error::Error {
+        let kind = crate::error::Kind::from(error.failure());
+        crate::error::Error::of(kind, &error)
+    }
+}

@@ -4,7 +4,7 @@
 use super::run::Target;
 use super::{command_line, ssh_logging, Word};
 use crate::collect::child::Spec;
-use anyhow::Context;
+use crate::error::Context;
 use std::path::Path;
 
 /// The child that runs (or resumes) the share on `target`; `fleet_dir` holds the local
@@ -13,7 +13,7 @@ pub(super) fn launch(
     target: &Target,
     fleet_dir: &Path,
     resume: Option<&Path>,
-) -> anyhow::Result<(Spec, Option<tempfile::NamedTempFile>)> {
+) -> crate::error::Result<(Spec, Option<tempfile::NamedTempFile>)> {
     let run_args: Vec<String> = match resume {
         None => ["run", "-", "--stream", "--control", "--output", "results"]
             .map(String::from)

@@ -15,9 +15,9 @@ use super::{Line, SHARE_END};
 use crate::collect::device::Fingerprint;
 use crate::collect::stop::Cancel;
 use crate::config::{Config, ModelRef, Node};
+use crate::error::Context;
 use crate::results::{self, Manifest, RunRecord, SweepStatus};
 use crate::runner::matrix::{self, Condition, Skipped};
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -347,7 +347,7 @@ async fn run_node(
         let launched = launch(target, fleet_dir, resume.as_deref()).and_then(|(spec, log)| {
             let command = spec
                 .tokio_command()
-                .map_err(|e| anyhow::anyhow!("cannot start it: {e}"))?;
+                .map_err(|e| crate::error::failed!("cannot start it: {e}"))?;
             Ok((command, log))
         });
         let (mut command, ssh_log) = match launched {
@@ -659,12 +659,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_share_drops_nodes_and_output_and_keeps_the_rest() -> anyhow::Result<()> {
+    fn the_share_drops_nodes_and_output_and_keeps_the_rest() -> crate::error::Result<()> {
         let text = "name = \"f\"\n[matrix]\nengines = [\"tract\"]\nnodes = [\"a\", \"local\"]\n\
                     [output]\ndir = \"/x\"\n[[nodes]]\nname = \"a\"\ndestination = \"pi\"\n";
         let share = share_text(text)?;
         let config = crate::config::parse(&share, Path::new("stdin.toml"))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .map_err(|e| crate::error::failed!("{e}"))?;
         assert_eq!(config.name, "f");
         assert_eq!(config.matrix.engines, ["tract"]);
         assert_eq!(config.matrix.nodes, [crate::config::LOCAL_NODE]);
@@ -680,10 +680,10 @@ mod tests {
     }
 
     #[test]
-    fn onnx_files_and_command_programs_cannot_be_shared() -> anyhow::Result<()> {
+    fn onnx_files_and_command_programs_cannot_be_shared() -> crate::error::Result<()> {
         let parse = |t: &str| {
             crate::config::parse(t, Path::new("/nonexistent/c.toml"))
-                .map_err(|e| anyhow::anyhow!("{e}"))
+                .map_err(|e| crate::error::failed!("{e}"))
         };
         let zoo = parse("[matrix]\nmodels = [\"resnet34\"]\n")?;
         assert_eq!(unshareable(&zoo), None);

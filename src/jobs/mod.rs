@@ -8,12 +8,12 @@
 
 use crate::collect::stop::Cancel;
 use crate::config::Config;
+use crate::error::Context;
 use crate::event::{Event, RunEvent};
 use crate::fleet::run as fleets;
 use crate::results;
 use crate::runner::sweep::SweepOutcome;
 use crate::tune::live::TuneEvent;
-use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 pub mod sweep;
@@ -22,77 +22,78 @@ pub use sweep::{Controls, Interrupted, Plan, SomeFailed, Swept};
 pub use crate::fleet::FleetError;
 pub use crate::train::TrainError;
 
-/// What kind of failure `error` is: bad input (anything in its chain that says so: the
-/// config, a model or a shape the user named, an engine refusing its input), a stop on request
-/// (a sweep, fleet run, tuning or study interrupted), or a failed run.
-pub fn failure_of(error: &anyhow::Error) -> crate::error::Failure {
-    use crate::error::Failure;
-    for cause in error.chain() {
-        if cause.is::<Interrupted>() {
-            return Failure::Interrupted;
-        }
-        if let Some(e) = cause.downcast_ref::<FleetError>() {
-            return e.failure();
-        }
-        if let Some(e) = cause.downcast_ref::<TrainError>() {
-            return e.failure();
-        }
-        if let Some(e) = cause.downcast_ref::<crate::tune::TuneError>() {
-            return e.failure();
-        }
-        if cause.is::<crate::error::BadInput>()
-            || cause.is::<crate::models::zoo::ZooError>()
-            || cause.is::<crate::models::ShapeParseError>()
-            || cause.is::<crate::config::ConfigError>()
-            || cause.is::<crate::config::ConfigReadError>()
-            || cause.is::<crate::config::LoadError>()
-        {
-            return Failure::BadInput;
-        }
-        if cause.is::<crate::collect::child::AskError>() {
-            if let Some(crate::collect::child::AskError::Refused(_)) = cause.downcast_ref() {
-                return Failure::BadInput;
-            }
-        }
-        if let Some(e) = cause.downcast_ref::<crate::engines::env::EnvError>() {
-            if e.is_bad_input() {
-                return Failure::BadInput;
-            }
-        }
-        if let Some(e) = cause.downcast_ref::<crate::files::FileError>() {
-            if e.is_bad_input() {
-                return Failure::BadInput;
-            }
-        }
-        if let Some(e) = cause.downcast_ref::<crate::models::npy::NpyWriteError>() {
-            if e.is_bad_input() {
-                return Failure::BadInput;
-            }
-        }
-        if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
-            return if e.is_bad_input() {
-                Failure::BadInput
-            } else {
-                Failure::Failed
-            };
-        }
+/// What kind of failure an error a front-end holds is, read from the first error in its chain
+/// (`anyhow::Error::chain`, or a source chain) that tells: the library's [`Error`] says its
+/// kind; the typed errors the library's functions return (a config, a model or a shape the
+/// user named, an engine refusing its input, a stopped or failed job) say theirs. Nothing that
+/// tells: a failed run.
+///
+/// [`Error`]: crate::error::Error
+pub fn kind_of<'a>(
+    chain: impl IntoIterator<Item = &'a (dyn std::error::Error + 'static)>,
+) -> crate::error::Kind {
+    chain
+        .into_iter()
+        .find_map(known_kind)
+        .unwrap_or(crate::error::Kind::Failed)
+}
+
+/// The kind `cause` says it is, when it says one.
+fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error::Kind> {
+    use crate::error::Kind;
+    let bad_input = |yes: bool| yes.then_some(Kind::BadInput);
+    if let Some(e) = cause.downcast_ref::<crate::error::Error>() {
+        return Some(e.kind());
     }
-    Failure::Failed
+    if cause.is::<Interrupted>() {
+        return Some(Kind::Interrupted);
+    }
+    if let Some(e) = cause.downcast_ref::<FleetError>() {
+        return Some(e.failure().into());
+    }
+    if let Some(e) = cause.downcast_ref::<TrainError>() {
+        return Some(e.failure().into());
+    }
+    if let Some(e) = cause.downcast_ref::<crate::tune::TuneError>() {
+        return Some(e.failure().into());
+    }
+    if cause.is::<crate::error::BadInput>()
+        || cause.is::<crate::models::zoo::ZooError>()
+        || cause.is::<crate::models::ShapeParseError>()
+        || cause.is::<crate::config::ConfigError>()
+        || cause.is::<crate::config::ConfigReadError>()
+        || cause.is::<crate::config::LoadError>()
+    {
+        return Some(Kind::BadInput);
+    }
+    if let Some(e) = cause.downcast_ref::<crate::collect::child::AskError>() {
+        return bad_input(matches!(e, crate::collect::child::AskError::Refused(_)));
+    }
+    if let Some(e) = cause.downcast_ref::<crate::engines::env::EnvError>() {
+        return bad_input(e.is_bad_input());
+    }
+    if let Some(e) = cause.downcast_ref::<crate::files::FileError>() {
+        return bad_input(e.is_bad_input());
+    }
+    if let Some(e) = cause.downcast_ref::<crate::models::npy::NpyWriteError>() {
+        return bad_input(e.is_bad_input());
+    }
+    if let Some(e) = cause.downcast_ref::<crate::engines::tract::EngineError>() {
+        return Some(bad_input(e.is_bad_input()).unwrap_or(Kind::Failed));
+    }
+    None
 }
 
 /// `error` as a job's last event carries it.
-pub fn job_error(error: &anyhow::Error) -> crate::error::JobError {
-    crate::error::JobError {
-        message: format!("{error:#}"),
-        failure: failure_of(error),
-    }
+pub fn job_error(error: &crate::error::Error) -> crate::error::JobError {
+    crate::error::JobError::from(error.clone())
 }
 
 /// Where a job's events go: any thread may call it.
 pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 
 /// Sends how a run ended.
-fn finished(dir: Option<PathBuf>, result: anyhow::Result<SweepOutcome>, send: Sink) {
+fn finished(dir: Option<PathBuf>, result: crate::error::Result<SweepOutcome>, send: Sink) {
     let (outcome, error) = match result {
         Ok(outcome) => (Some(outcome), None),
         Err(e) => (None, Some(job_error(&e))),
@@ -116,7 +117,7 @@ pub fn run(
     send: Sink,
 ) {
     let mut dir = None;
-    let result = (|| -> anyhow::Result<SweepOutcome> {
+    let result = (|| -> crate::error::Result<SweepOutcome> {
         let parsed = crate::config::parse(&text, file)?;
         if parsed.matrix.nodes != [crate::config::LOCAL_NODE] {
             return fleet_run(&parsed, &text, file, cancel, driver, send);
@@ -137,7 +138,7 @@ pub fn run(
 /// config, the conditions without a result, attempts counted on). Ends with
 /// [`RunEvent::Finished`].
 pub fn resume(dir: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
-    let result = (|| -> anyhow::Result<SweepOutcome> {
+    let result = (|| -> crate::error::Result<SweepOutcome> {
         let plan = Plan::resume(dir, Default::default())?;
         let controls = Controls {
             cancel,
@@ -196,7 +197,7 @@ pub fn fleet(
     cancel: &Cancel,
     driver: &fleets::Driver,
     send: Sink,
-) -> anyhow::Result<FleetRan> {
+) -> crate::error::Result<FleetRan> {
     if let Some(why) = fleets::unshareable(config) {
         return Err(FleetError::Unshareable(why).into());
     }
@@ -237,7 +238,7 @@ fn fleet_run(
     cancel: &Cancel,
     driver: &fleets::Driver,
     send: Sink,
-) -> anyhow::Result<SweepOutcome> {
+) -> crate::error::Result<SweepOutcome> {
     let ran = fleet(config, text, file, None, cancel, driver, send)?;
     Ok(SweepOutcome {
         ok: ran.outcomes.iter().map(|o| o.ok).sum(),
@@ -270,16 +271,16 @@ pub struct Tuned {
 impl Tuned {
     /// How the tuning ended as a result: [`Interrupted`] when it was cancelled, an error when
     /// no candidate could be measured, else Ok.
-    pub fn verdict(&self) -> anyhow::Result<()> {
+    pub fn verdict(&self) -> crate::error::Result<()> {
         if self.report.trace.stop == crate::tune::search::Stop::Cancelled {
-            anyhow::bail!(Interrupted {
+            crate::error::bail!(Interrupted {
                 done: self.report.trace.trials.len(),
                 total: self.budget,
                 dir: self.dir.clone(),
             });
         }
         if self.report.best.is_none() {
-            anyhow::bail!(
+            crate::error::bail!(
                 "no candidate could be measured; the reasons are in {}",
                 self.dir.display()
             );
@@ -296,7 +297,7 @@ pub fn tuning(
     cancel: &Cancel,
     telemetry_root: &Path,
     send: Sink,
-) -> anyhow::Result<Tuned> {
+) -> crate::error::Result<Tuned> {
     let started = std::time::Instant::now();
     let mut prepared = crate::tune::tuning::prepare(job.config, job.file, &job.overrides)?;
     send(Event::Tune(TuneEvent::Started {
@@ -342,7 +343,7 @@ pub fn tuning(
 /// Tunes the config's first model with its `[tune]` settings, into a results directory of its
 /// own. Starts with [`TuneEvent::Started`] and ends with [`TuneEvent::Finished`].
 pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, send: Sink) {
-    let result = (|| -> anyhow::Result<crate::tune::live::TuneReport> {
+    let result = (|| -> crate::error::Result<crate::tune::live::TuneReport> {
         let job = TuneJob {
             config: crate::config::parse(text, file)?,
             file: Some(file),
@@ -365,7 +366,7 @@ pub fn study(
     parent: PathBuf,
     cancel: &Cancel,
     send: Sink,
-) -> anyhow::Result<crate::train::study::Finished> {
+) -> crate::error::Result<crate::train::study::Finished> {
     let study = crate::train::study::Study::of(t, nodes, parent)?;
     if study.python.is_none() && study.cluster.iter().any(|m| m.node.is_none()) {
         crate::train::cluster::python_for(study.framework)?;
@@ -393,10 +394,10 @@ pub fn study_verdict(finished: &crate::train::study::Finished) -> Result<(), Tra
 /// [`study`] of the config's `[train]` on its `[[nodes]]`, into its output directory: the
 /// terminal UI's. Ends with [`crate::train::study::TrainEvent::Finished`].
 pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
-    let result = (|| -> anyhow::Result<crate::train::study::Finished> {
+    let result = (|| -> crate::error::Result<crate::train::study::Finished> {
         let config = crate::config::parse(text, file)?;
         let Some(t) = &config.train else {
-            anyhow::bail!("the config has no [train] section");
+            crate::error::bail!("the config has no [train] section");
         };
         study(t, &config.nodes, config.output.dir.clone(), cancel, send)
     })();
@@ -412,28 +413,28 @@ mod tests {
 
     #[test]
     fn a_failure_is_told_by_its_cause_under_any_context() {
-        let bad = anyhow::Error::new(crate::error::BadInput("no such model".into()))
+        let bad = crate::error::Error::from(crate::error::BadInput("no such model".into()))
             .context("cannot start the sweep");
         assert_eq!(job_error(&bad).failure, Failure::BadInput);
         assert_eq!(
             job_error(&bad).message,
             "cannot start the sweep: no such model"
         );
-        let stopped = anyhow::Error::new(Interrupted {
+        let stopped = crate::error::Error::from(Interrupted {
             done: 1,
             total: 2,
             dir: PathBuf::from("r"),
         });
-        assert_eq!(failure_of(&stopped), Failure::Interrupted);
-        assert_eq!(failure_of(&stopped).exit_code(), 130);
-        let failed = anyhow::anyhow!("the disk is full");
-        assert_eq!(failure_of(&failed), Failure::Failed);
-        assert_eq!(failure_of(&failed).exit_code(), 1);
+        assert_eq!(stopped.failure(), Failure::Interrupted);
+        assert_eq!(stopped.failure().exit_code(), 130);
+        let failed = crate::error::failed!("the disk is full");
+        assert_eq!(failed.failure(), Failure::Failed);
+        assert_eq!(failed.failure().exit_code(), 1);
     }
 
     #[test]
     fn fleet_and_training_errors_carry_their_kind_through_any_context() {
-        let kind = |e: anyhow::Error| failure_of(&e.context("the run"));
+        let kind = |e: crate::error::Error| e.context("the run").failure();
         assert_eq!(
             kind(FleetError::Unshareable("an ONNX file".into()).into()),
             Failure::BadInput

@@ -6,6 +6,7 @@
 use super::Sink;
 use crate::collect::stop::Cancel;
 use crate::config::Config;
+use crate::error::Context;
 use crate::event::{Event, RunEvent};
 use crate::lockfile::LockFile;
 use crate::results::{self, summary, Manifest, Stored, SweepStatus};
@@ -14,7 +15,6 @@ use crate::runner::progress::{Narrator, Said};
 use crate::runner::spawn::WorkerEvent;
 use crate::runner::sweep::{Made, Sweep, SweepOutcome};
 use crate::sweep_dir::{self, CpuRoofline, ResumeOptions};
-use anyhow::Context;
 use std::collections::HashMap;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -61,14 +61,14 @@ pub struct Plan {
 impl Plan {
     /// A new results directory for the config `text` (`file` names it and resolves its
     /// relative paths), under `output` or the config's output directory.
-    pub fn new(text: String, file: &Path, output: Option<&Path>) -> anyhow::Result<Plan> {
+    pub fn new(text: String, file: &Path, output: Option<&Path>) -> crate::error::Result<Plan> {
         Ok(Plan::started(sweep_dir::start_from_text(
             text, file, output,
         )?))
     }
 
     /// [`Plan::new`] for a config file.
-    pub fn from_file(file: &Path, output: Option<&Path>) -> anyhow::Result<Plan> {
+    pub fn from_file(file: &Path, output: Option<&Path>) -> crate::error::Result<Plan> {
         Ok(Plan::started(sweep_dir::start_new(file, output)?))
     }
 
@@ -88,7 +88,7 @@ impl Plan {
 
     /// The conditions of the interrupted directory `dir` still without a result, under the
     /// config stored there.
-    pub fn resume(dir: &Path, options: ResumeOptions) -> anyhow::Result<Plan> {
+    pub fn resume(dir: &Path, options: ResumeOptions) -> crate::error::Result<Plan> {
         let r = sweep_dir::resume(dir, options)?;
         Ok(Plan {
             config: r.config,
@@ -139,16 +139,16 @@ pub struct Swept {
 impl Swept {
     /// How the sweep ended as a result: [`Interrupted`] when conditions are left to run,
     /// [`SomeFailed`] when some failed, Ok when every one has its result.
-    pub fn verdict(&self) -> anyhow::Result<()> {
+    pub fn verdict(&self) -> crate::error::Result<()> {
         let (ok, failed, not_run, _) = summary::counts(&self.rows);
         let total = self.manifest.conditions.len();
         let dir = self.dir.clone();
         if self.outcome.interrupted || not_run > 0 {
             let done = ok + failed;
-            anyhow::bail!(Interrupted { done, total, dir });
+            crate::error::bail!(Interrupted { done, total, dir });
         }
         if failed > 0 {
-            anyhow::bail!(SomeFailed { failed, total, dir });
+            crate::error::bail!(SomeFailed { failed, total, dir });
         }
         Ok(())
     }
@@ -188,7 +188,7 @@ impl Teller<'_> {
 /// when the config asks for it, the CPU and GPU rooflines. A results file that cannot be
 /// written (a full disk) stops the sweep with the directory marked interrupted and the error
 /// saying how to finish it.
-pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> anyhow::Result<Swept> {
+pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Result<Swept> {
     let Plan {
         config,
         dir,
@@ -336,3 +336,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> anyhow::Result<Swep
         gpu_roofline,
     })
 }
+
+crate::error::kinds!(crate::error::Kind::Interrupted => Interrupted);
+
+crate::error::kinds!(crate::error::Kind::Failed => SomeFailed);

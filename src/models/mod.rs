@@ -74,6 +74,8 @@ pub fn is_file_model(model: &str) -> bool {
         && (model.ends_with(".onnx") || model.contains('/') || std::path::Path::new(model).exists())
 }
 
+crate::error::kinds!(crate::error::Kind::BadInput => ShapeParseError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

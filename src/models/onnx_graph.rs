@@ -69,6 +69,9 @@ pub use inputs::{
 pub(crate) use preflight::check_runnable;
 pub use preflight::{Heaviest, Unrunnable};
 use walk::Walk;
+
+crate::error::kinds!(crate::error::Kind::Failed => AnalysisError);
+
 #[cfg(test)]
 mod tests;
 

@@ -592,6 +592,8 @@ fn vgg19(g: &mut GraphBuilder, classes: usize) -> Result<(), GraphError> {
     Ok(())
 }
 
+crate::error::kinds!(crate::error::Kind::BadInput => ZooError);
+
 #[cfg(test)]
 mod tests {
     use super::*;

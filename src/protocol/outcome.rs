@@ -125,6 +125,8 @@ impl Resources {
     }
 }
 
+crate::error::kinds!(crate::error::Kind::Failed => RunFailure);
+
 #[cfg(test)]
 mod tests {
     use super::*;

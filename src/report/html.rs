@@ -4,10 +4,10 @@
 //! font or image: copied to a laptop (`scp`), it opens offline in any browser and prints.
 
 use crate::error::BadInput;
+use crate::error::Context;
 use crate::results::summary::{self, Row};
 use crate::results::{self, Stored};
 use crate::roofline::{store, Ceilings, Precision};
-use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// What the page holds besides the results directory itself.
@@ -233,7 +233,7 @@ fn ceilings_for(stored: &Stored) -> Result<(Ceilings, String), String> {
 
 /// Writes the HTML report of the results directory `dir` to `file` (default DIR/report.html):
 /// where it went, and the warnings reading the directory gave (torn or skipped lines).
-pub fn write(dir: &Path, file: Option<&Path>) -> anyhow::Result<(PathBuf, Vec<String>)> {
+pub fn write(dir: &Path, file: Option<&Path>) -> crate::error::Result<(PathBuf, Vec<String>)> {
     let stored = results::load(dir).map_err(|e| BadInput(format!("{e:#}")))?;
     let rows = summary::rows(&stored.manifest, &stored.runs);
     let charts = super::charts(&stored, &rows)?;

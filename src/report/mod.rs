@@ -265,7 +265,7 @@ pub struct Chart {
 
 /// The seeds' chart set: latency and peak memory per condition, utilisation and memory over
 /// the sweep.
-pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> anyhow::Result<Vec<Chart>> {
+pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> crate::error::Result<Vec<Chart>> {
     let cpu = cpu_timeline(&stored.runs, &stored.samples);
     let rss = rss_timeline(&stored.runs, &stored.samples);
     let system_cpu = system_cpu_timeline(&stored.runs, &stored.telemetry);
@@ -323,7 +323,7 @@ pub fn charts(stored: &crate::results::Stored, rows: &[Row]) -> anyhow::Result<V
 /// Per-condition curves of GPU load, GPU memory and the machine's CPU load, a panel per
 /// framework, when the telemetry has GPU figures (without a GPU there is nothing per model to
 /// compare that the sweep's CPU chart does not show).
-pub fn condition_charts(stored: &crate::results::Stored) -> anyhow::Result<Vec<Chart>> {
+pub fn condition_charts(stored: &crate::results::Stored) -> crate::error::Result<Vec<Chart>> {
     if !condition_charts_wanted(stored) {
         return Ok(Vec::new());
     }

@@ -15,12 +15,12 @@ const PALETTE: [RGBColor; 6] = [
     RGBColor(213, 94, 0),
 ];
 
-fn chart_error(e: impl std::fmt::Display) -> anyhow::Error {
-    anyhow::anyhow!("cannot draw the chart: {e}")
+fn chart_error(e: impl std::fmt::Display) -> crate::error::Error {
+    crate::error::failed!("cannot draw the chart: {e}")
 }
 
 /// Horizontal bars, one row per (group, engine), as SVG text.
-pub fn bars(title: &str, unit: &str, groups: &[BarGroup]) -> anyhow::Result<String> {
+pub fn bars(title: &str, unit: &str, groups: &[BarGroup]) -> crate::error::Result<String> {
     let rows: Vec<(String, &str, f64)> = groups
         .iter()
         .flat_map(|g| {
@@ -108,7 +108,7 @@ pub fn lines(
     title: &str,
     y_desc: &str,
     series: &[(&str, &[(f64, f64)])],
-) -> anyhow::Result<String> {
+) -> crate::error::Result<String> {
     lines_xy(title, "time (s)", y_desc, series)
 }
 
@@ -118,7 +118,7 @@ pub fn lines_xy(
     x_desc: &str,
     y_desc: &str,
     series: &[(&str, &[(f64, f64)])],
-) -> anyhow::Result<String> {
+) -> crate::error::Result<String> {
     let xmax = series
         .iter()
         .flat_map(|s| s.1.iter().map(|p| p.0))
@@ -148,7 +148,7 @@ fn line_chart<DB: DrawingBackend>(
     (x_desc, y_desc): (&str, &str),
     (xmax, ymax): (f64, f64),
     series: &[(&str, &[(f64, f64)])],
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let mut chart = ChartBuilder::on(area)
         .caption(caption, ("sans-serif", size))
         .margin(12)
@@ -187,7 +187,7 @@ pub type Panel<'a> = (&'a str, Vec<(&'a str, &'a [(f64, f64)])>);
 
 /// Lines over time in one panel per group (a framework's conditions, say), stacked under one
 /// title, each panel with its own legend, on a shared scale, as SVG text.
-pub fn panels(title: &str, y_desc: &str, groups: &[Panel]) -> anyhow::Result<String> {
+pub fn panels(title: &str, y_desc: &str, groups: &[Panel]) -> crate::error::Result<String> {
     let all = || {
         groups
             .iter()
@@ -226,7 +226,7 @@ pub fn roofline(
     ceilings: &crate::roofline::Ceilings,
     precision: crate::roofline::Precision,
     programs: &[crate::roofline::Program],
-) -> anyhow::Result<String> {
+) -> crate::error::Result<String> {
     use crate::roofline::{Level, Precision};
     let marks = crate::report::roofline_chart::marks(programs);
     let peak = ceilings.peak(precision).unwrap_or(1e9);

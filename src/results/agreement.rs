@@ -169,7 +169,7 @@ mod tests {
     }
 
     #[test]
-    fn groups_compare_with_tract_and_flag_what_differs() -> anyhow::Result<()> {
+    fn groups_compare_with_tract_and_flag_what_differs() -> crate::error::Result<()> {
         use crate::config::{Device, ModelRef};
         use crate::protocol::Condition;
         let dir = tempfile::tempdir()?;
@@ -184,7 +184,7 @@ mod tests {
                 Device::Cpu,
             )
         };
-        let write = |c: &Condition, values: &[f32]| -> anyhow::Result<()> {
+        let write = |c: &Condition, values: &[f32]| -> crate::error::Result<()> {
             let path = crate::protocol::output_path(dir.path(), &c.id);
             std::fs::create_dir_all(dir.path().join(crate::protocol::OUTPUTS))?;
             let bytes: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();

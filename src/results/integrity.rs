@@ -4,8 +4,8 @@
 
 use super::{RunRecord, SampleRecord, TelemetryRecord};
 use crate::config::ModelRef;
+use crate::error::Context;
 use crate::protocol::Condition;
-use anyhow::Context;
 use sha2::{Digest, Sha256};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
@@ -161,7 +161,7 @@ pub fn highest_attempts(
 /// Reads a results directory's three line files for a resume, warnings included.
 pub fn read_all(
     dir: &Path,
-) -> anyhow::Result<(
+) -> crate::error::Result<(
     super::Lines<RunRecord>,
     super::Lines<SampleRecord>,
     super::Lines<TelemetryRecord>,

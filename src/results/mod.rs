@@ -24,11 +24,11 @@ pub mod summary;
 
 use crate::collect::device::Fingerprint;
 use crate::collect::proc::ProcSample;
+use crate::error::Context;
 use crate::protocol::WorkerRun;
 use crate::protocol::{Condition, Skipped};
 use crate::protocol::{Resources, RunFailure};
 use crate::stats::RunStats;
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::fs::{File, OpenOptions};
@@ -166,18 +166,18 @@ pub fn dir_name(name: &str) -> String {
 
 pub use crate::files::write_atomic;
 
-pub fn write_manifest(dir: &Path, manifest: &Manifest) -> anyhow::Result<()> {
+pub fn write_manifest(dir: &Path, manifest: &Manifest) -> crate::error::Result<()> {
     let text = serde_json::to_string_pretty(manifest).context("cannot encode the manifest")?;
     write_atomic(&dir.join(MANIFEST), (text + "\n").as_bytes())?;
     Ok(())
 }
 
-pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {
+pub fn read_manifest(dir: &Path) -> crate::error::Result<Manifest> {
     let path = dir.join(MANIFEST);
     let text = crate::files::read_capped(&path, MANIFEST_CAP)
-        .map_err(anyhow::Error::from)
+        .map_err(crate::error::Error::from)
         .and_then(|bytes| {
-            String::from_utf8(bytes).map_err(|_| anyhow::anyhow!("it is not UTF-8 text"))
+            String::from_utf8(bytes).map_err(|_| crate::error::failed!("it is not UTF-8 text"))
         })
         .with_context(|| {
             format!(
@@ -188,7 +188,7 @@ pub fn read_manifest(dir: &Path) -> anyhow::Result<Manifest> {
     let manifest: Manifest = serde_json::from_str(&text)
         .with_context(|| format!("{} is not a valid manifest", path.display()))?;
     if manifest.format > FORMAT {
-        anyhow::bail!(
+        crate::error::bail!(
             "{} was written by a newer edgeprof (layout {}, this one reads up to {FORMAT})",
             dir.display(),
             manifest.format
@@ -245,7 +245,7 @@ fn trim_torn_tail(file: &mut File) -> std::io::Result<()> {
     }
 }
 
-fn open_append(path: &Path) -> anyhow::Result<File> {
+fn open_append(path: &Path) -> crate::error::Result<File> {
     let mut options = OpenOptions::new();
     options.create(true).read(true).append(true);
     let mut file = crate::files::open_regular(path, &options)
@@ -254,7 +254,7 @@ fn open_append(path: &Path) -> anyhow::Result<File> {
     Ok(file)
 }
 
-fn append_line(file: &mut File, path: &str, value: &impl Serialize) -> anyhow::Result<()> {
+fn append_line(file: &mut File, path: &str, value: &impl Serialize) -> crate::error::Result<()> {
     let mut line =
         serde_json::to_vec(value).with_context(|| format!("cannot encode a {path} record"))?;
     line.push(b'\n');
@@ -265,7 +265,7 @@ fn append_line(file: &mut File, path: &str, value: &impl Serialize) -> anyhow::R
 
 impl Writer {
     /// Opens (creating if needed) the record files of `dir`.
-    pub fn open(dir: &Path) -> anyhow::Result<Writer> {
+    pub fn open(dir: &Path) -> crate::error::Result<Writer> {
         Ok(Writer {
             runs: open_append(&dir.join(RUNS))?,
             samples: open_append(&dir.join(SAMPLES))?,
@@ -276,7 +276,7 @@ impl Writer {
     /// Appends one run record and pushes it to the disk before returning, the attempt's
     /// samples and telemetry (written before it) too: the record is what says the attempt
     /// happened, so nothing it counts may be lost after it.
-    pub fn run(&mut self, record: &RunRecord) -> anyhow::Result<()> {
+    pub fn run(&mut self, record: &RunRecord) -> crate::error::Result<()> {
         let _ = self.samples.sync_data();
         let _ = self.telemetry.sync_data();
         append_line(&mut self.runs, RUNS, record)?;
@@ -291,7 +291,7 @@ impl Writer {
         condition: &str,
         attempt: usize,
         samples: &[ProcSample],
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let records = samples.iter().map(|sample| SampleRecord {
             condition: condition.to_string(),
             attempt,
@@ -306,7 +306,7 @@ impl Writer {
         condition: &str,
         attempt: usize,
         samples: &[crate::collect::telemetry::Sample],
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let records = samples.iter().map(|sample| TelemetryRecord {
             condition: condition.to_string(),
             attempt,
@@ -321,7 +321,7 @@ fn append_block<T: Serialize>(
     file: &mut File,
     path: &str,
     records: impl Iterator<Item = T>,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let mut block = Vec::new();
     for record in records {
         serde_json::to_writer(&mut block, &record)
@@ -343,7 +343,7 @@ pub struct Lines<T> {
 /// (a tear inside a multi-byte character, one bad byte), or not a record — are reported in
 /// `warnings` (a torn last line is expected after a kill) and skipped. Only a regular file is
 /// read (see [`crate::files::open_regular`]).
-pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> anyhow::Result<Lines<T>> {
+pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> crate::error::Result<Lines<T>> {
     use std::io::BufRead;
     let file = match crate::files::open_read(path) {
         Ok(f) => f,
@@ -437,7 +437,7 @@ impl Stored {
     }
 }
 
-pub fn load(dir: &Path) -> anyhow::Result<Stored> {
+pub fn load(dir: &Path) -> crate::error::Result<Stored> {
     let manifest = read_manifest(dir)?;
     let runs = read_lines::<RunRecord>(&dir.join(RUNS))?;
     let samples = read_lines::<SampleRecord>(&dir.join(SAMPLES))?;

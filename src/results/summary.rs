@@ -366,7 +366,7 @@ pub fn to_json(
     manifest: &Manifest,
     rows: &[Row],
     agreement: &[Agreement],
-) -> anyhow::Result<String> {
+) -> crate::error::Result<String> {
     let (ok, failed, not_run, skipped) = counts(rows);
     let value = serde_json::json!({
         "name": manifest.name,

@@ -187,18 +187,19 @@ pub struct Simulation {
 }
 
 /// The simulations kept in a results directory.
-pub fn load(dir: &Path) -> anyhow::Result<Vec<Simulation>> {
+pub fn load(dir: &Path) -> crate::error::Result<Vec<Simulation>> {
     let path = dir.join(FILE);
     match std::fs::read_to_string(&path) {
-        Ok(text) => serde_json::from_str(&text)
-            .map_err(|e| anyhow::anyhow!("{} is not a cache-simulation file: {e}", path.display())),
+        Ok(text) => serde_json::from_str(&text).map_err(|e| {
+            crate::error::failed!("{} is not a cache-simulation file: {e}", path.display())
+        }),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-        Err(e) => Err(anyhow::anyhow!("cannot read {}: {e}", path.display())),
+        Err(e) => Err(crate::error::failed!("cannot read {}: {e}", path.display())),
     }
 }
 
 /// Keeps the simulations in a results directory.
-pub fn save(dir: &Path, sims: &[Simulation]) -> anyhow::Result<()> {
+pub fn save(dir: &Path, sims: &[Simulation]) -> crate::error::Result<()> {
     let text = serde_json::to_string_pretty(sims)?;
     crate::results::write_atomic(&dir.join(FILE), text.as_bytes())?;
     Ok(())
@@ -206,6 +207,8 @@ pub fn save(dir: &Path, sims: &[Simulation]) -> anyhow::Result<()> {
 
 /// The file in a results directory that keeps simulations.
 pub const FILE: &str = "cache-sim.json";
+
+crate::error::kinds!(crate::error::Kind::Failed => SimError);
 
 #[cfg(test)]
 mod tests {

@@ -80,7 +80,7 @@ impl LayerRequest {
     }
 
     /// Profiles in this process (what the worker does).
-    pub fn profile(&self) -> anyhow::Result<LayerProfile> {
+    pub fn profile(&self) -> crate::error::Result<LayerProfile> {
         match &self.model {
             LayerModel::Zoo {
                 name,
@@ -241,7 +241,7 @@ pub fn layer_profile(
     model: &crate::models::graph::Model,
     threads: usize,
     runs: usize,
-) -> anyhow::Result<LayerProfile> {
+) -> crate::error::Result<LayerProfile> {
     use crate::engines::tract::{ModelSource, TractSession};
     let costs = crate::models::cost::analyze(model);
     let session = TractSession::load(
@@ -268,7 +268,7 @@ pub fn file_layer_profile(
     given: &[crate::models::onnx_graph::InputSpec],
     threads: usize,
     runs: usize,
-) -> anyhow::Result<LayerProfile> {
+) -> crate::error::Result<LayerProfile> {
     use crate::models::onnx_graph as graph;
     let cost = graph::analyse_file(path, given, None)?;
     let bound = graph::bind_file_inputs(path, given, None)?;

@@ -6,9 +6,9 @@ use crate::collect::ceilings::{self, Effort};
 use crate::collect::device::{self, Fingerprint};
 use crate::collect::gpubench::{self, GpuInfo};
 use crate::collect::kernels;
+use crate::error::Context;
 use crate::roofline::levels;
 use crate::roofline::Ceilings;
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::path::{Path, PathBuf};
 
@@ -75,7 +75,7 @@ pub fn gpu_path_for(dir: &Path, f: &Fingerprint, ordinal: usize) -> PathBuf {
     dir.join(format!("ceilings-{}-gpu{ordinal}.json", device_key(f)))
 }
 
-pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
+pub fn save(dir: &Path, stored: &Stored) -> crate::error::Result<PathBuf> {
     // Never keep ceilings that would make every later command fail or mislead.
     stored
         .ceilings
@@ -93,16 +93,20 @@ pub fn save(dir: &Path, stored: &Stored) -> anyhow::Result<PathBuf> {
 }
 
 /// The cached ceilings of this device's CPU, if any.
-pub fn load(dir: &Path, f: &Fingerprint) -> anyhow::Result<Option<Stored>> {
+pub fn load(dir: &Path, f: &Fingerprint) -> crate::error::Result<Option<Stored>> {
     load_path(&path_for(dir, f))
 }
 
 /// The cached ceilings of GPU `ordinal` of this device, if any.
-pub fn load_gpu(dir: &Path, f: &Fingerprint, ordinal: usize) -> anyhow::Result<Option<Stored>> {
+pub fn load_gpu(
+    dir: &Path,
+    f: &Fingerprint,
+    ordinal: usize,
+) -> crate::error::Result<Option<Stored>> {
     load_path(&gpu_path_for(dir, f, ordinal))
 }
 
-fn load_path(path: &Path) -> anyhow::Result<Option<Stored>> {
+fn load_path(path: &Path) -> crate::error::Result<Option<Stored>> {
     match read_file(path) {
         Ok(stored) => Ok(Some(stored)),
         Err(ReadError::Missing) => Ok(None),
@@ -164,7 +168,7 @@ pub fn measure_and_keep(
     effort: Effort,
     threads: Option<usize>,
     mut progress: impl FnMut(Progress),
-) -> anyhow::Result<(Stored, Option<PathBuf>)> {
+) -> crate::error::Result<(Stored, Option<PathBuf>)> {
     let fingerprint = device::fingerprint(Path::new("/"));
     let threads = threads.unwrap_or_else(crate::collect::device::available_cores);
     let ranges = levels::level_ranges(&fingerprint.caches, threads);
@@ -211,7 +215,9 @@ pub fn measure_and_keep(
 /// This device's kept CPU ceilings and where they are kept; when there are none yet they are
 /// measured first (default effort, every usable core) and kept, `progress` hearing why and each
 /// step.
-pub fn kept_or_measure(mut progress: impl FnMut(Progress)) -> anyhow::Result<(Stored, String)> {
+pub fn kept_or_measure(
+    mut progress: impl FnMut(Progress),
+) -> crate::error::Result<(Stored, String)> {
     let fingerprint = device::fingerprint(Path::new("/"));
     if let Some(dir) = cache_dir() {
         if let Some(stored) = load(&dir, &fingerprint)? {

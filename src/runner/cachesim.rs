@@ -24,7 +24,7 @@ pub fn simulate(
     work: &Path,
     timeout: Duration,
     cancel: &crate::collect::stop::Cancel,
-) -> anyhow::Result<Simulation> {
+) -> crate::error::Result<Simulation> {
     let started = std::time::Instant::now();
     let out_file = work.join(format!("callgrind.{}.out", std::process::id()));
     let mut args = vec![
@@ -62,9 +62,10 @@ pub fn simulate(
     let attempt = run_worker(&command, &request, limits, cancel, |_| {});
     let text = std::fs::read_to_string(&out_file);
     let _ = std::fs::remove_file(&out_file);
-    let run = attempt.outcome.map_err(|f| anyhow::anyhow!("{f}"))?;
-    let text = text
-        .map_err(|e| anyhow::anyhow!("valgrind left no output file {}: {e}", out_file.display()))?;
+    let run = attempt.outcome.map_err(|f| crate::error::failed!("{f}"))?;
+    let text = text.map_err(|e| {
+        crate::error::failed!("valgrind left no output file {}: {e}", out_file.display())
+    })?;
     let output = parse(&text)?;
     let iterations = run.repeats.iter().map(Vec::len).sum();
     let (l2_bytes, dram_bytes) = per_inference(&output, iterations)?;
@@ -90,12 +91,12 @@ pub fn simulate_missing(
     iterations: usize,
     timeout: Duration,
     mut say: impl FnMut(String),
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     use crate::config::ModelRef;
     let valgrind = valgrind()
         .map_err(|why| crate::error::BadInput(format!("--cache-sim needs valgrind: {why}")))?;
     let edgeprof = std::env::current_exe()
-        .map_err(|e| anyhow::anyhow!("cannot locate the edgeprof binary: {e}"))?;
+        .map_err(|e| crate::error::failed!("cannot locate the edgeprof binary: {e}"))?;
     let caches = crate::collect::device::fingerprint(Path::new("/")).caches;
     let todo: Vec<_> = stored
         .runs

@@ -110,16 +110,16 @@ impl GpuRoofline {
 }
 
 /// Reads `gpu-roofline.json` from a results directory: None when the sweep made none.
-pub fn load(dir: &Path) -> anyhow::Result<Option<GpuRoofline>> {
+pub fn load(dir: &Path) -> crate::error::Result<Option<GpuRoofline>> {
     let path = dir.join(FILE);
     let text = match crate::collect::read_capped(&path, 64 << 20) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => anyhow::bail!("cannot read {}: {e}", path.display()),
+        Err(e) => crate::error::bail!("cannot read {}: {e}", path.display()),
     };
     serde_json::from_str(&text)
         .map(Some)
-        .map_err(|e| anyhow::anyhow!("{} is not a GPU roofline: {e}", path.display()))
+        .map_err(|e| crate::error::failed!("{} is not a GPU roofline: {e}", path.display()))
 }
 
 /// How the profiling of a sweep's GPU conditions goes, for progress display.
@@ -217,7 +217,7 @@ impl GpuProfiling<'_> {
         &self,
         conditions: &[Condition],
         mut on_event: impl FnMut(GpuProfileEvent),
-    ) -> anyhow::Result<GpuRoofline> {
+    ) -> crate::error::Result<GpuRoofline> {
         let interpreters = prepare::interpreters(self.config, conditions);
         let mut out = GpuRoofline::default();
         let total = conditions.len();
@@ -391,7 +391,7 @@ fn kept_ceilings(gpu: usize) -> GpuCeilings {
 }
 
 /// Writes `gpu-roofline.json` whole (its analyses included, for readers of the file).
-fn write(dir: &Path, roofline: &GpuRoofline) -> anyhow::Result<()> {
+fn write(dir: &Path, roofline: &GpuRoofline) -> crate::error::Result<()> {
     let mut value = serde_json::to_value(roofline)?;
     if let Some(map) = value.as_object_mut() {
         map.insert(

@@ -23,8 +23,8 @@ pub use remote::UnitEngine;
 use source::{Piece, Whole};
 
 use crate::engines::tract::TractSession;
+use crate::error::Context;
 use crate::models::InputShape;
-use anyhow::Context;
 use serde::{Deserialize, Serialize};
 use std::io::Read;
 use std::path::PathBuf;
@@ -137,7 +137,7 @@ mod unbounded {
 }
 
 /// Confines the calling thread (and the threads and children it starts later) to `cpus`.
-pub fn confine(cpus: &[usize]) -> anyhow::Result<()> {
+pub fn confine(cpus: &[usize]) -> crate::error::Result<()> {
     let mut set = nix::sched::CpuSet::new();
     for &c in cpus {
         set.set(c)
@@ -159,7 +159,7 @@ fn ms_since(t: Instant) -> f64 {
 
 /// Starts the program serving `unit` on a thread confined to the unit's CPUs (which the
 /// program inherits), shared by the threads that hand it tensors.
-fn start_remote(unit: &Unit) -> anyhow::Result<Option<Arc<Mutex<Remote>>>> {
+fn start_remote(unit: &Unit) -> crate::error::Result<Option<Arc<Mutex<Remote>>>> {
     let Some(engine) = unit.engine.clone() else {
         return Ok(None);
     };
@@ -168,10 +168,10 @@ fn start_remote(unit: &Unit) -> anyhow::Result<Option<Arc<Mutex<Remote>>>> {
     Ok(Some(Arc::new(Mutex::new(remote))))
 }
 
-fn lock(remote: &Mutex<Remote>) -> anyhow::Result<std::sync::MutexGuard<'_, Remote>> {
+fn lock(remote: &Mutex<Remote>) -> crate::error::Result<std::sync::MutexGuard<'_, Remote>> {
     remote
         .lock()
-        .map_err(|_| anyhow::anyhow!("a thread using an onnxruntime unit panicked"))
+        .map_err(|_| crate::error::failed!("a thread using an onnxruntime unit panicked"))
 }
 
 /// A unit's blocks, loaded: tract sessions with their inputs, or the unit's program.
@@ -181,7 +181,12 @@ enum Loaded {
 }
 
 impl Loaded {
-    fn new(unit: &Unit, blocks: &[Piece], files: &[PathBuf], seed: u64) -> anyhow::Result<Loaded> {
+    fn new(
+        unit: &Unit,
+        blocks: &[Piece],
+        files: &[PathBuf],
+        seed: u64,
+    ) -> crate::error::Result<Loaded> {
         let Some(engine) = &unit.engine else {
             return blocks
                 .iter()
@@ -192,7 +197,7 @@ impl Loaded {
                     }
                     Ok((s, input))
                 })
-                .collect::<anyhow::Result<Vec<_>>>()
+                .collect::<crate::error::Result<Vec<_>>>()
                 .map(Loaded::Tract);
         };
         let mut remote = Remote::start(&unit.name, engine)?;
@@ -202,11 +207,11 @@ impl Loaded {
         Ok(Loaded::Remote(remote))
     }
 
-    fn time(&mut self, block: usize) -> anyhow::Result<f64> {
+    fn time(&mut self, block: usize) -> crate::error::Result<f64> {
         match self {
             Loaded::Tract(loaded) => match loaded.get(block) {
                 Some((s, input)) => Ok(s.time_one(input)?.as_secs_f64() * 1e3),
-                None => Err(anyhow::anyhow!("no block {block}")),
+                None => Err(crate::error::failed!("no block {block}")),
             },
             Loaded::Remote(remote) => remote.time(block),
         }
@@ -216,31 +221,31 @@ impl Loaded {
 /// Runs `f` on a new thread confined to `cpus` and returns its result.
 fn on_unit<T: Send + 'static>(
     cpus: Vec<usize>,
-    f: impl FnOnce() -> anyhow::Result<T> + Send + 'static,
-) -> anyhow::Result<T> {
+    f: impl FnOnce() -> crate::error::Result<T> + Send + 'static,
+) -> crate::error::Result<T> {
     std::thread::spawn(move || {
         confine(&cpus)?;
         f()
     })
     .join()
-    .map_err(|_| anyhow::anyhow!("a unit's thread panicked"))?
+    .map_err(|_| crate::error::failed!("a unit's thread panicked"))?
 }
 
 /// Each block on each unit, timed in interleaved rounds (block by block, unit after unit), so
 /// a machine that slows down or speeds up while it runs shifts every unit alike.
-fn profile(r: &Request, whole: &Whole) -> anyhow::Result<Response> {
+fn profile(r: &Request, whole: &Whole) -> crate::error::Result<Response> {
     let blocks: Vec<Piece> = r
         .blocks
         .iter()
         .map(|&range| whole.piece(range))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::error::Result<_>>()?;
     // The ONNX files of the blocks, for the units an engine serves.
     let files: Vec<PathBuf> = if r.units.iter().any(|u| u.engine.is_some()) {
         blocks
             .iter()
             .zip(&r.blocks)
             .map(|(m, &range)| m.file(r, range))
-            .collect::<anyhow::Result<_>>()?
+            .collect::<crate::error::Result<_>>()?
     } else {
         Vec::new()
     };
@@ -248,7 +253,7 @@ fn profile(r: &Request, whole: &Whole) -> anyhow::Result<Response> {
     let mut units = Vec::new();
     for unit in &r.units {
         let (ask_tx, ask_rx) = mpsc::channel::<usize>();
-        let (answer_tx, answer_rx) = mpsc::channel::<anyhow::Result<f64>>();
+        let (answer_tx, answer_rx) = mpsc::channel::<crate::error::Result<f64>>();
         let unit_here = unit.clone();
         let blocks = blocks.clone();
         let files = files.clone();
@@ -274,14 +279,14 @@ fn profile(r: &Request, whole: &Whole) -> anyhow::Result<Response> {
         });
         answer_rx
             .recv()
-            .map_err(|_| anyhow::anyhow!("the thread of unit {} ended early", unit.name))??;
+            .map_err(|_| crate::error::failed!("the thread of unit {} ended early", unit.name))??;
         units.push((ask_tx, answer_rx, thread));
     }
     let mut times = vec![vec![Vec::with_capacity(r.runs); r.units.len()]; r.blocks.len()];
     for _ in 0..r.runs.max(1) {
         for (b, per_unit) in times.iter_mut().enumerate() {
             for (u, (ask, answer, _)) in units.iter().enumerate() {
-                let lost = || anyhow::anyhow!("the thread of unit {} ended", r.units[u].name);
+                let lost = || crate::error::failed!("the thread of unit {} ended", r.units[u].name);
                 ask.send(b).map_err(|_| lost())?;
                 per_unit[u].push(answer.recv().map_err(|_| lost())??);
             }
@@ -301,13 +306,13 @@ fn profile(r: &Request, whole: &Whole) -> anyhow::Result<Response> {
 /// The copy microbenchmark between every ordered pair of units. Into a unit an engine serves,
 /// the receiving thread puts the tensor onto its device; out of one, the sending thread first
 /// fetches it from the device (the timer running), as a split plan's stages do.
-fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
+fn transfer(r: &Request, sizes: &[u64]) -> crate::error::Result<Response> {
     let k = r.units.len();
     let remotes: Vec<Option<Arc<Mutex<Remote>>>> = r
         .units
         .iter()
         .map(start_remote)
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::error::Result<_>>()?;
     let mut samples = vec![vec![Vec::new(); k]; k];
     let runs = r.runs.max(3);
     for (from, row) in samples.iter_mut().enumerate() {
@@ -321,7 +326,7 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
             let into = remotes[to].clone();
             // The receiver copies each tensor into its own buffer (or onto its device), as a
             // stage on another unit must before it can compute on it.
-            let receiver = std::thread::spawn(move || -> anyhow::Result<()> {
+            let receiver = std::thread::spawn(move || -> crate::error::Result<()> {
                 confine(&receiver_cpus)?;
                 let mut own: Vec<f32> = Vec::new();
                 while let Ok(data) = send_rx.recv() {
@@ -365,10 +370,10 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
                         };
                         send_tx
                             .send(data)
-                            .map_err(|_| anyhow::anyhow!("the receiving thread ended"))?;
+                            .map_err(|_| crate::error::failed!("the receiving thread ended"))?;
                         done_rx
                             .recv()
-                            .map_err(|_| anyhow::anyhow!("the receiving thread ended"))?;
+                            .map_err(|_| crate::error::failed!("the receiving thread ended"))?;
                         if i >= 2 {
                             times.push(ms_since(start));
                         }
@@ -380,7 +385,7 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
             // The sender's end of the channel went with its thread: the receiver stops.
             receiver
                 .join()
-                .map_err(|_| anyhow::anyhow!("the receiving thread panicked"))??;
+                .map_err(|_| crate::error::failed!("the receiving thread panicked"))??;
             *cell = pair?;
         }
     }
@@ -389,16 +394,17 @@ fn transfer(r: &Request, sizes: &[u64]) -> anyhow::Result<Response> {
 
 type Stage = (mpsc::Receiver<Tensor>, mpsc::Sender<Tensor>);
 
-fn to_tensor(shape: &[usize], data: &[f32]) -> anyhow::Result<Tensor> {
-    Tensor::from_shape(shape, data).map_err(|e| anyhow::anyhow!("cannot pass a tensor on: {e}"))
+fn to_tensor(shape: &[usize], data: &[f32]) -> crate::error::Result<Tensor> {
+    Tensor::from_shape(shape, data)
+        .map_err(|e| crate::error::failed!("cannot pass a tensor on: {e}"))
 }
 
 /// A tensor's values as f32, in order.
-fn plain(t: &Tensor) -> anyhow::Result<Vec<f32>> {
+fn plain(t: &Tensor) -> crate::error::Result<Vec<f32>> {
     Ok(t.cast_to::<f32>()
-        .map_err(|e| anyhow::anyhow!("cannot hand a tensor on: {e}"))?
+        .map_err(|e| crate::error::failed!("cannot hand a tensor on: {e}"))?
         .to_plain_array_view::<f32>()
-        .map_err(|e| anyhow::anyhow!("cannot hand a tensor on: {e}"))?
+        .map_err(|e| crate::error::failed!("cannot hand a tensor on: {e}"))?
         .iter()
         .copied()
         .collect())
@@ -412,7 +418,7 @@ enum SegmentRun {
 }
 
 impl SegmentRun {
-    fn run(&mut self, t: &Tensor) -> anyhow::Result<Tensor> {
+    fn run(&mut self, t: &Tensor) -> crate::error::Result<Tensor> {
         let (shape, data) = match self {
             SegmentRun::Tract(s) => s.run(t)?,
             SegmentRun::Remote(remote, id) => {
@@ -424,16 +430,16 @@ impl SegmentRun {
     }
 }
 
-fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Response> {
+fn split(r: &Request, whole: &Whole, assign: &[usize]) -> crate::error::Result<Response> {
     if assign.len() != r.blocks.len() {
-        anyhow::bail!(
+        crate::error::bail!(
             "the plan places {} block(s) but the chain has {}",
             assign.len(),
             r.blocks.len()
         );
     }
     if let Some(&u) = assign.iter().find(|&&u| u >= r.units.len()) {
-        anyhow::bail!("the plan names unit {u}, but there are {}", r.units.len());
+        crate::error::bail!("the plan names unit {u}, but there are {}", r.units.len());
     }
     // Consecutive blocks on one unit run as one sub-model.
     let mut segments: Vec<(usize, usize, usize)> = Vec::new();
@@ -459,9 +465,9 @@ fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Respons
     // One thread per segment, chained by channels; the last hands the output back.
     let (first_tx, mut rx) = mpsc::channel::<Tensor>();
     let mut threads = Vec::new();
-    let (ready_tx, ready_rx) = mpsc::channel::<anyhow::Result<()>>();
+    let (ready_tx, ready_rx) = mpsc::channel::<crate::error::Result<()>>();
     // The first error of a stage while the plan runs, to say why it stopped.
-    let failure: Arc<Mutex<Option<anyhow::Error>>> = Arc::new(Mutex::new(None));
+    let failure: Arc<Mutex<Option<crate::error::Error>>> = Arc::new(Mutex::new(None));
     for (id, &(u, a, b)) in segments.iter().enumerate() {
         let sub = whole.piece((a, b))?;
         let (tx, next_rx) = mpsc::channel::<Tensor>();
@@ -513,13 +519,13 @@ fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Respons
     for _ in 0..segments.len() {
         ready_rx
             .recv()
-            .map_err(|_| anyhow::anyhow!("a stage ended before it was ready"))??;
+            .map_err(|_| crate::error::failed!("a stage ended before it was ready"))??;
     }
     let stage_failed = || match failure.lock().ok().and_then(|mut slot| slot.take()) {
         Some(e) => e.context("a stage of the split plan failed while running"),
-        None => anyhow::anyhow!("a stage of the split plan failed while running"),
+        None => crate::error::failed!("a stage of the split plan failed while running"),
     };
-    let once = |t: &Tensor| -> anyhow::Result<(f64, Tensor)> {
+    let once = |t: &Tensor| -> crate::error::Result<(f64, Tensor)> {
         let start = Instant::now();
         first_tx.send(t.clone()).map_err(|_| stage_failed())?;
         let out = rx.recv().map_err(|_| stage_failed())?;
@@ -533,7 +539,7 @@ fn split(r: &Request, whole: &Whole, assign: &[usize]) -> anyhow::Result<Respons
     }
     let mut times: Vec<f64> = (0..r.runs.max(1))
         .map(|_| once(&input).map(|(ms, _)| ms))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::error::Result<_>>()?;
     drop(first_tx);
     for t in threads {
         let _ = t.join();
@@ -578,7 +584,7 @@ fn compare(got: &[f32], expected: &[f32]) -> (f64, usize) {
 }
 
 /// Serves one request from `input`.
-pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
+pub fn serve(mut input: impl Read) -> crate::error::Result<Response> {
     let mut text = String::new();
     input
         .read_to_string(&mut text)
@@ -586,7 +592,7 @@ pub fn serve(mut input: impl Read) -> anyhow::Result<Response> {
     let r: Request = serde_json::from_str(&text)
         .map_err(|e| crate::error::BadInput(format!("the placement request is not valid: {e}")))?;
     if r.units.is_empty() {
-        anyhow::bail!(crate::error::BadInput("name at least one unit".into()));
+        crate::error::bail!(crate::error::BadInput("name at least one unit".into()));
     }
     // The copy benchmark needs no model.
     match &r.task {
@@ -604,7 +610,7 @@ mod tests {
     use crate::models::zoo::{self, ModelParams};
 
     /// MobileNetV2 at 3×32×32 with ten classes: small enough to cut and run in a test.
-    fn small_mobilenet() -> anyhow::Result<Model> {
+    fn small_mobilenet() -> crate::error::Result<Model> {
         let params = ModelParams {
             num_classes: 10,
             channels: 3,
@@ -616,7 +622,7 @@ mod tests {
     }
 
     #[test]
-    fn a_chain_split_in_two_computes_what_the_whole_model_does() -> anyhow::Result<()> {
+    fn a_chain_split_in_two_computes_what_the_whole_model_does() -> crate::error::Result<()> {
         let cpus: Vec<usize> = vec![0];
         let model = small_mobilenet()?;
         let blocks = crate::models::blocks::blocks(&model, 4);
@@ -675,7 +681,8 @@ mod tests {
     }
 
     #[test]
-    fn an_onnx_file_cut_at_its_nodes_computes_what_the_whole_file_does() -> anyhow::Result<()> {
+    fn an_onnx_file_cut_at_its_nodes_computes_what_the_whole_file_does() -> crate::error::Result<()>
+    {
         let model = small_mobilenet()?;
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("mobilenet_v2.onnx");

@@ -5,11 +5,11 @@
 
 use crate::config::{Config, ModelRef};
 use crate::engines::external::{self, Framework, ModelInput};
+use crate::error::Context;
 use crate::models::{onnx, weights, zoo};
 use crate::protocol::Condition;
 use crate::protocol::WorkerRequest;
 use crate::runner::spawn::WorkerCommand;
-use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
@@ -35,8 +35,8 @@ fn zoo_params(c: &Condition, classes: usize) -> zoo::ModelParams {
 /// Writes `bytes` to `path` unless it is there already (the name says what it holds).
 pub(crate) fn keep(
     path: &Path,
-    make: impl FnOnce() -> anyhow::Result<Vec<u8>>,
-) -> anyhow::Result<()> {
+    make: impl FnOnce() -> crate::error::Result<Vec<u8>>,
+) -> crate::error::Result<()> {
     if path.is_file() {
         return Ok(());
     }
@@ -49,7 +49,7 @@ pub(crate) fn keep(
 }
 
 /// The input a condition's engine is fed, as little-endian f32, kept in `cache`.
-pub fn input_file(cache: &Path, c: &Condition, seed: u64) -> anyhow::Result<PathBuf> {
+pub fn input_file(cache: &Path, c: &Condition, seed: u64) -> crate::error::Result<PathBuf> {
     let shape = [c.batch, c.input.channels, c.input.height, c.input.width];
     let path = cache.join("inputs").join(format!(
         "{}x{}x{}x{}-seed{seed}.f32",
@@ -71,7 +71,7 @@ pub fn model_file(
     c: &Condition,
     classes: usize,
     seed: u64,
-) -> anyhow::Result<PathBuf> {
+) -> crate::error::Result<PathBuf> {
     match &c.model {
         ModelRef::Onnx(path) | ModelRef::Tflite(path) | ModelRef::Torch(path) => Ok(path.clone()),
         ModelRef::Zoo(name) => {
@@ -96,9 +96,11 @@ pub fn description_file(
     c: &Condition,
     classes: usize,
     seed: u64,
-) -> anyhow::Result<PathBuf> {
+) -> crate::error::Result<PathBuf> {
     let ModelRef::Zoo(name) = &c.model else {
-        anyhow::bail!("only the zoo's models have a description to build from, not ONNX files");
+        crate::error::bail!(
+            "only the zoo's models have a description to build from, not ONNX files"
+        );
     };
     let stem = format!("{name}-{}-b{}-c{classes}-seed{seed}", c.input, c.batch);
     let json = cache.join("models").join(format!("{stem}.json"));
@@ -119,7 +121,7 @@ pub fn write_description(
     json: &Path,
     weights: &Path,
     seed: u64,
-) -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
     let params: Vec<weights::Param> = model
         .layers
         .iter()
@@ -193,9 +195,9 @@ pub fn tflite_file(
     classes: usize,
     seed: u64,
     interpreters: &Interpreters,
-) -> anyhow::Result<PathBuf> {
+) -> crate::error::Result<PathBuf> {
     let ModelRef::Zoo(name) = &c.model else {
-        anyhow::bail!("tflite runs the zoo's models, not ONNX files");
+        crate::error::bail!("tflite runs the zoo's models, not ONNX files");
     };
     let path = cache.join("models").join(format!(
         "{name}-{}-b{}-c{classes}-seed{seed}.tflite",
@@ -208,13 +210,13 @@ pub fn tflite_file(
     let python = match interpreters.get("tensorflow") {
         Some(Ok(p)) => p.clone(),
         Some(Err(why)) => {
-            anyhow::bail!("tflite runs the .tflite files TensorFlow converts here, and {why}")
+            crate::error::bail!("tflite runs the .tflite files TensorFlow converts here, and {why}")
         }
-        None => anyhow::bail!("no TensorFlow interpreter was looked for"),
+        None => crate::error::bail!("no TensorFlow interpreter was looked for"),
     };
     let tensorflow = external::find("tensorflow")
         .and_then(|f| f.harness())
-        .ok_or_else(|| anyhow::anyhow!("the tensorflow harness is not in this build"))?;
+        .ok_or_else(|| crate::error::failed!("the tensorflow harness is not in this build"))?;
     let description = description_file(cache, c, classes, seed)?;
     let mut convert = c.clone();
     convert.engine = "tensorflow".to_string();
@@ -230,7 +232,9 @@ pub fn tflite_file(
     command.args(["-c", &tensorflow]);
     let (status, out, err) =
         crate::engines::env::run_collect(&command, request.to_string().as_bytes(), CONVERT_TIMEOUT)
-            .map_err(|why| anyhow::anyhow!("TensorFlow's conversion to .tflite failed: {why}"))?;
+            .map_err(|why| {
+                crate::error::failed!("TensorFlow's conversion to .tflite failed: {why}")
+            })?;
     // The harness's own error record says it best; else the last words on stderr.
     for line in out.lines().rev() {
         let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
@@ -238,7 +242,7 @@ pub fn tflite_file(
         };
         match record["type"].as_str() {
             Some("exported") if path.is_file() => return Ok(path),
-            Some("error") => anyhow::bail!(
+            Some("error") => crate::error::bail!(
                 "TensorFlow's conversion to .tflite failed: {}",
                 record["message"].as_str().unwrap_or("")
             ),
@@ -251,12 +255,12 @@ pub fn tflite_file(
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        anyhow::bail!(
+        crate::error::bail!(
             "TensorFlow's conversion to .tflite failed ({status}): {}",
             last.trim()
         );
     }
-    anyhow::bail!(
+    crate::error::bail!(
         "TensorFlow's conversion to .tflite wrote no file ({} said {:?})",
         python.display(),
         out.trim()
@@ -276,7 +280,7 @@ fn fed_inputs(
     c: &Condition,
     named: Option<&str>,
     seed: u64,
-) -> anyhow::Result<Vec<crate::protocol::FedInput>> {
+) -> crate::error::Result<Vec<crate::protocol::FedInput>> {
     use crate::models::onnx_graph::{bind_file_inputs, bind_undeclared, InputSpec};
     let specs = match named {
         Some(named) => crate::config::named_specs(named)?,
@@ -289,7 +293,7 @@ fn fed_inputs(
             .map_err(|e| crate::error::BadInput(format!("{}: {e}", c.model)))?,
         ModelRef::Onnx(path) => bind_file_inputs(path, &specs, batch)
             .map_err(|e| crate::error::BadInput(e.to_string()))?,
-        other => anyhow::bail!("{other} is not fed by name"),
+        other => crate::error::bail!("{other} is not fed by name"),
     };
     write_fed(
         &cache.join("inputs"),
@@ -306,7 +310,7 @@ pub fn write_fed(
     stem: &str,
     inputs: &[crate::models::onnx_graph::BoundInput],
     seed: u64,
-) -> anyhow::Result<Vec<crate::protocol::FedInput>> {
+) -> crate::error::Result<Vec<crate::protocol::FedInput>> {
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut fed = Vec::with_capacity(inputs.len());
     for (k, input) in inputs.iter().enumerate() {
@@ -330,7 +334,7 @@ pub fn prepare(
     edgeprof: &Path,
     results_dir: &Path,
     interpreters: &Interpreters,
-) -> anyhow::Result<Prepared> {
+) -> crate::error::Result<Prepared> {
     if config.measure.check_outputs && runs_zoo_weights(&condition.engine) {
         let path = output_path(results_dir, &condition.id);
         if let Some(parent) = path.parent() {
@@ -377,15 +381,15 @@ fn external_command(
     f: &Framework,
     request: &mut WorkerRequest,
     interpreters: &Interpreters,
-) -> anyhow::Result<WorkerCommand> {
+) -> crate::error::Result<WorkerCommand> {
     let python = match interpreters.get(f.name) {
         Some(Ok(p)) => p.clone(),
-        Some(Err(why)) => anyhow::bail!("{why}"),
-        None => anyhow::bail!("no interpreter was looked for {}", f.name),
+        Some(Err(why)) => crate::error::bail!("{why}"),
+        None => crate::error::bail!("no interpreter was looked for {}", f.name),
     };
     let harness = f
         .harness()
-        .ok_or_else(|| anyhow::anyhow!("the {} harness is not in this build yet", f.name))?;
+        .ok_or_else(|| crate::error::failed!("the {} harness is not in this build yet", f.name))?;
     let cache = crate::engines::env::cache_dir()?;
     let seed = config.measure.seed;
     // A .tflite file the caller gives (the user's own) runs at the inputs it declares.
@@ -450,7 +454,7 @@ mod tests {
     }
 
     #[test]
-    fn the_input_file_holds_the_built_in_engines_input() -> anyhow::Result<()> {
+    fn the_input_file_holds_the_built_in_engines_input() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let c = Condition::new(
             "onnxruntime",

@@ -4,13 +4,13 @@
 
 use crate::config::{Device, ModelRef};
 use crate::engines::{Loaded, Source};
+use crate::error::Context;
 use crate::models::zoo::{self, ModelParams};
 use crate::protocol::{WorkerMessage, WorkerRequest};
-use anyhow::Context;
 use std::io::{Read, Write};
 use std::path::Path;
 
-fn emit(out: &mut impl Write, message: &WorkerMessage) -> anyhow::Result<()> {
+fn emit(out: &mut impl Write, message: &WorkerMessage) -> crate::error::Result<()> {
     writeln!(out, "{}", message.to_line())
         .and_then(|_| out.flush())
         .context("cannot write to the parent (stdout closed)")
@@ -18,11 +18,15 @@ fn emit(out: &mut impl Write, message: &WorkerMessage) -> anyhow::Result<()> {
 
 /// Reads the request from `input`, runs it, writes protocol records to `out`. A failure is
 /// reported as an `error` record and returned.
-pub fn run(mut input: impl Read, out: &mut impl Write) -> anyhow::Result<()> {
+pub fn run(mut input: impl Read, out: &mut impl Write) -> crate::error::Result<()> {
     // tract's panics are contained where it is called; this catches any other, so that the
     // parent always gets an `error` record with the reason rather than a crashed worker.
-    let result = crate::engines::tract::contained(|| measure(&mut input, out))
-        .unwrap_or_else(|why| Err(anyhow::anyhow!("the worker failed unexpectedly: {why}")));
+    let result =
+        crate::engines::tract::contained(|| measure(&mut input, out)).unwrap_or_else(|why| {
+            Err(crate::error::failed!(
+                "the worker failed unexpectedly: {why}"
+            ))
+        });
     if let Err(e) = &result {
         // Best effort: the parent also sees the exit status and stderr.
         let _ = emit(
@@ -39,7 +43,7 @@ fn ms(d: std::time::Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
+fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<()> {
     let mut text = String::new();
     input
         .read_to_string(&mut text)
@@ -51,20 +55,20 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
     })?;
     let c = &request.condition;
     if !crate::engines::BUILT_IN.contains(&c.engine.as_str()) {
-        anyhow::bail!(crate::error::BadInput(format!(
+        crate::error::bail!(crate::error::BadInput(format!(
             "this worker runs the built-in engines ({}), not {}",
             crate::engines::BUILT_IN.join(", "),
             c.engine
         )));
     }
     if c.device != Device::Cpu {
-        anyhow::bail!(crate::error::BadInput(format!(
+        crate::error::bail!(crate::error::BadInput(format!(
             "{} runs on the CPU only here, not {}",
             c.engine, c.device
         )));
     }
     if let Some(key) = c.options.keys().next() {
-        anyhow::bail!(crate::error::BadInput(format!(
+        crate::error::bail!(crate::error::BadInput(format!(
             "{} takes no options (the condition sets {key})",
             c.engine
         )));
@@ -104,11 +108,11 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
             path,
             input_shape: Some(&input_shape),
         },
-        ModelRef::Tflite(path) => anyhow::bail!(crate::error::BadInput(format!(
+        ModelRef::Tflite(path) => crate::error::bail!(crate::error::BadInput(format!(
             "{} is a TensorFlow Lite file: it runs on the tflite engine",
             path.display()
         ))),
-        ModelRef::Torch(path) => anyhow::bail!(crate::error::BadInput(format!(
+        ModelRef::Torch(path) => crate::error::bail!(crate::error::BadInput(format!(
             "{} is a PyTorch program: it runs on the pytorch engine",
             path.display()
         ))),
@@ -231,7 +235,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> anyhow::Result<()> {
 /// An ONNX file's inputs by name, each read from the `.npy` file the request names.
 fn fed_inputs(
     inputs: &[crate::protocol::FedInput],
-) -> anyhow::Result<Vec<crate::models::onnx_graph::BoundInput>> {
+) -> crate::error::Result<Vec<crate::models::onnx_graph::BoundInput>> {
     inputs
         .iter()
         .map(|i| {
@@ -262,8 +266,8 @@ fn timed_repeat(
     session: &Loaded,
     iterations: usize,
     min_duration_s: f64,
-    progress: &mut dyn FnMut(usize) -> anyhow::Result<()>,
-) -> anyhow::Result<Vec<f64>> {
+    progress: &mut dyn FnMut(usize) -> crate::error::Result<()>,
+) -> crate::error::Result<Vec<f64>> {
     let mut times = Vec::with_capacity(iterations);
     let repeat_start = std::time::Instant::now();
     let mut told = repeat_start;

@@ -318,9 +318,9 @@ impl Deployment {
 
 impl Card {
     /// Parses one file's text.
-    pub fn parse(file: &str, text: &str) -> anyhow::Result<Card> {
+    pub fn parse(file: &str, text: &str) -> crate::error::Result<Card> {
         toml::from_str(text).map_err(|e| {
-            anyhow::anyhow!(
+            crate::error::failed!(
                 "{file} is not a valid framework file: {}",
                 e.to_string().trim()
             )
@@ -476,13 +476,13 @@ pub fn is_date(text: &str) -> bool {
 }
 
 /// The shipped cards, checked: an error names the file and its first problem.
-pub fn shipped() -> anyhow::Result<Vec<Card>> {
+pub fn shipped() -> crate::error::Result<Vec<Card>> {
     SHIPPED
         .iter()
         .map(|(file, text)| {
             let card = Card::parse(file, text)?;
             if let Some(problem) = card.problems().first() {
-                anyhow::bail!("{file}: {problem}");
+                crate::error::bail!("{file}: {problem}");
             }
             Ok(card)
         })
@@ -490,13 +490,13 @@ pub fn shipped() -> anyhow::Result<Vec<Card>> {
 }
 
 /// The card called `name` (case-insensitive), or the list of names.
-pub fn find<'a>(cards: &'a [Card], name: &str) -> anyhow::Result<&'a Card> {
+pub fn find<'a>(cards: &'a [Card], name: &str) -> crate::error::Result<&'a Card> {
     cards
         .iter()
         .find(|c| c.name.eq_ignore_ascii_case(name))
         .ok_or_else(|| {
             let names: Vec<&str> = cards.iter().map(|c| c.name.as_str()).collect();
-            anyhow::Error::new(crate::error::BadInput(format!(
+            crate::error::Error::from(crate::error::BadInput(format!(
                 "no framework called {name:?}; known: {}",
                 names.join(", ")
             )))
@@ -510,7 +510,7 @@ mod tests {
     /// The acceptance check: every shipped framework has every metric, and every value cites a
     /// source with a URL and a date.
     #[test]
-    fn every_shipped_framework_has_every_metric_with_a_dated_source() -> anyhow::Result<()> {
+    fn every_shipped_framework_has_every_metric_with_a_dated_source() -> crate::error::Result<()> {
         let expected = [
             "tract",
             "candle",
@@ -536,7 +536,7 @@ mod tests {
                     let source = card
                         .sources
                         .get(key)
-                        .ok_or_else(|| anyhow::anyhow!("{file}: {path} cites {key}"))?;
+                        .ok_or_else(|| crate::error::failed!("{file}: {path} cites {key}"))?;
                     assert!(source.url.starts_with("https://"), "{file}: {path}");
                     assert!(is_date(&source.as_of), "{file}: {path}");
                 }
@@ -563,7 +563,8 @@ mod tests {
     }
 
     #[test]
-    fn problems_name_the_missing_source_the_bad_date_and_the_unused_source() -> anyhow::Result<()> {
+    fn problems_name_the_missing_source_the_bad_date_and_the_unused_source(
+    ) -> crate::error::Result<()> {
         let (_, text) = SHIPPED[2];
         let broken = text
             .replace(
@@ -595,7 +596,7 @@ mod tests {
             "{:#}",
             Card::parse("onnxruntime.toml", &without)
                 .err()
-                .ok_or_else(|| anyhow::anyhow!("parsed"))?
+                .ok_or_else(|| crate::error::failed!("parsed"))?
         );
         assert!(error.contains("onnxruntime.toml"), "{error}");
         assert!(error.contains("tasks"), "{error}");
@@ -603,7 +604,7 @@ mod tests {
     }
 
     #[test]
-    fn the_api_score_counts_the_criteria_met() -> anyhow::Result<()> {
+    fn the_api_score_counts_the_criteria_met() -> crate::error::Result<()> {
         let cards = shipped()?;
         let tensorrt = find(&cards, "TensorRT")?;
         // Python, C++, custom ops (plugins), dynamic shapes, quantization, profiling.

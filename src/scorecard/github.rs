@@ -4,7 +4,7 @@
 //! figures are kept in the data directory and laid over the shipped cards.
 
 use super::cards::{Card, Cites, GitHubFigures, Release, Source};
-use anyhow::Context;
+use crate::error::Context;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -52,14 +52,14 @@ pub struct Cache {
 
 impl Cache {
     /// The cache file under edgeprof's data directory.
-    pub fn path() -> anyhow::Result<PathBuf> {
+    pub fn path() -> crate::error::Result<PathBuf> {
         Ok(crate::engines::env::data_dir()?
             .join("frameworks")
             .join("github.json"))
     }
 
     /// Reads the cache; a missing file is an empty cache, a damaged one an error naming it.
-    pub fn read(path: &Path) -> anyhow::Result<Cache> {
+    pub fn read(path: &Path) -> crate::error::Result<Cache> {
         match std::fs::read_to_string(path) {
             Ok(text) => serde_json::from_str(&text).with_context(|| {
                 format!(
@@ -72,7 +72,7 @@ impl Cache {
         }
     }
 
-    pub fn write(&self, path: &Path) -> anyhow::Result<()> {
+    pub fn write(&self, path: &Path) -> crate::error::Result<()> {
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)
                 .with_context(|| format!("cannot create {}", dir.display()))?;
@@ -123,7 +123,7 @@ impl Cache {
 
 /// The shipped cards with the refreshed figures laid over them, and a warning when the cache
 /// could not be read (the shipped values stand).
-pub fn cards_with_refreshed() -> anyhow::Result<(Vec<Card>, Option<String>)> {
+pub fn cards_with_refreshed() -> crate::error::Result<(Vec<Card>, Option<String>)> {
     let mut cards = super::cards::shipped()?;
     let warning = match Cache::path().and_then(|p| Cache::read(&p)) {
         Ok(cache) => {
@@ -557,7 +557,8 @@ mod tests {
     }
 
     #[test]
-    fn refreshed_figures_and_a_newer_release_lay_over_the_shipped_card() -> anyhow::Result<()> {
+    fn refreshed_figures_and_a_newer_release_lay_over_the_shipped_card() -> crate::error::Result<()>
+    {
         let mut cards = super::super::cards::shipped()?;
         let mut cache = Cache::default();
         cache.repos.insert(
@@ -598,7 +599,7 @@ mod tests {
             .development
             .github
             .as_ref()
-            .ok_or_else(|| anyhow::anyhow!("no figures"))?;
+            .ok_or_else(|| crate::error::failed!("no figures"))?;
         assert_eq!(figures.stars, Some(11_000));
         assert_eq!(tract.development.last_release.version, "0.24.0");
         assert!(tract.problems().is_empty(), "{:?}", tract.problems());

@@ -343,8 +343,8 @@ mod tests {
     }
 
     #[test]
-    fn built_in_frameworks_report_their_version_and_the_cpu_features_they_use() -> anyhow::Result<()>
-    {
+    fn built_in_frameworks_report_their_version_and_the_cpu_features_they_use(
+    ) -> crate::error::Result<()> {
         let cards = super::super::cards::shipped()?;
         let tract = super::super::cards::find(&cards, "tract")?;
         let here = probe(tract, &["sse2".into(), "avx2".into(), "fma".into()]);

@@ -259,8 +259,8 @@ pub fn serve(
     mut control: impl BufRead + Send + 'static,
     workdir: &Path,
     out: &mut impl Write,
-) -> anyhow::Result<()> {
-    let mut say = |line: &NodeLine| -> anyhow::Result<()> {
+) -> crate::error::Result<()> {
+    let mut say = |line: &NodeLine| -> crate::error::Result<()> {
         let text = serde_json::to_string(line)?;
         writeln!(out, "{text}")?;
         out.flush()?;
@@ -295,8 +295,8 @@ struct Ready {
 }
 
 /// Writes the harness and the data, and finds the Python.
-fn prepare(spec: &RankSpec, workdir: &Path) -> anyhow::Result<Ready> {
-    use anyhow::Context;
+fn prepare(spec: &RankSpec, workdir: &Path) -> crate::error::Result<Ready> {
+    use crate::error::Context;
     spec.check()?;
     let dir = workdir
         .join("train")
@@ -386,8 +386,8 @@ fn rank(
     spec: &RankSpec,
     ready: Ready,
     mut control: impl BufRead + Send + 'static,
-    say: &mut impl FnMut(&NodeLine) -> anyhow::Result<()>,
-) -> anyhow::Result<()> {
+    say: &mut impl FnMut(&NodeLine) -> crate::error::Result<()>,
+) -> crate::error::Result<()> {
     let launch = spec.launch(&ready.python, &ready.harness, &ready.data, ready.threads);
     let mut command = child::Spec::new(&launch.program);
     command
@@ -630,7 +630,7 @@ mod tests {
     }
 
     #[test]
-    fn each_tensorflow_worker_is_told_the_cluster_and_its_index() -> anyhow::Result<()> {
+    fn each_tensorflow_worker_is_told_the_cluster_and_its_index() -> crate::error::Result<()> {
         let launch = spec(Framework::Tensorflow, 2, 1).launch(
             Path::new("/py"),
             Path::new("/w/tf_mwms.py"),
@@ -664,7 +664,7 @@ mod tests {
     }
 
     #[test]
-    fn node_lines_round_trip() -> anyhow::Result<()> {
+    fn node_lines_round_trip() -> crate::error::Result<()> {
         let line = NodeLine::Sample(NodeSample {
             t_s: 1.5,
             cpu_pct: Some(40.0),
@@ -678,7 +678,7 @@ mod tests {
     }
 
     #[test]
-    fn no_spec_is_a_failure_line_not_an_error() -> anyhow::Result<()> {
+    fn no_spec_is_a_failure_line_not_an_error() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let mut out = Vec::new();
         serve(

@@ -30,3 +30,10 @@ impl TrainError {
         }
     }
 }
+
+impl From<TrainError> for crate::error::Error {
+    fn from(error: TrainError) -> crate::error::Error {
+        let kind = crate::error::Kind::from(error.failure());
+        crate::error::Error::of(kind, &error)
+    }
+}

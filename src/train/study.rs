@@ -11,7 +11,7 @@ use crate::collect::device::Fingerprint;
 use crate::collect::stop::Cancel;
 use crate::config::Node;
 use crate::error::BadInput;
-use anyhow::Context;
+use crate::error::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 
@@ -326,7 +326,7 @@ pub fn run(
     study: &Study,
     cancel: &Cancel,
     send: &(dyn Fn(TrainEvent) + Sync),
-) -> anyhow::Result<Finished> {
+) -> crate::error::Result<Finished> {
     study.check()?;
     let dir = crate::sweep_dir::new_dir(&study.parent, &format!("train-{}", study.model))?;
     let (data, described) = match &study.data {
@@ -422,7 +422,7 @@ pub fn run(
 }
 
 /// Each member's record of one size, as `nodes/K-NAME.json`.
-fn write_node_records(dir: &Path, size: usize, records: &[NodeRecord]) -> anyhow::Result<()> {
+fn write_node_records(dir: &Path, size: usize, records: &[NodeRecord]) -> crate::error::Result<()> {
     let nodes = dir.join("nodes");
     std::fs::create_dir_all(&nodes)
         .with_context(|| format!("cannot create {}", nodes.display()))?;
@@ -438,7 +438,7 @@ fn write_node_records(dir: &Path, size: usize, records: &[NodeRecord]) -> anyhow
 }
 
 /// The table as `scaling.json` and the charts, each written whole.
-fn write(f: &Finished) -> anyhow::Result<()> {
+fn write(f: &Finished) -> crate::error::Result<()> {
     let text = serde_json::to_string_pretty(f).context("cannot encode the scaling")?;
     crate::results::write_atomic(&f.dir.join(FILES[0]), (text + "\n").as_bytes())?;
     let charts = f.dir.join("charts");

@@ -426,7 +426,12 @@ impl Default for Measure {
 
 /// Profiles zoo model, probe or ONNX file `name` at `input` with tract on `threads` threads, in
 /// this process (the command runs it in a worker process of its own).
-pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow::Result<Profile> {
+pub fn measure(
+    name: &str,
+    input: &str,
+    threads: usize,
+    how: Measure,
+) -> crate::error::Result<Profile> {
     use crate::engines::tract::{ModelSource, TractSession};
     if is_file(name) {
         return files::measure(std::path::Path::new(name), input, threads, how);
@@ -471,8 +476,8 @@ pub fn measure(name: &str, input: &str, threads: usize, how: Measure) -> anyhow:
 /// `how.target` of it (or `how.max_runs`): the median, its interval and the runs, in ms.
 fn timed_runs(
     how: Measure,
-    mut one: impl FnMut() -> anyhow::Result<f64>,
-) -> anyhow::Result<(f64, (f64, f64), Vec<f64>)> {
+    mut one: impl FnMut() -> crate::error::Result<f64>,
+) -> crate::error::Result<(f64, (f64, f64), Vec<f64>)> {
     for _ in 0..3 {
         one()?;
     }

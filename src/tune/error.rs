@@ -26,3 +26,10 @@ impl TuneError {
         }
     }
 }
+
+impl From<TuneError> for crate::error::Error {
+    fn from(error: TuneError) -> crate::error::Error {
+        let kind = crate::error::Kind::from(error.failure());
+        crate::error::Error::of(kind, &error)
+    }
+}

@@ -265,7 +265,7 @@ pub fn expected_improvement(p: Prediction, best: f64, xi: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use anyhow::Context;
+    use crate::error::Context;
 
     #[test]
     fn the_normal_distribution_matches_known_values() {
@@ -276,7 +276,7 @@ mod tests {
     }
 
     #[test]
-    fn cholesky_solves_a_small_system() -> anyhow::Result<()> {
+    fn cholesky_solves_a_small_system() -> crate::error::Result<()> {
         let a = vec![vec![4.0, 2.0], vec![2.0, 3.0]];
         let l = cholesky(&a).context("missing")?;
         let x = backward(&l, &forward(&l, &[2.0, 1.0]));
@@ -287,7 +287,7 @@ mod tests {
     }
 
     #[test]
-    fn the_model_interpolates_and_is_unsure_far_from_data() -> anyhow::Result<()> {
+    fn the_model_interpolates_and_is_unsure_far_from_data() -> crate::error::Result<()> {
         // y = 3·x0, x1 irrelevant.
         let x: Vec<Vec<f64>> = (0..8)
             .map(|i| vec![i as f64 / 7.0, ((i * 5) % 8) as f64 / 7.0])
@@ -309,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn leave_one_out_matches_refitting_without_the_point() -> anyhow::Result<()> {
+    fn leave_one_out_matches_refitting_without_the_point() -> crate::error::Result<()> {
         let x: Vec<Vec<f64>> = (0..7).map(|i| vec![i as f64 / 6.0]).collect();
         let y: Vec<f64> = x.iter().map(|p| (3.0 * p[0]).sin()).collect();
         let gp = Gp::fit(&x, &y).context("missing")?;

@@ -148,7 +148,7 @@ impl LiveTune<'_> {
         total: usize,
         writer: &mut Writer,
         on_event: &mut impl FnMut(TuneEvent),
-    ) -> anyhow::Result<Run> {
+    ) -> crate::error::Result<Run> {
         let conditions = [condition];
         let sweep = Sweep {
             config: self.config,
@@ -201,10 +201,10 @@ impl LiveTune<'_> {
         &self,
         writer: &mut Writer,
         mut on_event: impl FnMut(TuneEvent),
-    ) -> anyhow::Result<TuneReport> {
+    ) -> crate::error::Result<TuneReport> {
         let budget = self.settings.budget;
         let mut measured: Vec<Option<Measured>> = Vec::new();
-        let mut error: Option<anyhow::Error> = None;
+        let mut error: Option<crate::error::Error> = None;
         // Both the measuring and the reporting closure send events.
         let events = std::cell::RefCell::new(&mut on_event);
         let mut db_failed = false;
@@ -299,7 +299,7 @@ impl LiveTune<'_> {
         best: usize,
         writer: &mut Writer,
         on_event: &mut impl FnMut(TuneEvent),
-    ) -> anyhow::Result<Option<Confirmation>> {
+    ) -> crate::error::Result<Option<Confirmation>> {
         let default = self.space.default;
         let mut default_costs = Vec::new();
         let mut best_costs = Vec::new();

@@ -467,7 +467,7 @@ mod tests {
     }
 
     #[test]
-    fn core_sets_follow_the_clusters() -> anyhow::Result<()> {
+    fn core_sets_follow_the_clusters() -> crate::error::Result<()> {
         let one = core_sets(&[cluster(&[0, 1], None)], &[0, 1]);
         let labels: Vec<&str> = one.iter().map(|s| s.label.as_str()).collect();
         assert_eq!(labels, ["all", "one"]);
@@ -492,15 +492,10 @@ mod tests {
     }
 
     #[test]
-    fn core_sets_resolve_by_name_or_list() -> anyhow::Result<()> {
+    fn core_sets_resolve_by_name_or_list() -> crate::error::Result<()> {
         let sets = core_sets(&[cluster(&[0, 1, 2, 3], None)], &[0, 1, 2, 3]);
-        assert_eq!(
-            resolve_core_set("one", &sets, &[0, 1, 2, 3])
-                .map_err(anyhow::Error::msg)?
-                .count,
-            1
-        );
-        let listed = resolve_core_set("0-1,3", &sets, &[0, 1, 2, 3]).map_err(anyhow::Error::msg)?;
+        assert_eq!(resolve_core_set("one", &sets, &[0, 1, 2, 3])?.count, 1);
+        let listed = resolve_core_set("0-1,3", &sets, &[0, 1, 2, 3])?;
         assert_eq!(listed.cpus, Some(vec![0, 1, 3]));
         assert_eq!(listed.label, "0-1,3");
         assert!(resolve_core_set("big", &sets, &[0, 1, 2, 3])

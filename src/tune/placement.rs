@@ -233,8 +233,8 @@ pub use crate::models::blocks::{blocks, file_blocks, Block};
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::Context;
     use crate::models::graph::ValueId;
-    use anyhow::Context;
     use rand::{Rng, SeedableRng};
 
     fn units(k: usize, link: Link) -> Units {
@@ -299,7 +299,7 @@ mod tests {
     }
 
     #[test]
-    fn a_gpus_links_are_fitted_as_its_memory_has_them() -> anyhow::Result<()> {
+    fn a_gpus_links_are_fitted_as_its_memory_has_them() -> crate::error::Result<()> {
         use crate::collect::gpuprof::MemoryKind;
         let sizes = [4u64 << 10, 64 << 10, 1 << 20, 4 << 20];
         // Measured as the copy benchmark gives them: into the card 12 GB/s after 0.02 ms,
@@ -311,7 +311,7 @@ mod tests {
             to_host: b,
         }) = gpu_memory(MemoryKind::Discrete, &to_gpu, &to_host)
         else {
-            anyhow::bail!("a discrete GPU's links were not fitted per direction");
+            crate::error::bail!("a discrete GPU's links were not fitted per direction");
         };
         assert!(
             (a.alpha_ms - 0.02).abs() < 1e-9 && (a.beta - 12e6).abs() < 1.0,
@@ -324,7 +324,7 @@ mod tests {
         // Over unified memory the two directions are one link, between the two.
         let Some(GpuMemory::Unified { copy }) = gpu_memory(MemoryKind::Unified, &to_gpu, &to_host)
         else {
-            anyhow::bail!("a unified-memory GPU's links were not fitted together");
+            crate::error::bail!("a unified-memory GPU's links were not fitted together");
         };
         let mib = 1u64 << 20;
         assert!(
@@ -492,7 +492,7 @@ mod tests {
     }
 
     #[test]
-    fn a_link_is_fitted_from_copy_times() -> anyhow::Result<()> {
+    fn a_link_is_fitted_from_copy_times() -> crate::error::Result<()> {
         // 0.01 ms + bytes / 2e6 bytes per ms.
         let samples: Vec<(u64, f64)> = [4096u64, 65536, 1 << 20, 4 << 20]
             .iter()
@@ -511,7 +511,7 @@ mod tests {
     }
 
     #[test]
-    fn residual_networks_are_cut_between_their_blocks_only() -> anyhow::Result<()> {
+    fn residual_networks_are_cut_between_their_blocks_only() -> crate::error::Result<()> {
         let params = crate::models::zoo::ModelParams {
             num_classes: 10,
             channels: 3,

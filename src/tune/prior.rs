@@ -440,9 +440,9 @@ pub fn build(
 mod tests {
     use super::*;
     use crate::collect::device::Cluster;
+    use crate::error::Context;
     use crate::tune::search::{self, Settings, Strategy};
     use crate::tune::{core_sets, SpaceSpec};
-    use anyhow::Context;
 
     /// A space of tract, candle and onnxruntime (two option values) on 1 or 2 threads, two core
     /// sets, batch 1 or 4: 48 candidates, like the tables kept with the tests.
@@ -559,7 +559,7 @@ mod tests {
     }
 
     #[test]
-    fn other_models_trials_transfer_the_configuration_effects() -> anyhow::Result<()> {
+    fn other_models_trials_transfer_the_configuration_effects() -> crate::error::Result<()> {
         let space = space();
         let db = with_profiles(db_of(&space, &[("resnet18", 4.0), ("squeezenet1_1", 1.0)]));
         let prior = prior_of(&db, &space, true);
@@ -589,7 +589,7 @@ mod tests {
 
     #[test]
     fn a_configuration_not_measured_on_other_models_falls_back_to_a_looser_match(
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let space = space();
         // The other model was measured at batch 1 only.
         let mut db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
@@ -620,7 +620,7 @@ mod tests {
     }
 
     #[test]
-    fn a_second_tuning_starts_from_the_first_ones_best() -> anyhow::Result<()> {
+    fn a_second_tuning_starts_from_the_first_ones_best() -> crate::error::Result<()> {
         let space = space();
         // The first tuning measured eight candidates, the law's best among them.
         let best = best_index(&space, 2.0);
@@ -666,7 +666,8 @@ mod tests {
     }
 
     #[test]
-    fn the_guided_search_corrects_a_prior_that_is_wrong_about_one_engine() -> anyhow::Result<()> {
+    fn the_guided_search_corrects_a_prior_that_is_wrong_about_one_engine(
+    ) -> crate::error::Result<()> {
         let space = space();
         let db = with_profiles(db_of(&space, &[("resnet18", 4.0)]));
         let prior = prior_of(&db, &space, true);
@@ -702,7 +703,8 @@ mod tests {
     }
 
     #[test]
-    fn the_database_keeps_trials_beside_profiles_and_skips_broken_lines() -> anyhow::Result<()> {
+    fn the_database_keeps_trials_beside_profiles_and_skips_broken_lines() -> crate::error::Result<()>
+    {
         let dir = tempfile::tempdir()?;
         let path = dir.path().join("db.jsonl");
         let space = space();
@@ -728,7 +730,7 @@ mod tests {
     }
 
     #[test]
-    fn layer_profiles_alone_predict_tract_on_all_cores() -> anyhow::Result<()> {
+    fn layer_profiles_alone_predict_tract_on_all_cores() -> crate::error::Result<()> {
         let space = space();
         let prior = prior_of(&with_profiles(Db::default()), &space, true);
         let predicted: Vec<&Candidate> = space
@@ -774,7 +776,7 @@ mod tests {
     }
 
     #[test]
-    fn layer_profiles_of_a_core_set_predict_that_core_set() -> anyhow::Result<()> {
+    fn layer_profiles_of_a_core_set_predict_that_core_set() -> crate::error::Result<()> {
         let space = space();
         // The stored profiles again, as if measured confined to CPU 0, every layer 1.5 times slower.
         let mut db = with_profiles(Db::default());
@@ -821,7 +823,7 @@ mod tests {
 
     #[test]
     fn onnxruntime_layer_profiles_predict_it_at_the_options_they_were_measured_at(
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let space = space();
         // The stored tract profiles stand in for onnxruntime's, four times faster.
         let mut db = with_profiles(Db::default());

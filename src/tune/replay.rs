@@ -33,9 +33,10 @@ pub struct Row {
 }
 
 impl Table {
-    pub fn load(path: &Path) -> anyhow::Result<Table> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|e| anyhow::anyhow!("cannot read the tuning table {}: {e}", path.display()))?;
+    pub fn load(path: &Path) -> crate::error::Result<Table> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            crate::error::failed!("cannot read the tuning table {}: {e}", path.display())
+        })?;
         serde_json::from_str(&text).map_err(|e| {
             crate::error::BadInput(format!(
                 "{} is not a tuning table (written by edgeprof tune --exhaustive): {e}",
@@ -152,7 +153,7 @@ pub fn compare(
     tolerance: f64,
     initial: usize,
     prior: Option<&Prior>,
-) -> anyhow::Result<Comparison> {
+) -> crate::error::Result<Comparison> {
     let space = table.space();
     let costs = table.costs(objective);
     let (best_index, best) = costs

@@ -456,8 +456,8 @@ pub fn run(
 mod tests {
     use super::*;
     use crate::collect::device::Cluster;
+    use crate::error::Context;
     use crate::tune::{core_sets, SpaceSpec};
-    use anyhow::Context;
 
     /// A synthetic space whose cost has structure the model can learn: onnxruntime fastest,
     /// threads help, batch costs linearly, one option matters.
@@ -548,7 +548,7 @@ mod tests {
 
     #[test]
     fn the_guided_search_starts_at_the_default_and_predicts_after_its_initial_picks(
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let (space, costs) = synthetic();
         let trace = search(&space, &costs, settings(Strategy::Guided, 12, 7));
         assert_eq!(trace.trials[0].index, space.default);
@@ -564,7 +564,7 @@ mod tests {
     }
 
     #[test]
-    fn the_guided_search_beats_random_search_on_a_structured_space() -> anyhow::Result<()> {
+    fn the_guided_search_beats_random_search_on_a_structured_space() -> crate::error::Result<()> {
         let (space, costs) = synthetic();
         let optimum = costs.iter().copied().fold(f64::MAX, f64::min);
         let budget = space.candidates.len() / 4;

@@ -4,6 +4,7 @@
 //! (`tune.json`, the summaries, `table.json` for an exhaustive run).
 
 use crate::config::{Config, ModelRef};
+use crate::error::Context;
 use crate::models::InputShape;
 use crate::results::{self, Manifest, SweepStatus};
 use crate::runner::matrix::{self, Plan};
@@ -15,7 +16,6 @@ use crate::tune::replay::{Row, Table};
 use crate::tune::search::{Settings, Stop, Strategy};
 use crate::tune::TuneError;
 use crate::tune::{self, Objective, Space, SpaceSpec};
-use anyhow::Context;
 use std::path::{Path, PathBuf};
 
 /// What the user asked for over the config's `[tune]` section (None or empty: the config's).
@@ -72,7 +72,7 @@ pub fn prepare(
     config: Config,
     config_file: Option<&Path>,
     o: &Overrides,
-) -> anyhow::Result<Prepared> {
+) -> crate::error::Result<Prepared> {
     let t = config.tune.clone();
     let model = match &o.model {
         Some(name) => model_ref(name)?,
@@ -97,7 +97,7 @@ pub fn prepare(
     };
     let (space, skipped) = build_space(o, &config, &model, input)?;
     if space.candidates.is_empty() {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "no candidate can run here: every engine was left out ({})",
             skipped.join("; ")
         )));
@@ -173,7 +173,7 @@ fn open_prior(
     input: InputShape,
     space: &Space,
     objective: Objective,
-) -> anyhow::Result<(Option<PathBuf>, Option<Prior>, String)> {
+) -> crate::error::Result<(Option<PathBuf>, Option<Prior>, String)> {
     let db = match &o.db {
         Some(path) => Db::open(path)?,
         None => match Db::path_for_this_device() {
@@ -252,7 +252,7 @@ impl Prepared {
     /// Writes what the run found: the manifest lists what was measured (so `edgeprof report`
     /// reads the directory like a run's), the summaries, `tune.json` and, for an exhaustive run,
     /// `table.json`.
-    pub fn finish(&mut self, report: &TuneReport) -> anyhow::Result<()> {
+    pub fn finish(&mut self, report: &TuneReport) -> crate::error::Result<()> {
         let runs = results::read_lines::<results::RunRecord>(&self.dir.join(results::RUNS))?;
         let mut seen = std::collections::HashSet::new();
         self.manifest.conditions = runs
@@ -303,7 +303,7 @@ pub fn model_stem(model: &ModelRef) -> String {
         .collect()
 }
 
-pub fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
+pub fn model_ref(name: &str) -> crate::error::Result<ModelRef> {
     if crate::models::zoo::find(name).is_some() {
         return Ok(ModelRef::Zoo(name.to_string()));
     }
@@ -311,7 +311,7 @@ pub fn model_ref(name: &str) -> anyhow::Result<ModelRef> {
     if name.ends_with(".onnx") && path.is_file() {
         return Ok(ModelRef::Onnx(std::path::absolute(path)?));
     }
-    anyhow::bail!(TuneError::Asked(format!(
+    crate::error::bail!(TuneError::Asked(format!(
         "--model {name}: neither a zoo model ({}) nor an ONNX file",
         crate::models::zoo::zoo_names().join(", ")
     )))
@@ -334,12 +334,12 @@ fn build_space(
     config: &Config,
     model: &ModelRef,
     input: InputShape,
-) -> anyhow::Result<(Space, Vec<String>)> {
+) -> crate::error::Result<(Space, Vec<String>)> {
     let t = &config.tune;
     let engines: Vec<String> = if !args.engines.is_empty() {
         for e in &args.engines {
             if !crate::config::KNOWN_ENGINES.contains(&e.as_str()) || e == "command" {
-                anyhow::bail!(TuneError::Asked(format!(
+                crate::error::bail!(TuneError::Asked(format!(
                     "--engine {e}: the tuner searches {}",
                     crate::config::KNOWN_ENGINES
                         .iter()
@@ -423,7 +423,7 @@ fn build_space(
         v
     };
     if threads.contains(&0) {
-        anyhow::bail!(TuneError::Asked(
+        crate::error::bail!(TuneError::Asked(
             "--threads: name thread counts of 1 or more (the tuner tries them one by one)".into()
         ));
     }
@@ -433,7 +433,7 @@ fn build_space(
         args.batch.clone()
     };
     if batch.contains(&0) {
-        anyhow::bail!(TuneError::Asked("--batch: batch sizes start at 1".into()));
+        crate::error::bail!(TuneError::Asked("--batch: batch sizes start at 1".into()));
     }
     let options = engines
         .iter()

@@ -569,5 +569,5 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
             let _ = print_out(&gpu_roofline_text(gpu, true));
         }
     }
-    swept.verdict()
+    Ok(swept.verdict()?)
 }

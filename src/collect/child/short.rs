@@ -202,6 +202,16 @@ pub fn ask_worker<T: serde::de::DeserializeOwned>(
     })
 }
 
+impl From<AskError> for crate::error::Error {
+    fn from(error: AskError) -> crate::error::Error {
+        let kind = match error {
+            AskError::Refused(_) => crate::error::Kind::BadInput,
+            AskError::Failed(_) => crate::error::Kind::ChildFailed,
+        };
+        crate::error::Error::of(kind, &error)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -380,6 +380,16 @@ pub fn worker(
     }
 }
 
+impl From<GpuBenchError> for crate::error::Error {
+    fn from(error: GpuBenchError) -> crate::error::Error {
+        let kind = match error {
+            GpuBenchError::Unavailable(_) => crate::error::Kind::Unavailable,
+            GpuBenchError::Failed(_) => crate::error::Kind::Failed,
+        };
+        crate::error::Error::of(kind, &error)
+    }
+}
+
 #[cfg(test)]
 pub mod tests {
     use super::*;

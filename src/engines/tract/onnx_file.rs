@@ -179,7 +179,7 @@ pub(super) fn fed_tensor(
     input: &crate::models::onnx_graph::BoundInput,
     seed: u64,
 ) -> Result<Tensor, EngineError> {
-    let run_err = |e: anyhow::Error| EngineError::Run {
+    let run_err = |e: TractError| EngineError::Run {
         reason: format!("input {}: {}", input.name, one_line(&e)),
     };
     let datum = datum_of(input.elem, &format!("input {}", input.name))?;

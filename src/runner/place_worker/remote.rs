@@ -99,7 +99,7 @@ fn read_answers(stdout: ChildStdout, answers: mpsc::Sender<Answer>) {
 
 impl Remote {
     /// Starts the program for unit `name` and sets it up on its device, one intra-op thread.
-    pub fn start(name: &str, engine: &UnitEngine) -> anyhow::Result<Remote> {
+    pub fn start(name: &str, engine: &UnitEngine) -> crate::error::Result<Remote> {
         Remote::start_with(name, engine, Patience::default())
     }
 
@@ -107,9 +107,9 @@ impl Remote {
         name: &str,
         engine: &UnitEngine,
         patience: Patience,
-    ) -> anyhow::Result<Remote> {
+    ) -> crate::error::Result<Remote> {
         if engine.framework != "onnxruntime" {
-            anyhow::bail!(
+            crate::error::bail!(
                 "unit {name}: {} cannot serve a placement unit; onnxruntime can",
                 engine.framework
             );
@@ -129,15 +129,17 @@ impl Remote {
         });
         let mut child = spawned_rx
             .recv()
-            .map_err(|_| anyhow::anyhow!("unit {name}: the thread starting its program ended"))?
+            .map_err(|_| {
+                crate::error::failed!("unit {name}: the thread starting its program ended")
+            })?
             .map_err(|e| {
-                anyhow::anyhow!(
+                crate::error::failed!(
                     "unit {name}: cannot start {} for onnxruntime: {e}",
                     engine.python.display()
                 )
             })?;
         let (Some(stdin), Some(stdout)) = (child.take_stdin(), child.take_stdout()) else {
-            anyhow::bail!("unit {name}: the child's pipes were not opened");
+            crate::error::bail!("unit {name}: the child's pipes were not opened");
         };
         let (answer_tx, answers) = mpsc::channel();
         std::thread::spawn(move || read_answers(stdout, answer_tx));
@@ -165,7 +167,7 @@ impl Remote {
         request: &Value,
         payload: &[u8],
         limit: Duration,
-    ) -> anyhow::Result<(Value, Vec<u8>)> {
+    ) -> crate::error::Result<(Value, Vec<u8>)> {
         let mut line = request.to_string();
         line.push('\n');
         let sent = self.stdin.as_mut().map(|stdin| {
@@ -179,11 +181,11 @@ impl Remote {
         }
         let answer = match self.answers.recv_timeout(limit) {
             Ok(Ok(answer)) => answer,
-            Ok(Err(what)) => anyhow::bail!("unit {}: the onnxruntime unit {what}", self.name),
+            Ok(Err(what)) => crate::error::bail!("unit {}: the onnxruntime unit {what}", self.name),
             Err(mpsc::RecvTimeoutError::Disconnected) => return Err(self.ended()),
             Err(mpsc::RecvTimeoutError::Timeout) => {
                 self.kill();
-                anyhow::bail!(
+                crate::error::bail!(
                     "unit {}: the onnxruntime unit did not answer {} within {}",
                     self.name,
                     request["op"].as_str().unwrap_or("a request"),
@@ -192,7 +194,7 @@ impl Remote {
             }
         };
         if let Some(why) = answer.0["error"].as_str() {
-            anyhow::bail!("unit {}: {why}", self.name);
+            crate::error::bail!("unit {}: {why}", self.name);
         }
         Ok(answer)
     }
@@ -217,7 +219,7 @@ impl Remote {
     }
 
     /// Why the child stopped answering: its exit and its last line on stderr.
-    fn ended(&mut self) -> anyhow::Error {
+    fn ended(&mut self) -> crate::error::Error {
         // A second for it to exit and for its stderr reader to finish, told, not polled.
         let deadline = Instant::now() + Duration::from_secs(1);
         let status = if self.exited_by(deadline) {
@@ -235,7 +237,7 @@ impl Remote {
             .map(|l| format!(": {}", l.trim()))
             .unwrap_or_default();
         let how = status.map_or("stopped answering".to_string(), |s| format!("ended ({s})"));
-        anyhow::anyhow!("unit {}: the onnxruntime unit {how}{last}", self.name)
+        crate::error::failed!("unit {}: the onnxruntime unit {how}{last}", self.name)
     }
 
     /// Loads sub-model `id` from `path`, its input (of `shape`) placed on the device.
@@ -245,7 +247,7 @@ impl Remote {
         path: &Path,
         shape: &[usize],
         seed: u64,
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         self.ask(
             &json!({"op": "load", "id": id, "path": path, "shape": shape, "seed": seed % (1 << 31)}),
             &[],
@@ -255,15 +257,15 @@ impl Remote {
     }
 
     /// One run of sub-model `id`, input and output on the device, in milliseconds.
-    pub fn time(&mut self, id: usize) -> anyhow::Result<f64> {
+    pub fn time(&mut self, id: usize) -> crate::error::Result<f64> {
         let (answer, _) = self.ask(&json!({"op": "time", "id": id}), &[], self.patience.each)?;
         answer["ms"]
             .as_f64()
-            .ok_or_else(|| anyhow::anyhow!("unit {}: a time without milliseconds", self.name))
+            .ok_or_else(|| crate::error::failed!("unit {}: a time without milliseconds", self.name))
     }
 
     /// Copies `data` to the device (and keeps it there for [`Remote::fetch`]).
-    pub fn put(&mut self, data: &[f32]) -> anyhow::Result<()> {
+    pub fn put(&mut self, data: &[f32]) -> crate::error::Result<()> {
         let bytes = to_bytes(data);
         self.ask(
             &json!({"op": "put", "bytes": bytes.len()}),
@@ -274,7 +276,7 @@ impl Remote {
     }
 
     /// Copies what the last [`Remote::put`] placed on the device back to this process.
-    pub fn fetch(&mut self) -> anyhow::Result<Vec<f32>> {
+    pub fn fetch(&mut self) -> crate::error::Result<Vec<f32>> {
         let (_, bytes) = self.ask(&json!({"op": "fetch"}), &[], self.patience.each)?;
         Ok(from_bytes(&bytes))
     }
@@ -285,15 +287,16 @@ impl Remote {
         id: usize,
         shape: &[usize],
         data: &[f32],
-    ) -> anyhow::Result<(Vec<usize>, Vec<f32>)> {
+    ) -> crate::error::Result<(Vec<usize>, Vec<f32>)> {
         let bytes = to_bytes(data);
         let (answer, out) = self.ask(
             &json!({"op": "run", "id": id, "shape": shape, "bytes": bytes.len()}),
             &bytes,
             self.patience.each,
         )?;
-        let shape: Vec<usize> = serde_json::from_value(answer["shape"].clone())
-            .map_err(|e| anyhow::anyhow!("unit {}: an output without a shape ({e})", self.name))?;
+        let shape: Vec<usize> = serde_json::from_value(answer["shape"].clone()).map_err(|e| {
+            crate::error::failed!("unit {}: an output without a shape ({e})", self.name)
+        })?;
         Ok((shape, from_bytes(&out)))
     }
 }
@@ -327,7 +330,7 @@ mod tests {
     use super::*;
 
     /// A stand-in interpreter: a shell script that ignores the program it is given.
-    fn stand_in(dir: &Path, body: &str) -> anyhow::Result<UnitEngine> {
+    fn stand_in(dir: &Path, body: &str) -> crate::error::Result<UnitEngine> {
         let path = dir.join("python");
         std::fs::write(&path, format!("#!/bin/sh\n{body}\n"))?;
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755))?;
@@ -358,8 +361,8 @@ mod tests {
     }
 
     #[test]
-    fn a_unit_program_that_dies_or_talks_nonsense_is_reported_in_a_sentence() -> anyhow::Result<()>
-    {
+    fn a_unit_program_that_dies_or_talks_nonsense_is_reported_in_a_sentence(
+    ) -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let dies = stand_in(
             dir.path(),
@@ -392,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn a_silent_unit_program_is_given_up_on_and_killed() -> anyhow::Result<()> {
+    fn a_silent_unit_program_is_given_up_on_and_killed() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let pid_file = dir.path().join("pid");
         // Reads the request, then says nothing (as a program stuck starting CUDA would).

@@ -3,10 +3,10 @@
 
 use super::{Request, Source};
 use crate::engines::tract::{ModelSource, TractSession};
+use crate::error::Context;
 use crate::models::graph::Model;
 use crate::models::onnx_graph::{is_integer_type, BoundInput, Chain, InputSpec};
 use crate::models::zoo::{self, ModelParams};
-use anyhow::Context;
 use std::path::PathBuf;
 use tract_onnx::prelude::Tensor;
 
@@ -62,7 +62,7 @@ fn remove_stale_folders() {
 }
 
 impl Whole {
-    pub(super) fn open(r: &Request) -> anyhow::Result<Whole> {
+    pub(super) fn open(r: &Request) -> crate::error::Result<Whole> {
         match &r.source {
             Source::Zoo {
                 model,
@@ -99,12 +99,11 @@ impl Whole {
     }
 
     /// Layers (nodes) `a..b` as a model of their own.
-    pub(super) fn piece(&self, (a, b): (usize, usize)) -> anyhow::Result<Piece> {
+    pub(super) fn piece(&self, (a, b): (usize, usize)) -> crate::error::Result<Piece> {
         match self {
-            Whole::Zoo(model) => model
-                .slice(a, b)
-                .map(Piece::Zoo)
-                .ok_or_else(|| anyhow::anyhow!("layers {a}..{b} are not a block of the chain")),
+            Whole::Zoo(model) => model.slice(a, b).map(Piece::Zoo).ok_or_else(|| {
+                crate::error::failed!("layers {a}..{b} are not a block of the chain")
+            }),
             Whole::File {
                 path: file,
                 chain,
@@ -112,9 +111,9 @@ impl Whole {
                 ..
             } => {
                 let proto = chain.sub_model(a, b)?;
-                let input = chain
-                    .crossing_at(a)
-                    .ok_or_else(|| anyhow::anyhow!("position {a} is not a cut of the chain"))?;
+                let input = chain.crossing_at(a).ok_or_else(|| {
+                    crate::error::failed!("position {a} is not a cut of the chain")
+                })?;
                 let path = dir.path().join(format!("nodes-{a}-{b}.onnx"));
                 if !path.is_file() {
                     crate::results::write_atomic(&path, &crate::models::onnx::encode(&proto))?;
@@ -135,7 +134,7 @@ impl Whole {
 
     /// The whole model's input and its first output, on one tract thread: what a split plan
     /// must reproduce.
-    pub(super) fn reference(&self, seed: u64) -> anyhow::Result<(Tensor, Vec<f32>)> {
+    pub(super) fn reference(&self, seed: u64) -> crate::error::Result<(Tensor, Vec<f32>)> {
         match self {
             Whole::Zoo(model) => {
                 let whole = session(model, seed)?;
@@ -148,11 +147,9 @@ impl Whole {
                 let (whole, fed) = TractSession::load_fed(path, inputs, 1, seed)
                     .with_context(|| format!("cannot load {} on tract", path.display()))?;
                 let outputs = whole.run_fed(&fed)?;
-                let expected = outputs
-                    .into_iter()
-                    .next()
-                    .map(|(_, v)| v)
-                    .ok_or_else(|| anyhow::anyhow!("{} produced no output", path.display()))?;
+                let expected = outputs.into_iter().next().map(|(_, v)| v).ok_or_else(|| {
+                    crate::error::failed!("{} produced no output", path.display())
+                })?;
                 // The one input fed at run time (the others are constants).
                 let k = inputs
                     .iter()
@@ -162,7 +159,7 @@ impl Whole {
                 let input = fed
                     .get(k)
                     .map(|v| (**v).clone())
-                    .ok_or_else(|| anyhow::anyhow!("{} has no input fed", path.display()))?;
+                    .ok_or_else(|| crate::error::failed!("{} has no input fed", path.display()))?;
                 Ok((input, expected))
             }
         }
@@ -178,7 +175,7 @@ impl Piece {
     }
 
     /// A tract session of the piece (one thread) and the seeded input it is timed on.
-    pub(super) fn session(&self, seed: u64) -> anyhow::Result<(TractSession, Tensor)> {
+    pub(super) fn session(&self, seed: u64) -> crate::error::Result<(TractSession, Tensor)> {
         match self {
             Piece::Zoo(m) => {
                 let s = session(m, seed)?;
@@ -192,14 +189,18 @@ impl Piece {
                     .into_iter()
                     .next()
                     .map(|v| (*v).clone())
-                    .ok_or_else(|| anyhow::anyhow!("{} has no input", path.display()))?;
+                    .ok_or_else(|| crate::error::failed!("{} has no input", path.display()))?;
                 Ok((s, input))
             }
         }
     }
 
     /// The piece as an ONNX file, for a unit an engine serves.
-    pub(super) fn file(&self, r: &Request, (a, b): (usize, usize)) -> anyhow::Result<PathBuf> {
+    pub(super) fn file(
+        &self,
+        r: &Request,
+        (a, b): (usize, usize),
+    ) -> crate::error::Result<PathBuf> {
         match self {
             Piece::Zoo(sub) => sub_model_file(r, sub, (a, b)),
             Piece::File { path, .. } => Ok(path.clone()),
@@ -207,7 +208,7 @@ impl Piece {
     }
 }
 
-fn session(model: &Model, seed: u64) -> anyhow::Result<TractSession> {
+fn session(model: &Model, seed: u64) -> crate::error::Result<TractSession> {
     TractSession::load(ModelSource::Zoo { model, seed }, None, 1)
         .with_context(|| format!("cannot load {} on tract", model.name))
 }
@@ -215,7 +216,11 @@ fn session(model: &Model, seed: u64) -> anyhow::Result<TractSession> {
 /// The ONNX file of a zoo model's layers `a..b` (a block or a segment of the chain) for a
 /// unit served by an engine, kept in edgeprof's cache like the runner's exports: the zoo's
 /// seeded weights, the sub-model's input shape.
-fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::Result<PathBuf> {
+fn sub_model_file(
+    r: &Request,
+    sub: &Model,
+    (a, b): (usize, usize),
+) -> crate::error::Result<PathBuf> {
     let Source::Zoo {
         model,
         input,
@@ -223,7 +228,7 @@ fn sub_model_file(r: &Request, sub: &Model, (a, b): (usize, usize)) -> anyhow::R
         classes,
     } = &r.source
     else {
-        anyhow::bail!("layers {a}..{b} belong to no zoo model");
+        crate::error::bail!("layers {a}..{b} belong to no zoo model");
     };
     let path = crate::engines::env::cache_dir()?
         .join("models")
@@ -245,7 +250,7 @@ mod tests {
 
     #[test]
     fn a_folder_left_by_a_worker_that_is_gone_is_removed_and_a_live_ones_is_kept(
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         // A process that has ended: its pid is free (until the system hands it out again).
         let mut child = std::process::Command::new("true").spawn()?;
         let dead = child.id();

@@ -108,7 +108,7 @@ impl Sweep<'_> {
         interpreters: &Interpreters,
         writer: &mut Writer,
         on_event: &mut impl FnMut(SweepEvent),
-    ) -> anyhow::Result<Started> {
+    ) -> crate::error::Result<Started> {
         let condition = &self.conditions[k];
         let index = self.done_before + k + 1;
         let m = &self.config.measure;
@@ -357,7 +357,7 @@ impl Sweep<'_> {
         mut p: Box<Pending>,
         writer: &mut Writer,
         on_event: &mut impl FnMut(SweepEvent),
-    ) -> anyhow::Result<bool> {
+    ) -> crate::error::Result<bool> {
         let m = &self.config.measure;
         let mut disturbed_rounds = 0;
         while p.repetition.short.is_none() {
@@ -422,7 +422,7 @@ impl Sweep<'_> {
         last: bool,
         writer: &mut Writer,
         on_event: &mut impl FnMut(SweepEvent),
-    ) -> anyhow::Result<()> {
+    ) -> crate::error::Result<()> {
         let resources = p.resources.unwrap_or_default();
         st.outcome.attempts += 1;
         st.outcome.worker_s += resources.wall_s;

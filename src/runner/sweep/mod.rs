@@ -201,7 +201,7 @@ impl Sweep<'_> {
         &self,
         writer: &mut Writer,
         mut on_event: impl FnMut(SweepEvent),
-    ) -> anyhow::Result<SweepOutcome> {
+    ) -> crate::error::Result<SweepOutcome> {
         let start = Instant::now();
         // Whatever the workers start dies with edgeprof, even if edgeprof is killed.
         crate::collect::tree::start_guard(self.edgeprof);

@@ -119,14 +119,17 @@ impl Db {
     }
 
     /// Appends `profile` (one line, flushed) and keeps it.
-    pub fn append(&mut self, profile: Profile) -> anyhow::Result<()> {
+    pub fn append(&mut self, profile: Profile) -> crate::error::Result<()> {
         self.write_line(&profile)?;
         self.profiles.push(profile);
         Ok(())
     }
 
     /// Appends a tuning trial (one line, flushed) and keeps it.
-    pub fn append_trial(&mut self, trial: crate::tune::prior::TrialRecord) -> anyhow::Result<()> {
+    pub fn append_trial(
+        &mut self,
+        trial: crate::tune::prior::TrialRecord,
+    ) -> crate::error::Result<()> {
         self.write_line(&trial)?;
         self.trials.push(trial);
         Ok(())
@@ -135,7 +138,10 @@ impl Db {
     /// Appends a table's measured rows (from `edgeprof tune --exhaustive`) as trials, leaving
     /// out the rows already here (same model, input, configuration and figures): how many
     /// were added and how many were present.
-    pub fn import(&mut self, table: &crate::tune::replay::Table) -> anyhow::Result<(usize, usize)> {
+    pub fn import(
+        &mut self,
+        table: &crate::tune::replay::Table,
+    ) -> crate::error::Result<(usize, usize)> {
         let (mut added, mut present) = (0, 0);
         for row in &table.rows {
             let Some(measured) = row.measured else {
@@ -165,7 +171,7 @@ impl Db {
         Ok((added, present))
     }
 
-    fn write_line(&self, value: &impl Serialize) -> anyhow::Result<()> {
+    fn write_line(&self, value: &impl Serialize) -> crate::error::Result<()> {
         match &self.path {
             Some(path) => Db::append_to(path, value),
             None => Ok(()),
@@ -174,8 +180,8 @@ impl Db {
 
     /// Whether lines can be appended here: the file (and its folder) made when missing, nothing
     /// written — so that a long profiling run fails before it measures, not after.
-    pub fn check_writable(&self) -> anyhow::Result<()> {
-        use anyhow::Context;
+    pub fn check_writable(&self) -> crate::error::Result<()> {
+        use crate::error::Context;
         let Some(path) = &self.path else {
             return Ok(());
         };
@@ -193,8 +199,8 @@ impl Db {
 
     /// Appends one line to the database at `path` (made with its folder when missing), flushed
     /// to the disk.
-    pub fn append_to(path: &Path, value: &impl Serialize) -> anyhow::Result<()> {
-        use anyhow::Context;
+    pub fn append_to(path: &Path, value: &impl Serialize) -> crate::error::Result<()> {
+        use crate::error::Context;
         use std::io::Write;
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir)

@@ -5,8 +5,8 @@
 use super::{profile_groups, zoo_model, Measure, Profile};
 use crate::engines::external::{self, ModelInput};
 use crate::engines::tract::LayerTime;
+use crate::error::Context;
 use crate::protocol::{NodeTime, WorkerRequest};
-use anyhow::Context;
 use std::path::Path;
 use std::time::Duration;
 
@@ -40,7 +40,7 @@ pub fn measure_external(
     threads: usize,
     how: Measure,
     python: Option<&Path>,
-) -> anyhow::Result<Profile> {
+) -> crate::error::Result<Profile> {
     use crate::config::{Device, ModelRef};
     use crate::protocol::Condition;
     let framework = external::find(engine)
@@ -153,13 +153,13 @@ pub fn measure_external(
         &crate::collect::stop::Cancel::new(),
         |_| {},
     );
-    let run = attempt.outcome.map_err(|f| anyhow::anyhow!("{f}"))?;
+    let run = attempt.outcome.map_err(|f| crate::error::failed!("{f}"))?;
     if run.layers.is_empty() {
-        anyhow::bail!("{engine}'s harness reported no op profile");
+        crate::error::bail!("{engine}'s harness reported no op profile");
     }
     let times: Vec<f64> = run.repeats.concat();
     let latency_ms = crate::stats::median(&times)
-        .ok_or_else(|| anyhow::anyhow!("{engine}'s harness reported no timed run"))?;
+        .ok_or_else(|| crate::error::failed!("{engine}'s harness reported no timed run"))?;
     let interval =
         crate::stats::median_interval_of_repeats(&run.repeats, crate::stats::BOOTSTRAP_ROUNDS)
             .unwrap_or((latency_ms, latency_ms));
@@ -268,7 +268,7 @@ mod tests {
     }
 
     #[test]
-    fn a_blocks_own_time_goes_to_the_functional_layers_no_module_ran() -> anyhow::Result<()> {
+    fn a_blocks_own_time_goes_to_the_functional_layers_no_module_ran() -> crate::error::Result<()> {
         let model = super::super::zoo_model("shufflenet_v2_x0_5", "3x64x64")?;
         let functional = ["Concat", "ChannelShuffle", "ChannelSlice", "Flatten"];
         // As the harness reports them: every module (a layer, or a block) and the model ("").

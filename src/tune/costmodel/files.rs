@@ -191,7 +191,7 @@ pub fn measure(
     input: &str,
     threads: usize,
     how: super::Measure,
-) -> anyhow::Result<super::Profile> {
+) -> crate::error::Result<super::Profile> {
     let analysed = analysis(path, input)?;
     let bound = crate::models::onnx_graph::bind_file_inputs(path, &specs(input)?, None)?;
     let seed = crate::models::onnx::DEFAULT_SEED;

@@ -40,17 +40,18 @@ pub fn read(path: &Path) -> Result<Option<(Vec<Profile>, usize)>, crate::error::
 }
 
 /// Keeps one measurement (a line, flushed to the disk).
-pub fn append(path: &Path, round: &Profile) -> anyhow::Result<()> {
+pub fn append(path: &Path, round: &Profile) -> crate::error::Result<()> {
     Db::append_to(path, round)
 }
 
 /// Removes the file once the run has merged its measurements into the database (or they were
 /// discarded); a file already gone is no error.
-pub fn remove(path: &Path) -> anyhow::Result<()> {
+pub fn remove(path: &Path) -> crate::error::Result<()> {
     match std::fs::remove_file(path) {
-        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
-            Err(anyhow::anyhow!("cannot remove {}: {e}", path.display()))
-        }
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => Err(crate::error::failed!(
+            "cannot remove {}: {e}",
+            path.display()
+        )),
         _ => Ok(()),
     }
 }
@@ -94,7 +95,7 @@ mod tests {
     }
 
     #[test]
-    fn measurements_are_kept_read_back_past_a_cut_line_and_removed() -> anyhow::Result<()> {
+    fn measurements_are_kept_read_back_past_a_cut_line_and_removed() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let db = dir.path().join("costmodel-x.jsonl");
         let path = beside(&db);
@@ -106,7 +107,7 @@ mod tests {
         let mut text = std::fs::read_to_string(&path)?;
         text.push_str("{\"engine\": \"tra");
         std::fs::write(&path, text)?;
-        let (rounds, broken) = read(&path)?.ok_or_else(|| anyhow::anyhow!("no file"))?;
+        let (rounds, broken) = read(&path)?.ok_or_else(|| crate::error::failed!("no file"))?;
         assert_eq!(rounds.len(), 2);
         assert_eq!(broken, 1);
         assert_eq!(rounds[1].model, "resnet18");

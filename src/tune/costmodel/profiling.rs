@@ -4,9 +4,9 @@
 
 use super::{probe, Db, Profile};
 use crate::collect::device::cpu_list;
+use crate::error::Context;
 use crate::models::zoo;
 use crate::tune::TuneError;
-use anyhow::Context;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -54,7 +54,7 @@ pub struct Profiled {
 }
 
 /// The measurement database at `db`, else this device's; `say` hears what is wrong with it.
-pub fn open(db: Option<&Path>, say: &mut impl FnMut(String)) -> anyhow::Result<Db> {
+pub fn open(db: Option<&Path>, say: &mut impl FnMut(String)) -> crate::error::Result<Db> {
     let path = match db {
         Some(p) => p.to_path_buf(),
         None => Db::path_for_this_device().ok_or_else(|| {
@@ -115,7 +115,7 @@ fn profile_in_child(
     cores: Option<&[usize]>,
     memory: bool,
     args: &ProfileJob,
-) -> anyhow::Result<Profile> {
+) -> crate::error::Result<Profile> {
     let mut argv: Vec<String> = vec![
         "costmodel".into(),
         "profile-one".into(),
@@ -171,13 +171,13 @@ pub struct OneProfile {
 
 /// The profiling worker's own work: confines this process to the asked CPUs, measures the
 /// model's layers with its engine, and the bandwidth curve when asked.
-pub fn profile_one(one: &OneProfile) -> anyhow::Result<Profile> {
+pub fn profile_one(one: &OneProfile) -> crate::error::Result<Profile> {
     let cores = match &one.cores {
         None => None,
         Some(list) => {
             let cpus = crate::collect::telemetry::cpu::parse_cpu_ids(list);
             if cpus.is_empty() {
-                anyhow::bail!(crate::error::BadInput(format!(
+                crate::error::bail!(crate::error::BadInput(format!(
                     "--cores {list}: no CPU in it"
                 )));
             }
@@ -206,7 +206,7 @@ pub fn profile_one(one: &OneProfile) -> anyhow::Result<Profile> {
 /// process of its own (`edgeprof costmodel profile-one`); `say` hears each step. What it
 /// measures is kept beside the database as it is taken (DB.partial), so that a run cut short
 /// can be continued. Returns how many profiles were added and where.
-pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result<Profiled> {
+pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> crate::error::Result<Profiled> {
     let zoo_models: Vec<String> = if args.probes_only {
         Vec::new()
     } else if args.models.is_empty() {
@@ -218,7 +218,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     for m in &mut zoo_models {
         if super::is_file(m) {
             if !super::profiles_files(&args.engine) {
-                anyhow::bail!(TuneError::Asked(format!(
+                crate::error::bail!(TuneError::Asked(format!(
                     "--model {m}: {} runs the zoo's models and the cost model's probes, not \
                      ONNX files (profile the file with tract or onnxruntime)",
                     args.engine
@@ -233,7 +233,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             let cost = super::files::analysis(Path::new(m), &input_of(args, m))?;
             if !cost.not_costed.is_empty() {
                 let ops: Vec<&str> = cost.not_costed.iter().map(|n| n.op.as_str()).collect();
-                anyhow::bail!(TuneError::Asked(format!(
+                crate::error::bail!(TuneError::Asked(format!(
                     "--model {m} uses operators edgeprof cannot cost ({}): the cost model learns \
                      only from files costed whole (`edgeprof models info {m}` says why; \
                      `costmodel predict` still predicts it from the rest)",
@@ -241,7 +241,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
                 )));
             }
             if super::files::file_groups(&cost).is_empty() {
-                anyhow::bail!(TuneError::Asked(format!(
+                crate::error::bail!(TuneError::Asked(format!(
                     "--model {m}: no node of it runs at inference time (`edgeprof models info \
                      {m}` shows its nodes)"
                 )));
@@ -250,7 +250,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             && probe::seed_of(m).is_none()
             && super::graph_probe::seed_of(m).is_none()
         {
-            anyhow::bail!(TuneError::Asked(format!(
+            crate::error::bail!(TuneError::Asked(format!(
                 "--model {m}: the cost model profiles the zoo's models ({}), its probes \
                  (probe-<seed>) and ONNX files (FILE.onnx)",
                 zoo::zoo_names().join(", ")
@@ -273,13 +273,13 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             0
         });
     if graph_count > 0 && args.engine != "tract" {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--graph-probes are profiled with tract only, not {}",
             args.engine
         )));
     }
     if args.probes_only && probe_count + graph_count == 0 {
-        anyhow::bail!(TuneError::Asked(
+        crate::error::bail!(TuneError::Asked(
             "--probes-only needs at least one probe (--probes N or --graph-probes N)".into()
         ));
     }
@@ -300,13 +300,13 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     }
     models.extend(rest.cloned());
     if !(0.001..=1.0).contains(&args.target) {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--target {} must be between 0.001 and 1",
             args.target
         )));
     }
     if args.threads.contains(&0) || args.threads.is_empty() {
-        anyhow::bail!(TuneError::Asked(
+        crate::error::bail!(TuneError::Asked(
             "--threads takes counts of 1 or more".into()
         ));
     }
@@ -314,7 +314,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
     if let Some(f) = crate::engines::external::find(&args.engine) {
         let readiness = crate::engines::env::readiness(f, args.python.as_ref());
         if readiness.interpreter().is_none() {
-            anyhow::bail!(TuneError::Asked(format!(
+            crate::error::bail!(TuneError::Asked(format!(
                 "{} cannot profile here: {}; give --python PATH of an interpreter that has it",
                 f.name,
                 readiness.describe()
@@ -387,7 +387,7 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> anyhow::Result
             p.runs,
             p.groups.len()
         ));
-        anyhow::Ok(p)
+        Ok::<_, crate::error::Error>(p)
     };
     // Models interleaved with thread counts, and every model measured once per round, so that
     // a slow spell of the machine does not hit every profile of one thread count or one model.
@@ -475,7 +475,7 @@ fn resumed(
     input: &str,
     cores: Option<&[usize]>,
     say: &mut impl FnMut(String),
-) -> anyhow::Result<Vec<Profile>> {
+) -> crate::error::Result<Vec<Profile>> {
     let Some(path) = partial else {
         return Ok(Vec::new());
     };
@@ -502,7 +502,7 @@ fn resumed(
         _ => String::new(),
     };
     if !args.resume {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "a profile run cut short left {} measurement(s) in {}{when}: --resume continues \
              it, --restart discards them",
             left.len(),
@@ -510,7 +510,7 @@ fn resumed(
         )));
     }
     if let Some(why) = super::partial::mismatch(&left, &args.engine, input, cores) {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--resume: the measurements in {} cannot be continued by this run ({why}); run \
              with those settings, or --restart",
             path.display()

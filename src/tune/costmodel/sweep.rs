@@ -32,10 +32,10 @@ pub fn import(
     db: &mut super::Db,
     dir: &std::path::Path,
     this_device: bool,
-) -> anyhow::Result<Imported> {
+) -> crate::error::Result<Imported> {
     use crate::error::BadInput;
     if !dir.join(crate::results::MANIFEST).is_file() {
-        anyhow::bail!(BadInput(format!(
+        crate::error::bail!(BadInput(format!(
             "{} is neither a table of `edgeprof tune --exhaustive` nor a sweep's results \
              directory (it holds no manifest.json)",
             dir.display()
@@ -47,7 +47,7 @@ pub fn import(
         let here = crate::collect::device::fingerprint(std::path::Path::new("/"));
         let there = &stored.manifest.device;
         if key(there) != key(&here) {
-            anyhow::bail!(BadInput(format!(
+            crate::error::bail!(BadInput(format!(
                 "{} was measured on another device ({}, {} {}); this device's database learns \
                  from its own measurements only (give --db FILE to keep them elsewhere)",
                 dir.display(),

@@ -37,10 +37,10 @@ pub fn engine_unit(
     name: &str,
     spec: &str,
     python: Option<&PathBuf>,
-) -> anyhow::Result<Option<Unit>> {
+) -> crate::error::Result<Option<Unit>> {
     let Some(rest) = spec.strip_prefix("onnxruntime:") else {
         if spec.contains(':') {
-            anyhow::bail!(TuneError::Asked(format!(
+            crate::error::bail!(TuneError::Asked(format!(
                 "--units: {name}={spec}: only onnxruntime serves units (e.g. \
                  {name}=onnxruntime:cuda:0 or {name}=onnxruntime:cpu@1)"
             )));
@@ -56,12 +56,12 @@ pub fn engine_unit(
             .strip_prefix("cuda:")
             .is_some_and(|n| n.chars().all(|c| c.is_ascii_digit()) && n.parse::<u32>().is_ok());
     if !valid {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--units: {name}={spec}: the device {device:?} is neither cpu nor cuda:N"
         )));
     }
     let cpus = match cpus {
-        Some(list) if list.trim().is_empty() => anyhow::bail!(TuneError::Asked(format!(
+        Some(list) if list.trim().is_empty() => crate::error::bail!(TuneError::Asked(format!(
             "--units: {name}={spec}: name the CPUs after @ (e.g. @0-1), or leave @ out for all"
         ))),
         Some(list) => super::unit_cpus(name, list)?,
@@ -126,7 +126,11 @@ fn word(kind: MemoryKind) -> &'static str {
 /// Decides the GPU's part: a GPU unit named in `--units` is kept (its memory detected where it
 /// can be); with the default units (`auto`), GPU 0 joins as unit `gpu` when there is one and
 /// onnxruntime here has its CUDA provider. The line says which, and why not.
-pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> anyhow::Result<Gpu> {
+pub fn decide(
+    units: &mut Vec<Unit>,
+    auto: bool,
+    python: Option<&PathBuf>,
+) -> crate::error::Result<Gpu> {
     if let Some((i, n)) = units
         .iter()
         .enumerate()
@@ -137,14 +141,14 @@ pub fn decide(units: &mut Vec<Unit>, auto: bool, python: Option<&PathBuf>) -> an
             let Some(engine) = &u.engine else { continue };
             match providers(&engine.python) {
                 Ok(p) if p.iter().any(|p| p == "CUDAExecutionProvider") => {}
-                Ok(p) => anyhow::bail!(TuneError::Unavailable(format!(
+                Ok(p) => crate::error::bail!(TuneError::Unavailable(format!(
                     "unit {}: this onnxruntime ({}) has no CUDA execution provider (it has {}); \
                      install onnxruntime-gpu in its environment",
                     u.name,
                     engine.python.display(),
                     p.join(", ")
                 ))),
-                Err(why) => anyhow::bail!(TuneError::Unavailable(format!(
+                Err(why) => crate::error::bail!(TuneError::Unavailable(format!(
                     "unit {}: cannot ask {}'s onnxruntime for its providers: {why}",
                     u.name,
                     engine.python.display()

@@ -5,12 +5,12 @@
 
 mod gpu;
 
+use crate::error::Context;
 use crate::models::zoo::{self, ModelParams};
 use crate::models::InputShape;
 use crate::runner::place_worker::{Request, Response, Source, Task, Unit};
 use crate::tune::placement::{self, Block, Link, Plan, Stage, Units};
 use crate::tune::TuneError;
-use anyhow::Context;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -80,13 +80,13 @@ pub struct PlaceReport {
 
 /// The CPUs of unit `name`: a CPU list (`4-7`, `0,2`) or a core set of this machine (`big`,
 /// `little`, `all`…), each CPU one this process may use.
-fn unit_cpus(name: &str, list: &str) -> anyhow::Result<Vec<usize>> {
+fn unit_cpus(name: &str, list: &str) -> crate::error::Result<Vec<usize>> {
     let set = crate::tune::resolve_core_set_here(list.trim())
         .map_err(|why| TuneError::Asked(format!("--units: {name}={list}: {}", why.0)))?;
     Ok(set.cpus.unwrap_or_else(crate::tune::tuning::allowed_cpus))
 }
 
-fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Unit> {
+fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> crate::error::Result<Unit> {
     let not_a_unit = || {
         TuneError::Asked(format!(
             "--units: {part:?} is not NAME=CPUS (e.g. big=4-7) or NAME=onnxruntime:DEVICE"
@@ -95,7 +95,7 @@ fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result
     let (name, spec) = part.split_once('=').ok_or_else(not_a_unit)?;
     let (name, spec) = (name.trim(), spec.trim());
     if name.is_empty() || spec.is_empty() {
-        anyhow::bail!(not_a_unit());
+        crate::error::bail!(not_a_unit());
     }
     if let Some(unit) = gpu::engine_unit(name, spec, python)? {
         return Ok(unit);
@@ -105,20 +105,23 @@ fn parse_unit(part: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result
 
 /// Units as `a=0,b=1`, or separated by ';' when a CPU list holds a comma (`a=0,2;b=1`). The
 /// first is the host, which holds the input and the output: a CPU unit.
-pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Result<Vec<Unit>> {
+pub fn units_arg(
+    text: &str,
+    python: Option<&std::path::PathBuf>,
+) -> crate::error::Result<Vec<Unit>> {
     let separator = if text.contains(';') { ';' } else { ',' };
     let parts: Vec<&str> = text
         .split(separator)
         .filter(|s| !s.trim().is_empty())
         .collect();
     let Some(host) = parts.first() else {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--units {text:?} names no unit (e.g. big=4-7,little=0-3)"
         )));
     };
     if let Some((name, spec)) = host.split_once('=') {
         if gpu::is_engine_spec(spec.trim()) {
-            anyhow::bail!(TuneError::Asked(format!(
+            crate::error::bail!(TuneError::Asked(format!(
                 "--units: the first unit ({}) is the host, where the input starts and the \
                  output ends: make it a CPU unit (NAME=CPUS)",
                 name.trim()
@@ -128,10 +131,10 @@ pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Res
     let units: Vec<Unit> = parts
         .iter()
         .map(|part| parse_unit(part, python))
-        .collect::<anyhow::Result<_>>()?;
+        .collect::<crate::error::Result<_>>()?;
     for (i, u) in units.iter().enumerate() {
         if units[..i].iter().any(|v| v.name == u.name) {
-            anyhow::bail!(TuneError::Asked(format!(
+            crate::error::bail!(TuneError::Asked(format!(
                 "--units names {} twice: give each unit a name of its own",
                 u.name
             )));
@@ -140,7 +143,7 @@ pub fn units_arg(text: &str, python: Option<&std::path::PathBuf>) -> anyhow::Res
     Ok(units)
 }
 
-fn default_units() -> anyhow::Result<Vec<Unit>> {
+fn default_units() -> crate::error::Result<Vec<Unit>> {
     let allowed = crate::tune::tuning::allowed_cpus();
     let clusters = crate::collect::device::clusters(Path::new("/"));
     let sets = crate::tune::core_sets(&clusters, &allowed);
@@ -157,14 +160,14 @@ fn default_units() -> anyhow::Result<Vec<Unit>> {
             Unit::cpus(&format!("cpu{a}"), vec![*a]),
             Unit::cpus(&format!("cpu{b}"), vec![*b]),
         ]),
-        _ => anyhow::bail!(TuneError::Asked(
+        _ => crate::error::bail!(TuneError::Asked(
             "this process may use one CPU only: there is nothing to place across (name units with --units)".into()
         )),
     }
 }
 
 /// Runs one request in an `edgeprof place-worker` child.
-fn ask(request: &Request) -> anyhow::Result<Response> {
+fn ask(request: &Request) -> crate::error::Result<Response> {
     let text = serde_json::to_string(request).context("cannot encode the request")?;
     Ok(crate::collect::child::ask_worker(
         &["place-worker"],
@@ -185,7 +188,7 @@ struct Placed {
     batch: usize,
 }
 
-fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
+fn placed(args: &PlaceJob) -> crate::error::Result<Placed> {
     let max_blocks = args.blocks;
     if crate::models::is_file_model(&args.model) {
         for (flag, given) in [
@@ -193,7 +196,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
             ("--classes", args.classes.is_some()),
         ] {
             if given {
-                anyhow::bail!(TuneError::Asked(format!(
+                crate::error::bail!(TuneError::Asked(format!(
                     "{flag} sets a zoo model's; {} has its own (bind its inputs with --input NAME=DIMS)",
                     args.model
                 )));
@@ -228,7 +231,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
         });
     }
     if zoo::find(&args.model).is_none() {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--model {}: neither a zoo model ({}) nor an ONNX file",
             args.model,
             zoo::zoo_names().join(", ")
@@ -241,7 +244,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
                 "--input {one}: {e} (a zoo model has one image input, CxHxW)"
             ))
         })?,
-        _ => anyhow::bail!(TuneError::Asked(
+        _ => crate::error::bail!(TuneError::Asked(
             "a zoo model has one image input: give --input once, as CxHxW".into()
         )),
     };
@@ -278,7 +281,7 @@ fn placed(args: &PlaceJob) -> anyhow::Result<Placed> {
 /// between them measured in `edgeprof place-worker` children, the optimal assignment solved,
 /// and (unless only predicting) the chosen plan run as a split and measured. `say` hears what
 /// is being done.
-pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<PlaceReport> {
+pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> crate::error::Result<PlaceReport> {
     let args = job;
     let Placed {
         source,
@@ -288,7 +291,7 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         batch,
     } = placed(args)?;
     if args.no_gpu && args.units.is_some() {
-        anyhow::bail!(TuneError::Asked(
+        crate::error::bail!(TuneError::Asked(
             "--no-gpu leaves the GPU out of the default units; with --units, name only the \
              units wanted"
                 .into()
@@ -306,14 +309,14 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         args.python.as_ref(),
     )?;
     if !args.assign.is_empty() && args.assign.len() != blocks.len() {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--assign names {} unit(s) but the chain has {} block(s)",
             args.assign.len(),
             blocks.len()
         )));
     }
     if let Some(u) = args.assign.iter().find(|&&u| u >= units.len()) {
-        anyhow::bail!(TuneError::Asked(format!(
+        crate::error::bail!(TuneError::Asked(format!(
             "--assign: unit {u} does not exist (units are numbered from 0 to {})",
             units.len() - 1
         )));
@@ -335,7 +338,7 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
         names.join(", ")
     ));
     let Response::Profile { ms } = ask(&request(Task::Profile))? else {
-        anyhow::bail!(TuneError::Worker(
+        crate::error::bail!(TuneError::Worker(
             "the placement worker answered a profile request with something else".into()
         ));
     };
@@ -346,7 +349,7 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
             sizes: SIZES.to_vec(),
         }))?
         else {
-            anyhow::bail!(TuneError::Worker(
+            crate::error::bail!(TuneError::Worker(
                 "the placement worker answered a transfer request with something else".into()
             ));
         };
@@ -408,7 +411,7 @@ pub fn place(job: &PlaceJob, mut say: impl FnMut(String)) -> anyhow::Result<Plac
             assign: chosen.units.clone(),
         }))?
         else {
-            anyhow::bail!(TuneError::Worker(
+            crate::error::bail!(TuneError::Worker(
                 "the placement worker answered a split request with something else".into()
             ));
         };
@@ -453,7 +456,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn units_are_parsed_from_names_and_cpu_lists() -> anyhow::Result<()> {
+    fn units_are_parsed_from_names_and_cpu_lists() -> crate::error::Result<()> {
         let allowed = crate::tune::tuning::allowed_cpus();
         let (a, b) = (allowed[0], *allowed.last().unwrap_or(&allowed[0]));
         let u = units_arg(&format!("x={a},y={b}"), None)?;
