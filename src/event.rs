@@ -38,10 +38,13 @@ pub enum RunEvent {
     Sweep(SweepEvent),
     /// A line of the run's progress, as its `progress.log` holds it.
     Said(crate::runner::progress::Said),
-    /// The sweep ended and its summaries are written: its manifest as it now stands (the
-    /// rooflines, when asked for, follow).
+    /// The sweep ended and its summaries are written: its manifest as it now stands, the run
+    /// read back and its summary's rows (what a front-end reports at once: the rooflines,
+    /// when asked for, follow and may take minutes).
     Stored {
         manifest: Box<crate::results::Manifest>,
+        stored: std::sync::Arc<crate::results::Stored>,
+        rows: std::sync::Arc<Vec<crate::results::summary::Row>>,
     },
     /// After the sweep, its GPU conditions under the profiler for the GPU roofline.
     GpuProfile(crate::runner::gpu_profile::GpuProfileEvent),

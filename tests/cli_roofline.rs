@@ -356,6 +356,36 @@ fn a_run_that_asks_for_it_adds_the_roofline_to_its_outputs() {
     }
 }
 
+/// The run's report is printed as soon as its summaries are stored, before the rooflines'
+/// steps: a first ceilings measurement takes minutes on a board, and the results are ready.
+#[test]
+fn a_runs_report_comes_before_its_ceilings_are_measured() {
+    let cache = temp_dir();
+    let tmp = temp_dir();
+    let config = shufflenet_config(tmp.path(), "[output]\nroofline = true\n");
+    let out = tmp.path().join("results");
+    // Both streams into one pipe, in the order they were written.
+    let merged = std::process::Command::new("sh")
+        .arg("-c")
+        .arg("\"$0\" run --no-charts \"$1\" --output \"$2\" 2>&1")
+        .arg(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .arg(&config)
+        .arg(&out)
+        .env("EDGEPROF_CACHE_DIR", cache.path())
+        .output();
+    let text = match merged {
+        Ok(o) if o.status.success() => String::from_utf8_lossy(&o.stdout).into_owned(),
+        Ok(o) => panic!("{}", String::from_utf8_lossy(&o.stdout)),
+        Err(e) => panic!("cannot run edgeprof: {e}"),
+    };
+    let report = text.find("\ncondition ");
+    let measuring = text.find("no ceilings for this device yet");
+    match (report, measuring) {
+        (Some(r), Some(m)) => assert!(r < m, "{text}"),
+        _ => panic!("no report or no measurement: {text}"),
+    }
+}
+
 #[test]
 fn cache_simulation_places_l2_and_dram_points_and_is_kept() {
     let cache = temp_dir();

@@ -86,6 +86,48 @@ fn a_line_that_is_not_utf8_is_skipped_by_report_and_resume() {
     assert_eq!(lines(&dir.join("runs.jsonl")).len(), 2);
 }
 
+/// What the resume found wrong in the directory reaches the terminal UI too: after the run's
+/// start, as the sweep's own warnings do (the UI starts its log at the start).
+#[test]
+fn a_resumes_warnings_come_after_its_start_as_warnings() {
+    use edgeprof::event::{Event, RunEvent};
+    use edgeprof::runner::sweep::SweepEvent;
+    let tmp = temp_dir();
+    let dir = finished_sweep(tmp.path());
+    interrupt_after_the_first(&dir);
+    let samples = dir.join("samples.jsonl");
+    let mut bytes = std::fs::read(&samples).unwrap_or_default();
+    bytes.extend_from_slice(b"{\"condition\":\"mod\xe8les\",\"attempt\":1,\"t_s\":0.1}\n");
+    if let Err(e) = std::fs::write(&samples, &bytes) {
+        panic!("{e}");
+    }
+    let events = std::sync::Mutex::new(Vec::new());
+    let sink = |event: Event| {
+        if let Event::Run(e) = event {
+            if let Ok(mut events) = events.lock() {
+                events.push(e);
+            }
+        }
+    };
+    edgeprof::jobs::resume(
+        &dir,
+        &edgeprof::collect::stop::Cancel::new(),
+        Path::new("/"),
+        &sink,
+    );
+    let events = events.into_inner().unwrap_or_default();
+    let started = events
+        .iter()
+        .position(|e| matches!(e, RunEvent::Started { .. }));
+    let warned = events.iter().position(
+        |e| matches!(e, RunEvent::Sweep(SweepEvent::Warning(w)) if w.contains("not UTF-8")),
+    );
+    match (started, warned) {
+        (Some(s), Some(w)) => assert!(s < w, "the warning came before the start: {events:?}"),
+        _ => panic!("no start or no warning: {events:?}"),
+    }
+}
+
 #[test]
 fn a_condition_whose_samples_were_cut_short_is_measured_again() {
     let tmp = temp_dir();

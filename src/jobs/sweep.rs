@@ -13,7 +13,7 @@ use crate::results::{self, summary, Manifest, Stored, SweepStatus};
 use crate::runner::matrix::{self, Condition};
 use crate::runner::progress::{Narrator, Said};
 use crate::runner::spawn::WorkerEvent;
-use crate::runner::sweep::{Made, Sweep, SweepOutcome};
+use crate::runner::sweep::{Made, Sweep, SweepEvent, SweepOutcome};
 use crate::sweep_dir::{self, CpuRoofline, ResumeOptions};
 use std::collections::HashMap;
 use std::io::Write as _;
@@ -127,8 +127,8 @@ pub struct Controls<'a> {
 pub struct Swept {
     pub dir: PathBuf,
     pub manifest: Manifest,
-    pub stored: Stored,
-    pub rows: Vec<summary::Row>,
+    pub stored: std::sync::Arc<Stored>,
+    pub rows: std::sync::Arc<Vec<summary::Row>>,
     pub outcome: SweepOutcome,
     /// The CPU roofline when the config asked for it and some condition ran on the CPU.
     pub roofline: Option<CpuRoofline>,
@@ -208,9 +208,6 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         detached: controls.detached,
         told_detached: false,
     };
-    for why in warnings {
-        teller.say(Said::Line(format!("warning: {why}")));
-    }
     let total = manifest.conditions.len();
     if resumed {
         teller.say(Said::Line(format!(
@@ -230,6 +227,14 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         done_before,
         estimates: estimates.clone(),
     }));
+    // What the plan found (a resumed directory's records that could not be read, …) travels
+    // as the sweep's own warnings do: an event for a front-end's log, a line for the rest.
+    for why in warnings {
+        send(Event::Run(RunEvent::Sweep(SweepEvent::Warning(
+            why.clone(),
+        ))));
+        teller.say(Said::Line(format!("warning: {why}")));
+    }
     teller.say(Said::Line(format!(
         "{}: {} condition(s) to run ({} skipped, {} excluded), estimated {}; results in {} \
          (edgeprof pid {})",
@@ -287,9 +292,12 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         }
     };
     let (stored, rows) = sweep_dir::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
+    let (stored, rows) = (std::sync::Arc::new(stored), std::sync::Arc::new(rows));
     teller.say(Said::Line(crate::runner::progress::overhead_line(&outcome)));
     send(Event::Run(RunEvent::Stored {
         manifest: Box::new(manifest.clone()),
+        stored: std::sync::Arc::clone(&stored),
+        rows: std::sync::Arc::clone(&rows),
     }));
     let (mut roofline, mut gpu_roofline) = (None, None);
     if config.output.roofline {

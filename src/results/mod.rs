@@ -408,6 +408,7 @@ pub fn read_lines<T: serde::de::DeserializeOwned>(path: &Path) -> crate::error::
 }
 
 /// A stored sweep, read back.
+#[derive(Debug)]
 pub struct Stored {
     pub dir: PathBuf,
     pub manifest: Manifest,

@@ -280,10 +280,12 @@ struct Progress {
     last_draw: Option<Instant>,
     /// Records and the end for a fleet controller, on stdout.
     stream: bool,
+    /// Whether the report, printed once the summaries are stored, draws its charts.
+    charts: bool,
 }
 
 impl Progress {
-    fn new(out: Output, stream: bool) -> Progress {
+    fn new(out: Output, stream: bool, charts: bool) -> Progress {
         Progress {
             out,
             tracker: Default::default(),
@@ -296,6 +298,7 @@ impl Progress {
             power_w: None,
             last_draw: None,
             stream,
+            charts,
         }
     }
 
@@ -380,8 +383,15 @@ impl Progress {
             RunEvent::Said(Said::Status(text)) => self.out.say(&text),
             RunEvent::Said(Said::Logged(_)) => {}
             RunEvent::GpuProfile(e) => self.out.say(&e.line().0),
-            RunEvent::Stored { manifest } if self.stream => {
+            RunEvent::Stored { manifest, .. } if self.stream => {
                 stream_line(&edgeprof::fleet::Line::Finished { manifest })
+            }
+            // The report goes to stdout as soon as it is stored, before the rooflines' steps (a
+            // ceilings measurement may take minutes); a reader that went away (`| head`, a
+            // closed terminal) is no reason to fail a sweep whose results are all on disk.
+            RunEvent::Stored { stored, rows, .. } if self.out.terminal() => {
+                self.out.clear_status();
+                let _ = print_out(&report_text(&stored, &rows, self.charts));
             }
             RunEvent::Sweep(event) => self.sweep_event(event),
             _ => {}
@@ -547,6 +557,7 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     let progress = Mutex::new(Progress::new(
         Output::new(Arc::clone(&hangup)),
         options.stream,
+        options.charts,
     ));
     let show = |event: Event| {
         if let (Event::Run(event), Ok(mut progress)) = (event, progress.lock()) {
@@ -558,10 +569,8 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     let out = &mut progress.out;
     out.clear_status();
     let swept = swept?;
-    // The report goes to stdout; a reader that went away (`| head`, a closed terminal) is no
-    // reason to fail a sweep whose results are all on disk.
+    // The rooflines follow the report (printed when the summaries were stored).
     if !options.stream && out.terminal() {
-        let _ = print_out(&report_text(&swept.stored, &swept.rows, options.charts));
         if let Some(roofline) = &swept.roofline {
             let _ = print_out(&roofline.text());
         }
