@@ -237,6 +237,23 @@ macro_rules! kinds {
     )*};
 }
 
+/// Errors that tell whether the user is at fault (their `is_bad_input()`) become [`Error`]s of
+/// kind bad input, or failed.
+macro_rules! kinds_by_input {
+    ($($t:ty),* $(,)?) => {$(
+        impl From<$t> for $crate::error::Error {
+            fn from(error: $t) -> $crate::error::Error {
+                let kind = if error.is_bad_input() {
+                    $crate::error::Kind::BadInput
+                } else {
+                    $crate::error::Kind::Failed
+                };
+                $crate::error::Error::of(kind, &error)
+            }
+        }
+    )*};
+}
+
 kinds!(Kind::BadInput => BadInput);
 kinds!(Kind::Unavailable => Unavailable);
 kinds!(Kind::ChildFailed => ChildFailed);
@@ -276,7 +293,7 @@ macro_rules! failed {
     };
 }
 
-pub(crate) use {bail, failed, kinds};
+pub(crate) use {bail, failed, kinds, kinds_by_input};
 
 #[cfg(test)]
 mod tests {

@@ -150,16 +150,7 @@ pub fn read_at_most(file: File, limit: u64) -> std::io::Result<Vec<u8>> {
     Ok(bytes)
 }
 
-impl From<FileError> for crate::error::Error {
-    fn from(error: FileError) -> crate::error::Error {
-        let kind = if error.is_bad_input() {
-            crate::error::Kind::BadInput
-        } else {
-            crate::error::Kind::Failed
-        };
-        crate::error::Error::of(kind, &error)
-    }
-}
+crate::error::kinds_by_input!(FileError);
 
 #[cfg(test)]
 mod tests {

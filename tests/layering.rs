@@ -320,32 +320,52 @@ fn no_public_function_returns_a_bare_string_error() {
     );
 }
 
-/// Every child process starts through the one supervisor, `collect::child`, which gives it its
-/// process group, parent-death signal and CPUs before exec: no other module makes a command
-/// (unit tests aside).
-#[test]
-fn only_the_supervisor_makes_commands() {
+/// The lines of the source files, outside the folders in `skip`, that `matches` (given the
+/// line and the text before any comment on it), as `FILE:LINE: TEXT`; each file is read up to
+/// its unit tests' module when `code_only`.
+fn lines_matching(
+    skip: &[PathBuf],
+    code_only: bool,
+    matches: impl Fn(&str) -> bool,
+) -> Vec<String> {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let supervisor = src.join("collect").join("child");
     let mut files = Vec::new();
     rust_files(&src, &mut files);
+    assert!(files.len() > 50, "read only {} files", files.len());
     let mut found: Vec<String> = Vec::new();
     for file in &files {
-        if file.starts_with(&supervisor) || file.file_name().is_some_and(|n| n == "tests.rs") {
+        if skip.iter().any(|s| file.starts_with(s))
+            || (code_only && file.file_name().is_some_and(|n| n == "tests.rs"))
+        {
             continue;
         }
         let text = match std::fs::read_to_string(file) {
             Ok(t) => t,
             Err(e) => panic!("cannot read {}: {e}", file.display()),
         };
-        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or("");
+        let code = if code_only {
+            text.split("#[cfg(test)]\nmod tests").next().unwrap_or("")
+        } else {
+            &text
+        };
         for (n, line) in code.lines().enumerate() {
-            if line.contains("Command::new(") {
+            if matches(line.split("//").next().unwrap_or("")) {
                 found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
             }
         }
     }
-    assert!(files.len() > 50, "read only {} files", files.len());
+    found
+}
+
+/// Every child process starts through the one supervisor, `collect::child`, which gives it its
+/// process group, parent-death signal and CPUs before exec: no other module makes a command
+/// (unit tests aside).
+#[test]
+fn only_the_supervisor_makes_commands() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let found = lines_matching(&[src.join("collect").join("child")], true, |code| {
+        code.contains("Command::new(")
+    });
     assert!(
         found.is_empty(),
         "start these through collect::child::Spec:\n{}",
@@ -359,30 +379,12 @@ fn only_the_supervisor_makes_commands() {
 #[test]
 fn anyhow_is_only_in_the_front_ends() {
     let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
-    let mut files = Vec::new();
-    rust_files(&src, &mut files);
     let edge: Vec<PathBuf> = FRONT_ENDS
         .iter()
         .map(|f| src.join(f))
         .chain([src.join("main.rs")])
         .collect();
-    let mut found: Vec<String> = Vec::new();
-    for file in &files {
-        if edge.iter().any(|e| file.starts_with(e)) {
-            continue;
-        }
-        let text = match std::fs::read_to_string(file) {
-            Ok(t) => t,
-            Err(e) => panic!("cannot read {}: {e}", file.display()),
-        };
-        for (n, line) in text.lines().enumerate() {
-            let code = line.split("//").next().unwrap_or("");
-            if code.contains("anyhow") {
-                found.push(format!("{}:{}: {}", file.display(), n + 1, line.trim()));
-            }
-        }
-    }
-    assert!(files.len() > 50, "read only {} files", files.len());
+    let found = lines_matching(&edge, false, |code| code.contains("anyhow"));
     assert!(
         found.is_empty(),
         "the library returns error::Result (or a typed error), not anyhow:\n{}",

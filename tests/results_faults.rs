@@ -48,10 +48,31 @@ fn interrupt_after_the_first(dir: &Path) {
     write(&dir.join("manifest.json"), &manifest);
 }
 
+/// Appends `bytes` to the run's samples.
+fn append_to_samples(dir: &Path, bytes: &[u8]) {
+    let samples = dir.join("samples.jsonl");
+    let mut all = std::fs::read(&samples).unwrap_or_default();
+    all.extend_from_slice(bytes);
+    if let Err(e) = std::fs::write(&samples, &all) {
+        panic!("{e}");
+    }
+}
+
 fn resume(dir: &Path) -> assert_cmd::Command {
     let mut command = edgeprof();
     command.args(["run", "--no-charts", "--resume"]).arg(dir);
     command
+}
+
+/// A sweep interrupted after its first condition, with one bad byte in a line of its samples.
+fn interrupted_with_a_bad_sample(tmp: &Path) -> PathBuf {
+    let dir = finished_sweep(tmp);
+    interrupt_after_the_first(&dir);
+    append_to_samples(
+        &dir,
+        b"{\"condition\":\"mod\xe8les\",\"attempt\":1,\"t_s\":0.1}\n",
+    );
+    dir
 }
 
 fn stderr_of(assert: &assert_cmd::assert::Assert) -> String {
@@ -61,16 +82,9 @@ fn stderr_of(assert: &assert_cmd::assert::Assert) -> String {
 #[test]
 fn a_line_that_is_not_utf8_is_skipped_by_report_and_resume() {
     let tmp = temp_dir();
-    let dir = finished_sweep(tmp.path());
-    interrupt_after_the_first(&dir);
-    // One bad byte in a line of samples, and a telemetry line torn inside a two-byte character.
-    let samples = dir.join("samples.jsonl");
-    let mut bytes = std::fs::read(&samples).unwrap_or_default();
-    bytes.extend_from_slice(b"{\"condition\":\"mod\xe8les\",\"attempt\":1,\"t_s\":0.1}\n");
-    bytes.extend_from_slice(b"{\"condition\":\"mod\xc3");
-    if let Err(e) = std::fs::write(&samples, &bytes) {
-        panic!("{e}");
-    }
+    let dir = interrupted_with_a_bad_sample(tmp.path());
+    // And a last line torn inside a two-byte character.
+    append_to_samples(&dir, b"{\"condition\":\"mod\xc3");
     let report = edgeprof().arg("report").arg(&dir).assert().success();
     assert!(
         stderr_of(&report).contains("ignored a line that is not UTF-8 text"),
@@ -93,14 +107,7 @@ fn a_resumes_warnings_come_after_its_start_as_warnings() {
     use edgeprof::event::{Event, RunEvent};
     use edgeprof::runner::sweep::SweepEvent;
     let tmp = temp_dir();
-    let dir = finished_sweep(tmp.path());
-    interrupt_after_the_first(&dir);
-    let samples = dir.join("samples.jsonl");
-    let mut bytes = std::fs::read(&samples).unwrap_or_default();
-    bytes.extend_from_slice(b"{\"condition\":\"mod\xe8les\",\"attempt\":1,\"t_s\":0.1}\n");
-    if let Err(e) = std::fs::write(&samples, &bytes) {
-        panic!("{e}");
-    }
+    let dir = interrupted_with_a_bad_sample(tmp.path());
     let events = std::sync::Mutex::new(Vec::new());
     let sink = |event: Event| {
         if let Event::Run(e) = event {

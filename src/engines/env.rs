@@ -588,16 +588,7 @@ pub fn remove(framework: &Framework) -> Result<Option<PathBuf>, EnvError> {
     Ok(Some(dir))
 }
 
-impl From<EnvError> for crate::error::Error {
-    fn from(error: EnvError) -> crate::error::Error {
-        let kind = if error.is_bad_input() {
-            crate::error::Kind::BadInput
-        } else {
-            crate::error::Kind::Failed
-        };
-        crate::error::Error::of(kind, &error)
-    }
-}
+crate::error::kinds_by_input!(EnvError);
 
 #[cfg(test)]
 mod tests {

@@ -741,13 +741,4 @@ mod ranks;
 #[cfg(test)]
 pub(crate) mod tests;
 
-impl From<EngineError> for crate::error::Error {
-    fn from(error: EngineError) -> crate::error::Error {
-        let kind = if error.is_bad_input() {
-            crate::error::Kind::BadInput
-        } else {
-            crate::error::Kind::Failed
-        };
-        crate::error::Error::of(kind, &error)
-    }
-}
+crate::error::kinds_by_input!(EngineError);

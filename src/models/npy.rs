@@ -347,16 +347,7 @@ pub fn write_outputs(dir: &Path, outputs: &[(Vec<usize>, Vec<f32>)]) -> Result<(
     Ok(())
 }
 
-impl From<NpyWriteError> for crate::error::Error {
-    fn from(error: NpyWriteError) -> crate::error::Error {
-        let kind = if error.is_bad_input() {
-            crate::error::Kind::BadInput
-        } else {
-            crate::error::Kind::Failed
-        };
-        crate::error::Error::of(kind, &error)
-    }
-}
+crate::error::kinds_by_input!(NpyWriteError);
 
 crate::error::kinds!(crate::error::Kind::Failed => NpyError);
 
