@@ -774,6 +774,7 @@ pub mod files;
 pub mod graph_probe;
 mod linear;
 pub mod partial;
+pub mod predict;
 pub mod probe;
 pub mod profiling;
 pub mod rounds;

@@ -3,21 +3,9 @@
 
 use super::{open, PredictArgs};
 use crate::cli::{print_json, print_out, render, BadInput};
-use edgeprof::tune::costmodel::{self, CostModel, Held, Profile};
+use edgeprof::tune::costmodel;
+use edgeprof::tune::costmodel::predict::{LayerRow, PredictError, Target};
 use std::fmt::Write as _;
-
-/// What a prediction is of: its layer groups, its input as profiles name it, its batch, its
-/// image input (where it has one), the model's name as profiles keep it, and (a
-/// file's) how many of its nodes were costed of how many.
-struct Target {
-    groups: Vec<costmodel::Group>,
-    input: String,
-    batch: usize,
-    /// Its one image input as CxHxW, where it has one.
-    image: Option<edgeprof::models::InputShape>,
-    key: String,
-    costed: Option<(usize, usize)>,
-}
 
 fn target(args: &PredictArgs) -> anyhow::Result<Target> {
     if crate::cli::is_file_model(&args.model) {
@@ -95,94 +83,44 @@ fn target(args: &PredictArgs) -> anyhow::Result<Target> {
 pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     let db = open(&args.db.db)?;
     let engine = args.db.engine.as_str();
+    let target = target(&args)?;
+    let cores = super::core_set(&args.cores)?;
+    let prediction =
+        match costmodel::predict::predict(&db, &target, engine, args.threads, cores.as_deref()) {
+            Ok(p) => p,
+            Err(PredictError::NoProfiles) => anyhow::bail!(BadInput(format!(
+                "no {engine} profile on {} thread(s){} in the database: `edgeprof costmodel \
+             profile --engine {engine} --threads {}{}` measures them",
+                args.threads,
+                super::on_cpus(cores.as_deref()),
+                args.threads,
+                if cores.is_some() {
+                    format!(" --cores {}", args.cores)
+                } else {
+                    String::new()
+                }
+            ))),
+            Err(PredictError::Unpredictable(why)) => {
+                anyhow::bail!(BadInput(format!("{}: {why}", args.model)))
+            }
+        };
     let Target {
         groups,
         input,
         batch,
-        image,
-        key,
         costed,
-    } = target(&args)?;
-    let latest = db.latest();
-    let cores = super::core_set(&args.cores)?;
-    let Some(cm) = CostModel::fit_on(&latest, engine, args.threads, cores.as_deref()) else {
-        anyhow::bail!(BadInput(format!(
-            "no {engine} profile on {} thread(s){} in the database: `edgeprof costmodel \
-             profile --engine {engine} --threads {}{}` measures them",
-            args.threads,
-            super::on_cpus(cores.as_deref()),
-            args.threads,
-            if cores.is_some() {
-                format!(" --cores {}", args.cores)
-            } else {
-                String::new()
-            }
-        )));
-    };
-    let (ms, fallbacks) = cm
-        .predict_finite(&groups)
-        .map_err(|why| BadInput(format!("{}: {}", args.model, why.0)))?;
-    // The uncertainty: how far leave-one-model-out predictions of this database fall.
-    let held: Vec<Held> = costmodel::leave_one_model_out(&db, engine, Some(args.threads));
-    let mut errors: Vec<f64> = held
-        .iter()
-        .filter(|h| h.cores == cores)
-        .map(|h| h.error.abs())
-        .filter(|e| e.is_finite())
-        .collect();
-    errors.sort_by(f64::total_cmp);
-    let spread = errors
-        .get((errors.len() * 9 / 10).min(errors.len().saturating_sub(1)))
-        .copied();
-    // The profiles are of batch 1.
-    let measured = latest.iter().find(|p| {
-        batch == 1
-            && p.engine == engine
-            && p.model == key
-            && p.input == input
-            && p.threads == args.threads
-            && p.cores == cores
-    });
-    // A model larger than any profiled one, or at a larger input, is predicted by
-    // extrapolating: said, as its error may exceed the held-out models'.
-    // The whole model's FLOPs, which every planned group carries.
-    let flops = groups
-        .first()
-        .and_then(|g| g.dims)
-        .map_or(0, |d| d.model_flops);
-    let profiled: Vec<&&Profile> = latest
-        .iter()
-        .filter(|p| p.engine == engine && p.threads == args.threads && p.cores == cores)
-        .collect();
-    let largest = profiled
-        .iter()
-        .filter_map(|p| p.groups.first().and_then(|g| g.dims))
-        .map(|d| d.model_flops)
-        .max()
-        .unwrap_or(0);
-    let largest_input = profiled
-        .iter()
-        .filter_map(|p| {
-            p.input
-                .parse::<edgeprof::models::InputShape>()
-                .ok()
-                .or_else(|| {
-                    costmodel::graph_probe::seed_of(&p.model)
-                        .and_then(costmodel::graph_probe::image)
-                })
-        })
-        .max_by_key(|s| s.height * s.width);
-    let bigger_input = match (image, largest_input) {
-        (Some(i), Some(l)) if i.height * i.width > l.height * l.width => Some((i, l)),
-        _ => None,
-    };
-    let beyond = (largest > 0 && flops > largest) || bigger_input.is_some() || batch > 1;
-    let layers = args
-        .layers
-        .then(|| layer_rows(&cm, &groups, measured.copied()));
-    // The bandwidth its working set gets from the curve the profiles drew (none without it).
-    let working_set = costmodel::footprint(&groups);
-    let bandwidth = working_set.and_then(|b| cm.stream.at(b as f64));
+        ..
+    } = &target;
+    let batch = *batch;
+    let (ms, fallbacks, spread, beyond, flops) = (
+        prediction.ms,
+        prediction.fallbacks,
+        prediction.spread,
+        prediction.extrapolated,
+        prediction.flops,
+    );
+    let layers = args.layers.then_some(&prediction.layers);
+    let (working_set, bandwidth) = (prediction.working_set, prediction.bandwidth);
     if args.db.json {
         let mut json = serde_json::json!({
             "model": args.model,
@@ -197,14 +135,14 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "uncertainty": spread,
             "groups": groups.len(),
             "fallbacks": fallbacks,
-            "measured_ms": measured.map(|p| p.latency_ms),
+            "measured_ms": prediction.measured_ms,
             "nodes_costed": costed.map(|c| c.0),
             "nodes": costed.map(|c| c.1),
             "working_set_bytes": working_set,
             "bandwidth_bytes_per_s": bandwidth,
         });
-        if let Some(rows) = &layers {
-            json["overhead_ratio"] = cm.overhead_ratio.into();
+        if let Some(rows) = layers {
+            json["overhead_ratio"] = prediction.overhead_ratio.into();
             json["layers"] = serde_json::to_value(rows)?;
         }
         return print_json(&json);
@@ -215,7 +153,7 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
         String::new()
     };
     let mut out = layers
-        .map(|rows| layer_table(&rows, cm.overhead_ratio))
+        .map(|rows| layer_table(rows, prediction.overhead_ratio))
         .unwrap_or_default();
     if let (true, Some(bytes), Some(rate)) = (args.layers, working_set, bandwidth) {
         let _ = writeln!(
@@ -251,8 +189,8 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "; {fallbacks} group(s) without a shape used their template's linear fit"
         );
     }
-    if let Some(p) = measured {
-        let _ = write!(out, "; measured here: {:.3} ms", p.latency_ms);
+    if let Some(m) = prediction.measured_ms {
+        let _ = write!(out, "; measured here: {m:.3} ms");
     }
     if let Some((done, all)) = costed.filter(|(done, all)| done < all) {
         let _ = write!(
@@ -262,7 +200,7 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             args.model
         );
     }
-    if let Some((i, l)) = bigger_input {
+    if let Some((i, l)) = prediction.bigger_input {
         let _ = write!(
             out,
             "\nnote: its input {i} is larger than any profiled on this device (at most {l}): \
@@ -282,46 +220,10 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
             "\nnote: its {} FLOPs exceed the largest profiled model's {} on this device: the \
              prediction extrapolates, and may err more than the held-out models did",
             edgeprof::text::si(flops),
-            edgeprof::text::si(largest)
+            edgeprof::text::si(prediction.largest_flops)
         );
     }
     print_out(&(out + "\n"))
-}
-
-/// One layer group of a prediction: what it is, its predicted time (before the end-to-end
-/// ratio) and, where the database holds a profile of the model, its profiled time.
-#[derive(serde::Serialize)]
-struct LayerRow {
-    group: String,
-    template: String,
-    flops: f64,
-    predicted_ms: f64,
-    /// The group's own model was coarser (its template's linear fit, no shape).
-    fell_back: bool,
-    measured_ms: Option<f64>,
-}
-
-fn layer_rows(
-    cm: &CostModel,
-    groups: &[costmodel::Group],
-    measured: Option<&Profile>,
-) -> Vec<LayerRow> {
-    groups
-        .iter()
-        .map(|g| {
-            let (seconds, fell_back) = cm.group_seconds(g);
-            LayerRow {
-                group: g.label.clone(),
-                template: g.template.clone(),
-                flops: g.flops,
-                predicted_ms: seconds * 1e3,
-                fell_back,
-                measured_ms: measured
-                    .and_then(|p| p.groups.iter().find(|m| m.label == g.label))
-                    .map(|m| m.seconds * 1e3),
-            }
-        })
-        .collect()
 }
 
 /// A group's first layer, and how many more it fuses (`layer1.0.conv1 +2`): its full name, all
