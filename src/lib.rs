@@ -10,7 +10,8 @@
 //!   speak: the condition, the worker request and answer, how a worker run went.
 //! - **domain**: [`runner`] (the matrix, workers and sweeps), [`results`], [`roofline`], [`tune`],
 //!   [`fleet`], [`train`], [`scorecard`], [`report`], and the pieces they share ([`engines`],
-//!   [`bench`], [`sweep_dir`], [`lockfile`], [`run_telemetry`]); at their top [`jobs`], every job a
+//!   [`bench`], [`sweep_dir`], [`lockfile`], [`run_telemetry`], [`probe`]: what this machine
+//!   offers); at their top [`jobs`], every job a
 //!   front-end starts (a sweep, a fleet run, a tuning, a training study), which report through
 //!   one owned [`event::Event`] and return typed outcomes.
 //! - **front-ends** (in the binary, not here): `cli` and `tui`. Nothing in this library names
@@ -32,6 +33,7 @@ mod fuzz;
 pub mod jobs;
 pub mod lockfile;
 pub mod models;
+pub mod probe;
 pub mod protocol;
 pub mod report;
 pub mod results;

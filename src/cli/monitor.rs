@@ -240,43 +240,9 @@ fn replay_tegrastats(path: &Path, interval: Duration, output: &mut Output) -> an
     Ok(())
 }
 
-#[derive(serde::Serialize)]
-struct ProbeEntry {
-    source: String,
-    available: bool,
-    detail: String,
-}
-
-/// `edgeprof probe`: every telemetry source, available or not and why.
+/// `edgeprof probe`: every telemetry source, tool and framework, available or not and why.
 pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
-    let mut entries: Vec<ProbeEntry> = telemetry::readers(root)
-        .iter()
-        .map(|r| {
-            let (available, detail) = match r.probe() {
-                Ok(d) => (true, d),
-                Err(why) => (false, why),
-            };
-            ProbeEntry {
-                source: r.name().to_string(),
-                available,
-                detail,
-            }
-        })
-        .collect();
-    entries.extend(other_sources(root));
-    entries.extend(
-        edgeprof::engines::env::engines_here(&Default::default())
-            .into_iter()
-            .map(|(name, readiness)| ProbeEntry {
-                source: format!("framework {name}"),
-                available: matches!(
-                    readiness,
-                    edgeprof::engines::env::Readiness::BuiltIn { .. }
-                        | edgeprof::engines::env::Readiness::Ready(_)
-                ),
-                detail: readiness.describe(),
-            }),
-    );
+    let entries = edgeprof::probe::sources(root);
     if json {
         return print_json(&entries);
     }
@@ -300,105 +266,6 @@ pub fn probe(root: &Path, json: bool) -> anyhow::Result<()> {
         &[false, false, false],
         &rows,
     ))
-}
-
-/// The CPU's clusters, SIMD extensions and caches, in words.
-fn topology(root: &Path) -> String {
-    let f = edgeprof::collect::device::fingerprint(root);
-    let clusters: Vec<String> = f
-        .clusters
-        .iter()
-        .map(|c| {
-            let ids: Vec<String> = c.cpus.iter().map(|i| i.to_string()).collect();
-            let mut s = format!("cpu {}", ids.join(","));
-            if let Some(cap) = c.capacity {
-                s.push_str(&format!(" capacity {cap}"));
-            }
-            if let Some(mhz) = c.max_freq_mhz {
-                s.push_str(&format!(" up to {mhz} MHz"));
-            }
-            s
-        })
-        .collect();
-    let caches: Vec<String> = f
-        .caches
-        .iter()
-        .map(|c| {
-            format!(
-                "L{} {} {}",
-                c.level,
-                c.kind.to_lowercase(),
-                render::bytes(c.size_bytes)
-            )
-        })
-        .collect();
-    format!(
-        "clusters: {}; SIMD: {}; caches: {}",
-        if clusters.is_empty() {
-            "unknown".to_string()
-        } else {
-            clusters.join(" | ")
-        },
-        if f.simd.is_empty() {
-            "unknown".to_string()
-        } else {
-            f.simd.join(", ")
-        },
-        if caches.is_empty() {
-            "unknown".to_string()
-        } else {
-            caches.join(", ")
-        }
-    )
-}
-
-/// Sources that are not sampled but matter to the user: the CPU topology and tegrastats.
-fn other_sources(root: &Path) -> Vec<ProbeEntry> {
-    let tegrastats = edgeprof::collect::find_on_path("tegrastats");
-    vec![
-        ProbeEntry {
-            source: "CPU topology (sysfs, cpuinfo)".to_string(),
-            available: true,
-            detail: topology(root),
-        },
-        ProbeEntry {
-            source: "tegrastats".to_string(),
-            available: tegrastats.is_some(),
-            detail: tegrastats.map_or(
-                "not installed (Jetson only); logs from a board can be replayed with `monitor --from-tegrastats FILE`".to_string(),
-                |p| p.display().to_string(),
-            ),
-        },
-        {
-            let cuda = edgeprof::collect::gpubench::availability();
-            ProbeEntry {
-                source: "CUDA driver + NVRTC (GPU ceilings)".to_string(),
-                available: cuda.is_ok(),
-                detail: cuda.map_or_else(
-                    |why| why.0,
-                    |_| "loadable: `roofline measure-gpu` can measure the GPU's ceilings".to_string(),
-                ),
-            }
-        },
-        {
-            use edgeprof::collect::gpuprof::{find, Tool};
-            let found: Vec<String> = [Tool::Ncu, Tool::Nvprof]
-                .into_iter()
-                .filter_map(|t| find(t).ok())
-                .map(|p| p.display().to_string())
-                .collect();
-            ProbeEntry {
-                source: "GPU profilers (ncu, nvprof)".to_string(),
-                available: !found.is_empty(),
-                detail: if found.is_empty() {
-                    "neither ncu (Nsight Compute) nor nvprof is on PATH or in /usr/local/cuda/bin"
-                        .to_string()
-                } else {
-                    found.join(", ")
-                },
-            }
-        },
-    ]
 }
 
 #[cfg(test)]
