@@ -300,6 +300,84 @@ pub fn gpu_bench_program() -> Result<PathBuf, gpubench::GpuBenchError> {
 /// How long the GPU benchmark may take (a thorough run on a small GPU takes about a minute).
 pub const GPU_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(600);
 
+/// An ERT run kept as this device's ceilings (see [`import_ert`]).
+#[derive(Debug)]
+pub struct KeptErt {
+    pub stored: Stored,
+    pub saved: PathBuf,
+    /// The threads (or, on a GPU, blocks × threads) the run measured with.
+    pub threads: usize,
+    /// What the user should know of how it was kept, a sentence each (`note: …`, `warning: …`).
+    pub notes: Vec<String>,
+}
+
+/// Reads an ERT `roofline.json` (`json`, from `path`) and its sweep (labelled with this
+/// device's caches) into ceilings and keeps them as this device's, or GPU `gpu`'s. A run whose
+/// metadata says it measured a GPU is a GPU's ceilings even without `gpu` (GPU 0's).
+pub fn import_ert(
+    path: &Path,
+    json: &str,
+    sweep: Option<&str>,
+    gpu: Option<usize>,
+) -> crate::error::Result<KeptErt> {
+    use crate::error::BadInput;
+    let fingerprint = crate::collect::device::fingerprint(Path::new("/"));
+    let source = match gpu {
+        Some(n) => format!("imported from ERT {} for GPU {n}", path.display()),
+        None => format!("imported from ERT {}", path.display()),
+    };
+    let mut imported = crate::roofline::ert::import(json, sweep, &fingerprint.caches, source)
+        .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
+    let mut notes = Vec::new();
+    let gpu = match (gpu, imported.gpu_run) {
+        (None, true) => {
+            notes.push(
+                "note: this ERT run measured a GPU (its metadata names GPU blocks): kept as GPU \
+                 0's ceilings (give --gpu N for another GPU)"
+                    .to_string(),
+            );
+            imported.ceilings.source = format!("{} for GPU 0", imported.ceilings.source);
+            Some(0)
+        }
+        (Some(n), false) => {
+            notes.push(format!(
+                "warning: nothing in this ERT run's metadata says it measured a GPU; kept as GPU \
+                 {n}'s ceilings as asked"
+            ));
+            Some(n)
+        }
+        (gpu, _) => gpu,
+    };
+    if gpu.is_some() {
+        imported.ceilings.processor = crate::roofline::Processor::Gpu;
+    } else if !imported.relabelled {
+        notes.push(
+            "note: ERT names bandwidth levels by their position (its last plateau is always \
+             \"DRAM\"); give --sweep PATH/max to name them from this device's cache sizes"
+                .to_string(),
+        );
+    }
+    let stored = Stored {
+        device: fingerprint,
+        written: crate::text::now_rfc3339(),
+        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
+        ceilings: imported.ceilings,
+        gpu: gpu.map(|ordinal| GpuTarget {
+            ordinal,
+            info: None,
+        }),
+    };
+    let dir = cache_dir()
+        .ok_or_else(|| BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into()))?;
+    let saved = save(&dir, &stored)?;
+    Ok(KeptErt {
+        stored,
+        saved,
+        threads: imported.threads,
+        notes,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -21,66 +21,23 @@ pub fn import_ert(path: &Path, sweep: Option<&Path>, gpu: Option<usize>) -> anyh
     let read = |p: &Path| read_input(p, MAX_ERT_BYTES);
     let json = read(path)?;
     let sweep_text = sweep.map(read).transpose()?;
-    let fingerprint = device::fingerprint(Path::new("/"));
-    let source = match gpu {
-        Some(n) => format!("imported from ERT {} for GPU {n}", path.display()),
-        None => format!("imported from ERT {}", path.display()),
-    };
-    let mut imported =
-        edgeprof::roofline::ert::import(&json, sweep_text.as_deref(), &fingerprint.caches, source)
-            .map_err(|e| BadInput(format!("{}: {e}", path.display())))?;
-    // A GPU run (by its metadata) is a GPU's ceilings even without --gpu: GPU 0's.
-    let gpu = match (gpu, imported.gpu_run) {
-        (None, true) => {
-            errln!(
-                "note: this ERT run measured a GPU (its metadata names GPU blocks): kept as GPU 0's \
-                 ceilings (give --gpu N for another GPU)"
-            );
-            imported.ceilings.source = format!("{} for GPU 0", imported.ceilings.source);
-            Some(0)
-        }
-        (Some(n), false) => {
-            errln!(
-                "warning: nothing in this ERT run's metadata says it measured a GPU; kept as GPU {n}'s \
-                 ceilings as asked"
-            );
-            Some(n)
-        }
-        (gpu, _) => gpu,
-    };
-    if gpu.is_some() {
-        imported.ceilings.processor = Processor::Gpu;
-    } else if !imported.relabelled {
-        errln!(
-            "note: ERT names bandwidth levels by their position (its last plateau is always \"DRAM\"); \
-             give --sweep PATH/max to name them from this device's cache sizes"
-        );
+    let kept = store::import_ert(path, &json, sweep_text.as_deref(), gpu)?;
+    for note in &kept.notes {
+        errln!("{note}");
     }
-    let stored = store::Stored {
-        device: fingerprint.clone(),
-        written: edgeprof::text::now_rfc3339(),
-        edgeprof_version: env!("CARGO_PKG_VERSION").to_string(),
-        ceilings: imported.ceilings,
-        gpu: gpu.map(|ordinal| store::GpuTarget {
-            ordinal,
-            info: None,
-        }),
-    };
-    let dir = store::cache_dir()
-        .ok_or_else(|| BadInput("no cache directory (set EDGEPROF_CACHE_DIR or HOME)".into()))?;
-    let saved = store::save(&dir, &stored)?;
-    let mut out = match gpu {
+    let stored = &kept.stored;
+    let mut out = match stored.gpu {
         Some(_) => format!("{}\n\n", stored.ceilings.source),
         None => format!(
             "{} ({} thread(s))\n\n",
-            stored.ceilings.source, imported.threads
+            stored.ceilings.source, kept.threads
         ),
     };
-    out.push_str(&ceilings_text(&stored.ceilings, &fingerprint.caches));
+    out.push_str(&ceilings_text(&stored.ceilings, &stored.device.caches));
     let _ = writeln!(
         out,
         "\nsaved to {} (used by later roofline commands on this device)",
-        saved.display()
+        kept.saved.display()
     );
     print_out(&out)
 }
