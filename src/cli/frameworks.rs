@@ -5,11 +5,11 @@ use super::{print_json, print_out, render};
 use anyhow::Context;
 use clap::{Args, Subcommand, ValueEnum};
 use edgeprof::report::scorecard as view;
+use edgeprof::scorecard;
 use edgeprof::scorecard::cards::{self, Card};
-use edgeprof::scorecard::github::{self, Cache, Client, RepoOutcome, Status};
+use edgeprof::scorecard::github::{self, RepoOutcome, Status};
 use edgeprof::scorecard::here::{self, Here};
-use edgeprof::scorecard::{self, ResultsInfo};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 #[derive(Subcommand, Debug)]
 pub enum FrameworksCommand {
@@ -184,13 +184,8 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
         .or_else(|| std::env::var("EDGEPROF_GITHUB_API").ok())
         .filter(|a| !a.trim().is_empty())
         .unwrap_or_else(|| github::DEFAULT_API.to_string());
-    let path = Cache::path()?;
-    let mut cache = Cache::read(&path)?;
-    let mut client = Client::new(&api, Client::token_from_env());
-    let refs: Vec<&Card> = cards.iter().collect();
-    let total = refs.len();
-    let now = edgeprof::text::now_rfc3339();
-    let mut report = github::refresh(&mut client, &refs, &mut cache, &now, |i, name, outcome| {
+    let total = cards.len();
+    let (report, cache) = github::refresh_kept(&api, &cards, |i, name, outcome| {
         let what = match outcome {
             RepoOutcome::Read { unchanged, asked } if *unchanged == *asked => {
                 "unchanged (every answer was 304)".to_string()
@@ -202,11 +197,7 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
             RepoOutcome::NotAsked => "not asked".to_string(),
         };
         errln!("[{}/{total}] {name}: {what}", i + 1);
-    });
-    cache
-        .write(&path)
-        .context("cannot keep the refreshed figures")?;
-    report.cache = path.display().to_string();
+    })?;
     if json {
         return print_json(&report);
     }
@@ -262,7 +253,7 @@ fn refresh(names: &[String], api_url: Option<String>, json: bool) -> anyhow::Res
             }
         ));
     }
-    out.push_str(&format!("kept in {}\n", path.display()));
+    out.push_str(&format!("kept in {}\n", report.cache));
     print_out(&out)
 }
 
@@ -274,38 +265,13 @@ fn terminal_width(asked: Option<usize>) -> usize {
         .unwrap_or(100)
 }
 
-/// The results directory's identification and each engine's runtime phase.
-pub fn runtime_of(
-    dir: &Path,
-) -> anyhow::Result<(
-    ResultsInfo,
-    std::collections::BTreeMap<String, scorecard::Runtime>,
-    Vec<String>,
-)> {
-    let stored = edgeprof::results::load(dir)?;
-    let rows = edgeprof::results::summary::rows(&stored.manifest, &stored.runs);
-    let device = &stored.manifest.device;
-    let info = ResultsInfo {
-        dir: dir.display().to_string(),
-        name: stored.manifest.name.clone(),
-        device: device
-            .board
-            .clone()
-            .or_else(|| device.cpu_model.clone())
-            .unwrap_or_else(|| device.arch.clone()),
-        started: stored.manifest.started.clone(),
-        conditions: stored.manifest.conditions.len() + stored.manifest.skipped.len(),
-    };
-    Ok((info, scorecard::runtimes(&rows), stored.warnings.clone()))
-}
-
 pub fn scorecard_command(args: ScorecardArgs) -> anyhow::Result<()> {
     let (cards, warning) = github::cards_with_refreshed()?;
     let cards = selected(cards, &args.frameworks)?;
     let mut warnings: Vec<String> = warning.into_iter().collect();
     let (info, runtimes) = match &args.results {
         Some(dir) => {
-            let (info, runtimes, more) = runtime_of(dir)?;
+            let (info, runtimes, more) = scorecard::from_results(dir)?;
             warnings.extend(more);
             (Some(info), runtimes)
         }

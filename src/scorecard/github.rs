@@ -538,6 +538,28 @@ fn rfc3339_of(seconds: i64) -> Option<String> {
         .ok()
 }
 
+/// Refreshes `cards`' repositories from the GitHub API at `api` into this user's cache of
+/// figures (see [`refresh`]) and keeps the cache; returns the report (naming the cache) and the
+/// cache, to lay over the shipped cards.
+pub fn refresh_kept(
+    api: &str,
+    cards: &[Card],
+    progress: impl FnMut(usize, &str, &RepoOutcome),
+) -> crate::error::Result<(Report, Cache)> {
+    use crate::error::Context;
+    let path = Cache::path()?;
+    let mut cache = Cache::read(&path)?;
+    let mut client = Client::new(api, Client::token_from_env());
+    let refs: Vec<&Card> = cards.iter().collect();
+    let now = crate::text::now_rfc3339();
+    let mut report = refresh(&mut client, &refs, &mut cache, &now, progress);
+    cache
+        .write(&path)
+        .context("cannot keep the refreshed figures")?;
+    report.cache = path.display().to_string();
+    Ok((report, cache))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

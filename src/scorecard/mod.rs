@@ -98,6 +98,28 @@ fn key_of(row: &Row) -> Key {
     )
 }
 
+/// A results directory as the scorecard reads it: what it is, each engine's runtime phase,
+/// and what was wrong in it (warnings).
+pub fn from_results(
+    dir: &std::path::Path,
+) -> crate::error::Result<(ResultsInfo, BTreeMap<String, Runtime>, Vec<String>)> {
+    let stored = crate::results::load(dir)?;
+    let rows = crate::results::summary::rows(&stored.manifest, &stored.runs);
+    let device = &stored.manifest.device;
+    let info = ResultsInfo {
+        dir: dir.display().to_string(),
+        name: stored.manifest.name.clone(),
+        device: device
+            .board
+            .clone()
+            .or_else(|| device.cpu_model.clone())
+            .unwrap_or_else(|| device.arch.clone()),
+        started: stored.manifest.started.clone(),
+        conditions: stored.manifest.conditions.len() + stored.manifest.skipped.len(),
+    };
+    Ok((info, runtimes(&rows), stored.warnings))
+}
+
 /// Each engine's runtime phase from a results directory's summary rows (one per condition,
 /// skipped and not-run ones included).
 pub fn runtimes(rows: &[Row]) -> BTreeMap<String, Runtime> {
