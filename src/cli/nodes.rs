@@ -5,6 +5,7 @@ use super::{print_json, print_out, render, BadInput};
 use anyhow::Context;
 use clap::Subcommand;
 use edgeprof::config::Node;
+use edgeprof::fleet::install::Installed;
 use edgeprof::fleet::{self, Check};
 use std::path::{Path, PathBuf};
 
@@ -207,95 +208,48 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
             path.display()
         )));
     };
-    let version = env!("CARGO_PKG_VERSION");
+    let binary = fleet::install::Binary {
+        bytes,
+        arch,
+        this_one: binary.is_none(),
+    };
     let mut failed = 0;
     for node in &nodes {
-        if !node.edgeprof.contains('/') {
+        let copying = || {
             errln!(
+                "{}: copying {} ({}) to {} …",
+                node.name,
+                path.display(),
+                render::bytes(binary.bytes.len() as u64),
+                node.edgeprof
+            )
+        };
+        let outcome = fleet::install::install(node, &binary, force, copying);
+        failed += usize::from(outcome.failed());
+        match outcome {
+            Installed::NotAPath => errln!(
                 "{}: nodes.edgeprof = {:?} is a name looked up on the node's PATH, not a place to \
                  install to: give a path (the default is {})",
                 node.name,
                 node.edgeprof,
                 edgeprof::config::DEFAULT_NODE_EDGEPROF
-            );
-            failed += 1;
-            continue;
-        }
-        let answer = fleet::run(
-            &fleet::ssh(node, &fleet::arch_script(node)),
-            b"",
-            fleet::CHECK_TIMEOUT,
-        );
-        let (status, stdout, stderr) = match answer {
-            Ok(a) => a,
-            Err(why) => {
-                errln!("{}: unreachable: {why}", node.name);
-                failed += 1;
-                continue;
-            }
-        };
-        if status != Some(0) {
-            let why = stderr
-                .lines()
-                .last()
-                .unwrap_or("ssh failed")
-                .trim()
-                .to_string();
-            errln!("{}: unreachable: {why}", node.name);
-            failed += 1;
-            continue;
-        }
-        let mut lines = stdout.lines();
-        let node_arch = fleet::normalize_arch(lines.next().unwrap_or("").trim());
-        let there = lines.next().map(str::trim).unwrap_or("");
-        if node_arch != arch {
-            let target = match node_arch.as_str() {
-                "aarch64" => "aarch64-unknown-linux-gnu",
-                "x86_64" => "x86_64-unknown-linux-gnu",
-                "armv7l" | "arm" => "armv7-unknown-linux-gnueabihf",
-                _ => "<the node's target>",
-            };
-            errln!(
+            ),
+            Installed::Unreachable(why) => errln!("{}: unreachable: {why}", node.name),
+            Installed::OtherArch {
+                arch: node_arch,
+                target,
+            } => errln!(
                 "{}: the node is {node_arch} and {} is {arch}: build one for it with `cargo build \
                  --release --target {target}` (README, Install) and run `edgeprof nodes install \
                  --binary target/{target}/release/edgeprof`",
                 node.name,
                 path.display()
-            );
-            failed += 1;
-            continue;
-        }
-        if !force && binary.is_none() && there == format!("edgeprof {version}") {
-            errln!("{}: {there} is already at {}", node.name, node.edgeprof);
-            continue;
-        }
-        errln!(
-            "{}: copying {} ({}) to {} …",
-            node.name,
-            path.display(),
-            render::bytes(bytes.len() as u64),
-            node.edgeprof
-        );
-        match fleet::run(
-            &fleet::ssh(node, &fleet::install_script(node)),
-            &bytes,
-            fleet::INSTALL_TIMEOUT,
-        ) {
-            Ok((Some(0), stdout, _)) => {
-                errln!("{}: installed; it says {}", node.name, stdout.trim());
+            ),
+            Installed::AlreadyThere(there) => {
+                errln!("{}: {there} is already at {}", node.name, node.edgeprof)
             }
-            Ok((_, _, stderr)) => {
-                errln!(
-                    "{}: the copy failed: {}",
-                    node.name,
-                    stderr.lines().last().unwrap_or("no message").trim()
-                );
-                failed += 1;
-            }
-            Err(why) => {
-                errln!("{}: the copy failed: {why}", node.name);
-                failed += 1;
-            }
+            Installed::Copied(says) => errln!("{}: installed; it says {says}", node.name),
+            Installed::CopyFailed(why) => errln!("{}: the copy failed: {why}", node.name),
         }
     }
     if failed > 0 {

@@ -4,6 +4,7 @@
 
 pub mod attach;
 mod error;
+pub mod install;
 mod launch;
 pub mod run;
 
