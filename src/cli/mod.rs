@@ -617,44 +617,13 @@ fn zoo_of(
             "{name} is a zoo model with one input: give --input once"
         ))),
     };
-    describe_model(
+    Ok(edgeprof::models::describe(
         name,
         input,
         shape.batch,
         shape.classes,
         InputShape::default(),
-    )
-}
-
-/// The model `name` stands for, described for analytic costs: an ONNX file read at `input` and
-/// `batch` where they are given (else its own), or a zoo model built at them (else at
-/// `zoo_input`, batch 1) with `classes` outputs (else 1000).
-pub(crate) fn describe_model(
-    name: &str,
-    input: Option<InputShape>,
-    batch: Option<usize>,
-    classes: Option<usize>,
-    zoo_input: InputShape,
-) -> anyhow::Result<edgeprof::models::graph::Model> {
-    if is_file_model(name) {
-        if classes.is_some() {
-            bail!(BadInput(format!(
-                "--classes sets a zoo model's classifier; {name} has its own"
-            )));
-        }
-        let given = edgeprof::models::onnx_read::Given { input, batch };
-        return edgeprof::models::onnx_read::read_file(Path::new(name), given)
-            .map_err(|e| BadInput(e.to_string()).into());
-    }
-    let input = input.unwrap_or(zoo_input);
-    let params = ModelParams {
-        num_classes: classes.unwrap_or(1000),
-        channels: input.channels,
-        height: input.height,
-        width: input.width,
-        batch: batch.unwrap_or(1),
-    };
-    Ok(zoo::build(name, &params)?)
+    )?)
 }
 
 pub(crate) use edgeprof::models::is_file_model;

@@ -76,6 +76,39 @@ pub fn is_file_model(model: &str) -> bool {
 
 crate::error::kinds!(crate::error::Kind::BadInput => ShapeParseError);
 
+/// The model `name` stands for, described for analytic costs: an ONNX file read at `input` and
+/// `batch` where they are given (else its own), or a zoo model built at them (else at
+/// `zoo_input`, batch 1) with `classes` outputs (else 1000). What cannot be described so is
+/// the user's to mend.
+pub fn describe(
+    name: &str,
+    input: Option<InputShape>,
+    batch: Option<usize>,
+    classes: Option<usize>,
+    zoo_input: InputShape,
+) -> Result<graph::Model, crate::error::BadInput> {
+    use crate::error::BadInput;
+    if is_file_model(name) {
+        if classes.is_some() {
+            return Err(BadInput(format!(
+                "--classes sets a zoo model's classifier; {name} has its own"
+            )));
+        }
+        let given = onnx_read::Given { input, batch };
+        return onnx_read::read_file(std::path::Path::new(name), given)
+            .map_err(|e| BadInput(e.to_string()));
+    }
+    let input = input.unwrap_or(zoo_input);
+    let params = zoo::ModelParams {
+        num_classes: classes.unwrap_or(1000),
+        channels: input.channels,
+        height: input.height,
+        width: input.width,
+        batch: batch.unwrap_or(1),
+    };
+    zoo::build(name, &params).map_err(|e| BadInput(e.to_string()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

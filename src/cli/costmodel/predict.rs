@@ -66,7 +66,7 @@ fn target(args: &PredictArgs) -> anyhow::Result<Target> {
         ))),
     };
     let model = if args.batch.is_some_and(|b| b != 1) {
-        crate::cli::describe_model(&args.model, Some(shape), args.batch, None, shape)?
+        edgeprof::models::describe(&args.model, Some(shape), args.batch, None, shape)?
     } else {
         costmodel::zoo_model(&args.model, &shape.to_string())?
     };
