@@ -176,6 +176,7 @@ pub(super) enum Command {
         /// Read /proc and /sys under this directory instead of / (a fixture tree, a chroot)
         #[arg(long, default_value = "/")]
         root: PathBuf,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -221,6 +222,7 @@ pub(super) struct MonitorArgs {
     /// Stop after this long (default: until Ctrl-C)
     #[arg(long, value_parser = monitor::parse_duration)]
     pub(super) duration: Option<std::time::Duration>,
+    /// How samples are written: JSON lines, or CSV whose columns are the first sample's
     #[arg(long, value_enum, default_value = "jsonl")]
     pub(super) format: monitor::Format,
     /// Also sample this process (CPU %, RSS, peak RSS); the monitor stops when it ends
@@ -329,6 +331,7 @@ pub(super) enum RooflineCommand {
         /// Ceilings from this file instead of this device's
         #[arg(long, value_name = "FILE")]
         ceilings: Option<PathBuf>,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
         /// Layers drawn on the chart: the highest-ranked
@@ -472,6 +475,7 @@ pub(super) struct RunsArgs {
     /// The output directory to look in (a config's `output.dir`)
     #[arg(default_value = "results")]
     pub(super) dir: PathBuf,
+    /// Print the result as JSON instead of text
     #[arg(long)]
     pub(super) json: bool,
 }
@@ -536,6 +540,7 @@ pub(super) struct ChartArgs {
     /// Chart size in terminal cells
     #[arg(long, default_value_t = 80)]
     pub(super) width: usize,
+    /// Chart height in terminal rows
     #[arg(long, default_value_t = 24)]
     pub(super) height: usize,
     /// Also write the chart as SVG
@@ -728,5 +733,38 @@ impl ImportArgs {
             size: (self.chart.width, self.chart.height),
             svg: self.chart.svg.as_deref(),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Cli;
+    use clap::CommandFactory;
+
+    /// Every option and argument of every command, hidden ones aside, says what it is.
+    #[test]
+    fn every_option_has_a_help_line() {
+        fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+            for arg in command.get_arguments() {
+                let builtin = matches!(arg.get_id().as_str(), "help" | "version");
+                if arg.is_hide_set() || builtin {
+                    continue;
+                }
+                if arg
+                    .get_help()
+                    .is_none_or(|h| h.to_string().trim().is_empty())
+                {
+                    missing.push(format!("{path} {}", arg.get_id()));
+                }
+            }
+            for sub in command.get_subcommands() {
+                if !sub.is_hide_set() {
+                    walk(sub, &format!("{path} {}", sub.get_name()), missing);
+                }
+            }
+        }
+        let mut missing = Vec::new();
+        walk(&Cli::command(), "edgeprof", &mut missing);
+        assert!(missing.is_empty(), "no help line: {missing:#?}");
     }
 }

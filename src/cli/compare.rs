@@ -27,6 +27,7 @@ pub(super) struct CompareArgs {
     /// Print Markdown instead of the table
     #[arg(long, conflicts_with = "json")]
     pub(super) markdown: bool,
+    /// Print the result as JSON instead of text
     #[arg(long)]
     pub(super) json: bool,
     /// Exit with 1 when any condition is slower (for CI)

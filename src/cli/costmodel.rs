@@ -67,6 +67,7 @@ pub struct DbArgs {
     /// The engine whose profiles to fit
     #[arg(long, default_value = "tract", value_parser = PossibleValuesParser::new(PROFILED_ENGINES))]
     engine: String,
+    /// Print the result as JSON instead of text
     #[arg(long)]
     json: bool,
 }
@@ -153,6 +154,7 @@ pub struct ProfileArgs {
     /// Discard the measurements a run cut short left, and profile from the start
     #[arg(long)]
     restart: bool,
+    /// The measurement database to add to (default: this device's, in the cache directory)
     #[arg(long)]
     db: Option<PathBuf>,
 }
@@ -164,6 +166,8 @@ pub struct ImportArgs {
     /// layer times become profiles)
     #[arg(required = true, value_name = "TABLE|RESULTS_DIR")]
     tables: Vec<PathBuf>,
+    /// The measurement database to import into (default: this device's, in the cache
+    /// directory; another device's sweep only into a database given here)
     #[arg(long)]
     db: Option<PathBuf>,
 }
@@ -180,6 +184,7 @@ pub struct PredictArgs {
     /// Batch size [default: 1, or an ONNX file's own]
     #[arg(long)]
     batch: Option<usize>,
+    /// The threads the prediction is for (the profiles of that thread count are used)
     #[arg(long, default_value_t = 1)]
     threads: usize,
     /// The core set: all (default), big, little, clusterN, one, or a CPU list such as 0-1

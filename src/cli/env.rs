@@ -14,6 +14,7 @@ pub enum EnvCommand {
         /// Also honour the interpreters this config names in [frameworks.NAME] python
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -33,10 +34,16 @@ pub enum EnvCommand {
         pip_args: Vec<String>,
     },
     /// Delete the environment `env setup` made for FRAMEWORK
-    Remove { framework: String },
+    Remove {
+        /// The framework (`edgeprof env list` names them)
+        framework: String,
+    },
     /// Print FRAMEWORK's harness program, to run a condition by hand:
     /// `python harness.py < request.json` (the request as `edgeprof worker` reads it)
-    Harness { framework: String },
+    Harness {
+        /// The framework (`edgeprof env list` names them)
+        framework: String,
+    },
 }
 
 fn framework(name: &str) -> anyhow::Result<&'static external::Framework> {

@@ -15,6 +15,7 @@ use std::path::PathBuf;
 pub enum FrameworksCommand {
     /// Every framework with its last release, API score, GitHub figures and their dates
     List {
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -22,6 +23,7 @@ pub enum FrameworksCommand {
     Show {
         /// tract, candle, onnxruntime, pytorch, tensorflow, tflite, ncnn, mnn, openvino, tensorrt
         name: String,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -34,6 +36,7 @@ pub enum FrameworksCommand {
         /// The API's address (default: $EDGEPROF_GITHUB_API, else https://api.github.com)
         #[arg(long, value_name = "URL")]
         api_url: Option<String>,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -42,6 +45,7 @@ pub enum FrameworksCommand {
     Probe {
         /// Only these frameworks (default: all)
         names: Vec<String>,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
@@ -58,6 +62,7 @@ pub enum Format {
 pub struct ScorecardArgs {
     /// A results directory from `edgeprof run` (or `tune`) for the runtime phase
     results: Option<PathBuf>,
+    /// A table for the terminal, Markdown, or JSON
     #[arg(long, value_enum, default_value = "text")]
     format: Format,
     /// Write here instead of stdout

@@ -17,12 +17,14 @@ pub enum NodesCommand {
         /// The config with the [[nodes]] (default: configs/default.toml)
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
+        /// Print the result as JSON instead of text
         #[arg(long)]
         json: bool,
     },
     /// Copy an edgeprof binary to the nodes that lack it (or have another version): this one when
     /// the node's architecture matches, else the one given with --binary
     Install {
+        /// The config with the [[nodes]] (default: configs/default.toml)
         #[arg(long, value_name = "FILE")]
         config: Option<PathBuf>,
         /// The binary to copy (e.g. target/aarch64-unknown-linux-gnu/release/edgeprof)

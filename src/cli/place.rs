@@ -49,6 +49,7 @@ pub struct PlaceArgs {
     /// Only predict: do not run the plan
     #[arg(long)]
     no_run: bool,
+    /// Print the result as JSON instead of text
     #[arg(long)]
     json: bool,
 }

@@ -82,6 +82,7 @@ pub struct TrainArgs {
     /// Seconds one cluster size may take [3600]
     #[arg(long)]
     timeout_s: Option<u64>,
+    /// Print the result as JSON instead of text
     #[arg(long)]
     json: bool,
 }

@@ -35,6 +35,7 @@ pub struct TuneArgs {
     /// Most trials
     #[arg(long)]
     budget: Option<usize>,
+    /// What to minimise (default: [tune] objective, else latency)
     #[arg(long, value_enum)]
     objective: Option<Objective>,
     /// Reject candidates whose peak resident memory exceeds this (bytes, or with K, M, G)
