@@ -232,6 +232,41 @@ fn bench_rejects_bad_arguments() {
         ],
         "input x has open dimensions ([N, 3, H, W]): give them with --input x=DIMS",
     );
+    // Bounded as a config's threads are.
+    assert_bad_input(
+        &["bench", "--model", "resnet50", "--threads", "5000"],
+        "must be a whole number from 0 to 1024",
+    );
+}
+
+/// More threads than cores run, with a warning that says what such times tell of.
+#[test]
+fn more_threads_than_cores_are_run_and_warned_of() {
+    let cores = edgeprof::collect::device::available_cores();
+    let threads = (cores + 1).to_string();
+    let out = edgeprof()
+        .args([
+            "bench",
+            "--model",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "--warmup",
+            "0",
+            "--iterations",
+            "1",
+            "--threads",
+            &threads,
+        ])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains(&format!(
+            "warning: {threads} threads are more than the {cores} cores here"
+        )),
+        "{stderr}"
+    );
 }
 
 #[test]

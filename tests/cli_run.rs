@@ -860,3 +860,30 @@ fn the_same_config_twice_agrees_within_the_intervals_or_says_why_not() {
         }
     }
 }
+
+/// A config's threads past the cores here run, with the warning `bench` gives, in the run's
+/// log too.
+#[test]
+fn a_sweep_warns_of_more_threads_than_cores() {
+    let tmp = temp_dir();
+    let cores = edgeprof::collect::device::available_cores();
+    let config = tmp.path().join("many.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"many\"\n[matrix]\nmodels = [\"shufflenet_v2_x0_5\"]\ninputs = [\"3x32x32\"]\n\
+             threads = [{}]\n[measure]\nwarmup = 0\niterations = 2\nrepeats = 1\n",
+            cores + 1
+        ),
+    );
+    let out = tmp.path().join("results");
+    let assert = run_config(&config, &out);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    let warning = format!(
+        "warning: {} threads are more than the {cores} cores here",
+        cores + 1
+    );
+    assert!(stderr.contains(&warning), "{stderr}");
+    let log = read(&only_entry(&out).join("progress.log"));
+    assert!(log.contains(&warning), "{log}");
+}

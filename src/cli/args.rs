@@ -249,7 +249,7 @@ pub(super) enum RooflineCommand {
         #[arg(long)]
         thorough: bool,
         /// Threads for the all-thread figures (default: every core this process may use)
-        #[arg(long)]
+        #[arg(long, value_parser = thread_count)]
         threads: Option<usize>,
         /// Print the ceilings and the sweep as JSON
         #[arg(long)]
@@ -317,7 +317,7 @@ pub(super) enum RooflineCommand {
         #[command(flatten)]
         shape: InfoShapeArgs,
         /// tract's threads (0 or left out: all available cores)
-        #[arg(long)]
+        #[arg(long, value_parser = thread_count)]
         threads: Option<usize>,
         /// Profiled inferences (each layer's time is the median run; the ranking's steadiness
         /// is judged by resampling them)
@@ -673,7 +673,7 @@ pub(super) struct BenchArgs {
     #[arg(long, value_name = "DIR")]
     pub(super) save_outputs: Option<PathBuf>,
     /// Threads for the engine's executor (0 or left out: all available cores)
-    #[arg(long)]
+    #[arg(long, value_parser = thread_count)]
     pub(super) threads: Option<usize>,
     /// Untimed iterations before timing
     #[arg(long, default_value_t = 10)]
@@ -733,6 +733,16 @@ impl ImportArgs {
             size: (self.chart.width, self.chart.height),
             svg: self.chart.svg.as_deref(),
         }
+    }
+}
+
+/// A thread count on the command line, bounded as a config's are (0: every core), so that
+/// `bench --threads 5000` is refused as `threads = [5000]` is.
+pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
+    let (low, high) = edgeprof::config::THREADS_RANGE;
+    match text.trim().parse::<usize>() {
+        Ok(n) if (low..=high).contains(&n) => Ok(n),
+        _ => Err(format!("must be a whole number from {low} to {high}")),
     }
 }
 

@@ -6,6 +6,11 @@ use super::*;
 
 pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
     let threads = edgeprof::protocol::resolve_threads(args.threads.unwrap_or(0));
+    if let Some(warning) = args.threads.and_then(|t| {
+        edgeprof::config::threads_warning(t, edgeprof::collect::device::available_cores())
+    }) {
+        errln!("warning: {warning}");
+    }
     // One `CxHxW` is the image input of a zoo model or a file; anything else binds a file's
     // inputs by name, as `models info` does.
     let image = match &args.input[..] {

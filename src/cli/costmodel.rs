@@ -106,7 +106,7 @@ pub struct ProfileArgs {
     #[arg(long = "file-input", value_name = "SPEC")]
     file_inputs: Vec<String>,
     /// Thread counts, comma-separated
-    #[arg(long, value_delimiter = ',', default_value = "1,2")]
+    #[arg(long, value_delimiter = ',', default_value = "1,2", value_parser = crate::cli::args::thread_count)]
     threads: Vec<usize>,
     /// Re-measure until the median latency's 95 % interval is within this fraction of it
     #[arg(long, default_value_t = 0.03)]
@@ -185,7 +185,7 @@ pub struct PredictArgs {
     #[arg(long)]
     batch: Option<usize>,
     /// The threads the prediction is for (the profiles of that thread count are used)
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = crate::cli::args::thread_count)]
     threads: usize,
     /// The core set: all (default), big, little, clusterN, one, or a CPU list such as 0-1
     /// (predicted from the profiles measured on it)

@@ -64,7 +64,7 @@ pub struct TrainArgs {
     #[arg(long)]
     seed: Option<u64>,
     /// Threads per rank [a member's cores, shared among the ranks on this machine]
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = crate::cli::args::thread_count)]
     threads: Option<usize>,
     /// The first port: rank r listens on PORT+r, torchrun's rendezvous on rank 0's [29500]
     #[arg(long)]

@@ -42,7 +42,7 @@ pub struct TuneArgs {
     #[arg(long, value_parser = parse_bytes)]
     max_memory: Option<u64>,
     /// Thread counts to try, e.g. 1,2,4 (default: powers of two up to the cores here)
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_delimiter = ',', value_parser = crate::cli::args::thread_count)]
     threads: Vec<usize>,
     /// Batch sizes to try, e.g. 1,4
     #[arg(long, value_delimiter = ',')]

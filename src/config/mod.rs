@@ -451,6 +451,18 @@ fn default_name(file: &Path) -> String {
 pub const BATCH_RANGE: (usize, usize) = (1, zoo::MAX_BATCH);
 pub const THREADS_RANGE: (usize, usize) = (0, 1024);
 
+/// What to tell of `threads` threads on a machine of `cores` cores, when they are more: the
+/// threads take turns on the cores, so a latency measured so tells of that, not of what the
+/// engine would do with as many cores.
+pub fn threads_warning(threads: usize, cores: usize) -> Option<String> {
+    (cores > 0 && threads > cores).then(|| {
+        format!(
+            "{threads} threads are more than the {cores} cores here: they take turns on the \
+             cores, and the times tell of that rather than of {threads} cores"
+        )
+    })
+}
+
 /// An input shape as a config may name it, or why not (the config reader and the terminal UI
 /// apply the same rules, so a saved selection always reads back).
 pub fn check_input(text: &str) -> Result<InputShape, crate::error::BadInput> {

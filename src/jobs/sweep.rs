@@ -217,6 +217,13 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         )));
     }
     let cores = crate::collect::device::available_cores();
+    let mut warnings = warnings;
+    let threads: std::collections::BTreeSet<usize> = todo.iter().map(|c| c.threads).collect();
+    warnings.extend(
+        threads
+            .into_iter()
+            .filter_map(|t| crate::config::threads_warning(t, cores)),
+    );
     let estimates: Vec<f64> = todo
         .iter()
         .map(|c| matrix::estimate_condition(&config, c, cores))
