@@ -368,3 +368,34 @@ fn inputs_by_name_go_to_the_files_that_have_them() {
         assert_bad_input(&["config", "check", &path], error);
     }
 }
+
+/// A near miss is named: a misspelt command, model and config key, and `run` given an axis of
+/// its config as an option.
+#[test]
+fn near_misses_suggest_what_was_meant() {
+    let said = |args: &[&str]| -> String {
+        let out = edgeprof().args(args).assert().code(2);
+        String::from_utf8_lossy(&out.get_output().stderr).into_owned()
+    };
+    assert!(said(&["modles"]).contains("'models'"));
+    assert!(said(&["bench", "--model", "mobilenetv2"])
+        .contains("unknown model \"mobilenetv2\" (did you mean mobilenet_v2?)"));
+    let tmp = temp_dir();
+    let config = tmp.path().join("typo.toml");
+    write(
+        &config,
+        "name = \"typo\"\n[matrix]\nmodel = [\"resnet18\"]\n",
+    );
+    assert!(said(&["config", "check", &config.display().to_string()])
+        .contains("unknown field `model`, expected one of `engines`, `models`"));
+    assert!(said(&["config", "check", &config.display().to_string()])
+        .contains("; did you mean `models`?"));
+    let run = said(&["run", "--threads", "2", "x.toml"]);
+    assert!(
+        run.contains(
+            "set matrix.threads there, or measure one condition with `edgeprof bench --threads"
+        ),
+        "{run}"
+    );
+    assert!(!run.contains("--stream"), "{run}");
+}

@@ -29,11 +29,59 @@ pub struct Cli {
     pub(super) wide: bool,
 }
 
-/// A command-line error without the internal (hidden) subcommands among its "similar
-/// subcommand" tips: a typo should lead to a command a user runs.
+/// The axes of a run's matrix that `bench` and `tune` take as options and `run` takes from its
+/// config: `run --threads` is pointed there, not to a look-alike option.
+const MATRIX_OPTIONS: &[(&str, &str)] = &[
+    ("--threads", "threads"),
+    ("--engine", "engines"),
+    ("--engines", "engines"),
+    ("--model", "models"),
+    ("--models", "models"),
+    ("--input", "inputs"),
+    ("--inputs", "inputs"),
+    ("--batch", "batch"),
+    ("--device", "devices"),
+    ("--devices", "devices"),
+    ("--cores", "cores"),
+];
+
+/// A command-line error whose tips lead somewhere: without the internal (hidden) subcommands
+/// among its "similar subcommand" tips (a typo should lead to a command a user runs), and
+/// with `run`'s matrix options (`run --threads`) pointed at the config's matrix rather than a
+/// look-alike option.
 pub fn without_hidden_suggestions(mut error: clap::Error) -> clap::Error {
     use clap::error::{ContextKind, ContextValue};
     use clap::CommandFactory;
+    let usage = match error.get(ContextKind::Usage) {
+        Some(ContextValue::StyledStr(u)) => u.to_string(),
+        _ => String::new(),
+    };
+    let invalid = match error.get(ContextKind::InvalidArg) {
+        Some(ContextValue::String(arg)) => arg.split('=').next().unwrap_or("").to_string(),
+        _ => String::new(),
+    };
+    let axis = MATRIX_OPTIONS.iter().find(|(flag, _)| *flag == invalid);
+    if let (Some((flag, key)), true) = (axis, usage.contains("edgeprof run")) {
+        error.remove(ContextKind::SuggestedArg);
+        error.insert(
+            ContextKind::Suggested,
+            ContextValue::StyledStrs(vec![format!(
+                "`edgeprof run` takes its conditions from the config: set matrix.{key} there, \
+                 or measure one condition with `edgeprof bench {flag} …`"
+            )
+            .into()]),
+        );
+        // clap's usage line here is built around the option it would have suggested.
+        let mut command = Cli::command();
+        if let Some(run) = command.find_subcommand_mut("run") {
+            let usage = run
+                .render_usage()
+                .to_string()
+                .replace("Usage: run", "Usage: edgeprof run");
+            error.insert(ContextKind::Usage, ContextValue::StyledStr(usage.into()));
+        }
+        return error;
+    }
     let names = match error.remove(ContextKind::SuggestedSubcommand) {
         Some(ContextValue::Strings(names)) => names,
         Some(ContextValue::String(name)) => vec![name],

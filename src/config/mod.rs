@@ -432,12 +432,27 @@ impl Config {
 
 /// serde's type names in words a config author uses.
 fn friendly(message: &str) -> String {
+    let message = match unknown_field(message) {
+        Some((field, expected)) => match crate::text::nearest(field, expected) {
+            Some(near) => format!("{message}; did you mean `{near}`?"),
+            None => message.to_string(),
+        },
+        None => message.to_string(),
+    };
     message
         .replace("expected i64", "expected a whole number")
         .replace("expected f64", "expected a number")
         .replace("expected a sequence", "expected a list")
         .replace("invalid type: sequence", "invalid type: list")
         .replace("invalid type: map", "invalid type: table")
+}
+
+/// serde's `unknown field `X`, expected one of `a`, `b`` as the field and the fields expected.
+fn unknown_field(message: &str) -> Option<(&str, Vec<&str>)> {
+    let rest = message.strip_prefix("unknown field `")?;
+    let (field, rest) = rest.split_once('`')?;
+    let expected = rest.split('`').skip(1).step_by(2).collect::<Vec<&str>>();
+    Some((field, expected))
 }
 
 /// The name a config gets when it names none: its file stem.

@@ -153,8 +153,9 @@ impl Resolver<'_> {
             key,
             v,
             format!(
-                "neither a zoo model ({}) nor a path ending in .onnx or .tflite",
-                zoo::zoo_names().join(", ")
+                "neither a zoo model ({}) nor a path ending in .onnx or .tflite{}",
+                zoo::zoo_names().join(", "),
+                crate::text::did_you_mean(v.get_ref(), zoo::zoo_names())
             ),
         ))
     }

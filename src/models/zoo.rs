@@ -135,9 +135,15 @@ pub const ZOO: &[ZooEntry] = &[
     },
 ];
 
+/// ` (did you mean NAME?)` for a name near a zoo model's, or nothing.
+fn near_miss(name: &str) -> String {
+    crate::text::nearest(name, zoo_names())
+        .map_or(String::new(), |n| format!(" (did you mean {n}?)"))
+}
+
 #[derive(Debug, Error, PartialEq)]
 pub enum ZooError {
-    #[error("unknown model {name:?}; the zoo has {}", zoo_names().join(", "))]
+    #[error("unknown model {name:?}{}; the zoo has {}", near_miss(name), zoo_names().join(", "))]
     UnknownModel { name: String },
     #[error("{what} must be between {min} and {max}, got {value}")]
     OutOfRange {

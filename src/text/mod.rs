@@ -94,6 +94,37 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// The candidate `word` most likely misspells: the same once case, `_`, `-` and `.` are set
+/// aside (`mobilenetv2` → `mobilenet_v2`), else the nearest within two edits (a swapped pair
+/// of letters is one: `modles` → `models`; one edit for words under five letters). None when
+/// nothing is near, or `word` is a candidate itself.
+pub fn nearest<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let plain = |s: &str| -> String {
+        s.chars()
+            .filter(|c| !"_-.".contains(*c))
+            .flat_map(char::to_lowercase)
+            .collect()
+    };
+    let wanted = plain(word);
+    let most = if wanted.chars().count() < 5 { 1 } else { 2 };
+    let mut best: Option<(usize, &str)> = None;
+    for c in candidates {
+        if c == word {
+            return None;
+        }
+        let d = strsim::damerau_levenshtein(&wanted, &plain(c));
+        if d <= most && best.is_none_or(|(b, _)| d < b) {
+            best = Some((d, c));
+        }
+    }
+    best.map(|(_, c)| c)
+}
+
+/// `; did you mean CANDIDATE?` for the [`nearest`] candidate, or nothing.
+pub fn did_you_mean<'a>(word: &str, candidates: impl IntoIterator<Item = &'a str>) -> String {
+    nearest(word, candidates).map_or(String::new(), |c| format!("; did you mean {c}?"))
+}
+
 /// The last `n` lines of `text`, in order.
 pub fn last_lines(text: &str, n: usize) -> Vec<&str> {
     let lines: Vec<&str> = text.lines().collect();
@@ -448,6 +479,20 @@ pub fn shown_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_near_miss_finds_what_it_misspells_and_nothing_else() {
+        let zoo = ["mobilenet_v2", "resnet18", "resnet34", "vgg19"];
+        assert_eq!(nearest("mobilenetv2", zoo), Some("mobilenet_v2"));
+        assert_eq!(nearest("MobileNet-V2", zoo), Some("mobilenet_v2"));
+        assert_eq!(nearest("resnet19", zoo), Some("resnet18"));
+        assert_eq!(nearest("modles", ["models", "nodes"]), Some("models"));
+        assert_eq!(nearest("vgg", zoo), None);
+        assert_eq!(nearest("efficientnet", zoo), None);
+        assert_eq!(nearest("resnet18", zoo), None);
+        assert_eq!(did_you_mean("resnt18", zoo), "; did you mean resnet18?");
+        assert_eq!(did_you_mean("yolo", zoo), "");
+    }
 
     #[test]
     fn text_of_several_lines_keeps_its_lines_and_loses_its_escapes() {

@@ -312,8 +312,9 @@ pub fn model_ref(name: &str) -> crate::error::Result<ModelRef> {
         return Ok(ModelRef::Onnx(std::path::absolute(path)?));
     }
     crate::error::bail!(TuneError::Asked(format!(
-        "--model {name}: neither a zoo model ({}) nor an ONNX file",
-        crate::models::zoo::zoo_names().join(", ")
+        "--model {name}: neither a zoo model ({}) nor an ONNX file{}",
+        crate::models::zoo::zoo_names().join(", "),
+        crate::text::did_you_mean(name, crate::models::zoo::zoo_names())
     )))
 }
 

@@ -232,9 +232,10 @@ fn placed(args: &PlaceJob) -> crate::error::Result<Placed> {
     }
     if zoo::find(&args.model).is_none() {
         crate::error::bail!(TuneError::Asked(format!(
-            "--model {}: neither a zoo model ({}) nor an ONNX file",
+            "--model {}: neither a zoo model ({}) nor an ONNX file{}",
             args.model,
-            zoo::zoo_names().join(", ")
+            zoo::zoo_names().join(", "),
+            crate::text::did_you_mean(&args.model, zoo::zoo_names())
         )));
     }
     let input: InputShape = match args.input.as_slice() {
