@@ -252,7 +252,7 @@ fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
         .assert()
         .success();
     let text = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
-    for needle in ["best:", "default:", "re-measured in turns", "cost model:"] {
+    for needle in ["best:", "default:", "cost model:"] {
         assert!(text.contains(needle), "{needle}: {text}");
     }
     let dir = only_entry(&out);
@@ -260,6 +260,9 @@ fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
         Ok(v) => v,
         Err(e) => panic!("tune.json: {e}"),
     };
+    // The search's best is re-measured against the default in turns, unless it is the default.
+    let default_is_best = report["best"] == report["default"];
+    let confirmed = if default_is_best { 0 } else { 2 };
     let trials = report["trace"]["trials"]
         .as_array()
         .cloned()
@@ -278,14 +281,20 @@ fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
         .skip(2)
         .all(|t| t["predicted"].as_f64().is_some()));
     let confirmation = &report["confirmation"];
-    assert_eq!(
-        confirmation["default_costs"].as_array().map(Vec::len),
-        Some(1)
-    );
-    assert_eq!(confirmation["best_costs"].as_array().map(Vec::len), Some(1));
+    if default_is_best {
+        assert!(confirmation.is_null(), "{report}");
+        assert!(text.contains("the default is the best found"), "{text}");
+    } else {
+        assert_eq!(
+            confirmation["default_costs"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(confirmation["best_costs"].as_array().map(Vec::len), Some(1));
+        assert!(text.contains("re-measured in turns"), "{text}");
+    }
     // Every trial and confirmation run is a stored run record, so `report` reads the directory.
     let runs = read(&dir.join("runs.jsonl"));
-    assert_eq!(runs.lines().count(), 6 + 2);
+    assert_eq!(runs.lines().count(), 6 + confirmed);
     edgeprof()
         .arg("report")
         .arg(&dir)
@@ -297,6 +306,42 @@ fn a_live_search_stays_within_its_budget_and_writes_a_runnable_best_config() {
     assert!(best_text.contains("[matrix]"), "{best_text}");
     let rerun = tmp.path().join("rerun");
     common::run_config(&best, &rerun);
+}
+
+/// When the best found is the default there is nothing to weigh it against: no re-measurement
+/// and no gain figure of a configuration over itself.
+#[test]
+fn the_default_as_the_best_is_not_re_measured_against_itself() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("tune.toml");
+    // One candidate, the default: every core as threads, on every core, batch 1.
+    let threads = common::allowed_cpus().len().max(1);
+    write(
+        &config,
+        &format!(
+            "{QUICK}\n[tune]\nmodel = \"shufflenet_v2_x0_5\"\ninput = \"3x32x32\"\n\
+             engines = [\"tract\"]\nthreads = [{threads}]\ncores = [\"all\"]\nbatch = [1]\n\
+             budget = 3\nconfirm = 3\nstall = 0\n"
+        ),
+    );
+    let out = tmp.path().join("out");
+    let assert = tune_command(tmp.path(), &config, &out).assert().success();
+    let text = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(text.contains("the default is the best found"), "{text}");
+    assert!(!text.contains("→ gain"), "{text}");
+    assert!(!text.contains("× the default"), "{text}");
+    let dir = only_entry(&out);
+    let report: serde_json::Value = match serde_json::from_str(&read(&dir.join("tune.json"))) {
+        Ok(v) => v,
+        Err(e) => panic!("tune.json: {e}"),
+    };
+    assert_eq!(
+        report["space"].as_array().map(Vec::len),
+        Some(1),
+        "{report}"
+    );
+    assert!(report["confirmation"].is_null(), "{report}");
+    assert_eq!(read(&dir.join("runs.jsonl")).lines().count(), 1);
 }
 
 #[test]

@@ -22,7 +22,7 @@ pub(super) struct CompareArgs {
     #[arg(long, value_name = "AXIS=VALUE", conflicts_with = "candidate")]
     pub(super) within: Option<String>,
     /// Differences of medians under this fraction are not significant
-    #[arg(long, default_value_t = 0.05, value_parser = threshold)]
+    #[arg(long, default_value_t = compare::THRESHOLD, value_parser = threshold)]
     pub(super) threshold: f64,
     /// Print Markdown instead of the table
     #[arg(long, conflicts_with = "json")]

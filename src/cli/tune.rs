@@ -6,6 +6,7 @@ use crate::cli::{print_json, print_out, render};
 use clap::Args;
 use edgeprof::event::Event;
 use edgeprof::models::InputShape;
+use edgeprof::results::compare::Verdict;
 use edgeprof::runner::sweep::SweepEvent;
 use edgeprof::tune::costmodel::Db;
 use edgeprof::tune::live::{TuneEvent, TuneReport};
@@ -339,6 +340,15 @@ fn report_text(
     }
     let default = &report.space[report.default];
     match (report.default_cost, report.best_cost) {
+        _ if report.best == Some(report.default) => {
+            let _ = writeln!(
+                out,
+                "default: {}  {}  (the default is the best found: nothing to re-measure it \
+                 against)",
+                default.label(),
+                fmt_cost(report.default_cost, unit)
+            );
+        }
         (Some(d), Some(b)) => {
             let _ = writeln!(
                 out,
@@ -371,9 +381,19 @@ fn report_text(
             spread(&c.default_costs),
             fmt_cost(c.best_median, unit),
             spread(&c.best_costs),
-            c.gain
-                .map(|g| format!(" → gain {g:.2}×"))
-                .unwrap_or_default()
+            match (c.gain, c.gain_interval, c.verdict) {
+                (Some(g), Some((low, high)), Some(v)) => format!(
+                    " → gain {g:.2}× [{low:.2}, {high:.2}]: the best is {}",
+                    match v {
+                        Verdict::Faster => "faster than the default",
+                        Verdict::Slower => "slower than the default",
+                        Verdict::NoSignificantDifference | Verdict::Unpaired =>
+                            "not significantly different from the default",
+                    }
+                ),
+                (Some(g), _, _) => format!(" → gain {g:.2}×"),
+                _ => String::new(),
+            }
         );
     }
     if let (Some(r), Some(b)) = (report.recommended, report.best) {

@@ -12,7 +12,7 @@ use serde::Serialize;
 /// Resamples drawn for each interval.
 pub const BOOTSTRAP_ROUNDS: usize = 2000;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Verdict {
     Faster,
@@ -123,6 +123,10 @@ pub fn ratio_interval(a: &[Vec<f64>], b: &[Vec<f64>], rounds: usize) -> Option<(
     let high = crate::stats::quantile_sorted(&ratios, 0.975)?;
     Some((mb / ma, low, high))
 }
+
+/// The threshold a verdict is given at unless told otherwise: differences of medians under 5 %
+/// are not significant.
+pub const THRESHOLD: f64 = 0.05;
 
 /// The verdict of a ratio and its interval at `threshold` (0.05: differences under 5 % are not
 /// significant).

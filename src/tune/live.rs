@@ -62,6 +62,13 @@ pub struct Confirmation {
     pub default_median: Option<f64>,
     pub best_median: Option<f64>,
     pub gain: Option<f64>,
+    /// The gain's 95 % bootstrap interval over the rounds.
+    #[serde(default)]
+    pub gain_interval: Option<(f64, f64)>,
+    /// The best against the default, as `compare` says it (differences under 5 % are not
+    /// significant).
+    #[serde(default)]
+    pub verdict: Option<crate::results::compare::Verdict>,
 }
 
 /// Everything a tuning run found (`tune.json` in its results directory).
@@ -266,6 +273,8 @@ impl LiveTune<'_> {
             .and_then(|t| t.cost);
         let best = trace.best();
         let confirmation = match best {
+            // The default is the best found: nothing to weigh it against.
+            Some((b, _)) if b == self.space.default => None,
             Some((b, _)) if trace.stop != Stop::Cancelled && self.confirm > 0 => {
                 self.confirm(b, writer, &mut on_event)?
             }
@@ -336,15 +345,36 @@ impl LiveTune<'_> {
                 }
             }
         }
+        Ok(Some(Confirmation::of(default_costs, best_costs)))
+    }
+}
+
+/// Bootstrap resamples of a confirmation's gain.
+const GAIN_RESAMPLES: usize = 2000;
+
+impl Confirmation {
+    /// The default's and the best's costs, one per round, weighed: their medians, the gain with
+    /// its interval, and the verdict.
+    pub fn of(default_costs: Vec<f64>, best_costs: Vec<f64>) -> Confirmation {
+        use crate::results::compare;
         let default_median = crate::stats::median(&default_costs);
         let best_median = crate::stats::median(&best_costs);
-        Ok(Some(Confirmation {
+        // Each round is one measurement: a repeat of one sample, as compare resamples them.
+        let rounds = |costs: &[f64]| -> Vec<Vec<f64>> { costs.iter().map(|c| vec![*c]).collect() };
+        let ratio = compare::ratio_interval(
+            &rounds(&default_costs),
+            &rounds(&best_costs),
+            GAIN_RESAMPLES,
+        );
+        Confirmation {
             gain: default_median.zip(best_median).map(|(d, b)| d / b),
+            gain_interval: ratio.map(|(_, low, high)| (1.0 / high, 1.0 / low)),
+            verdict: ratio.map(|(r, low, high)| compare::verdict(r, low, high, compare::THRESHOLD)),
             default_costs,
             best_costs,
             default_median,
             best_median,
-        }))
+        }
     }
 }
 
@@ -392,13 +422,7 @@ mod tests {
     use super::*;
 
     fn confirmation(default: f64, best: f64) -> Confirmation {
-        Confirmation {
-            default_costs: vec![default],
-            best_costs: vec![best],
-            default_median: Some(default),
-            best_median: Some(best),
-            gain: Some(default / best),
-        }
+        Confirmation::of(vec![default], vec![best])
     }
 
     #[test]
@@ -412,7 +436,30 @@ mod tests {
             Some(0)
         );
         // No re-measurement: the search's best stands.
+        assert_eq!(recommend(None, Some(0), 0), Some(0));
         assert_eq!(recommend(None, Some(5), 0), Some(5));
         assert_eq!(recommend(None, None, 0), None);
+    }
+
+    #[test]
+    fn a_gain_comes_with_its_interval_and_verdict() {
+        let faster = Confirmation::of(vec![10.0, 10.2, 9.9], vec![5.0, 5.1, 4.9]);
+        let (low, high) = match faster.gain_interval {
+            Some(i) => i,
+            None => panic!("no interval: {faster:?}"),
+        };
+        assert!(
+            low > 1.5 && high < 2.5 && low <= 2.0 && 2.0 <= high,
+            "{faster:?}"
+        );
+        assert_eq!(
+            faster.verdict,
+            Some(crate::results::compare::Verdict::Faster)
+        );
+        let same = Confirmation::of(vec![5.0, 5.2, 4.9], vec![5.1, 4.95, 5.05]);
+        assert_eq!(
+            same.verdict,
+            Some(crate::results::compare::Verdict::NoSignificantDifference)
+        );
     }
 }

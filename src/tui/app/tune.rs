@@ -12,6 +12,10 @@ pub struct TuneResult {
     pub default: (String, Option<f64>),
     /// The re-measured medians (default, best) and their ratio.
     pub confirmed: Option<(f64, f64, f64)>,
+    /// The ratio's 95 % interval.
+    pub gain_interval: Option<(f64, f64)>,
+    /// The default was the best found: nothing was re-measured.
+    pub default_is_best: bool,
     /// Median and mean relative error of the cost model, over that many trials.
     pub model_error: Option<(f64, f64, usize)>,
     /// The re-measurement found the default faster than the search's best: keep the default.
@@ -33,6 +37,8 @@ impl TuneResult {
                 .confirmation
                 .as_ref()
                 .and_then(|c| Some((c.default_median?, c.best_median?, c.gain?))),
+            gain_interval: report.confirmation.as_ref().and_then(|c| c.gain_interval),
+            default_is_best: report.best == Some(report.default),
             model_error: report.prediction_error,
             keep_default: report.recommended.is_some() && report.recommended != report.best,
         }

@@ -650,6 +650,8 @@ fn tune_tab() {
                 default_median: Some(6.054),
                 best_median: Some(1.263),
                 gain: Some(4.79),
+                gain_interval: None,
+                verdict: None,
             }),
             recommended: Some(4),
         })),

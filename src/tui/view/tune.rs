@@ -165,6 +165,7 @@ pub(super) fn draw_tune(frame: &mut Frame, app: &App, area: Rect) {
             ))),
         }
         let gain = match (r.default.1, &r.best) {
+            _ if r.default_is_best => "  (the default is the best found)".to_string(),
             (Some(d), Some((_, b))) => format!("  (best is {:.2}× faster)", d / b),
             _ => String::new(),
         };
@@ -179,9 +180,12 @@ pub(super) fn draw_tune(frame: &mut Frame, app: &App, area: Rect) {
         if let Some((d, b, g)) = r.confirmed {
             result.push(Line::from(Span::styled(
                 format!(
-                    "re-measured in turns: default {} · best {} → gain {g:.2}×",
+                    "re-measured in turns: default {} · best {} → gain {g:.2}×{}",
                     cost_text(Some(d), &t.unit),
-                    cost_text(Some(b), &t.unit)
+                    cost_text(Some(b), &t.unit),
+                    r.gain_interval.map_or(String::new(), |(low, high)| format!(
+                        " [{low:.2}, {high:.2}]"
+                    ))
                 ),
                 app.theme.text(),
             )));
