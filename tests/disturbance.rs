@@ -192,8 +192,12 @@ fn repeats(record: &serde_json::Value) -> Vec<Repeat> {
         .collect()
 }
 
+/// The tests here each need the machine to themselves.
+static ALONE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
 #[test]
 fn a_hog_halfway_is_named_and_its_repeats_are_measured_again() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let tmp = temp_dir();
 
     // Without re-measuring: the conditions the hog overlapped are disturbed, and it is named.
@@ -267,4 +271,76 @@ fn a_hog_halfway_is_named_and_its_repeats_are_measured_again() {
     for row in &rows {
         assert_ne!(row["verdict"], "disturbed", "{row}");
     }
+}
+
+/// A ceilings measurement that other processes disturbed does not replace kept ceilings that
+/// were not (their figures would be low), unless told to with --replace.
+#[test]
+fn a_disturbed_ceilings_measurement_does_not_replace_an_undisturbed_one_unless_told() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let cache = temp_dir();
+    let fixture = format!(
+        "{}/tests/fixtures/ert/new-dialect.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let roofline = |args: &[&str]| {
+        let mut c = edgeprof();
+        c.env("EDGEPROF_CACHE_DIR", cache.path())
+            .arg("roofline")
+            .args(args);
+        c
+    };
+    roofline(&["import-ert", &fixture]).assert().success();
+    let kept_file = || -> std::path::PathBuf {
+        let entries: Vec<_> = match std::fs::read_dir(cache.path()) {
+            Ok(e) => e.flatten().map(|e| e.path()).collect(),
+            Err(e) => panic!("{e}"),
+        };
+        match &entries[..] {
+            [one] => one.clone(),
+            other => panic!("not one kept file: {other:?}"),
+        }
+    };
+    let kept = read(&kept_file());
+    assert!(kept.contains("imported from ERT"), "{kept}");
+    // Someone else's busy process on every core this test may use.
+    let hogs: Vec<Child> = edgeprof::collect::ceilings::allowed_cpus()
+        .iter()
+        .map(|core| {
+            match Command::new("taskset")
+                .args(["-c", &core.to_string(), "yes"])
+                .stdout(Stdio::null())
+                .spawn()
+            {
+                Ok(c) => c,
+                Err(e) => panic!("cannot start a hog: {e}"),
+            }
+        })
+        .collect();
+    struct Stop(Vec<Child>);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            for hog in &mut self.0 {
+                let _ = hog.kill();
+                let _ = hog.wait();
+            }
+        }
+    }
+    let _hogs = Stop(hogs);
+    let out = roofline(&["measure", "--quick"]).assert().success();
+    let stderr = String::from_utf8_lossy(&out.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("warning: other processes disturbed"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("(--replace keeps these instead)"),
+        "{stderr}"
+    );
+    assert_eq!(read(&kept_file()), kept);
+    roofline(&["measure", "--quick", "--replace"])
+        .assert()
+        .success();
+    let replaced = read(&kept_file());
+    assert!(replaced.contains("measured by edgeprof"), "{replaced}");
 }

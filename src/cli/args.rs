@@ -299,6 +299,10 @@ pub(super) enum RooflineCommand {
         /// Threads for the all-thread figures (default: every core this process may use)
         #[arg(long, value_parser = thread_count)]
         threads: Option<usize>,
+        /// Keep this measurement even when other processes disturbed it and the kept one was
+        /// measured quietly
+        #[arg(long)]
+        replace: bool,
         /// Print the ceilings and the sweep as JSON
         #[arg(long)]
         json: bool,

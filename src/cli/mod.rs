@@ -141,6 +141,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             quick,
             thorough,
             threads,
+            replace,
             json,
         }) => {
             let effort = match (quick, thorough) {
@@ -148,7 +149,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
                 (_, true) => edgeprof::collect::ceilings::Effort::Thorough,
                 _ => edgeprof::collect::ceilings::Effort::Default,
             };
-            roofline::measure(effort, threads, json)
+            roofline::measure(effort, threads, replace, json)
         }
         Command::Roofline(RooflineCommand::Show {
             results,

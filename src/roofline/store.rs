@@ -164,11 +164,34 @@ pub enum Progress {
 /// Measures this device's ceilings (`effort`, on `threads` or every usable core) and keeps them
 /// in the cache directory; where they were kept (None: no cache directory). `progress` hears the
 /// plan and each step.
+/// What became of a measurement: kept (where), not kept for want of a cache directory, or
+/// withheld because it was disturbed and the kept set was measured quietly.
+#[derive(Debug)]
+pub enum Kept {
+    Saved(PathBuf),
+    NoCache,
+    /// The clean set stays: where it is, and it.
+    Withheld {
+        path: PathBuf,
+        kept: Box<Stored>,
+    },
+}
+
+/// Whether a new measurement `new` may replace the `kept` set: a measurement other processes
+/// disturbed (its figures may be low) does not replace one that was measured quietly, unless
+/// `replace` says so; anything replaces a disturbed set or none.
+pub fn replaces(new: &Ceilings, kept: Option<&Stored>, replace: bool) -> bool {
+    replace || new.busy.is_empty() || kept.is_none_or(|k| !k.ceilings.busy.is_empty())
+}
+
+/// Measures this device's CPU ceilings and keeps them (see [`replaces`]: a disturbed
+/// measurement is withheld where a quiet one is kept, unless `replace`).
 pub fn measure_and_keep(
     effort: Effort,
     threads: Option<usize>,
+    replace: bool,
     mut progress: impl FnMut(Progress),
-) -> crate::error::Result<(Stored, Option<PathBuf>)> {
+) -> crate::error::Result<(Stored, Kept)> {
     let fingerprint = device::fingerprint(Path::new("/"));
     let threads = threads.unwrap_or_else(crate::collect::device::available_cores);
     let ranges = levels::level_ranges(&fingerprint.caches, threads);
@@ -205,11 +228,25 @@ pub fn measure_and_keep(
         ceilings,
         gpu: None,
     };
-    let saved = match cache_dir() {
-        Some(dir) => Some(save(&dir, &stored)?),
-        None => None,
+    let Some(dir) = cache_dir() else {
+        return Ok((stored, Kept::NoCache));
     };
-    Ok((stored, saved))
+    // A kept set that cannot be read is replaced.
+    let kept = load(&dir, &stored.device).ok().flatten();
+    if !replaces(&stored.ceilings, kept.as_ref(), replace) {
+        if let Some(kept) = kept {
+            let path = path_for(&dir, &stored.device);
+            return Ok((
+                stored,
+                Kept::Withheld {
+                    path,
+                    kept: Box::new(kept),
+                },
+            ));
+        }
+    }
+    let saved = save(&dir, &stored)?;
+    Ok((stored, Kept::Saved(saved)))
 }
 
 /// This device's kept CPU ceilings and where they are kept; when there are none yet they are
@@ -227,10 +264,11 @@ pub fn kept_or_measure(
     progress(Progress::Start(
         "no ceilings for this device yet: measuring them first".to_string(),
     ));
-    let (stored, saved) = measure_and_keep(Effort::Default, None, &mut progress)?;
-    let from = match saved {
-        Some(path) => path.display().to_string(),
-        None => {
+    let (stored, kept) = measure_and_keep(Effort::Default, None, false, &mut progress)?;
+    let from = match kept {
+        // None was kept before this measurement, so nothing is withheld.
+        Kept::Saved(path) | Kept::Withheld { path, .. } => path.display().to_string(),
+        Kept::NoCache => {
             progress(Progress::Start(
                 "warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are \
                  not kept"
@@ -408,6 +446,43 @@ mod tests {
         a_rebooted.kernel = Some("5.10".into());
         assert_eq!(device_key(&a), device_key(&a_rebooted));
         assert_ne!(device_key(&a), device_key(&fingerprint("Cortex-A78AE")));
+    }
+
+    fn ceilings(busy: &[&str]) -> Ceilings {
+        Ceilings {
+            source: "test".into(),
+            compute: Vec::new(),
+            bandwidth: Vec::new(),
+            sweep: Vec::new(),
+            notes: Vec::new(),
+            processor: crate::roofline::Processor::Cpu,
+            gpu_sweep: Vec::new(),
+            trials: Vec::new(),
+            busy: busy.iter().map(|b| b.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn a_disturbed_measurement_does_not_replace_a_quiet_one_unless_asked() {
+        let kept = |busy: &[&str]| Stored {
+            device: fingerprint("Cortex-A57"),
+            written: "then".into(),
+            edgeprof_version: "0".into(),
+            ceilings: ceilings(busy),
+            gpu: None,
+        };
+        let disturbed = ceilings(&["fp32 peak: 80 % of a core to stress"]);
+        let quiet = ceilings(&[]);
+        assert!(!replaces(&disturbed, Some(&kept(&[])), false));
+        assert!(replaces(&disturbed, Some(&kept(&[])), true));
+        assert!(replaces(
+            &disturbed,
+            Some(&kept(&["bandwidth: busy"])),
+            false
+        ));
+        assert!(replaces(&disturbed, None, false));
+        assert!(replaces(&quiet, Some(&kept(&[])), false));
+        assert!(replaces(&quiet, Some(&kept(&["bandwidth: busy"])), false));
     }
 
     #[test]

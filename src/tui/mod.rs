@@ -249,17 +249,24 @@ impl Loop {
                     "measuring this device's ceilings (quick effort, about 5 s) …".to_string(),
                 ));
                 std::thread::spawn(move || {
-                    let result = edgeprof::roofline::store::measure_and_keep(
+                    use edgeprof::roofline::store::{self, Kept};
+                    let result = store::measure_and_keep(
                         edgeprof::collect::ceilings::Effort::Quick,
                         None,
+                        false,
                         |_| {},
                     )
-                    .map(|(stored, saved)| {
-                        let from = saved.map_or_else(
-                            || "measured now, not kept".to_string(),
-                            |p| p.display().to_string(),
-                        );
-                        (stored.ceilings, from)
+                    .map(|(stored, kept)| match kept {
+                        Kept::Saved(p) => (stored.ceilings, p.display().to_string()),
+                        Kept::NoCache => (stored.ceilings, "measured now, not kept".to_string()),
+                        // Disturbed: the quiet set stays, and is what the chart shows.
+                        Kept::Withheld { path, kept } => (
+                            kept.ceilings,
+                            format!(
+                                "{} (kept: the measurement just made was disturbed)",
+                                path.display()
+                            ),
+                        ),
                     })
                     .map_err(|e| format!("{e:#}"));
                     let _ = tx.send(Message::Ceilings(Processor::Cpu, result.into()));

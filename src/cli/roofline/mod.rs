@@ -25,33 +25,53 @@ use std::path::{Path, PathBuf};
 fn measure_and_keep(
     effort: Effort,
     threads: Option<usize>,
-) -> anyhow::Result<(store::Stored, Option<PathBuf>)> {
+    replace: bool,
+) -> anyhow::Result<(store::Stored, store::Kept)> {
     let tty = std::io::stderr().is_terminal();
-    let (stored, saved) = store::measure_and_keep(effort, threads, |progress| match progress {
-        store::Progress::Start(what) => errln!("{what}"),
-        store::Progress::Step(step) if tty => {
-            err!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
-            let _ = std::io::stderr().flush();
-        }
-        store::Progress::Step(step) => {
-            errln!("[{}/{}] {}", step.done + 1, step.total, step.what)
-        }
-    })?;
+    let (stored, kept) =
+        store::measure_and_keep(effort, threads, replace, |progress| match progress {
+            store::Progress::Start(what) => errln!("{what}"),
+            store::Progress::Step(step) if tty => {
+                err!("\r\x1b[2K[{}/{}] {}", step.done + 1, step.total, step.what);
+                let _ = std::io::stderr().flush();
+            }
+            store::Progress::Step(step) => {
+                errln!("[{}/{}] {}", step.done + 1, step.total, step.what)
+            }
+        })?;
     if tty {
         err!("\r\x1b[2K");
     }
-    if saved.is_none() {
-        errln!("warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept");
+    match &kept {
+        store::Kept::NoCache => errln!(
+            "warning: no cache directory (set EDGEPROF_CACHE_DIR or HOME); the ceilings are not kept"
+        ),
+        store::Kept::Withheld { path, kept } => errln!(
+            "warning: other processes disturbed {} of this measurement's {} figures (the first: \
+             {}), so they may be low: the undisturbed ceilings kept on {} stay in {} (--replace \
+             keeps these instead)",
+            stored.ceilings.busy.len(),
+            stored.ceilings.trials.len().max(stored.ceilings.busy.len()),
+            stored.ceilings.busy.first().map_or("", String::as_str),
+            kept.written,
+            path.display()
+        ),
+        store::Kept::Saved(_) => {}
     }
-    Ok((stored, saved))
+    Ok((stored, kept))
 }
 
 /// `edgeprof roofline measure`.
-pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Result<()> {
+pub fn measure(
+    effort: Effort,
+    threads: Option<usize>,
+    replace: bool,
+    json: bool,
+) -> anyhow::Result<()> {
     if threads == Some(0) {
         anyhow::bail!(BadInput("--threads must be at least 1".into()));
     }
-    let (stored, saved) = measure_and_keep(effort, threads)?;
+    let (stored, kept) = measure_and_keep(effort, threads, replace)?;
     if json {
         return print_json(&stored);
     }
@@ -61,7 +81,7 @@ pub fn measure(effort: Effort, threads: Option<usize>, json: bool) -> anyhow::Re
     out.push_str(&trust_text(&stored.ceilings));
     out.push('\n');
     out.push_str(&sweep_text(&stored.ceilings, &fingerprint.caches));
-    if let Some(path) = saved {
+    if let store::Kept::Saved(path) = kept {
         let _ = writeln!(
             out,
             "\nsaved to {} (used by later roofline commands on this device)",
