@@ -158,3 +158,72 @@ fn a_headless_run_fits_an_80_column_terminal() {
         lines.join("\n")
     );
 }
+
+/// In an 80-column terminal no line of `roofline show`, `bench`, `scorecard`, `report` or the
+/// interrupted-run error is broken by the terminal inside a word: edgeprof breaks its long lines
+/// at spaces itself (tmux's joined capture shows a line the terminal wrapped as one over 80).
+#[test]
+fn no_line_is_broken_inside_a_word_at_80_columns() {
+    let dir = temp_dir();
+    let bin = edgeprof().get_program().to_string_lossy().into_owned();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let copy = dir.path().join("default");
+    let status = std::process::Command::new("cp")
+        .arg("-r")
+        .arg(root.join("tests/fixtures/results/default"))
+        .arg(&copy)
+        .status();
+    assert!(status.is_ok_and(|s| s.success()), "cannot copy the fixture");
+    common::write(
+        &dir.path().join("slow.toml"),
+        &format!(
+            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"30\"]\n[matrix]\n\
+             engines = [\"command\"]\nmodels = [\"resnet18\"]\nbatch = [1, 2]\n",
+            root.join("tests/fixtures/workers/slow.sh").display()
+        ),
+    );
+    let ert = root.join("tests/fixtures/ert/new-dialect.json");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "stty cols 80 rows 24; export EDGEPROF_CACHE_DIR=cache; \
+             '{bin}' roofline import-ert '{ert}' > /dev/null; \
+             echo SHOW; '{bin}' roofline show --ascii; \
+             echo BENCH; '{bin}' bench --model shufflenet_v2_x0_5 --input 3x32x32 --warmup 1 \
+             --iterations 5; \
+             echo SCORECARD; '{bin}' scorecard --no-probe; \
+             echo REPORT; '{bin}' report --no-charts default; \
+             echo INTERRUPTED; timeout -s INT 4 '{bin}' run slow.toml --output out --no-charts; \
+             echo END; echo done > finished.txt",
+            ert = ert.display()
+        ),
+    );
+    t.wait_file("finished.txt", 120);
+    let text = t.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", "s"]);
+    for (start, end) in [
+        ("SHOW", "BENCH"),
+        ("BENCH", "SCORECARD"),
+        ("SCORECARD", "REPORT"),
+        ("REPORT", "INTERRUPTED"),
+        ("INTERRUPTED", "END"),
+    ] {
+        let lines = between(&text, start, end);
+        assert!(lines.len() > 2, "{start}: {text}");
+        let broken: Vec<&&str> = lines.iter().filter(|l| l.chars().count() > 80).collect();
+        assert!(
+            broken.is_empty(),
+            "{start}: lines the terminal broke:\n{}",
+            broken
+                .iter()
+                .map(|l| l.to_string())
+                .collect::<Vec<_>>()
+                .join("\n")
+        );
+    }
+    assert!(
+        between(&text, "INTERRUPTED", "END")
+            .join(" ")
+            .contains("edgeprof run --resume"),
+        "{text}"
+    );
+}

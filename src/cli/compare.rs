@@ -158,7 +158,7 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
     if args.json {
         print_json(&comparison)?;
     } else if args.markdown {
-        print_out(&markdown(&comparison))?;
+        super::print_raw(&markdown(&comparison))?;
     } else {
         let rows: Vec<Vec<String>> = comparison.conditions.iter().map(cells).collect();
         let table = edgeprof::text::table(&HEADER, &[false, true, true, true, false], &rows);

@@ -122,7 +122,7 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
             let program = f.harness().ok_or_else(|| {
                 BadInput(format!("the {} harness is not in this build yet", f.name))
             })?;
-            print_out(&program)
+            crate::cli::print_raw(&program)
         }
         EnvCommand::Remove { framework: name } => {
             let f = framework(&name)?;

@@ -298,6 +298,8 @@ pub fn scorecard_command(args: ScorecardArgs) -> anyhow::Result<()> {
             errln!("scorecard written to {}", path.display());
             Ok(())
         }
-        None => print_out(&text),
+        // Markdown and JSON are data to copy; the text is for reading.
+        None if matches!(args.format, Format::Text) => print_out(&text),
+        None => crate::cli::print_raw(&text),
     }
 }

@@ -485,8 +485,24 @@ fn report_html(dir: &Path, file: Option<&Path>, fleet: bool) -> anyhow::Result<(
 
 pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
     // What is printed quotes names read from files (kernels, layers, models): their control
-    // characters are shown escaped, never sent to the terminal.
+    // characters are shown escaped, never sent to the terminal. A terminal gets long lines
+    // broken at spaces, as its tables are fitted to it (not with --wide: all whole).
     let text = edgeprof::text::shown_lines(text);
+    match edgeprof::text::table_width() {
+        Some(width) => write_out(&edgeprof::text::fit_lines(&text, width)),
+        None => write_out(&text),
+    }
+}
+
+/// Prints a program, a script or data (a harness, completions, JSON) with its lines as they
+/// are, whatever the terminal's width: broken lines would not run or parse when copied; its
+/// control characters are still shown escaped.
+pub(crate) fn print_raw(text: &str) -> anyhow::Result<()> {
+    write_out(&edgeprof::text::shown_lines(text))
+}
+
+/// Writes `text` to standard output as it is.
+fn write_out(text: &str) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     out.write_all(text.as_bytes())
         .and_then(|_| out.flush())
@@ -495,7 +511,7 @@ pub(crate) fn print_out(text: &str) -> anyhow::Result<()> {
 
 pub(crate) fn print_json<T: serde::Serialize>(value: &T) -> anyhow::Result<()> {
     let text = serde_json::to_string_pretty(value).context("cannot encode the result as JSON")?;
-    print_out(&(text + "\n"))
+    print_raw(&(text + "\n"))
 }
 
 #[derive(serde::Serialize)]

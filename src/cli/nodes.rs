@@ -267,5 +267,5 @@ fn install(config: Option<&Path>, binary: Option<&Path>, force: bool) -> anyhow:
 pub fn node_info() -> anyhow::Result<()> {
     let info = fleet::node_info();
     let text = serde_json::to_string(&info).context("cannot encode the node's description")?;
-    print_out(&(text + "\n"))
+    super::print_raw(&(text + "\n"))
 }

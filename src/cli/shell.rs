@@ -14,7 +14,7 @@ pub(super) fn completions(shell: clap_complete::Shell) -> anyhow::Result<()> {
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut command, "edgeprof", &mut script);
     let text = String::from_utf8(script).context("the completion script is not UTF-8")?;
-    super::print_out(&text)
+    super::print_raw(&text)
 }
 
 /// The manual page of `edgeprof` on standard output, or, with `dir`, `edgeprof.1` and one page per
@@ -27,7 +27,7 @@ pub(super) fn man(dir: Option<&Path>) -> anyhow::Result<()> {
             .render(&mut page)
             .context("cannot render the manual page")?;
         let text = String::from_utf8(page).context("the manual page is not UTF-8")?;
-        return super::print_out(&text);
+        return super::print_raw(&text);
     };
     std::fs::create_dir_all(dir)
         .with_context(|| format!("cannot create the directory {}", dir.display()))?;

@@ -23,8 +23,18 @@ fn write_to(stream: &mut impl Write, args: fmt::Arguments) -> bool {
 /// child processes and the network, whose escape sequences must not reach the terminal.
 /// False when standard error is gone.
 pub fn err_line(args: fmt::Arguments) -> bool {
-    let text = crate::text::shown_lines(&args.to_string());
+    let text = for_terminal(&crate::text::shown_lines(&args.to_string()), 2);
     err(format_args!("{text}\n"))
+}
+
+/// `text` as the terminal that descriptor `fd` writes to shows it: its long lines broken at
+/// spaces to the terminal's width ([`crate::text::fit_lines`]) rather than by the terminal
+/// inside a word; a file or a pipe gets it as it is.
+pub fn for_terminal(text: &str, fd: i32) -> String {
+    match columns(fd) {
+        Some(width) => crate::text::fit_lines(text, width),
+        None => text.to_string(),
+    }
 }
 
 /// The width of the terminal that standard output (`fd` 1) or standard error (2) writes to;

@@ -94,6 +94,48 @@ pub fn wrap(text: &str, width: usize, indent: &str) -> String {
     out
 }
 
+/// `text` for a terminal `width` columns wide: each line longer than that broken at spaces
+/// (as the terminal would otherwise break it, inside a word), its continuation lines indented
+/// under its first word after a list marker (`1. `, `- `) or two spaces in; shorter lines, the
+/// tables and charts fitted to the width among them, as they are.
+pub fn fit_lines(text: &str, width: usize) -> String {
+    if text.lines().all(|l| l.chars().count() <= width) {
+        return text.to_string();
+    }
+    let mut out = String::with_capacity(text.len() + text.len() / 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        if line.chars().count() <= width {
+            out.push_str(line);
+            continue;
+        }
+        let body = line.trim_start_matches(' ');
+        let lead = line.len() - body.len();
+        let marker = body
+            .split_once(' ')
+            .filter(|(m, _)| {
+                *m == "-"
+                    || *m == "*"
+                    || (m.ends_with('.') && m[..m.len() - 1].parse::<u32>().is_ok())
+            })
+            .map_or(2, |(m, _)| m.chars().count() + 1);
+        let lead = lead.min(width / 2);
+        // wrap() puts a space between its indent and the first word of a continuation line.
+        let hang = " ".repeat(marker.min(width / 4).max(1) - 1);
+        let pad = " ".repeat(lead);
+        for (k, part) in wrap(body, width - lead, &hang).split('\n').enumerate() {
+            if k > 0 {
+                out.push('\n');
+            }
+            out.push_str(&pad);
+            out.push_str(part);
+        }
+    }
+    out
+}
+
 /// The candidate `word` most likely misspells: the same once case, `_`, `-` and `.` are set
 /// aside (`mobilenetv2` → `mobilenet_v2`), else the nearest within two edits (a swapped pair
 /// of letters is one: `modles` → `models`; one edit for words under five letters). None when
@@ -479,6 +521,22 @@ pub fn shown_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn long_lines_break_at_spaces_under_their_first_word() {
+        let text =
+            "short\n   1. Raise arithmetic intensity at DRAM: cut the traffic there\n| a | b |";
+        assert_eq!(
+            fit_lines(text, 30),
+            "short\n   1. Raise arithmetic\n      intensity at DRAM: cut\n      the traffic there\n| a | b |"
+        );
+        assert_eq!(
+            fit_lines("warning: nothing in this run says so", 20),
+            "warning: nothing in\n  this run says so"
+        );
+        // Nothing longer than the width: as it is.
+        assert_eq!(fit_lines("a b\nc", 20), "a b\nc");
+    }
 
     #[test]
     fn a_near_miss_finds_what_it_misspells_and_nothing_else() {
