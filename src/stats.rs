@@ -315,6 +315,9 @@ pub struct RepeatSummary {
     pub mean_ms: f64,
     /// Sample standard deviation of the repeats' means (0 for one repeat).
     pub mean_spread_ms: f64,
+    /// The mean of the repeats' medians (kept in records as written; what edgeprof calls "the
+    /// median" of a condition is the median over every timed iteration,
+    /// [`RunStats::latency`]'s, whose interval it gives).
     pub median_ms: f64,
     pub std_ms: f64,
     pub p90_ms: f64,

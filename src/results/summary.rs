@@ -198,7 +198,9 @@ impl Row {
             row.warmup_mean_ms = s.warmup_mean_ms;
             row.mean_ms = Some(rs.mean_ms);
             row.mean_spread_ms = Some(rs.mean_spread_ms);
-            row.median_ms = Some(rs.median_ms);
+            // The median over every timed iteration: the figure its interval is of, and the
+            // one the progress line and `compare` give.
+            row.median_ms = Some(s.latency.median_ms);
             row.std_ms = Some(rs.std_ms);
             row.p90_ms = Some(rs.p90_ms);
             row.p99_ms = Some(rs.p99_ms);

@@ -445,7 +445,7 @@ pub fn programs_from_results(
             label: c.id.clone(),
             precision: Precision::Fp32,
             flops: total.flops as f64,
-            seconds: stats.repeat_summary.median_ms / 1e3,
+            seconds: stats.latency.median_ms / 1e3,
             traffic: vec![(Level::Dram, total.dram_bytes as f64)],
             source: PointSource::Analytic,
             basis: Vec::new(),
