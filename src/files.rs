@@ -28,6 +28,14 @@ pub enum FileError {
 }
 
 impl FileError {
+    /// Why, without the path: the system's reason (or that the folder is a link).
+    pub fn reason(&self) -> String {
+        match self {
+            FileError::Write { error, .. } | FileError::Create { error, .. } => error.to_string(),
+            FileError::Link { .. } => "it is a symbolic link".to_string(),
+        }
+    }
+
     /// Whether what the user asked for (a path that is a link) is at fault rather than the
     /// machine (a full disk, a missing permission).
     pub fn is_bad_input(&self) -> bool {

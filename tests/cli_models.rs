@@ -329,3 +329,46 @@ fn info_lists_an_unknown_operator_and_costs_the_rest() {
     let text = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(text.contains("not costed: 1 of 1 nodes"), "{text}");
 }
+
+/// `models export -o` writes to the path as named, as a shell's redirection would: through a
+/// symbolic link, to /dev/stdout, leaving a user's `NAME.tmp` beside it alone; an unusable
+/// `--test-data` folder is refused after the model is written and said.
+#[test]
+fn export_writes_where_it_is_told() {
+    let tmp = temp_dir();
+    let dir = tmp.path();
+    write(&dir.join("model.tmp"), "mine");
+    if let Err(e) = std::os::unix::fs::symlink("target.onnx", dir.join("link.onnx")) {
+        panic!("{e}");
+    }
+    let export = |output: &str| {
+        let mut c = edgeprof();
+        c.current_dir(dir).args([
+            "models",
+            "export",
+            "shufflenet_v2_x0_5",
+            "--input",
+            "3x32x32",
+            "-o",
+            output,
+        ]);
+        c
+    };
+    export("link.onnx").assert().success();
+    assert!(dir.join("link.onnx").is_symlink());
+    let through = std::fs::metadata(dir.join("target.onnx")).map_or(0, |m| m.len());
+    assert!(through > 1000, "nothing written through the link");
+    let out = export("/dev/stdout").assert().success();
+    assert_eq!(out.get_output().stdout.len() as u64, through);
+    let refused = export("model.onnx")
+        .args(["--test-data", "model.tmp"])
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&refused.get_output().stderr).into_owned();
+    assert!(stderr.contains("wrote model.onnx"), "{stderr}");
+    assert!(
+        stderr.contains("cannot create model.tmp/test_data_set_0"),
+        "{stderr}"
+    );
+    assert_eq!(read(&dir.join("model.tmp")), "mine");
+}

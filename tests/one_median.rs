@@ -78,7 +78,10 @@ fn every_view_gives_the_same_median_and_interval() {
         .assert()
         .success();
     let html = read(&html_file);
-    assert!(html.contains(&format!("{median} ±{ci}")), "{median} ±{ci} not in the HTML");
+    assert!(
+        html.contains(&format!("{median} ±{ci}")),
+        "{median} ±{ci} not in the HTML"
+    );
 
     // compare, the directory against itself.
     let compared = json_of(&[

@@ -790,11 +790,13 @@ impl ImportArgs {
 
 /// A thread count on the command line, bounded as a config's are (0: every core), so that
 /// `bench --threads 5000` is refused as `threads = [5000]` is.
-pub(crate) fn thread_count(text: &str) -> Result<usize, String> {
+pub(crate) fn thread_count(text: &str) -> Result<usize, edgeprof::error::BadInput> {
     let (low, high) = edgeprof::config::THREADS_RANGE;
     match text.trim().parse::<usize>() {
         Ok(n) if (low..=high).contains(&n) => Ok(n),
-        _ => Err(format!("must be a whole number from {low} to {high}")),
+        _ => Err(edgeprof::error::BadInput(format!(
+            "must be a whole number from {low} to {high}"
+        ))),
     }
 }
 

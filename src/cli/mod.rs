@@ -562,21 +562,21 @@ fn export(
     output: &Path,
     test_data: Option<&Path>,
 ) -> anyhow::Result<()> {
-    use edgeprof::engines::tract::ExportError;
+    use edgeprof::engines::tract::{self, ExportError};
     let model = zoo::build(name, &shape.params())?;
-    let exported =
-        edgeprof::engines::tract::export(&model, seed, output, test_data).map_err(|e| match e {
-            ExportError::File(e) => anyhow::Error::new(BadInput(e.to_string())),
-            ExportError::Engine(e) => anyhow::Error::new(e),
-        })?;
+    let bytes = tract::write_onnx(&model, seed, output).map_err(|e| BadInput(e.to_string()))?;
     errln!(
         "wrote {} ({} bytes, opset {}, input {:?}, seed {seed})",
         output.display(),
-        render::thousands(exported.bytes as u64),
+        render::thousands(bytes as u64),
         onnx::OPSET,
         model.input_shape
     );
-    if let Some(set) = exported.test_set {
+    if let Some(dir) = test_data {
+        let set = tract::write_test_set(&model, seed, dir).map_err(|e| match e {
+            ExportError::File(e) => anyhow::Error::new(BadInput(e.to_string())),
+            ExportError::Engine(e) => anyhow::Error::new(e),
+        })?;
         errln!(
             "wrote tract's reference input and output under {}",
             set.display()

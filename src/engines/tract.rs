@@ -731,7 +731,7 @@ impl TractSession {
 /// malformed file with a rank-1 input to a Conv aborts a debug build and reads past a buffer in
 /// a release one: no panic to contain, so it is refused before tract sees it.
 mod export;
-pub use export::{export, ExportError, Exported};
+pub use export::{write_onnx, write_test_set, ExportError};
 mod onnx_file;
 use onnx_file::*;
 mod profile;

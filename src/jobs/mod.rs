@@ -326,8 +326,14 @@ pub fn tuning(
             prepared.input,
             &prepared.space.candidates[best],
         );
-        results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).with_context(
-            || format!("cannot write the best configuration to {}", file.display()),
+        results::write_atomic(file, crate::config::to_toml(&best_config).as_bytes()).map_err(
+            |e| {
+                crate::error::BadInput(format!(
+                    "cannot write the best configuration to {}: {}",
+                    file.display(),
+                    e.reason()
+                ))
+            },
         )?;
         written = Some(file.to_path_buf());
     }

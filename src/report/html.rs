@@ -4,7 +4,6 @@
 //! font or image: copied to a laptop (`scp`), it opens offline in any browser and prints.
 
 use crate::error::BadInput;
-use crate::error::Context;
 use crate::results::summary::{self, Row};
 use crate::results::{self, Stored};
 use crate::roofline::{store, Ceilings, Precision};
@@ -288,8 +287,13 @@ pub fn write(dir: &Path, file: Option<&Path>) -> crate::error::Result<(PathBuf, 
     let path = file
         .map(Path::to_path_buf)
         .unwrap_or_else(|| dir.join(HTML_FILE));
-    results::write_atomic(&path, html.as_bytes())
-        .with_context(|| format!("cannot write the HTML report {}", path.display()))?;
+    results::write_atomic(&path, html.as_bytes()).map_err(|e| {
+        crate::error::failed!(
+            "cannot write the HTML report {}: {}",
+            path.display(),
+            e.reason()
+        )
+    })?;
     Ok((path, stored.warnings))
 }
 

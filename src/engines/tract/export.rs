@@ -8,15 +8,6 @@ use crate::models::graph::Model;
 use crate::models::onnx;
 use std::path::{Path, PathBuf};
 
-/// What [`export`] wrote.
-#[derive(Debug, Clone, PartialEq)]
-pub struct Exported {
-    /// The ONNX file's size in bytes.
-    pub bytes: usize,
-    /// The folder holding the reference input and output, when asked for.
-    pub test_set: Option<PathBuf>,
-}
-
 /// Why a model could not be exported.
 #[derive(Debug, thiserror::Error)]
 pub enum ExportError {
@@ -28,8 +19,8 @@ pub enum ExportError {
 }
 
 impl ExportError {
-    /// Whether what the user asked for is at fault (a path that cannot be written, a link)
-    /// rather than the engine.
+    /// Whether what the user asked for is at fault (a path that cannot be written) rather than
+    /// the engine.
     pub fn is_bad_input(&self) -> bool {
         match self {
             ExportError::File(_) => true,
@@ -38,24 +29,26 @@ impl ExportError {
     }
 }
 
-/// Writes `model` with weights drawn from `seed` to `output` (whole or not at all), and with
-/// `test_data`, tract's output for a seeded input into `test_data/test_data_set_0`.
-pub fn export(
-    model: &Model,
-    seed: u64,
-    output: &Path,
-    test_data: Option<&Path>,
-) -> Result<Exported, ExportError> {
+/// Writes `model` with weights drawn from `seed` to `output`, the path as the user named it (a
+/// link, a FIFO or `/dev/stdout` is written through, as a shell's redirection would); returns
+/// the bytes written.
+pub fn write_onnx(model: &Model, seed: u64, output: &Path) -> Result<usize, FileError> {
     let bytes = onnx::encode(&onnx::to_onnx(model, seed));
-    crate::files::write_atomic(output, &bytes)?;
-    let Some(dir) = test_data else {
-        return Ok(Exported {
-            bytes: bytes.len(),
-            test_set: None,
-        });
-    };
+    std::fs::write(output, &bytes).map_err(|error| FileError::Write {
+        path: output.to_path_buf(),
+        error,
+    })?;
+    Ok(bytes.len())
+}
+
+/// Writes tract's output for a seeded input to `model` (weights from `seed`) into
+/// `dir/test_data_set_0` (`input_0.pb`, `output_0.pb`); returns that folder.
+pub fn write_test_set(model: &Model, seed: u64, dir: &Path) -> Result<PathBuf, ExportError> {
     let set = dir.join("test_data_set_0");
-    crate::files::create_real_dir(&set)?;
+    std::fs::create_dir_all(&set).map_err(|error| FileError::Create {
+        path: set.clone(),
+        error,
+    })?;
     let session = TractSession::load(ModelSource::Zoo { model, seed }, None, 1)?;
     let input = session.make_input(seed)?;
     let (out_shape, values) = session.run(&input)?;
@@ -68,7 +61,9 @@ pub fn export(
         .copied()
         .collect();
     let write = |file: &str, tensor: tract_onnx::pb::TensorProto| {
-        crate::files::write_atomic(&set.join(file), &prost::Message::encode_to_vec(&tensor))
+        let path = set.join(file);
+        std::fs::write(&path, prost::Message::encode_to_vec(&tensor))
+            .map_err(|error| FileError::Write { path, error })
     };
     write(
         "input_0.pb",
@@ -78,8 +73,5 @@ pub fn export(
         "output_0.pb",
         onnx::float_tensor("output", &out_shape, &values),
     )?;
-    Ok(Exported {
-        bytes: bytes.len(),
-        test_set: Some(set),
-    })
+    Ok(set)
 }
