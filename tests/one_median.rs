@@ -45,8 +45,10 @@ fn every_view_gives_the_same_median_and_interval() {
     // summary.csv
     let csv = read(&dir.join("summary.csv"));
     let mut lines = csv.lines();
-    let header: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
-    let row: Vec<&str> = lines.next().unwrap_or("").split(',').collect();
+    let split =
+        |line: Option<&str>| edgeprof::text::csv_split(line.unwrap_or("")).unwrap_or_default();
+    let header = split(lines.next());
+    let row = split(lines.next());
     let cell = |name: &str| -> f64 {
         header
             .iter()

@@ -495,17 +495,7 @@ mod tests {
             device: fingerprint("Cortex-A57"),
             written: "now".into(),
             edgeprof_version: "0".into(),
-            ceilings: Ceilings {
-                source: "test".into(),
-                compute: Vec::new(),
-                bandwidth: Vec::new(),
-                sweep: Vec::new(),
-                notes: Vec::new(),
-                processor: crate::roofline::Processor::Cpu,
-                gpu_sweep: Vec::new(),
-                trials: Vec::new(),
-                busy: Vec::new(),
-            },
+            ceilings: ceilings(&[]),
             gpu: None,
         };
         if let Err(e) = save(dir.path(), &stored) {
