@@ -84,11 +84,6 @@ fn known_kind(cause: &(dyn std::error::Error + 'static)) -> Option<crate::error:
     None
 }
 
-/// `error` as a job's last event carries it.
-pub fn job_error(error: &crate::error::Error) -> crate::error::JobError {
-    crate::error::JobError::from(error.clone())
-}
-
 /// Where a job's events go: any thread may call it.
 pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 
@@ -96,7 +91,7 @@ pub type Sink<'a> = &'a (dyn Fn(Event) + Sync);
 fn finished(dir: Option<PathBuf>, result: crate::error::Result<SweepOutcome>, send: Sink) {
     let (outcome, error) = match result {
         Ok(outcome) => (Some(outcome), None),
-        Err(e) => (None, Some(job_error(&e))),
+        Err(e) => (None, Some(crate::error::JobError::from(e))),
     };
     send(Event::Run(RunEvent::Finished {
         dir,
@@ -359,7 +354,7 @@ pub fn tune(text: &str, file: &Path, cancel: &Cancel, telemetry_root: &Path, sen
         Ok(tuning(job, cancel, telemetry_root, send)?.report)
     })();
     send(Event::Tune(TuneEvent::Finished {
-        report: result.map(Box::new).map_err(|e| job_error(&e)),
+        report: result.map(Box::new).map_err(crate::error::JobError::from),
     }));
 }
 
@@ -408,7 +403,7 @@ pub fn train(text: &str, file: &Path, cancel: &Cancel, send: Sink) {
         study(t, &config.nodes, config.output.dir.clone(), cancel, send)
     })();
     send(Event::Train(crate::train::study::TrainEvent::Finished {
-        result: result.map(Box::new).map_err(|e| job_error(&e)),
+        result: result.map(Box::new).map_err(crate::error::JobError::from),
     }));
 }
 
@@ -421,11 +416,9 @@ mod tests {
     fn a_failure_is_told_by_its_cause_under_any_context() {
         let bad = crate::error::Error::from(crate::error::BadInput("no such model".into()))
             .context("cannot start the sweep");
-        assert_eq!(job_error(&bad).failure, Failure::BadInput);
-        assert_eq!(
-            job_error(&bad).message,
-            "cannot start the sweep: no such model"
-        );
+        let told = crate::error::JobError::from(bad);
+        assert_eq!(told.failure, Failure::BadInput);
+        assert_eq!(told.message, "cannot start the sweep: no such model");
         let stopped = crate::error::Error::from(Interrupted {
             done: 1,
             total: 2,
