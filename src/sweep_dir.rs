@@ -186,6 +186,8 @@ pub struct Resumed {
     pub done_before: usize,
     /// Attempts already made at each unfinished condition, so retries count on from there.
     pub attempts_before: HashMap<String, crate::runner::sweep::Made>,
+    /// What the stopped sweep had measured of the conditions it was in the middle of.
+    pub partials: HashMap<String, results::partial::Partial>,
     /// Lines of the directory that were skipped, and conditions measured again, in words.
     pub warnings: Vec<String>,
 }
@@ -291,6 +293,18 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> crate::error::Result<Resume
         .filter(|c| !finished.contains(&c.id))
         .cloned()
         .collect();
+    let (mut partials, unread) = results::partial::pending(dir, &recorded)
+        .map_err(|e| BadInput(format!("cannot resume {}: {e:#}", dir.display())))?;
+    warnings.extend(unread);
+    // Only for conditions still to run, as the plan stands now.
+    partials.retain(|id, p| todo.iter().any(|c| c.id == *id && *c == p.condition));
+    if !partials.is_empty() {
+        let repeats: usize = partials.values().map(|p| p.run.repeats.len()).sum();
+        warnings.push(format!(
+            "{} condition(s) go on from the {repeats} repeat(s) they had finished when the run              was stopped",
+            partials.len()
+        ));
+    }
     let done_before = manifest.conditions.len() - todo.len();
     manifest.resumed.push(crate::text::now_rfc3339());
     manifest.status = SweepStatus::Running;
@@ -308,6 +322,7 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> crate::error::Result<Resume
         todo,
         done_before,
         attempts_before,
+        partials,
         warnings,
     })
 }

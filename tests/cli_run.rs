@@ -439,6 +439,77 @@ fn ctrl_c_saves_what_was_measured_and_exits_130() {
     assert_each_condition_once(&dir, 5);
 }
 
+/// Ctrl-C after a condition's first repeat finished, while its second runs: the finished repeat
+/// is kept, and `--resume` measures only the one still missing, then forgets what it kept.
+#[test]
+fn ctrl_c_keeps_a_finished_repeat_for_resume() {
+    let tmp = temp_dir();
+    let mark = tmp.path().join("first-repeat-done");
+    let config = tmp.path().join("repeats.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"repeats\"\n[command]\nprogram = \"{}\"\nargs = [\"60\", \"{}\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\n\
+             [measure]\nretries = 0\nwarmup = 0\niterations = 3\nrepeats = 2\nprocesses = 1\n",
+            worker_fixture("repeats.sh"),
+            mark.display()
+        ),
+    );
+    let out = tmp.path().join("results");
+    let child = match std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(&out)
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+    {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start edgeprof: {e}"),
+    };
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while !mark.exists() {
+        assert!(
+            Instant::now() < deadline,
+            "the worker never finished a repeat"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    // The worker has written its first repeat; give edgeprof a moment to read it.
+    std::thread::sleep(Duration::from_millis(500));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    let output = match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(
+        stderr.contains("kept the finished repeats of 1 condition(s)"),
+        "{stderr}"
+    );
+    let dir = results_dir(&out);
+    assert!(records(&dir).is_empty());
+    let resumed = resume(&dir);
+    let said = String::from_utf8_lossy(&resumed.get_output().stderr).into_owned();
+    assert!(
+        said.contains("1 condition(s) go on from the 1 repeat(s)"),
+        "{said}"
+    );
+    let runs = records(&dir);
+    assert_eq!(runs.len(), 1, "{runs:?}");
+    // The kept repeat first, then the one measured on resuming.
+    assert_eq!(
+        runs[0]["run"]["repeats"],
+        serde_json::json!([[1.0, 2.0, 3.0], [7.0, 8.0, 9.0]]),
+        "{}",
+        runs[0]
+    );
+    assert!(!dir.join("partial.jsonl").exists());
+}
+
 #[test]
 fn run_and_report_refuse_bad_input_with_exit_code_2() {
     assert_bad_input(&["run"], "name a config file");
@@ -700,7 +771,7 @@ fn compare_finds_no_difference_against_itself_and_half_the_threads_slower() {
     let out = within(&first, "threads=2").assert().success();
     let table = String::from_utf8_lossy(&out.get_output().stdout).into_owned();
     assert!(table.contains("0 slower, 2 faster"), "{table}");
-    assert!(table.contains("/t2/cpu → "), "{table}");
+    assert!(table.contains("/t2→t4/cpu "), "{table}");
     within(&first, "speed=2").assert().code(2);
     within(&first, "threads=3").assert().code(2);
     // Not a results directory: bad input.

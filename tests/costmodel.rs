@@ -505,9 +505,16 @@ fn a_core_set_is_profiled_and_predicted_apart() {
     ]);
     assert_eq!(v["cores"], profile["cores"], "{v}");
     assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
-    // Every core was never profiled: nothing to predict it from.
+    // Every core was never profiled: nothing to predict it from (unless profiled first).
     assert_bad_input(
-        &["costmodel", "predict", "mobilenet_v2", "--db", &db],
+        &[
+            "costmodel",
+            "predict",
+            "mobilenet_v2",
+            "--db",
+            &db,
+            "--no-profile",
+        ],
         "no tract profile on 1 thread(s) in the database",
     );
     assert_bad_input(
@@ -888,4 +895,42 @@ fn import_of_a_results_directory_with_an_invalid_manifest_is_bad_input() {
         ],
         "is not a valid manifest",
     );
+}
+
+/// A database without a profile for the prediction: a quick profile first (the model itself left
+/// out of it), with progress and the time left, then the prediction with its spread and a note
+/// that it rests on a quick profile.
+#[test]
+fn a_first_prediction_comes_from_a_quick_profile() {
+    let tmp = temp_dir();
+    let db = tmp.path().join("db.jsonl").display().to_string();
+    let assert = edgeprof()
+        .args(["costmodel", "predict", "mobilenet_v2", "--db", &db])
+        .assert()
+        .success();
+    let stdout = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("profiling 4 zoo models and 16 probes first"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("[20/20] "), "{stderr}");
+    assert!(stderr.contains(" left\n"), "no time left said: {stderr}");
+    assert!(!stderr.contains("mobilenet_v2 3x64x64"), "{stderr}");
+    assert!(stdout.contains("ms predicted from"), "{stdout}");
+    assert!(
+        stdout.contains("models held out of this database"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("note: from a quick profile of 4 zoo models"),
+        "{stdout}"
+    );
+    // The profiles stay: the next prediction needs none.
+    let again = edgeprof()
+        .args(["costmodel", "predict", "mobilenet_v2", "--db", &db])
+        .assert()
+        .success();
+    let stderr = String::from_utf8_lossy(&again.get_output().stderr).into_owned();
+    assert!(!stderr.contains("profiling"), "{stderr}");
 }

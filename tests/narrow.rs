@@ -227,3 +227,87 @@ fn no_line_is_broken_inside_a_word_at_80_columns() {
         "{text}"
     );
 }
+
+/// The rows of the first table among `lines` (after its rule, up to a blank line).
+fn rows_of<'a>(lines: &[&'a str]) -> Vec<&'a str> {
+    lines
+        .iter()
+        .skip_while(|l| l.is_empty() || !l.chars().all(|c| c == '-'))
+        .skip(1)
+        .take_while(|l| !l.is_empty() && !l.starts_with("(not shown"))
+        .copied()
+        .collect()
+}
+
+/// In an 80-column terminal a table keeps the columns that carry its point: `compare` its
+/// verdict and the part of each condition's id that differs (`t0→t1`, `→candle`), `roofline
+/// layers` the saving it ranks by.
+#[test]
+fn narrow_tables_keep_the_columns_that_carry_their_point() {
+    let dir = temp_dir();
+    let bin = edgeprof().get_program().to_string_lossy().into_owned();
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let results = root.join("tests/fixtures/results");
+    let t = Tmux::start(
+        dir.path(),
+        &format!(
+            "stty cols 80 rows 24; export EDGEPROF_CACHE_DIR=cache; \
+             echo PAIR; '{bin}' compare '{default}' '{small}'; \
+             echo WITHIN; '{bin}' compare '{default}' --within engine=tract; \
+             echo LAYERS; '{bin}' roofline layers mobilenet_v2 --input 3x32x32 --threads 1 \
+             --runs 2 --ascii --ceilings '{pi4}'; \
+             echo END; echo done > finished.txt",
+            default = results.join("default").display(),
+            small = results.join("small").display(),
+            pi4 = root.join("tests/fixtures/ceilings-pi4.json").display(),
+        ),
+    );
+    t.wait_file("finished.txt", 180);
+    let text = t.tmux(&["capture-pane", "-p", "-J", "-S", "-", "-t", "s"]);
+    let verdicts = ["slower", "faster", "not significant", "not in both"];
+    for (start, end) in [("PAIR", "WITHIN"), ("WITHIN", "LAYERS")] {
+        let lines = between(&text, start, end);
+        assert!(
+            lines.iter().all(|l| l.chars().count() <= 80),
+            "{start}: a line over 80 columns:\n{}",
+            lines.join("\n")
+        );
+        let rows = rows_of(&lines);
+        assert!(rows.len() > 5, "{start}: {}", lines.join("\n"));
+        for row in &rows {
+            assert!(
+                verdicts.iter().any(|v| row.ends_with(v)),
+                "{start}: a row without its verdict: {row}"
+            );
+        }
+    }
+    let pair = rows_of(&between(&text, "PAIR", "WITHIN"));
+    assert!(
+        pair[0].starts_with("tract/shufflenet_v2_x0_5/3x32x32/t0→t1 "),
+        "{}",
+        pair.join("\n")
+    );
+    let within = rows_of(&between(&text, "WITHIN", "LAYERS"));
+    for engine in ["candle", "pytorch", "tflite"] {
+        assert!(
+            within
+                .iter()
+                .any(|r| r.starts_with(&format!("tract→{engine}/"))),
+            "no row for {engine}: {}",
+            within.join("\n")
+        );
+    }
+    let layers = between(&text, "LAYERS", "END");
+    let header = layers.iter().find(|l| l.contains(" layer "));
+    assert!(
+        header.is_some_and(|h| h.ends_with("saving %")),
+        "{}",
+        layers.join("\n")
+    );
+    let rows = rows_of(&layers);
+    assert!(rows.len() > 5, "{}", layers.join("\n"));
+    for row in rows {
+        let last = row.split_whitespace().last().unwrap_or("");
+        assert!(last.parse::<f64>().is_ok(), "no saving in: {row}");
+    }
+}

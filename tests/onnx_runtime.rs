@@ -171,7 +171,14 @@ fn costmodel_profiles_onnxruntime_through_its_op_profiler() {
     assert!(v["predicted_ms"].as_f64().unwrap_or(0.0) > 0.0, "{v}");
     assert_eq!(v["engine"], "onnxruntime");
     assert_bad_input(
-        &["costmodel", "predict", "resnet18", "--db", &db],
+        &[
+            "costmodel",
+            "predict",
+            "resnet18",
+            "--db",
+            &db,
+            "--no-profile",
+        ],
         "no tract profile on 1 thread(s) in the database",
     );
     assert_bad_input(

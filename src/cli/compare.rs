@@ -65,16 +65,45 @@ fn ms(v: Option<f64>) -> String {
     v.map_or("-".into(), |v| format!("{v:.3}"))
 }
 
+/// `v` to three significant digits (`0.421`, `3.23`, `61.5`, `888`).
+fn sig3(v: f64) -> String {
+    let decimals = match v.abs() {
+        a if a < 1.0 => 3,
+        a if a < 10.0 => 2,
+        a if a < 100.0 => 1,
+        _ => 0,
+    };
+    format!("{v:.decimals$}")
+}
+
 fn ratio(c: &Compared) -> String {
     match (c.ratio, c.low, c.high) {
-        (Some(r), Some(l), Some(h)) => format!("{r:.3} [{l:.3}, {h:.3}]"),
+        (Some(r), Some(l), Some(h)) => format!("{} [{}, {}]", sig3(r), sig3(l), sig3(h)),
         _ => "-".into(),
     }
 }
 
+/// The condition compared, its baseline's and candidate's ids in one: the parts where they
+/// differ as `baseline→candidate` (`tract/mobilenet_v2/3x32x32/b1/t0→t1/cpu`).
 fn name(c: &Compared) -> String {
     match (&c.baseline, &c.candidate) {
-        (Some(a), Some(b)) if a != b => format!("{a} → {b}"),
+        (Some(a), Some(b)) if a != b => {
+            let (pa, pb): (Vec<&str>, Vec<&str>) = (a.split('/').collect(), b.split('/').collect());
+            if pa.len() != pb.len() {
+                return format!("{a} → {b}");
+            }
+            pa.iter()
+                .zip(&pb)
+                .map(|(x, y)| {
+                    if x == y {
+                        x.to_string()
+                    } else {
+                        format!("{x}→{y}")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join("/")
+        }
         (Some(a), _) => a.clone(),
         (None, Some(b)) => b.clone(),
         (None, None) => String::new(),
@@ -161,7 +190,14 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
         super::print_raw(&markdown(&comparison))?;
     } else {
         let rows: Vec<Vec<String>> = comparison.conditions.iter().map(cells).collect();
-        let table = edgeprof::text::table(&HEADER, &[false, true, true, true, false], &rows);
+        // The verdict and the ratio are the point; the medians go first on a narrow terminal.
+        let fit = edgeprof::text::Fit {
+            keep: &[0, 3],
+            whole: &[4],
+            names: Some("condition"),
+        };
+        let table =
+            edgeprof::text::table_fit(&HEADER, &[false, true, true, true, false], &rows, &fit);
         print_out(&format!("{table}\n{}", totals(&comparison)))?;
     }
     let slower = comparison.count(Verdict::Slower);

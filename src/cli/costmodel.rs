@@ -195,6 +195,11 @@ pub struct PredictArgs {
     /// a profile of this model): which layers the latency comes from, and where the model errs
     #[arg(long)]
     layers: bool,
+    /// Predict only from the profiles the database holds: without it, a database with none for
+    /// this engine, thread count and core set is given a quick profile first (four zoo models
+    /// and 16 probes, a couple of minutes)
+    #[arg(long)]
+    no_profile: bool,
     #[command(flatten)]
     db: DbArgs,
 }

@@ -50,6 +50,8 @@ pub struct Plan {
     /// unfinished ones, so that retries count on.
     pub done_before: usize,
     pub attempts_before: HashMap<String, Made>,
+    /// What a stopped sweep had measured of conditions it was in the middle of.
+    pub partials: HashMap<String, results::partial::Partial>,
     /// Whether this finishes an interrupted directory.
     pub resumed: bool,
     /// What reopening the directory found worth saying (lines skipped, conditions measured
@@ -80,6 +82,7 @@ impl Plan {
             todo: started.plan.to_run,
             done_before: 0,
             attempts_before: HashMap::new(),
+            partials: HashMap::new(),
             resumed: false,
             warnings: Vec::new(),
             lock: started.lock,
@@ -97,6 +100,7 @@ impl Plan {
             todo: r.todo,
             done_before: r.done_before,
             attempts_before: r.attempts_before,
+            partials: r.partials,
             resumed: true,
             warnings: r.warnings,
             lock: r.lock,
@@ -196,6 +200,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         todo,
         done_before,
         attempts_before,
+        partials,
         resumed,
         warnings,
         lock: _lock,
@@ -268,6 +273,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         telemetry_root: controls.telemetry_root,
         dir: &dir,
         attempts_before: &attempts_before,
+        partials: &partials,
     };
     let mut narrator = Narrator::new(estimates, total, done_before);
     let swept = sweep.run(&mut writer, |event| {
@@ -298,6 +304,16 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
             return Err(e);
         }
     };
+    if outcome.kept > 0 {
+        teller.say(Said::Line(format!(
+            "kept the finished repeats of {} condition(s) stopped part-way: `edgeprof run \
+             --resume` goes on from them",
+            outcome.kept
+        )));
+    } else if !outcome.interrupted {
+        // Every condition has its record: what stopped sweeps kept of them is history.
+        results::partial::clear(&dir);
+    }
     let (stored, rows) = sweep_dir::finish(&dir, &mut manifest, &outcome, &config.output.formats)?;
     let (stored, rows) = (std::sync::Arc::new(stored), std::sync::Arc::new(rows));
     teller.say(Said::Line(crate::runner::progress::overhead_line(&outcome)));

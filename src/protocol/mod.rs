@@ -267,6 +267,9 @@ pub struct Collector {
     lines: usize,
     /// The repeat under way and the iterations it said it has done.
     in_progress: Option<(usize, usize)>,
+    /// How many repeats from the first are whole: one reported in one record, or one before a
+    /// later repeat's first latency.
+    whole: usize,
 }
 
 /// Most characters of an offending line quoted back in an error.
@@ -344,12 +347,14 @@ impl Collector {
             }
             WorkerMessage::Iteration { latency_ms, repeat } => {
                 self.push(repeat, &[latency_ms], line)?;
+                self.whole = self.whole.max(repeat);
             }
             WorkerMessage::Iterations {
                 latencies_ms,
                 repeat,
             } => {
                 self.push(repeat, &latencies_ms, line)?;
+                self.whole = self.whole.max(repeat + 1);
             }
             WorkerMessage::Progress { done, repeat } => {
                 // Only for a repeat whose latencies have not come yet.
@@ -433,6 +438,23 @@ impl Collector {
             _ => 0,
         };
         (self.ready, reported + under_way, self.run.repeats.len())
+    }
+
+    /// What a run stopped part-way (Ctrl-C) had finished: its load, warm-up and whole repeats,
+    /// without the counts taken over all of them. None before one repeat was whole, or after
+    /// the worker reported an error.
+    pub fn whole_repeats(&self) -> Option<WorkerRun> {
+        if !self.ready || self.run.error.is_some() || self.whole == 0 {
+            return None;
+        }
+        let mut run = self.run.clone();
+        run.repeats.truncate(self.whole);
+        if run.repeats.iter().any(Vec::is_empty) {
+            return None;
+        }
+        run.counters = None;
+        run.note = None;
+        Some(run)
     }
 
     /// Ends the output: the run, or why it is incomplete.

@@ -386,7 +386,14 @@ pub fn next(
     pool: &[f64],
 ) -> Option<More> {
     if raw.len() < m.repeats {
-        let repeats = share(m.repeats, m.processes, runs).min(m.repeats - raw.len());
+        let missing = m.repeats - raw.len();
+        // Past the planned processes with repeats missing (a run stopped part-way kept only
+        // those it finished): the rest in one more run.
+        let repeats = if runs >= m.processes {
+            missing
+        } else {
+            share(m.repeats, m.processes, runs).min(missing)
+        };
         if repeats > 0 {
             return Some(More::Spread { repeats });
         }

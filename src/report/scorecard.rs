@@ -376,10 +376,19 @@ pub fn to_text(card: &Scorecard, width: usize) -> String {
 }
 
 /// A metric's rows: its name, then its value and source keys wrapped to `value_width`.
+/// A metric and its value (wrapped) in `metric_width` + 1 + `value_width` characters: side by
+/// side, or, for a metric longer than its column or a value column under 24 characters, the
+/// metric on its own line and the value under it, indented.
 fn metric_rows(line: &Line, metric_width: usize, value_width: usize) -> Vec<String> {
     let mut value = line.value.clone();
     if !line.sources.is_empty() {
         let _ = write!(value, " [{}]", line.sources.join(", "));
+    }
+    if line.metric.chars().count() > metric_width || value_width < 24 {
+        let width = (metric_width + 1 + value_width).saturating_sub(2).max(10);
+        let mut rows = vec![line.metric.clone()];
+        rows.extend(wrap(&value, width).iter().map(|part| format!("  {part}")));
+        return rows;
     }
     wrap(&value, value_width)
         .iter()
@@ -515,7 +524,8 @@ pub fn to_markdown(card: &Scorecard) -> String {
 pub fn framework_lines(entry: &Entry, width: usize) -> Vec<(String, bool)> {
     let mut out = Vec::new();
     let metric_width = 18;
-    let value_width = width.saturating_sub(metric_width + 2).max(20);
+    // One column of indent, the metric, a space: the rest is the value's.
+    let value_width = width.saturating_sub(metric_width + 2);
     let all = lines(entry);
     for phase in ["runtime", "here", "development", "deployment"] {
         let mut heading = true;
@@ -532,20 +542,21 @@ pub fn framework_lines(entry: &Entry, width: usize) -> Vec<(String, bool)> {
         }
         if phase == "runtime" {
             if let Some(r) = entry.runtime.as_ref().filter(|r| !r.workloads.is_empty()) {
-                let full = table(&WORKLOAD_HEADER, &WORKLOAD_RIGHT, &workload_rows(r));
-                let fits = full.lines().all(|l| l.chars().count() < width);
-                let table = if fits {
-                    full
-                } else {
-                    // Narrow panes: the columns that rank the framework, then memory.
-                    let keep = [0, 1, 3, 8, 9, 7, 5];
-                    let pick = |row: &[String]| keep.iter().map(|&i| row[i].clone()).collect();
-                    let header: Vec<&str> = keep.iter().map(|&i| WORKLOAD_HEADER[i]).collect();
-                    let right: Vec<bool> = keep.iter().map(|&i| WORKLOAD_RIGHT[i]).collect();
-                    let rows: Vec<Vec<String>> =
-                        workload_rows(r).iter().map(|row| pick(row)).collect();
-                    table(&header, &right, &rows)
+                // Fitted to the pane (less its indent): the columns that rank the framework
+                // stay longest, then memory.
+                let fit = crate::text::Fit {
+                    keep: &[0, 1, 8, 9, 7, 5],
+                    // The median is the point: the names are cut before it goes.
+                    whole: &[3],
+                    names: None,
                 };
+                let table = crate::text::table_within(
+                    &WORKLOAD_HEADER,
+                    &WORKLOAD_RIGHT,
+                    &workload_rows(r),
+                    Some(width.saturating_sub(1)),
+                    &fit,
+                );
                 out.extend(table.lines().map(|l| (format!(" {l}"), false)));
             }
         }

@@ -68,6 +68,7 @@ pub fn roofs_and_advice(
         &crate::collect::perf::probe(),
         ceilings.processor,
     ));
+    let mut bases: Vec<crate::roofline::advice::Basis> = Vec::new();
     for (i, p) in programs.iter().enumerate() {
         let letter = crate::report::roofline_chart::letter(i);
         match crate::roofline::advice::analyse(p, ceilings) {
@@ -108,7 +109,10 @@ pub fn roofs_and_advice(
                     data.join("; ")
                 );
                 for (i, step) in a.steps.iter().enumerate() {
-                    let _ = writeln!(out, "   {}. {step}", i + 1);
+                    let _ = writeln!(out, "   {}. {}", i + 1, step.advice());
+                    if !bases.contains(step.basis()) {
+                        bases.push(step.basis().clone());
+                    }
                 }
             }
             Err(e) => {
@@ -118,6 +122,10 @@ pub fn roofs_and_advice(
     }
     for (id, why) in left_out {
         let _ = writeln!(out, "\n   {id}: not placed: {why}");
+    }
+    // What the steps rest on, once for the chart.
+    for basis in &bases {
+        let _ = writeln!(out, "\nevery step above {basis}");
     }
     out
 }
@@ -295,36 +303,19 @@ pub fn engine_comparison(rows: &[summary::Row]) -> String {
 fn fitted_conditions(
     header: &[&str],
     right: &[bool],
-    mut rows: Vec<Vec<String>>,
+    rows: Vec<Vec<String>>,
     keep: &[usize],
 ) -> String {
-    let Some(width) = crate::text::table_width() else {
-        return crate::text::table(header, right, &rows);
-    };
-    let whole = crate::text::table_within(header, right, &rows, None, keep);
-    if whole.lines().all(|l| l.chars().count() <= width) {
-        return whole;
-    }
-    let names: Vec<String> = rows
-        .iter()
-        .map(|r| r.first().cloned().unwrap_or_default())
-        .collect();
-    let (short, pattern) = crate::text::varying_parts(&names);
-    let mut out = String::new();
-    if let Some(pattern) = pattern {
-        out.push_str(&crate::text::cut_middle(
-            &format!("(every condition is {pattern})"),
-            width,
-        ));
-        out.push('\n');
-        for (row, name) in rows.iter_mut().zip(short) {
-            if let Some(first) = row.first_mut() {
-                *first = name;
-            }
-        }
-    }
-    out.push_str(&crate::text::table_keeping(header, right, &rows, keep));
-    out
+    crate::text::table_fit(
+        header,
+        right,
+        &rows,
+        &crate::text::Fit {
+            keep,
+            names: Some("condition"),
+            ..Default::default()
+        },
+    )
 }
 
 /// Tables and terminal charts of a stored sweep (what `run` and `report` print).

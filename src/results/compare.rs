@@ -27,7 +27,7 @@ impl Verdict {
         match self {
             Verdict::Faster => "faster",
             Verdict::Slower => "slower",
-            Verdict::NoSignificantDifference => "no significant difference",
+            Verdict::NoSignificantDifference => "not significant",
             Verdict::Unpaired => "not in both",
         }
     }

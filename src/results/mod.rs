@@ -20,6 +20,7 @@ pub mod compare;
 pub mod history;
 pub mod integrity;
 pub mod listing;
+pub mod partial;
 pub mod summary;
 
 use crate::collect::device::Fingerprint;

@@ -92,6 +92,23 @@ pub enum Hint {
 }
 
 impl Hint {
+    /// The measurements this step rests on.
+    pub fn basis(&self) -> &Basis {
+        match self {
+            Hint::RaiseIntensity { basis, .. }
+            | Hint::RaiseComputeRate { basis, .. }
+            | Hint::RaiseComputeEfficiency { basis, .. }
+            | Hint::AtPeak { basis, .. } => basis,
+        }
+    }
+
+    /// What to do, without what it rests on (for a list of steps that says that once).
+    pub fn advice(&self) -> String {
+        let text = self.to_string();
+        let basis = format!(" ({})", self.basis());
+        text.strip_suffix(&basis).unwrap_or(&text).to_string()
+    }
+
     /// The speed-up this step could give at most.
     pub fn gain(&self) -> f64 {
         match self {

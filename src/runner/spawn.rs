@@ -50,6 +50,9 @@ pub struct RunLimits {
 #[derive(Debug)]
 pub struct Attempt {
     pub outcome: Result<WorkerRun, RunFailure>,
+    /// A run cancelled part-way: the repeats it had finished (see
+    /// [`crate::protocol::Collector::whole_repeats`]).
+    pub finished: Option<WorkerRun>,
     pub resources: Resources,
     pub samples: Vec<ProcSample>,
 }
@@ -85,6 +88,7 @@ pub fn run_worker(
             program: command.program.display().to_string(),
             reason,
         }),
+        finished: None,
         resources: Resources::default(),
         samples: Vec::new(),
     };
@@ -303,8 +307,12 @@ pub fn run_worker(
             .max_by(f64::total_cmp),
         samples: samples.len(),
     };
+    let stop = stop.map(|s| s.0).or(overlong.then_some(Stop::Overlong));
+    let finished = matches!(stop, Some(Stop::Cancelled))
+        .then(|| collector.whole_repeats())
+        .flatten();
     let outcome = judge(
-        stop.map(|s| s.0).or(overlong.then_some(Stop::Overlong)),
+        stop,
         limits,
         reaped.map(|r| r.status),
         reap_error,
@@ -315,6 +323,7 @@ pub fn run_worker(
     .and_then(|run| check_parameters(request, run));
     Attempt {
         outcome,
+        finished,
         resources,
         samples,
     }

@@ -216,11 +216,25 @@ pub fn varying_parts(names: &[String]) -> (Vec<String>, Option<String>) {
     (short, Some(pattern.join("/")))
 }
 
+/// How a table is fitted to a narrow terminal: which columns carry its point.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Fit<'a> {
+    /// The columns kept longest, the most important first; the others are left out before
+    /// them, from the right.
+    pub keep: &'a [usize],
+    /// The columns that carry the table's point (a verdict, the column it is ranked by): never
+    /// left out, never cut.
+    pub whole: &'a [usize],
+    /// What the first column's names are (`condition`), when they are made of `/`-separated
+    /// parts: a table that does not fit drops the parts every row shares, given once above it
+    /// as `(every condition is */*/3x224x224/b1/t0/cpu)`.
+    pub names: Option<&'a str>,
+}
+
 /// A left/right-aligned text table with a header rule, fitted to the width set with
 /// [`fit_tables_to`]: its columns are left out from the right (never the first) until it fits.
 pub fn table(header: &[&str], right: &[bool], rows: &[Vec<String>]) -> String {
-    let width = TABLE_WIDTH.load(Ordering::Relaxed);
-    table_within(header, right, rows, (width > 0).then_some(width), &[])
+    table_fit(header, right, rows, &Fit::default())
 }
 
 /// [`table`] with its columns' order of importance: `keep` names the columns kept longest, the
@@ -231,8 +245,20 @@ pub fn table_keeping(
     rows: &[Vec<String>],
     keep: &[usize],
 ) -> String {
-    let width = TABLE_WIDTH.load(Ordering::Relaxed);
-    table_within(header, right, rows, (width > 0).then_some(width), keep)
+    table_fit(
+        header,
+        right,
+        rows,
+        &Fit {
+            keep,
+            ..Fit::default()
+        },
+    )
+}
+
+/// [`table`] fitted as `fit` says.
+pub fn table_fit(header: &[&str], right: &[bool], rows: &[Vec<String>], fit: &Fit) -> String {
+    table_within(header, right, rows, table_width(), fit)
 }
 
 /// The fewest characters a text column is cut to before columns are left out.
@@ -255,47 +281,159 @@ pub fn cut_middle(text: &str, width: usize) -> String {
     format!("{start}…{end}")
 }
 
-/// A table in at most `width` columns (None: whole). Until it fits, text (left-aligned)
-/// columns are cut to no less than their header or 16 characters, then columns are left out
-/// by importance (`keep`, most important first; columns it does not name go first, from the
-/// right; the first column stays), and at last the text columns are cut further. What was left
+/// Names joined with `+` (layers fused into one) with the `.`-separated start they share
+/// written once: `features.15.conv.1.0+features.15.conv.1.1` → `features.15.conv.1.{0,1}`.
+pub fn fused(label: &str) -> String {
+    let names: Vec<&str> = label.split('+').collect();
+    if names.len() < 2 {
+        return label.to_string();
+    }
+    let split: Vec<Vec<&str>> = names.iter().map(|n| n.split('.').collect()).collect();
+    let shortest = split.iter().map(Vec::len).min().unwrap_or(0);
+    // Every name keeps at least its last part.
+    let shared = (0..shortest.saturating_sub(1))
+        .take_while(|&i| split.iter().all(|p| p[i] == split[0][i]))
+        .count();
+    if shared == 0 {
+        return label.to_string();
+    }
+    let rests: Vec<String> = split.iter().map(|p| p[shared..].join(".")).collect();
+    format!("{}.{{{}}}", split[0][..shared].join("."), rests.join(","))
+}
+
+/// A name made of `/`-separated parts in at most `width` characters: its longest parts cut in
+/// the middle first, so that every part keeps its start and its end.
+pub fn cut_parts(name: &str, width: usize) -> String {
+    let mut parts: Vec<String> = name.split('/').map(str::to_string).collect();
+    let len = |parts: &[String]| {
+        parts.iter().map(|p| p.chars().count()).sum::<usize>() + parts.len().saturating_sub(1)
+    };
+    while len(&parts) > width {
+        let Some(longest) = (0..parts.len())
+            .filter(|&i| parts[i].chars().count() > 3)
+            .max_by_key(|&i| parts[i].chars().count())
+        else {
+            return cut_middle(name, width);
+        };
+        let w = parts[longest].chars().count() - 1;
+        parts[longest] = cut_middle(&parts[longest], w);
+    }
+    parts.join("/")
+}
+
+/// `text` as lines of at most `width` characters, broken at spaces (a word longer than a line
+/// is cut in the middle).
+fn wrapped(text: &str, width: usize) -> Vec<String> {
+    if text.chars().count() <= width {
+        return vec![text.to_string()];
+    }
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let word = cut_middle(word, width);
+        let len = line.chars().count();
+        if len > 0 && len + 1 + word.chars().count() > width {
+            lines.push(std::mem::take(&mut line));
+        }
+        if !line.is_empty() {
+            line.push(' ');
+        }
+        line.push_str(&word);
+    }
+    lines.push(line);
+    lines
+}
+
+/// A table in at most `width` columns (None: whole). Until it fits: the names of the first
+/// column lose the parts every row shares (with [`Fit::names`]); text columns are narrowed to
+/// no less than their header or 16 characters (prose, text with spaces, wraps onto more lines;
+/// names are cut in the middle); then columns are left out by importance ([`Fit::keep`], most
+/// important first; columns it does not name go first, from the right; the first column and
+/// [`Fit::whole`]'s stay), and at last the text columns are narrowed further. What was left
 /// out is said under the table.
 pub fn table_within(
     header: &[&str],
     right: &[bool],
     rows: &[Vec<String>],
     width: Option<usize>,
-    keep: &[usize],
+    fit: &Fit,
 ) -> String {
+    let keep = fit.keep;
     // A figure rounded to zero from below reads as zero, not `-0.000`.
-    let rows: Vec<Vec<String>> = rows
+    let mut rows: Vec<Vec<String>> = rows
         .iter()
         .map(|row| row.iter().map(|cell| unsigned_zero(cell)).collect())
         .collect();
-    let rows = &rows[..];
     let n = header.len();
-    let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            if let Some(w) = widths.get_mut(i) {
-                *w = (*w).max(cell.chars().count());
+    let natural = |rows: &[Vec<String>]| -> Vec<usize> {
+        let mut widths: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
+        for row in rows {
+            for (i, cell) in row.iter().enumerate() {
+                if let Some(w) = widths.get_mut(i) {
+                    *w = (*w).max(cell.chars().count());
+                }
+            }
+        }
+        widths
+    };
+    let total = |shown: &[usize], widths: &[usize]| -> usize {
+        shown.iter().map(|&i| widths[i]).sum::<usize>() + 2 * shown.len().saturating_sub(1)
+    };
+    let mut widths = natural(&rows);
+    let mut out = String::new();
+    // Names that do not fit lose the parts every row shares.
+    if let (Some(limit), Some(what)) = (width, fit.names) {
+        let all: Vec<usize> = (0..n).collect();
+        if total(&all, &widths) > limit {
+            let names: Vec<String> = rows
+                .iter()
+                .map(|r| r.first().cloned().unwrap_or_default())
+                .collect();
+            if let (short, Some(pattern)) = varying_parts(&names) {
+                for (row, name) in rows.iter_mut().zip(short) {
+                    if let Some(first) = row.first_mut() {
+                        *first = name;
+                    }
+                }
+                widths = natural(&rows);
+                for line in wrapped(&format!("(every {what} is {pattern})"), limit) {
+                    out.push_str(&line);
+                    out.push('\n');
+                }
             }
         }
     }
+    let rows = &rows[..];
     let is_text = |i: usize| !right.get(i).copied().unwrap_or(false);
+    let whole = |i: usize| fit.whole.contains(&i);
+    // Prose wraps; names (no spaces) are cut.
+    let prose: Vec<bool> = (0..n)
+        .map(|i| {
+            is_text(i)
+                && rows
+                    .iter()
+                    .any(|r| r.get(i).is_some_and(|c| c.contains(' ')))
+        })
+        .collect();
     let mut shown: Vec<usize> = (0..n).collect();
     let mut left_out: Vec<usize> = Vec::new();
     if let Some(limit) = width {
-        let total = |shown: &[usize], widths: &[usize]| -> usize {
-            shown.iter().map(|&i| widths[i]).sum::<usize>() + 2 * shown.len().saturating_sub(1)
-        };
         // Left out first: the columns `keep` does not name, from the right; then those it
-        // names, the least important first. The first column is never left out.
-        let mut order: Vec<usize> = (1..n).rev().filter(|i| !keep.contains(i)).collect();
-        order.extend(keep.iter().rev().copied().filter(|&i| i > 0 && i < n));
+        // names, the least important first. The first column and the whole ones are never
+        // left out.
+        let mut order: Vec<usize> = (1..n)
+            .rev()
+            .filter(|&i| !keep.contains(&i) && !whole(i))
+            .collect();
+        order.extend(
+            keep.iter()
+                .rev()
+                .copied()
+                .filter(|&i| i > 0 && i < n && !whole(i)),
+        );
         let mut order = order.into_iter();
-        // Cuts the text columns, the widest first, by up to `excess` characters, none below
-        // `floor(i)`; what could not be cut.
+        // Narrows the text columns, the widest first, by up to `excess` characters, none below
+        // `floor(i)`; what could not be taken.
         let cut = |widths: &mut Vec<usize>,
                    shown: &[usize],
                    mut excess: usize,
@@ -305,7 +443,7 @@ pub fn table_within(
                 let widest = shown
                     .iter()
                     .copied()
-                    .filter(|&i| is_text(i) && widths[i] > floor(i))
+                    .filter(|&i| is_text(i) && !whole(i) && widths[i] > floor(i))
                     .max_by_key(|&i| widths[i]);
                 let Some(i) = widest else { break };
                 widths[i] -= 1;
@@ -314,14 +452,14 @@ pub fn table_within(
             excess
         };
         // With `keep`, the first column (the names) is cut only once the columns it does not
-        // name are gone; the other text columns are cut before anything goes.
+        // name are gone; the other text columns are narrowed before anything goes.
         let floor = |i: usize| header[i].chars().count().max(TEXT_FLOOR);
         let whole_widths = widths.clone();
         let others_only = |i: usize| if i == 0 { whole_widths[i] } else { floor(i) };
         let unnamed = if keep.is_empty() {
             0
         } else {
-            (1..n).filter(|i| !keep.contains(i)).count()
+            (1..n).filter(|i| !keep.contains(i) && !whole(*i)).count()
         };
         let mut dropped = 0;
         loop {
@@ -353,36 +491,55 @@ pub fn table_within(
             }
         }
     }
-    let line = |cells: &[&str]| -> String {
-        let parts: Vec<String> = shown
+    let lines = |cells: &[&str], out: &mut String| {
+        let parts: Vec<Vec<String>> = shown
             .iter()
             .map(|&i| {
                 let w = widths[i];
-                let c = cut_middle(cells.get(i).copied().unwrap_or(""), w);
-                if is_text(i) {
-                    format!("{c:<w$}")
+                let cell = cells.get(i).copied().unwrap_or("");
+                if prose[i] {
+                    wrapped(cell, w)
+                } else if i == 0 && fit.names.is_some() {
+                    vec![cut_parts(cell, w)]
                 } else {
-                    format!("{c:>w$}")
+                    vec![cut_middle(cell, w)]
                 }
             })
             .collect();
-        parts.join("  ").trim_end().to_string() + "\n"
+        let height = parts.iter().map(Vec::len).max().unwrap_or(1);
+        for k in 0..height {
+            let line: Vec<String> = shown
+                .iter()
+                .zip(&parts)
+                .map(|(&i, part)| {
+                    let w = widths[i];
+                    let c = part.get(k).map_or("", String::as_str);
+                    if is_text(i) {
+                        format!("{c:<w$}")
+                    } else {
+                        format!("{c:>w$}")
+                    }
+                })
+                .collect();
+            out.push_str(line.join("  ").trim_end());
+            out.push('\n');
+        }
     };
-    let mut out = line(header);
-    let rule: usize =
-        shown.iter().map(|&i| widths[i]).sum::<usize>() + 2 * shown.len().saturating_sub(1);
-    out.push_str(&"-".repeat(rule));
+    lines(header, &mut out);
+    out.push_str(&"-".repeat(total(&shown, &widths)));
     out.push('\n');
     for row in rows {
         let cells: Vec<&str> = row.iter().map(String::as_str).collect();
-        out.push_str(&line(&cells));
+        lines(&cells, &mut out);
     }
     if !left_out.is_empty() {
         left_out.sort_unstable();
         let names: Vec<&str> = left_out.iter().map(|&i| header[i]).collect();
         let note = format!("(not shown: {}; --wide shows all)", names.join(", "));
-        out.push_str(&cut_middle(&note, width.unwrap_or(usize::MAX)));
-        out.push('\n');
+        for line in wrapped(&note, width.unwrap_or(usize::MAX)) {
+            out.push_str(&line);
+            out.push('\n');
+        }
     }
     out
 }
@@ -651,33 +808,69 @@ mod tests {
 
     #[test]
     fn a_table_that_fits_is_whole_and_one_that_does_not_is_cut_then_thinned() {
-        let whole = table_within(&HEADER, &RIGHT, &rows(), None, &[]);
+        let whole = table_within(&HEADER, &RIGHT, &rows(), None, &Fit::default());
         assert_eq!(widest(&whole), 44 + 2 + 6 + 2 + 7 + 2 + 5 + 2 + 36);
         assert_eq!(
-            table_within(&HEADER, &RIGHT, &rows(), Some(200), &[]),
+            table_within(&HEADER, &RIGHT, &rows(), Some(200), &Fit::default()),
             whole
         );
         // At 80 columns the text columns are cut (in the middle: both ends of a name stay)
         // and nothing is left out.
-        let t = table_within(&HEADER, &RIGHT, &rows(), Some(80), &[]);
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(80), &Fit::default());
         assert!(widest(&t) <= 80, "{t}");
         assert!(!t.contains("not shown"), "{t}");
         assert!(t.contains("onnxrunt…"), "{t}");
         assert!(t.contains("b1/t4/cpu") && t.contains("b1/t2/cpu"), "{t}");
         // At 50 the last column goes, and the table says so.
-        let t = table_within(&HEADER, &RIGHT, &rows(), Some(50), &[]);
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(50), &Fit::default());
         assert!(widest(&t) <= 50, "{t}");
         assert!(t.ends_with("(not shown: notes; --wide shows all)\n"), "{t}");
         // Importance decides which go: here notes outlive the numbers.
-        let t = table_within(&HEADER, &RIGHT, &rows(), Some(50), &[0, 4, 1]);
+        let t = table_within(
+            &HEADER,
+            &RIGHT,
+            &rows(),
+            Some(50),
+            &Fit {
+                keep: &[0, 4, 1],
+                ..Fit::default()
+            },
+        );
         assert!(t.contains("distur") && t.contains("of a core)"), "{t}");
         assert!(t.contains("(not shown: mean ms, ±;"), "{t}");
         // Narrower than any column: the first column is cut to the width.
-        let t = table_within(&HEADER, &RIGHT, &rows(), Some(10), &[]);
+        let t = table_within(&HEADER, &RIGHT, &rows(), Some(10), &Fit::default());
         assert!(
             widest(&t.lines().take(4).collect::<Vec<_>>().join("\n")) <= 10,
             "{t}"
         );
+    }
+
+    #[test]
+    fn fused_layers_share_their_start() {
+        assert_eq!(
+            fused("features.15.conv.1.0+features.15.conv.1.1"),
+            "features.15.conv.1.{0,1}"
+        );
+        assert_eq!(
+            fused("features.0.0+features.0.1+features.0.2"),
+            "features.0.{0,1,2}"
+        );
+        assert_eq!(fused("conv1+relu"), "conv1+relu");
+        assert_eq!(fused("layer1.0.conv1"), "layer1.0.conv1");
+        // A name is never emptied: `a.b+a.b.c` keeps `b`.
+        assert_eq!(fused("a.b+a.b.c"), "a.{b,b.c}");
+    }
+
+    #[test]
+    fn names_cut_by_parts_keep_every_part() {
+        assert_eq!(
+            cut_parts("tract→onnxruntime/shufflenet_v2_x0_5/3x32x32", 40),
+            "tract…nnxruntime/shuf…et_v2_x0_5/3x32x32"
+        );
+        assert_eq!(cut_parts("a/b", 10), "a/b");
+        // Too narrow for every part: the whole name is cut in the middle.
+        assert_eq!(cut_parts("abc/def", 3), "…ef");
     }
 
     #[test]

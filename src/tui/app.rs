@@ -151,6 +151,8 @@ pub struct App {
     pub ascii: bool,
     pub tab: Tab,
     pub help: bool,
+    /// The first line of the help shown (it scrolls when the screen is shorter than it).
+    pub help_scroll: u16,
     pub quit: bool,
     /// The last key was q (a second one during a run cancels it and quits).
     quit_asked: bool,
@@ -187,6 +189,7 @@ impl App {
             ascii,
             tab: Tab::Conditions,
             help: false,
+            help_scroll: 0,
             quit: false,
             quit_asked: false,
             conditions,
@@ -295,11 +298,25 @@ impl App {
             return None;
         }
         if self.help {
-            if matches!(
-                key.code,
-                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::Enter
-            ) {
-                self.help = false;
+            // The view keeps the scroll within the lines that are there (some keys' lines wrap).
+            let most = 3 * super::view::HELP.len() as u16;
+            match key.code {
+                KeyCode::Esc | KeyCode::Char('?') | KeyCode::Char('q') | KeyCode::Enter => {
+                    self.help = false;
+                }
+                KeyCode::Down | KeyCode::Char('j') => {
+                    self.help_scroll = (self.help_scroll + 1).min(most);
+                }
+                KeyCode::Up | KeyCode::Char('k') => {
+                    self.help_scroll = self.help_scroll.saturating_sub(1);
+                }
+                KeyCode::PageDown | KeyCode::Char(' ') => {
+                    self.help_scroll = (self.help_scroll + 10).min(most);
+                }
+                KeyCode::PageUp => self.help_scroll = self.help_scroll.saturating_sub(10),
+                KeyCode::Home => self.help_scroll = 0,
+                KeyCode::End => self.help_scroll = most,
+                _ => {}
             }
             return None;
         }
@@ -309,6 +326,7 @@ impl App {
         match key.code {
             KeyCode::Char('?') => {
                 self.help = true;
+                self.help_scroll = 0;
                 return None;
             }
             KeyCode::Char('M') => {

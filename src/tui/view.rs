@@ -147,10 +147,25 @@ fn to_ascii(buffer: &mut ratatui::buffer::Buffer) {
 }
 
 fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
-    let mut spans = vec![Span::styled("edgeprof ", app.theme.accent())];
-    // Under 100 columns the tabs other than the current one show their number and first
-    // letters, so that the run's state keeps its place.
-    let narrow = area.width < 100;
+    let mut spans = Vec::new();
+    let running = app
+        .run
+        .active
+        .then(|| format!(" running {}/{}", app.run.index, app.run.total));
+    // The tabs' whole names when they fit beside the run's state; else the tabs other than the
+    // current one show their number and first letters, so that the run's state keeps its place.
+    let whole: usize = "edgeprof ".len()
+        + TABS
+            .iter()
+            .enumerate()
+            .map(|(k, t)| format!("{} {} ", k + 1, t.title()).chars().count())
+            .sum::<usize>()
+        + running.as_ref().map_or(0, |r| r.chars().count());
+    let narrow = whole > usize::from(area.width);
+    // Under about 64 columns even the short tabs need the room the name takes.
+    if !narrow || area.width >= 64 {
+        spans.push(Span::styled("edgeprof ", app.theme.accent()));
+    }
     for (k, tab) in TABS.iter().enumerate() {
         let title: String = if narrow && *tab != app.tab {
             tab.title().chars().take(4).collect()
@@ -165,11 +180,8 @@ fn draw_header(frame: &mut Frame, app: &App, area: Rect) {
         };
         spans.push(Span::styled(label, style));
     }
-    if app.run.active {
-        spans.push(Span::styled(
-            format!(" running {}/{}", app.run.index, app.run.total),
-            app.theme.warn(),
-        ));
+    if let Some(running) = running {
+        spans.push(Span::styled(running, app.theme.warn()));
     }
     frame.render_widget(Paragraph::new(Line::from(spans)), area);
 }
@@ -578,17 +590,46 @@ fn severity_style(app: &App, severity: Severity) -> Style {
 }
 
 fn draw_help(frame: &mut Frame, app: &App) {
-    let popup = centred_popup(frame, 78, HELP.len() as u16 + 4);
-    let lines: Vec<Line> = HELP
-        .iter()
-        .map(|(keys, what)| {
-            Line::from(vec![
-                Span::styled(format!("{:<24}", arrows(app, keys)), app.theme.accent()),
-                Span::styled(what.to_string(), app.theme.text()),
-            ])
-        })
-        .collect();
-    frame.render_widget(Paragraph::new(lines).block(block(app, "Keys", true)), popup);
+    let keys: Vec<String> = HELP.iter().map(|(k, _)| arrows(app, k)).collect();
+    let key_width = keys.iter().map(|k| k.chars().count()).max().unwrap_or(0) + 2;
+    let popup = centred_popup(frame, 78, HELP.len() as u16 + 2);
+    // Each key, and what it does wrapped at spaces beside it.
+    let room = usize::from(popup.width.saturating_sub(2))
+        .saturating_sub(key_width)
+        .max(10);
+    let mut lines: Vec<Line> = Vec::new();
+    for (key, (_, what)) in keys.iter().zip(HELP) {
+        let wrapped = edgeprof::text::wrap(what, room, "");
+        for (k, part) in wrapped.split('\n').enumerate() {
+            let key = if k == 0 { key.as_str() } else { "" };
+            lines.push(Line::from(vec![
+                Span::styled(format!("{key:<key_width$}"), app.theme.accent()),
+                Span::styled(part.to_string(), app.theme.text()),
+            ]));
+        }
+    }
+    // On a short screen the keys scroll; the title says where the list stands.
+    let total = lines.len() as u16;
+    let rows = popup.height.saturating_sub(2);
+    let most = total.saturating_sub(rows);
+    let scroll = app.help_scroll.min(most);
+    let title = if most == 0 {
+        "Keys".to_string()
+    } else {
+        format!(
+            "Keys: lines {}-{} of {} ({} scroll)",
+            scroll + 1,
+            (scroll + rows).min(total),
+            total,
+            arrows(app, "↑↓")
+        )
+    };
+    frame.render_widget(
+        Paragraph::new(lines)
+            .scroll((scroll, 0))
+            .block(block(app, &title, true)),
+        popup,
+    );
 }
 
 /// The message log (M): everything the status line said, newest last, with its time (UTC).

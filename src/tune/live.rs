@@ -167,6 +167,7 @@ impl LiveTune<'_> {
             telemetry_root: self.telemetry_root,
             dir: self.dir,
             attempts_before: &Default::default(),
+            partials: &Default::default(),
         };
         let mut last: Option<RunRecord> = None;
         let outcome = sweep.run(writer, |event| {

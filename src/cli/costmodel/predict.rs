@@ -3,6 +3,7 @@
 
 use super::{open, PredictArgs};
 use crate::cli::{print_json, print_out, render, BadInput};
+use anyhow::Context as _;
 use edgeprof::tune::costmodel;
 use edgeprof::tune::costmodel::predict::{LayerRow, PredictError, Target};
 use std::fmt::Write as _;
@@ -81,29 +82,55 @@ fn target(args: &PredictArgs) -> anyhow::Result<Target> {
 }
 
 pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
-    let db = open(&args.db.db)?;
+    let mut db = open(&args.db.db)?;
     let engine = args.db.engine.as_str();
     let target = target(&args)?;
     let cores = super::core_set(&args.cores)?;
-    let prediction =
-        match costmodel::predict::predict(&db, &target, engine, args.threads, cores.as_deref()) {
-            Ok(p) => p,
-            Err(PredictError::NoProfiles) => anyhow::bail!(BadInput(format!(
-                "no {engine} profile on {} thread(s){} in the database: `edgeprof costmodel \
+    let mut attempt =
+        costmodel::predict::predict(&db, &target, engine, args.threads, cores.as_deref());
+    // Nothing to predict from yet: a quick profile first, unless told not to.
+    let mut quick = None;
+    if matches!(attempt, Err(PredictError::NoProfiles)) && !args.no_profile {
+        let job = costmodel::profiling::quick(
+            engine,
+            args.threads,
+            cores.clone(),
+            args.db.db.clone(),
+            &args.model,
+        );
+        errln!(
+            "no {engine} profile on {} thread(s){} in the database yet: profiling {} zoo \
+             models and {} probes first for a first prediction (a couple of minutes; \
+             `edgeprof costmodel profile` profiles the whole zoo later and narrows it)",
+            args.threads,
+            super::on_cpus(cores.as_deref()),
+            job.models.len(),
+            job.probes.unwrap_or(0)
+        );
+        costmodel::profiling::profile(&job, |line| errln!("{line}"))
+            .context("the quick profile for a first prediction")?;
+        db = open(&args.db.db)?;
+        attempt = costmodel::predict::predict(&db, &target, engine, args.threads, cores.as_deref());
+        quick = Some(job.models.len());
+    }
+    let prediction = match attempt {
+        Ok(p) => p,
+        Err(PredictError::NoProfiles) => anyhow::bail!(BadInput(format!(
+            "no {engine} profile on {} thread(s){} in the database: `edgeprof costmodel \
              profile --engine {engine} --threads {}{}` measures them",
-                args.threads,
-                super::on_cpus(cores.as_deref()),
-                args.threads,
-                if cores.is_some() {
-                    format!(" --cores {}", args.cores)
-                } else {
-                    String::new()
-                }
-            ))),
-            Err(PredictError::Unpredictable(why)) => {
-                anyhow::bail!(BadInput(format!("{}: {why}", args.model)))
+            args.threads,
+            super::on_cpus(cores.as_deref()),
+            args.threads,
+            if cores.is_some() {
+                format!(" --cores {}", args.cores)
+            } else {
+                String::new()
             }
-        };
+        ))),
+        Err(PredictError::Unpredictable(why)) => {
+            anyhow::bail!(BadInput(format!("{}: {why}", args.model)))
+        }
+    };
     let Target {
         groups,
         input,
@@ -191,6 +218,15 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
     }
     if let Some(m) = prediction.measured_ms {
         let _ = write!(out, "; measured here: {m:.3} ms");
+    }
+    if let Some(models) = quick {
+        let _ = write!(
+            out,
+            "\nnote: from a quick profile of {models} zoo models and the probes, so the spread \
+             above is wide and itself rough; `edgeprof costmodel profile --threads {}` (about \
+             12 min) profiles the whole zoo and narrows it",
+            args.threads
+        );
     }
     if let Some((done, all)) = costed.filter(|(done, all)| done < all) {
         let _ = write!(

@@ -87,7 +87,12 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
                 });
             vec![
                 mark,
-                r.label.clone(),
+                // On a narrow terminal fused layers say the start they share once.
+                if edgeprof::text::table_width().is_some() {
+                    edgeprof::text::fused(&r.label)
+                } else {
+                    r.label.clone()
+                },
                 profile
                     .spread_ms(&r.label)
                     .map_or("-".into(), |(m, h)| format!("{m:.3} ±{h:.3}")),
@@ -117,7 +122,14 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
         o.ascii,
     ));
     out.push('\n');
-    out.push_str(&render::table(
+    // Ranked by the saving: that column stays on a narrow terminal, the figures behind it go
+    // first.
+    let fit = edgeprof::text::Fit {
+        keep: &[0, 1, 3, 6],
+        whole: &[7],
+        names: None,
+    };
+    out.push_str(&edgeprof::text::table_fit(
         &[
             "",
             "layer",
@@ -130,6 +142,7 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
         ],
         &[false, false, true, true, true, true, true, true],
         &rows,
+        &fit,
     ));
     match stability {
         Some(s) if s < advice::STABLE_TOP => {
@@ -160,7 +173,10 @@ pub fn layers(name: &str, source: LayerSource, o: LayersOptions) -> anyhow::Resu
             if let Ok(a) = advice::analyse(p, &stored.ceilings) {
                 let _ = writeln!(out, "\nfirst: {}", first.label);
                 for (i, step) in a.steps.iter().enumerate() {
-                    let _ = writeln!(out, "   {}. {step}", i + 1);
+                    let _ = writeln!(out, "   {}. {}", i + 1, step.advice());
+                }
+                if let Some(step) = a.steps.first() {
+                    let _ = writeln!(out, "\nevery step above {}", step.basis());
                 }
             }
         }

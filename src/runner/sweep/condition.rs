@@ -9,6 +9,7 @@ use crate::collect::telemetry::{Recorder, Sample};
 use crate::protocol::repetition::{self, More, RepeatNote, Repetition, Watch};
 use crate::protocol::Condition;
 use crate::protocol::{WorkerRequest, WorkerRun};
+use crate::results::partial::Partial;
 use crate::results::{history, RunRecord, Writer};
 use crate::runner::prepare::{self, Interpreters, Prepared};
 use crate::runner::spawn::{self, Resources, RunFailure, WorkerCommand, WorkerEvent};
@@ -21,7 +22,9 @@ pub(super) enum Started {
     Measuring(Box<Pending>),
     /// It could not be prepared, or every attempt failed (each one recorded).
     Failed,
-    Cancelled,
+    /// The sweep was cancelled: what the condition's runs had given (finished repeats, the
+    /// time they took), if a worker ran.
+    Cancelled(Option<Box<Pending>>),
 }
 
 /// A condition between its first worker run and its record: what its runs gave so far.
@@ -44,6 +47,8 @@ pub(super) struct Pending {
     measured_s: f64,
     /// Iterations timed since its latest [`SweepEvent::Start`]: later runs count on from there.
     timed: usize,
+    /// Whether this sweep has said it started (one restored from a stopped sweep has not).
+    announced: bool,
 }
 
 impl Pending {
@@ -64,6 +69,64 @@ impl Pending {
             disturbance: Vec::new(),
             measured_s: 0.0,
             timed: 0,
+            announced: true,
+        }
+    }
+
+    /// The condition as a stopped sweep left it: its finished repeats and what they cost.
+    fn restored(index: usize, prepared: &Prepared, partial: &Partial) -> Pending {
+        Pending {
+            started: partial.started.clone(),
+            run: partial.run.clone(),
+            repetition: partial.repetition.clone(),
+            resources: Some(partial.resources.clone()),
+            samples: partial.samples.clone(),
+            telemetry: partial.telemetry.clone(),
+            disturbance: partial.disturbance.clone(),
+            measured_s: partial.measured_s,
+            announced: false,
+            ..Pending::new(index, &partial.condition, prepared, partial.attempt)
+        }
+    }
+
+    /// What it has, to be kept when the sweep stops before its record.
+    pub(super) fn partial(&self) -> Option<Partial> {
+        (!self.run.repeats.is_empty()).then(|| Partial {
+            condition: self.condition.clone(),
+            attempt: self.attempt,
+            started: self.started.clone(),
+            run: self.run.clone(),
+            repetition: self.repetition.clone(),
+            resources: self.resources.clone().unwrap_or_default(),
+            samples: self.samples.clone(),
+            telemetry: self.telemetry.clone(),
+            disturbance: self.disturbance.clone(),
+            measured_s: self.measured_s,
+        })
+    }
+
+    /// Worker wall time and measured seconds so far.
+    pub(super) fn spent(&self) -> (f64, f64) {
+        (
+            self.resources.as_ref().map_or(0.0, |r| r.wall_s),
+            self.measured_s,
+        )
+    }
+
+    /// Adds a worker run's repeats (and their notes) to what the condition has.
+    fn absorb(&mut self, run: WorkerRun, notes: Vec<RepeatNote>, target_ci: Option<f64>) {
+        if self.repetition.runs == 0 {
+            self.run = run;
+            self.repetition = Repetition {
+                repeats: notes,
+                runs: 1,
+                target_ci,
+                ..Repetition::default()
+            };
+        } else {
+            self.repetition.runs += 1;
+            self.repetition.repeats.extend(notes);
+            self.run.repeats.extend(run.repeats);
         }
     }
 }
@@ -174,9 +237,16 @@ impl Sweep<'_> {
                 return Ok(Started::Failed);
             }
         };
+        // Stopped part-way before: go on from the repeats it finished.
+        if let Some(partial) = self.partials.get(&condition.id) {
+            let mut p = Pending::restored(index, &prepared, partial);
+            p.attempts = attempts.max(partial.attempt);
+            p.note_levels(st);
+            return Ok(Started::Measuring(Box::new(p)));
+        }
         for attempt in first..=attempts {
             if self.cancel.is_raised() {
-                return Ok(Started::Cancelled);
+                return Ok(Started::Cancelled(None));
             }
             on_event(SweepEvent::Start {
                 index,
@@ -192,18 +262,11 @@ impl Sweep<'_> {
             p.attempts = attempts;
             let request = p.request.clone();
             match self.watched(st, &mut p, &request, on_event) {
-                Ok((run, notes)) => {
-                    p.run = run;
-                    p.repetition = Repetition {
-                        repeats: notes,
-                        runs: 1,
-                        target_ci: m.target_ci,
-                        ..Repetition::default()
-                    };
+                Ok(()) => {
                     p.note_levels(st);
                     return Ok(Started::Measuring(Box::new(p)));
                 }
-                Err(RunFailure::Cancelled) => return Ok(Started::Cancelled),
+                Err(RunFailure::Cancelled) => return Ok(Started::Cancelled(Some(Box::new(p)))),
                 Err(failure) => {
                     let last = attempt == attempts;
                     self.store(st, p, Some(failure), last, writer, on_event)?;
@@ -233,9 +296,11 @@ impl Sweep<'_> {
             return false;
         }
         let n = repetition::share(m.repeats, m.processes, process - 1);
-        if n == 0 || p.repetition.short.is_some() {
+        // A condition restored from a stopped sweep may have run this process already.
+        if n == 0 || p.repetition.short.is_some() || p.repetition.runs >= process {
             return true;
         }
+        p.announced = true;
         on_event(SweepEvent::Start {
             index: p.index,
             total: self.total,
@@ -271,10 +336,7 @@ impl Sweep<'_> {
             ..p.request.clone()
         };
         match self.watched(st, p, &request, on_event) {
-            Ok((run, notes)) => {
-                p.repetition.runs += 1;
-                p.repetition.repeats.extend(notes);
-                p.run.repeats.extend(run.repeats);
+            Ok(()) => {
                 p.note_levels(st);
                 true
             }
@@ -290,14 +352,15 @@ impl Sweep<'_> {
     }
 
     /// One worker run of `p`'s condition, with the telemetry recorder and the watch on other
-    /// processes around it; what it cost and what they saw go into `p`.
+    /// processes around it; what it cost and what they saw go into `p`, and its repeats (those
+    /// it finished, when the sweep was cancelled during it).
     fn watched(
         &self,
         st: &mut State,
         p: &mut Pending,
         request: &WorkerRequest,
         on_event: &mut impl FnMut(SweepEvent),
-    ) -> Result<(WorkerRun, Vec<RepeatNote>), RunFailure> {
+    ) -> Result<(), RunFailure> {
         let own = std::process::id();
         let cores = p.condition.cores.clone();
         // Samples count their time on the condition's own clock: its worker runs laid end to
@@ -340,27 +403,34 @@ impl Sweep<'_> {
             Some(r) => r.absorb(&attempt.resources),
             None => p.resources = Some(attempt.resources),
         }
-        let run = attempt.outcome?;
+        let (run, result) = match (attempt.outcome, attempt.finished) {
+            (Ok(run), _) => (run, Ok(())),
+            (Err(RunFailure::Cancelled), Some(finished)) => (finished, Err(RunFailure::Cancelled)),
+            (Err(failure), _) => return Err(failure),
+        };
         p.measured_s += measured_seconds(&run);
         p.timed += run.repeats.iter().map(Vec::len).sum::<usize>();
         let notes = watch.finish(&run.repeats, p.repetition.runs + 1);
-        Ok((run, notes))
+        p.absorb(run, notes, self.config.measure.target_ci);
+        result
     }
 
     /// Adds what `p` still needs — disturbed repeats measured again (after a pause that doubles
     /// from 1 s, so that a passing disturbance can end), then repeats until the median's
     /// interval meets the target, each batch in a worker run of its own — and stores its
-    /// record. False when the sweep was cancelled meanwhile (nothing stored).
+    /// record. When the sweep was cancelled meanwhile nothing is stored and the condition comes
+    /// back as it stands.
     pub(super) fn finish(
         &self,
         st: &mut State,
         mut p: Box<Pending>,
         writer: &mut Writer,
         on_event: &mut impl FnMut(SweepEvent),
-    ) -> crate::error::Result<bool> {
+    ) -> crate::error::Result<Option<Box<Pending>>> {
         let m = &self.config.measure;
         let mut disturbed_rounds = 0;
         while p.repetition.short.is_none() {
+            let runs = p.repetition.runs;
             let r = &mut p.repetition;
             repetition::exclude_disturbed(m, &mut r.repeats);
             let pool = st.pool();
@@ -375,6 +445,21 @@ impl Sweep<'_> {
                 break;
             };
             let n = more.repeats();
+            if !p.announced {
+                // Restored from a stopped sweep: its next worker run is its first here.
+                p.announced = true;
+                p.timed = 0;
+                on_event(SweepEvent::Start {
+                    index: p.index,
+                    total: self.total,
+                    condition: p.condition.clone(),
+                    attempt: p.attempt,
+                    attempts: p.attempts,
+                    process: runs + 1,
+                    processes: self.processes().max(runs + 1),
+                    iterations: n * m.iterations,
+                });
+            }
             // The plan's own processes are no addition: their iterations are in its total.
             if !matches!(more, More::Spread { .. }) {
                 on_event(SweepEvent::MoreRepeats {
@@ -389,7 +474,7 @@ impl Sweep<'_> {
                 r.remeasured += n;
             }
             if self.cancel.is_raised() || !self.more(st, &mut p, n, on_event) {
-                return Ok(false);
+                return Ok(Some(p));
             }
         }
         let r = &mut p.repetition;
@@ -409,7 +494,7 @@ impl Sweep<'_> {
             });
         }
         self.store(st, *p, None, true, writer, on_event)?;
-        Ok(true)
+        Ok(None)
     }
 
     /// Writes `p`'s record — its attempt failed with `failure`, or gave times — with its raw

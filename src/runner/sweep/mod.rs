@@ -77,6 +77,8 @@ pub struct SweepOutcome {
     pub ok: usize,
     pub failed: usize,
     pub interrupted: bool,
+    /// Conditions stopped part-way whose finished repeats were kept for `--resume`.
+    pub kept: usize,
     pub attempts: usize,
     /// Wall time of the worker processes, start to exit.
     pub worker_s: f64,
@@ -103,6 +105,9 @@ pub struct Sweep<'a> {
     /// Attempts made at a condition before this sweep (a resumed one): its attempt numbers
     /// continue from there and its retries are what is left of the configured number.
     pub attempts_before: &'a std::collections::HashMap<String, Made>,
+    /// What a stopped sweep had measured of conditions it was in the middle of, by condition
+    /// id: they go on from there.
+    pub partials: &'a std::collections::HashMap<String, crate::results::partial::Partial>,
 }
 
 /// The attempts at a condition before a resumed sweep.
@@ -236,6 +241,8 @@ impl Sweep<'_> {
         let processes = self.processes();
         let windows = windows(&estimates, INTERLEAVE_WINDOW_S);
         let last_window = windows.len().saturating_sub(1);
+        // The conditions a stop caught between their first worker run and their record.
+        let mut stopped: Vec<Box<Pending>> = Vec::new();
         'sweep: for (w, window) in windows.into_iter().enumerate() {
             // Round r gives every condition of the window its r-th worker process; the last
             // round's runs are followed by what each still needs, and its record.
@@ -249,17 +256,33 @@ impl Sweep<'_> {
                     pending.drain(..).map(Err).collect()
                 };
                 let count = items.len();
-                for (i, item) in items.into_iter().enumerate() {
+                let mut items = items.into_iter().enumerate();
+                // On a stop: this one, those of the round already past it, and those still
+                // waiting for it.
+                let mut stop = |this: Option<Box<Pending>>,
+                                pending: &mut Vec<Box<Pending>>,
+                                rest: &mut dyn Iterator<
+                    Item = (usize, Result<usize, Box<Pending>>),
+                >| {
+                    stopped.extend(this);
+                    stopped.append(pending);
+                    stopped.extend(rest.filter_map(|(_, item)| item.err()));
+                };
+                while let Some((i, item)) = items.next() {
                     let p = match item {
                         Ok(k) => {
                             match self.start(&mut st, k, &interpreters, writer, &mut on_event)? {
                                 Started::Measuring(p) => Some(p),
                                 Started::Failed => None,
-                                Started::Cancelled => break 'sweep,
+                                Started::Cancelled(p) => {
+                                    stop(p, &mut pending, &mut items);
+                                    break 'sweep;
+                                }
                             }
                         }
                         Err(mut p) => {
                             if !self.spread(&mut st, &mut p, round, &mut on_event) {
+                                stop(Some(p), &mut pending, &mut items);
                                 break 'sweep;
                             }
                             Some(p)
@@ -268,7 +291,8 @@ impl Sweep<'_> {
                     if let Some(p) = p {
                         if !last_round {
                             pending.push(p);
-                        } else if !self.finish(&mut st, p, writer, &mut on_event)? {
+                        } else if let Some(p) = self.finish(&mut st, p, writer, &mut on_event)? {
+                            stop(Some(p), &mut pending, &mut items);
                             break 'sweep;
                         }
                     }
@@ -283,6 +307,17 @@ impl Sweep<'_> {
             }
         }
         let mut outcome = st.outcome;
+        // What the stopped conditions' workers did counts where the time went, and their
+        // finished repeats are kept for a resumed sweep to go on from.
+        for p in &stopped {
+            let (worker_s, measured_s) = p.spent();
+            outcome.worker_s += worker_s;
+            outcome.measured_s += measured_s;
+        }
+        let kept: Vec<crate::results::partial::Partial> =
+            stopped.iter().filter_map(|p| p.partial()).collect();
+        crate::results::partial::keep(self.dir, &kept)?;
+        outcome.kept = kept.len();
         // Stopped before every condition had its record: a resumed sweep measures the rest.
         outcome.interrupted = outcome.ok + outcome.failed < self.conditions.len();
         outcome.wall_s = start.elapsed().as_secs_f64();

@@ -250,8 +250,15 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
             ))];
             for (k, step) in a.steps.iter().enumerate() {
                 lines.push(Line::from(Span::styled(
-                    format!("{}. {step}", k + 1),
+                    format!("{}. {}", k + 1, step.advice()),
                     app.theme.text(),
+                )));
+            }
+            // What the steps rest on, once.
+            if let Some(step) = a.steps.first() {
+                lines.push(Line::from(Span::styled(
+                    format!("every step {}", step.basis()),
+                    app.theme.muted(),
                 )));
             }
             lines

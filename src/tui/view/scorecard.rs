@@ -3,12 +3,13 @@
 
 use super::*;
 
-/// The Tune tab: the search's progress, its trials (predicted and measured, best so far), the
-/// best so far and each trial's cost over the trials, and the result.
+/// The Scorecard tab: the frameworks on the left, the selected one's facts on the right.
 pub(super) fn draw_scorecard(frame: &mut Frame, app: &App, area: Rect) {
     let v = &app.scorecard;
+    // The list takes two fifths of a narrow screen (its titles shortened), 34 columns at most.
+    let list_width = (area.width * 2 / 5).clamp(24, 34);
     let [left, right] =
-        Layout::horizontal([Constraint::Length(34), Constraint::Min(20)]).areas(area);
+        Layout::horizontal([Constraint::Length(list_width), Constraint::Min(20)]).areas(area);
     let b = block(app, "Frameworks", true);
     let inner = b.inner(left);
     frame.render_widget(b, left);
@@ -49,10 +50,12 @@ pub(super) fn draw_scorecard(frame: &mut Frame, app: &App, area: Rect) {
         } else {
             here
         };
-        let title: String = e.card.title.chars().take(18).collect();
+        // The mark, the title, the score (3) and the runtime (6) with a space between each.
+        let room = usize::from(inner.width).saturating_sub(13).max(4);
+        let title = edgeprof::text::cut_middle(&e.card.title, room);
         lines.push(Line::from(Span::styled(
             format!(
-                "{here} {title:<18} {}/8 {runtime:>6}",
+                "{here} {title:<room$} {}/8 {runtime:>6}",
                 e.card.development.api.score()
             ),
             style,

@@ -129,6 +129,30 @@ fn help_overlay_and_ascii() {
     snap("conditions_ascii", &a);
 }
 
+/// At 80×24 the help is longer than the screen: it opens at its first key, scrolls with the
+/// arrows to its last line, and says where it stands.
+#[test]
+fn help_scrolls_to_its_last_line_at_80x24() {
+    use crossterm::event::KeyCode;
+    let mut a = default_app();
+    key(&mut a, KeyCode::Char('?'));
+    let last = HELP[HELP.len() - 1].1;
+    let first = screen(&a, (80, 24));
+    assert!(first.contains(HELP[0].1), "{first}");
+    assert!(!first.contains(last), "{first}");
+    assert!(first.contains("Keys: lines 1-20 of "), "{first}");
+    for _ in 0..HELP.len() {
+        key(&mut a, KeyCode::Down);
+    }
+    let end = screen(&a, (80, 24));
+    assert!(end.contains(last), "{end}");
+    assert!(!end.contains(HELP[0].1), "{end}");
+    // Closed and opened again: back at the top.
+    key(&mut a, KeyCode::Esc);
+    key(&mut a, KeyCode::Char('?'));
+    assert!(screen(&a, (80, 24)).contains(HELP[0].1));
+}
+
 #[test]
 fn run_tab_of_a_fleet_shows_each_node() {
     use edgeprof::fleet::run::{FleetEvent, NodeOutcome, NodeStatus};
@@ -493,6 +517,18 @@ fn scorecard_tab() -> anyhow::Result<()> {
     ]);
     a.tab = Tab::Scorecard;
     snap("scorecard_tract", &a);
+    // At 60×20 the facts are whole: a metric too long for its column, or a value column too
+    // narrow, puts the value under the metric.
+    let small = screen(&a, (60, 20));
+    insta::assert_snapshot!("scorecard_tract_60x20", small);
+    for whole in [
+        "│ conditions ",
+        "│   2 ok, 0 failed ",
+        "│ mobilenet_v2            4.545 ",
+        "│   built in 0.23.9 ",
+    ] {
+        assert!(small.contains(whole), "{whole}: {small}");
+    }
     // The runtime table of the selected framework comes from the open results.
     let text = screen(&a, (120, 40));
     assert!(text.contains("mobilenet_v2"), "{text}");

@@ -76,6 +76,62 @@ pub fn on_cpus(cores: Option<&[usize]>) -> String {
 /// Probes profiled with the zoo when no model is named.
 const DEFAULT_PROBES: u64 = 80;
 
+/// The zoo models of a quick profile, in order of preference: families that differ (residual,
+/// inverted residual with squeeze-excitation, channel shuffle, fire modules, depthwise
+/// separable), small enough to profile in seconds.
+const QUICK_MODELS: [&str; 5] = [
+    "resnet18",
+    "mobilenet_v3_small",
+    "shufflenet_v2_x1_0",
+    "squeezenet1_1",
+    "mnasnet0_5",
+];
+
+/// How many of [`QUICK_MODELS`] a quick profile takes, and how many template probes.
+const QUICK_MODEL_COUNT: usize = 4;
+const QUICK_PROBES: u64 = 16;
+
+/// A quick profile for a first prediction of `target` (left out of it, so that the prediction
+/// is one): four zoo models of different families and 16 template probes on `threads` threads,
+/// each measured to ±5 %, its layers timed 5 times, one round. A couple of minutes where the
+/// whole profile takes ten or more; its predictions are correspondingly less sure, as the
+/// held-out spread they are given with says.
+pub fn quick(
+    engine: &str,
+    threads: usize,
+    cores: Option<Vec<usize>>,
+    db: Option<PathBuf>,
+    target: &str,
+) -> ProfileJob {
+    ProfileJob {
+        engine: engine.to_string(),
+        python: None,
+        models: QUICK_MODELS
+            .iter()
+            .filter(|m| **m != target)
+            .take(QUICK_MODEL_COUNT)
+            .map(|m| m.to_string())
+            .collect(),
+        input: None,
+        file_inputs: Vec::new(),
+        threads: vec![threads],
+        target: 0.05,
+        max_runs: 200,
+        layer_runs: 5,
+        probes: Some(QUICK_PROBES),
+        graph_probes: Some(0),
+        // The whole profile's first probes: it measures them again rather than others.
+        probe_seed: 1,
+        probes_only: false,
+        cores,
+        rounds: 1,
+        max_rounds: Some(1),
+        resume: false,
+        restart: false,
+        db,
+    }
+}
+
 /// Graph probes profiled with the zoo when no model is named (tract).
 const DEFAULT_GRAPH_PROBES: u64 = 60;
 
@@ -347,6 +403,9 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> crate::error::
             memory.entry(p.threads).or_default().push(rate);
         }
     }
+    // Seconds per profile so far, for the time left.
+    let began = std::time::Instant::now();
+    let resumed_at = k;
     let mut measure = |model: &str, threads: usize, round: usize, total: usize| {
         k += 1;
         let first = memory.get(&threads).is_none_or(|m| m.len() < round);
@@ -380,8 +439,16 @@ pub fn profile(args: &ProfileJob, mut say: impl FnMut(String)) -> crate::error::
                 p.runs
             )
         };
+        let done = k - resumed_at;
+        let left = total.saturating_sub(k);
+        let eta = if left > 0 {
+            let per = began.elapsed().as_secs_f64() / done.max(1) as f64;
+            format!("; about {} left", crate::text::duration(per * left as f64))
+        } else {
+            String::new()
+        };
         say(format!(
-            "{tag}: {:.3} ms ±{:.1} % over {} runs, {} layer groups{reached}",
+            "{tag}: {:.3} ms ±{:.1} % over {} runs, {} layer groups{reached}{eta}",
             p.latency_ms,
             100.0 * p.relative_half_width(),
             p.runs,
