@@ -197,7 +197,7 @@ pub struct PredictArgs {
     layers: bool,
     /// Predict only from the profiles the database holds: without it, a database with none for
     /// this engine, thread count and core set is given a quick profile first (four zoo models
-    /// and 16 probes, a couple of minutes)
+    /// and 16 probes: about 10 s on a 2-core x86 VM)
     #[arg(long)]
     no_profile: bool,
     #[command(flatten)]

@@ -250,11 +250,21 @@ impl App {
             return self.quit_request(again);
         }
         if let Some(prompt) = &mut self.prompt {
+            let control = key.modifiers.contains(KeyModifiers::CONTROL);
             match key.code {
                 KeyCode::Esc => self.prompt = None,
                 KeyCode::Backspace => {
                     prompt.text.pop();
                 }
+                // As a shell's line editing does: Ctrl-U clears the line, Ctrl-W the last word.
+                KeyCode::Char('u') if control => prompt.text.clear(),
+                KeyCode::Char('w') if control => {
+                    let kept = prompt.text.trim_end_matches([' ', '/']).len();
+                    let cut = prompt.text[..kept].rfind([' ', '/']).map_or(0, |i| i + 1);
+                    prompt.text.truncate(cut);
+                }
+                // Other control keys type nothing.
+                KeyCode::Char(_) if control => {}
                 KeyCode::Char(c) => prompt.text.push(c),
                 KeyCode::Enter => {
                     let p = self.prompt.take()?;

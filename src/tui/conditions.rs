@@ -265,6 +265,26 @@ impl Conditions {
         }
         let mut devices = vec![Device::Cpu];
         devices.extend((0..offer.gpus.len() as u32).map(Device::Gpu));
+        // Frameworks this machine cannot run start unticked (each would only add skipped
+        // rows), as long as one that can run stays.
+        let mut config = config;
+        let runnable = |name: &String| {
+            offer
+                .engines
+                .iter()
+                .any(|(e, state)| e == name && state.is_ok())
+                && (name != "command" || config.command.is_some())
+        };
+        let can_run: Vec<String> = config
+            .matrix
+            .engines
+            .iter()
+            .filter(|e| runnable(e))
+            .cloned()
+            .collect();
+        if !can_run.is_empty() {
+            config.matrix.engines = can_run;
+        }
         Conditions {
             models: merged(zoo, &config.matrix.models),
             inputs: merged(inputs, &config.matrix.inputs),
@@ -454,7 +474,8 @@ impl Conditions {
         let Some(item) = self.items(axis).into_iter().nth(index) else {
             return false;
         };
-        if item.disabled || item.ticked.is_none() {
+        // A disabled item can be unticked (a framework not set up), not ticked.
+        if item.ticked.is_none() || (item.disabled && item.ticked != Some(true)) {
             return false;
         }
         let m = &mut self.config.matrix;

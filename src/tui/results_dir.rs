@@ -184,6 +184,16 @@ fn kept_ceilings(processor: Processor) -> Result<(edgeprof::roofline::Ceilings, 
              `edgeprof roofline measure`"
                 .into(),
         ),
+        // Without the CUDA driver there is nothing m could measure: say that first.
+        (Ok(None), Processor::Gpu) if edgeprof::collect::gpubench::availability().is_err() => {
+            let why = edgeprof::collect::gpubench::availability()
+                .err()
+                .map_or(String::new(), |e| e.0);
+            Err(format!(
+                "no ceilings for GPU 0, and none can be measured here: {why}; ceilings measured \
+                 elsewhere can be imported with `edgeprof roofline import-ert FILE --gpu`"
+            ))
+        }
         (Ok(None), Processor::Gpu) => Err(
             "no ceilings for GPU 0 yet: press m to measure them with the CUDA microbenchmark, or \
              run `edgeprof roofline measure-gpu` (or `roofline import-ert FILE --gpu`); GPU points \

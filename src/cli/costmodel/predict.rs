@@ -100,7 +100,8 @@ pub(super) fn predict(args: PredictArgs) -> anyhow::Result<()> {
         );
         errln!(
             "no {engine} profile on {} thread(s){} in the database yet: profiling {} zoo \
-             models and {} probes first for a first prediction (a couple of minutes; \
+             models and {} probes first for a first prediction (seconds on a desktop CPU, \
+             minutes on a small board; \
              `edgeprof costmodel profile` profiles the whole zoo later and narrows it)",
             args.threads,
             super::on_cpus(cores.as_deref()),

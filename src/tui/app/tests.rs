@@ -168,6 +168,32 @@ fn prompts_produce_commands() {
     assert!(a.prompt.is_none());
 }
 
+/// A prompt edits as a shell line does: Ctrl-W drops the last word, Ctrl-U the whole line, and
+/// no other control key types its letter.
+#[test]
+fn a_prompt_takes_the_shells_line_editing_keys() {
+    let mut a = app();
+    press(&mut a, KeyCode::Char('w'));
+    let ctrl = |a: &mut App, c: char| {
+        a.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
+    };
+    let text = |a: &App| a.prompt.as_ref().map(|p| p.text.clone()).unwrap_or_default();
+    ctrl(&mut a, 'u');
+    assert_eq!(text(&a), "");
+    for c in "/tmp/dir/x.toml".chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    ctrl(&mut a, 'w');
+    assert_eq!(text(&a), "/tmp/dir/");
+    ctrl(&mut a, 'a');
+    assert_eq!(text(&a), "/tmp/dir/");
+    ctrl(&mut a, 'w');
+    assert_eq!(text(&a), "/tmp/");
+    ctrl(&mut a, 'u');
+    assert_eq!(text(&a), "");
+    assert!(a.prompt.is_some());
+}
+
 #[test]
 fn eta_scales_with_how_finished_conditions_compared() {
     let mut a = app();

@@ -57,7 +57,7 @@ pub(super) fn draw_monitor(frame: &mut Frame, app: &App, area: Rect) {
 /// Memory used over time, on a scale from a little below the lowest value shown to a little
 /// above the highest: scaled to the whole memory, a board's few-MiB changes would draw a flat
 /// line.
-fn memory_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) {
+pub(super) fn memory_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) {
     let b = block(app, "memory used", false);
     let inner = b.inner(area);
     let shown = tail(data, inner.width as usize);
@@ -74,7 +74,16 @@ fn memory_panel(frame: &mut Frame, app: &App, area: Rect, data: &VecDeque<f64>) 
     let floor = low.saturating_sub(margin);
     let top = high + margin;
     let now = shown.last().copied().unwrap_or(0);
-    let label = format!("memory used {now} MiB (scale {floor}–{top})");
+    let mut label = format!("memory used {now} MiB (scale {floor}–{top})");
+    // Shorter on a narrow panel: the scale in brief, then none (the chart still spans it).
+    for shorter in [
+        format!("memory {now} MiB ({floor}–{top})"),
+        format!("memory {now} MiB"),
+    ] {
+        if label.chars().count() + 4 > usize::from(area.width) {
+            label = shorter;
+        }
+    }
     let b = block(app, &label, false);
     frame.render_widget(b, area);
     let lifted: Vec<u64> = shown.iter().map(|v| v - floor).collect();

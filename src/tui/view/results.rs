@@ -62,7 +62,11 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, &title, true);
     let inner = b.inner(table_area);
     frame.render_widget(b, table_area);
-    let widths = [0usize, 9, 9, 9, 9, 8, 9, 5];
+    // Each column holds its name and the sort marker.
+    let mut widths = [0usize, 9, 9, 9, 9, 8, 9, 5];
+    for (w, name) in widths.iter_mut().zip(RESULT_COLUMNS).skip(1) {
+        *w = (*w).max(name.chars().count() + 1);
+    }
     // Under 100 columns p99 and CPU % make room for the names (the detail pane has them).
     let shown: Vec<usize> = if inner.width < 100 {
         vec![0, 1, 2, 3, 5, 6]
@@ -75,7 +79,7 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
     let cell = |k: usize, text: String| -> String {
         let w = if k == 0 { id_width } else { widths[k] };
         let t = if k == 0 {
-            edgeprof::text::cut_middle(&text, w)
+            edgeprof::text::cut_parts(&text, w)
         } else {
             text.chars().take(w).collect()
         };

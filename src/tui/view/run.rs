@@ -73,28 +73,32 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
         ]
     };
     frame.render_widget(Paragraph::new(progress), inner);
-    let [gpu, mem, rss] = Layout::horizontal([
-        Constraint::Ratio(1, 3),
-        Constraint::Ratio(1, 3),
-        Constraint::Ratio(1, 3),
-    ])
-    .areas(charts);
-    gpu_panel(frame, app, gpu, &r.live.gpus);
-    // System memory, and the GPU's beside it (half the panel each) when a source reports it.
-    let memory = Series {
-        title: "memory",
-        data: &r.live.mem_used_mib,
-        unit: "MiB",
-        max: r.live.mem_total_mib(),
-        colour: 1,
-        missing: "waiting for samples",
+    // Without a GPU to watch, memory and the worker's RSS share the width.
+    let no_gpu = r.live.gpus.is_empty() && app.conditions.offer.gpu_telemetry.is_err();
+    let (gpu, mem, rss) = if no_gpu {
+        let [mem, rss] =
+            Layout::horizontal([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)]).areas(charts);
+        (None, mem, rss)
+    } else {
+        let [gpu, mem, rss] = Layout::horizontal([
+            Constraint::Ratio(1, 3),
+            Constraint::Ratio(1, 3),
+            Constraint::Ratio(1, 3),
+        ])
+        .areas(charts);
+        (Some(gpu), mem, rss)
     };
+    if let Some(gpu) = gpu {
+        gpu_panel(frame, app, gpu, &r.live.gpus);
+    }
+    // System memory on a scale that shows what the run uses (the machine's whole memory would
+    // draw a flat line), and the GPU's beside it (half the panel each) when a source reports it.
     if r.live.gpus.iter().all(|g| g.mem_mib.is_empty()) {
-        series_panel(frame, app, mem, memory);
+        super::monitor::memory_panel(frame, app, mem, &r.live.mem_used_mib);
     } else {
         let [system, gpu_mem] =
             Layout::vertical([Constraint::Ratio(1, 2), Constraint::Ratio(1, 2)]).areas(mem);
-        series_panel(frame, app, system, memory);
+        super::monitor::memory_panel(frame, app, system, &r.live.mem_used_mib);
         let empty = VecDeque::new();
         gpu_series(
             frame,
@@ -174,19 +178,25 @@ pub(super) fn draw_run(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, "Events", false);
     let inner = b.inner(log);
     frame.render_widget(b, log);
+    // The newest events that fit, each wrapped at spaces (its later lines indented).
     let rows = inner.height as usize;
-    let lines: Vec<Line> = r
-        .log
-        .iter()
-        .skip(r.log.len().saturating_sub(rows))
-        .map(|(severity, text)| {
-            let style = match severity {
-                Severity::Info => app.theme.text(),
-                Severity::Warn => app.theme.warn(),
-                Severity::Error => app.theme.error(),
-            };
-            Line::from(Span::styled(text.clone(), style))
-        })
-        .collect();
+    let width = usize::from(inner.width).max(12);
+    let mut lines: Vec<Line> = Vec::new();
+    for (severity, text) in r.log.iter().rev() {
+        if lines.len() >= rows {
+            break;
+        }
+        let style = match severity {
+            Severity::Info => app.theme.text(),
+            Severity::Warn => app.theme.warn(),
+            Severity::Error => app.theme.error(),
+        };
+        let wrapped = edgeprof::text::wrap(text, width, "  ");
+        for part in wrapped.split('\n').rev() {
+            lines.push(Line::from(Span::styled(part.to_string(), style)));
+        }
+    }
+    lines.truncate(rows);
+    lines.reverse();
     frame.render_widget(Paragraph::new(lines), inner);
 }

@@ -93,7 +93,7 @@ const QUICK_PROBES: u64 = 16;
 
 /// A quick profile for a first prediction of `target` (left out of it, so that the prediction
 /// is one): four zoo models of different families and 16 template probes on `threads` threads,
-/// each measured to ±5 %, its layers timed 5 times, one round. A couple of minutes where the
+/// each measured to ±5 %, its layers timed 5 times, one round. Seconds to minutes where the
 /// whole profile takes ten or more; its predictions are correspondingly less sure, as the
 /// held-out spread they are given with says.
 pub fn quick(
