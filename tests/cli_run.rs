@@ -457,18 +457,7 @@ fn ctrl_c_keeps_a_finished_repeat_for_resume() {
         ),
     );
     let out = tmp.path().join("results");
-    let child = match std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .arg("--output")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => panic!("cannot start edgeprof: {e}"),
-    };
+    let child = spawn_run(&config, &out);
     let deadline = Instant::now() + Duration::from_secs(60);
     while !mark.exists() {
         assert!(

@@ -66,18 +66,7 @@ fn sweep_with_hog(
 ) -> (Vec<serde_json::Value>, Vec<serde_json::Value>) {
     let core = quiet_core();
     let out = dir.join(format!("results-{rerun}"));
-    let mut child = match Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
-        .args(["run", "--no-charts"])
-        .arg(config(dir, rerun, core))
-        .arg("--output")
-        .arg(&out)
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-    {
-        Ok(c) => c,
-        Err(e) => panic!("cannot start edgeprof: {e}"),
-    };
+    let mut child = spawn_run(&config(dir, rerun, core), &out);
     let Some(stderr) = child.stderr.take() else {
         panic!("no stderr")
     };

@@ -84,6 +84,23 @@ pub fn run_command(config: &std::path::Path, out: &std::path::Path) -> Command {
     command
 }
 
+/// `edgeprof run --no-charts CONFIG --output OUT` started in the background (to signal while it
+/// runs), its stderr piped and its stdout dropped.
+pub fn spawn_run(config: &std::path::Path, out: &std::path::Path) -> std::process::Child {
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["run", "--no-charts"])
+        .arg(config)
+        .arg("--output")
+        .arg(out)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    match child {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start edgeprof: {e}"),
+    }
+}
+
 /// `edgeprof run --no-charts CONFIG --output OUT`, which must succeed.
 pub fn run_config(config: &std::path::Path, out: &std::path::Path) -> assert_cmd::assert::Assert {
     run_command(config, out).assert().success()

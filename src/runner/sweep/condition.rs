@@ -300,6 +300,21 @@ impl Sweep<'_> {
         if n == 0 || p.repetition.short.is_some() || p.repetition.runs >= process {
             return true;
         }
+        self.announce(p, process, self.processes(), n * m.iterations, on_event);
+        p.timed = 0;
+        self.more(st, p, n, on_event)
+    }
+
+    /// Says that worker process `process` of `processes` of `p`'s condition begins, planned
+    /// for `iterations` timed iterations.
+    fn announce(
+        &self,
+        p: &mut Pending,
+        process: usize,
+        processes: usize,
+        iterations: usize,
+        on_event: &mut impl FnMut(SweepEvent),
+    ) {
         p.announced = true;
         on_event(SweepEvent::Start {
             index: p.index,
@@ -308,11 +323,9 @@ impl Sweep<'_> {
             attempt: p.attempt,
             attempts: p.attempts,
             process,
-            processes: self.processes(),
-            iterations: n * m.iterations,
+            processes,
+            iterations,
         });
-        p.timed = 0;
-        self.more(st, p, n, on_event)
     }
 
     /// Another worker run of `p`'s condition for `repeats` repeats, its times added to the
@@ -447,18 +460,9 @@ impl Sweep<'_> {
             let n = more.repeats();
             if !p.announced {
                 // Restored from a stopped sweep: its next worker run is its first here.
-                p.announced = true;
                 p.timed = 0;
-                on_event(SweepEvent::Start {
-                    index: p.index,
-                    total: self.total,
-                    condition: p.condition.clone(),
-                    attempt: p.attempt,
-                    attempts: p.attempts,
-                    process: runs + 1,
-                    processes: self.processes().max(runs + 1),
-                    iterations: n * m.iterations,
-                });
+                let processes = self.processes().max(runs + 1);
+                self.announce(&mut p, runs + 1, processes, n * m.iterations, on_event);
             }
             // The plan's own processes are no addition: their iterations are in its total.
             if !matches!(more, More::Spread { .. }) {
@@ -471,7 +475,7 @@ impl Sweep<'_> {
             if let More::Disturbed { .. } = more {
                 pause(f64::from(1u32 << disturbed_rounds.min(3)), self.cancel);
                 disturbed_rounds += 1;
-                r.remeasured += n;
+                p.repetition.remeasured += n;
             }
             if self.cancel.is_raised() || !self.more(st, &mut p, n, on_event) {
                 return Ok(Some(p));
