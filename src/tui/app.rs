@@ -139,6 +139,7 @@ impl PromptFor {
             PromptFor::OpenResults => "open results directory",
             PromptFor::Add(Axis::Models) => "add an ONNX model file",
             PromptFor::Add(Axis::Inputs) => "add an input shape (CxHxW)",
+            PromptFor::Add(Axis::Outputs) => "results go under the directory",
             PromptFor::Add(_) => "add a value",
             PromptFor::Filter => "show the conditions whose name holds (empty: all)",
         }
@@ -615,6 +616,15 @@ impl App {
                 self.in_items = true;
             }
             KeyCode::Left | KeyCode::Char('h') | KeyCode::Esc => self.in_items = false,
+            // The output directory, edited in place (`a`, Enter or space on it).
+            KeyCode::Char('a') | KeyCode::Char(' ') | KeyCode::Enter
+                if axis == Axis::Outputs && *cursor == 0 =>
+            {
+                self.prompt = Some(Prompt {
+                    purpose: PromptFor::Add(axis),
+                    text: self.conditions.config.output.dir.display().to_string(),
+                });
+            }
             KeyCode::Char(' ') | KeyCode::Enter => {
                 let index = *cursor;
                 if !self.conditions.toggle(axis, index) {
@@ -669,6 +679,7 @@ impl App {
                     text: String::new(),
                 });
             }
+
             KeyCode::Char('w') => {
                 self.prompt = Some(Prompt {
                     purpose: PromptFor::SaveConfig,

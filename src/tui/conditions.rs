@@ -575,6 +575,19 @@ impl Conditions {
                 }
                 Ok(format!("added {n}"))
             }
+            Axis::Outputs => {
+                // A path typed here is where the user is, not where the config lives.
+                let dir = PathBuf::from(text);
+                if dir.exists() && !dir.is_dir() {
+                    return Err(edgeprof::error::BadInput::from(format!(
+                        "{text}: not a directory"
+                    )));
+                }
+                let dir = std::path::absolute(&dir).unwrap_or(dir);
+                let said = format!("results go under {}", dir.display());
+                self.config.output.dir = dir;
+                Ok(said)
+            }
             _ => Err(edgeprof::error::BadInput::from(format!(
                 "{} takes no new values",
                 axis.title()

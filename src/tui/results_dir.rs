@@ -185,10 +185,12 @@ fn kept_ceilings(processor: Processor) -> Result<(edgeprof::roofline::Ceilings, 
                 .into(),
         ),
         // Without the CUDA driver there is nothing m could measure: say that first.
-        (Ok(None), Processor::Gpu) if edgeprof::collect::gpubench::availability().is_err() => {
-            let why = edgeprof::collect::gpubench::availability()
-                .err()
-                .map_or(String::new(), |e| e.0);
+        (Ok(None), Processor::Gpu) if store::gpu_bench_program().is_err() => {
+            let why = match store::gpu_bench_program() {
+                Err(edgeprof::collect::gpubench::GpuBenchError::Unavailable(why)) => why,
+                Err(e) => e.to_string(),
+                Ok(_) => String::new(),
+            };
             Err(format!(
                 "no ceilings for GPU 0, and none can be measured here: {why}; ceilings measured \
                  elsewhere can be imported with `edgeprof roofline import-ert FILE --gpu`"

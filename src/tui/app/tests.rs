@@ -177,7 +177,12 @@ fn a_prompt_takes_the_shells_line_editing_keys() {
     let ctrl = |a: &mut App, c: char| {
         a.key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL));
     };
-    let text = |a: &App| a.prompt.as_ref().map(|p| p.text.clone()).unwrap_or_default();
+    let text = |a: &App| {
+        a.prompt
+            .as_ref()
+            .map(|p| p.text.clone())
+            .unwrap_or_default()
+    };
     ctrl(&mut a, 'u');
     assert_eq!(text(&a), "");
     for c in "/tmp/dir/x.toml".chars() {
@@ -192,6 +197,29 @@ fn a_prompt_takes_the_shells_line_editing_keys() {
     ctrl(&mut a, 'u');
     assert_eq!(text(&a), "");
     assert!(a.prompt.is_some());
+}
+
+/// The output directory is edited in place on the Outputs axis; a path typed there is taken
+/// from where the user is.
+#[test]
+fn the_output_directory_is_edited_in_place() {
+    let mut a = app();
+    a.axis = AXES.iter().position(|x| *x == Axis::Outputs).unwrap_or(0);
+    press(&mut a, KeyCode::Right);
+    press(&mut a, KeyCode::Enter);
+    let Some(p) = &a.prompt else {
+        panic!("no prompt")
+    };
+    assert_eq!(p.purpose, PromptFor::Add(Axis::Outputs));
+    a.key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    for c in "/tmp/elsewhere".chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    assert_eq!(press(&mut a, KeyCode::Enter), None);
+    assert_eq!(
+        a.conditions.config.output.dir,
+        PathBuf::from("/tmp/elsewhere")
+    );
 }
 
 #[test]
