@@ -49,12 +49,24 @@ impl Effort {
         }
     }
 
+    /// One trial of a peak or of a working set a cache holds: long enough that the best of the
+    /// trials is the steady rate (50 ms gives the figures 100 ms gave within a few per cent, in
+    /// half the time).
     fn trial_time(self) -> Duration {
         Duration::from_millis(match self {
             Effort::Quick => 40,
-            Effort::Default => 100,
+            Effort::Default => 50,
             Effort::Thorough => 300,
         })
+    }
+
+    /// One trial of a working set only DRAM holds: DRAM's rate on a shared machine wanders
+    /// more, and shorter trials caught fewer of its good moments.
+    fn dram_trial_time(self) -> Duration {
+        match self {
+            Effort::Default => Duration::from_millis(100),
+            _ => self.trial_time(),
+        }
     }
 }
 
@@ -275,12 +287,12 @@ fn bandwidth(
     bytes_per_thread: u64,
     threads: usize,
     trials: usize,
-    effort: Effort,
+    trial_time: Duration,
     guess: f64,
 ) -> Vec<f64> {
     let len = (bytes_per_thread / 8).max(8) as usize;
     let bytes = (len * 8) as f64;
-    let passes = ((effort.trial_time().as_secs_f64() * guess / bytes).ceil() as u64).max(1);
+    let passes = ((trial_time.as_secs_f64() * guess / bytes).ceil() as u64).max(1);
     rates(
         threads,
         trials,
@@ -433,8 +445,13 @@ pub fn measure(
             } else {
                 0
             };
+        let trial_time = if size == largest_bytes_per_thread {
+            effort.dram_trial_time()
+        } else {
+            effort.trial_time()
+        };
         let bytes_per_s = figure(what, &mut || {
-            bandwidth(isa, size, threads, count, effort, guess)
+            bandwidth(isa, size, threads, count, trial_time, guess)
         });
         guess = (bytes_per_s / threads as f64).max(1e6);
         sweep.push(SweepPoint {
@@ -455,7 +472,12 @@ pub fn measure(
                 bytes_per_thread: size,
                 threads: 1,
                 bytes_per_s: figure(what, &mut || {
-                    bandwidth(isa, size, 1, effort.trials(), effort, near.max(1e6))
+                    let trial_time = if size >= largest_bytes_per_thread {
+                        effort.dram_trial_time()
+                    } else {
+                        effort.trial_time()
+                    };
+                    bandwidth(isa, size, 1, effort.trials(), trial_time, near.max(1e6))
                 }),
             });
         }

@@ -245,7 +245,7 @@ fn load_kept(gpu: Option<usize>) -> anyhow::Result<(store::Stored, String)> {
     match (kept, gpu) {
         (Some(stored), _) => Ok((stored, path.display().to_string())),
         (None, None) => anyhow::bail!(BadInput(
-            "no ceilings for this device yet: run `edgeprof roofline measure` (about 15 s) or \
+            "no ceilings for this device yet: run `edgeprof roofline measure` (about 5 s) or \
              `edgeprof roofline import-ert roofline.json`"
                 .into()
         )),
