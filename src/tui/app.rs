@@ -402,10 +402,20 @@ impl App {
                 let n = self.results.rows.len();
                 match key.code {
                     KeyCode::Up | KeyCode::Char('k') => {
-                        self.results.selected = self.results.selected.saturating_sub(1)
+                        self.results.selected = self.results.selected.saturating_sub(1);
+                        self.results.detail_scroll = 0;
                     }
                     KeyCode::Down | KeyCode::Char('j') => {
-                        self.results.selected = (self.results.selected + 1).min(n.saturating_sub(1))
+                        self.results.selected =
+                            (self.results.selected + 1).min(n.saturating_sub(1));
+                        self.results.detail_scroll = 0;
+                    }
+                    // The detail pane scrolls (the view keeps it within its lines).
+                    KeyCode::PageDown if self.results.detail => {
+                        self.results.detail_scroll = self.results.detail_scroll.saturating_add(5);
+                    }
+                    KeyCode::PageUp if self.results.detail => {
+                        self.results.detail_scroll = self.results.detail_scroll.saturating_sub(5);
                     }
                     KeyCode::Right | KeyCode::Char('s') => {
                         self.results.sort = (self.results.sort + 1) % RESULT_COLUMNS.len();
@@ -437,7 +447,10 @@ impl App {
                             text: self.results.filter.clone(),
                         });
                     }
-                    KeyCode::Enter => self.results.detail = !self.results.detail,
+                    KeyCode::Enter => {
+                        self.results.detail = !self.results.detail;
+                        self.results.detail_scroll = 0;
+                    }
                     KeyCode::Esc if self.results.detail => self.results.detail = false,
                     _ => {}
                 }

@@ -526,7 +526,7 @@ pub const HELP: &[(&str, &str)] = &[
     ("Results: ←/→ or s, r", "sort column, reverse"),
     (
         "Results: Enter",
-        "the selected condition's every figure (again: charts)",
+        "the selected condition's every figure (again: charts; PgUp/PgDn scroll it)",
     ),
     (
         "Results: / or h",

@@ -16,6 +16,8 @@ pub struct ResultsView {
     pub filter: String,
     /// The selected condition's every figure in place of the charts (Enter).
     pub detail: bool,
+    /// The first line of the detail shown (PgUp/PgDn; back to the top for another condition).
+    pub detail_scroll: u16,
     /// The last lines a failed condition's worker wrote on stderr, by condition.
     pub stderr_tails: std::collections::HashMap<String, String>,
     pub error: Option<String>,

@@ -271,7 +271,7 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
         );
         return;
     };
-    let title = format!("{} (Enter: charts)", r.id);
+    let title = format!("{} (Enter: charts; PgUp/PgDn scroll)", r.id);
     let b = block(app, &title, false);
     let inner = b.inner(area);
     frame.render_widget(b, area);
@@ -366,7 +366,16 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
     let chart_rows: u16 = if latencies.is_empty() { 0 } else { 3 };
     let [text_area, chart_area] =
         Layout::vertical([Constraint::Min(1), Constraint::Length(chart_rows)]).areas(inner);
-    frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), text_area);
+    // Scrolled, no further than its last line (lines counted as they wrap, roughly).
+    let width = usize::from(text_area.width.max(1));
+    let rows: usize = lines.iter().map(|l| l.width().max(1).div_ceil(width)).sum();
+    let most = rows.saturating_sub(usize::from(text_area.height)) as u16;
+    frame.render_widget(
+        Paragraph::new(lines)
+            .wrap(Wrap { trim: true })
+            .scroll((res.detail_scroll.min(most), 0)),
+        text_area,
+    );
     if latencies.is_empty() {
         return;
     }

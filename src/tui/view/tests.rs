@@ -719,9 +719,17 @@ fn results_detail_filter_and_hidden_skips() {
     snap("results_detail", &a);
     let screen_text = screen(&a, (120, 40));
     assert!(
-        screen_text.contains(&format!("{selected} (Enter: charts)")),
+        screen_text.contains(&format!("{selected} (Enter: charts; PgUp/PgDn scroll)")),
         "{screen_text}"
     );
+    // On a short screen the detail scrolls: PgDn moves its first line (the verdict) out.
+    let short = screen(&a, (80, 16));
+    assert!(short.contains("│clean"), "{short}");
+    key(&mut a, KeyCode::PageDown);
+    let scrolled = screen(&a, (80, 16));
+    assert!(!scrolled.contains("│clean"), "{scrolled}");
+    key(&mut a, KeyCode::PageUp);
+    assert_eq!(screen(&a, (80, 16)), short);
     assert!(
         screen_text.contains("clean") && screen_text.contains("first inference"),
         "{screen_text}"
