@@ -50,12 +50,12 @@ impl Effort {
     }
 
     /// One trial of a peak or of a working set a cache holds: long enough that the best of the
-    /// trials is the steady rate (50 ms gives the figures 100 ms gave within a few per cent, in
+    /// trials is the steady rate (45 ms gives the figures 100 ms gave within a few per cent, in
     /// half the time).
     fn trial_time(self) -> Duration {
         Duration::from_millis(match self {
             Effort::Quick => 40,
-            Effort::Default => 50,
+            Effort::Default => 45,
             Effort::Thorough => 300,
         })
     }
@@ -438,13 +438,8 @@ pub fn measure(
     for &size in &sizes {
         let what = format!("bandwidth, {} per thread × {threads}", human(size));
         step(what.clone(), &mut done);
-        // The largest working set stands for DRAM alone: give it the peaks' extra trials.
-        let count = effort.trials()
-            + if size == largest_bytes_per_thread {
-                2
-            } else {
-                0
-            };
+        // The largest working set stands for DRAM alone: give it an extra trial.
+        let count = effort.trials() + usize::from(size == largest_bytes_per_thread);
         let trial_time = if size == largest_bytes_per_thread {
             effort.dram_trial_time()
         } else {
