@@ -55,6 +55,8 @@ impl std::fmt::Display for Isa {
 }
 
 /// The ISAs this CPU can run, widest first.
+// One push per ISA found, under the target's cfg: on aarch64 only the unconditional ones remain.
+#[allow(clippy::vec_init_then_push)]
 pub fn available_isas() -> Vec<Isa> {
     let mut isas = Vec::new();
     #[cfg(target_arch = "x86_64")]
@@ -140,23 +142,78 @@ fn has(isa: Isa) -> bool {
 /// Independent accumulators: enough to hide FMA latency (4–5 cycles) on two pipes.
 const ACC: usize = 12;
 
-fn portable_f64(rounds: u64, a: f64, b: f64) -> (f64, u64) {
-    let mut acc = [0.0f64; ACC];
-    for _ in 0..rounds {
-        for x in acc.iter_mut() {
-            *x = x.mul_add(a, b);
+/// Twelve named dependency chains (as many as [`ACC`]), each stepped by `$step` `$rounds` times;
+/// the chains come back as an array. Named variables rather than an array walked by an inner
+/// loop: they stay in registers at every optimisation level, where an array needs that loop
+/// unrolled, which LLVM does not do when it optimises for size.
+macro_rules! twelve_chains {
+    ($rounds:expr, $init:expr, |$x:ident| $step:expr) => {{
+        let i = $init;
+        let (mut c0, mut c1, mut c2, mut c3, mut c4, mut c5) = (i, i, i, i, i, i);
+        let (mut c6, mut c7, mut c8, mut c9, mut c10, mut c11) = (i, i, i, i, i, i);
+        for _ in 0..$rounds {
+            c0 = {
+                let $x = c0;
+                $step
+            };
+            c1 = {
+                let $x = c1;
+                $step
+            };
+            c2 = {
+                let $x = c2;
+                $step
+            };
+            c3 = {
+                let $x = c3;
+                $step
+            };
+            c4 = {
+                let $x = c4;
+                $step
+            };
+            c5 = {
+                let $x = c5;
+                $step
+            };
+            c6 = {
+                let $x = c6;
+                $step
+            };
+            c7 = {
+                let $x = c7;
+                $step
+            };
+            c8 = {
+                let $x = c8;
+                $step
+            };
+            c9 = {
+                let $x = c9;
+                $step
+            };
+            c10 = {
+                let $x = c10;
+                $step
+            };
+            c11 = {
+                let $x = c11;
+                $step
+            };
         }
-    }
+        let chains: [_; $crate::collect::kernels::ACC] =
+            [c0, c1, c2, c3, c4, c5, c6, c7, c8, c9, c10, c11];
+        chains
+    }};
+}
+
+fn portable_f64(rounds: u64, a: f64, b: f64) -> (f64, u64) {
+    let acc = twelve_chains!(rounds, 0.0f64, |x| x.mul_add(a, b));
     (acc.iter().sum(), rounds * ACC as u64 * 2)
 }
 
 fn portable_f32(rounds: u64, a: f32, b: f32) -> (f64, u64) {
-    let mut acc = [0.0f32; ACC];
-    for _ in 0..rounds {
-        for x in acc.iter_mut() {
-            *x = x.mul_add(a, b);
-        }
-    }
+    let acc = twelve_chains!(rounds, 0.0f32, |x| x.mul_add(a, b));
     (
         acc.iter().map(|&x| f64::from(x)).sum(),
         rounds * ACC as u64 * 2,
@@ -183,12 +240,8 @@ macro_rules! simd_fma_kernel {
             const N: usize = super::ACC;
             let va: $vec = $splat(a);
             let vb: $vec = $splat(b);
-            let mut acc: [$vec; N] = [$splat(0.0); N];
-            for _ in 0..rounds {
-                for x in acc.iter_mut() {
-                    *x = $fma(*x, va, vb);
-                }
-            }
+            let zero: $vec = $splat(0.0);
+            let acc = twelve_chains!(rounds, zero, |x| $fma(x, va, vb));
             let mut sum = 0.0f64;
             for x in acc {
                 let mut lanes = [0.0 as $elem; $lanes];
@@ -408,19 +461,30 @@ mod arm {
         const STEP: usize = 16;
         let blocks = data.len() / STEP;
         let mut sum = 0.0f64;
-        let mut acc = [vdupq_n_f64(0.0); 8];
+        // Eight named accumulators, not an array walked by a loop: see `twelve_chains`.
+        let z = vdupq_n_f64(0.0);
+        let (mut a0, mut a1, mut a2, mut a3, mut a4, mut a5, mut a6, mut a7) =
+            (z, z, z, z, z, z, z, z);
         for _ in 0..passes {
             let data = std::hint::black_box(data);
-            let p = data.as_ptr();
-            for i in 0..blocks {
-                for (k, x) in acc.iter_mut().enumerate() {
-                    // SAFETY: i * STEP + 2k + 2 <= blocks * STEP <= len.
-                    *x = vaddq_f64(*x, unsafe { vld1q_f64(p.add(i * STEP + k * 2)) });
+            let mut p = data.as_ptr();
+            for _ in 0..blocks {
+                // SAFETY: each block reads STEP elements, and blocks * STEP <= len.
+                unsafe {
+                    a0 = vaddq_f64(a0, vld1q_f64(p));
+                    a1 = vaddq_f64(a1, vld1q_f64(p.add(2)));
+                    a2 = vaddq_f64(a2, vld1q_f64(p.add(4)));
+                    a3 = vaddq_f64(a3, vld1q_f64(p.add(6)));
+                    a4 = vaddq_f64(a4, vld1q_f64(p.add(8)));
+                    a5 = vaddq_f64(a5, vld1q_f64(p.add(10)));
+                    a6 = vaddq_f64(a6, vld1q_f64(p.add(12)));
+                    a7 = vaddq_f64(a7, vld1q_f64(p.add(14)));
+                    p = p.add(STEP);
                 }
             }
             sum += data[blocks * STEP..].iter().sum::<f64>();
         }
-        for x in acc {
+        for x in [a0, a1, a2, a3, a4, a5, a6, a7] {
             sum += vaddvq_f64(x);
         }
         sum

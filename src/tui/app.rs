@@ -178,6 +178,9 @@ pub struct App {
     pub said: std::collections::VecDeque<(String, Severity, String)>,
     /// The message log is open (M).
     pub log_open: bool,
+    /// The existing file a save would replace, once the user was told so: Enter again on the
+    /// same path replaces it.
+    pub replace_asked: Option<PathBuf>,
 }
 
 /// Messages the log keeps.
@@ -210,6 +213,7 @@ impl App {
             status_at: None,
             said: std::collections::VecDeque::new(),
             log_open: false,
+            replace_asked: None,
         }
     }
 
@@ -289,7 +293,22 @@ impl App {
                             }
                             return None;
                         }
-                        PromptFor::SaveConfig => Command::SaveConfig(path),
+                        PromptFor::SaveConfig => {
+                            let asked = self.replace_asked.take();
+                            if path.exists() && asked.as_ref() != Some(&path) {
+                                self.say(
+                                    Severity::Warn,
+                                    format!(
+                                        "{} exists: Enter again replaces it, or edit the path",
+                                        path.display()
+                                    ),
+                                );
+                                self.prompt = Some(p);
+                                self.replace_asked = Some(path);
+                                return None;
+                            }
+                            Command::SaveConfig(path)
+                        }
                         PromptFor::LoadConfig => Command::LoadConfig(path),
                         PromptFor::OpenResults => Command::OpenResults(path),
                         PromptFor::Filter => return None,
@@ -694,9 +713,18 @@ impl App {
             }
 
             KeyCode::Char('w') => {
+                // Beside the file the selection came from, named after the config; replacing
+                // an existing file is asked first.
+                let name = format!("{}.toml", self.conditions.config.name);
+                let proposed = self
+                    .conditions
+                    .file
+                    .parent()
+                    .map_or_else(|| PathBuf::from(&name), |dir| dir.join(&name));
+                self.replace_asked = None;
                 self.prompt = Some(Prompt {
                     purpose: PromptFor::SaveConfig,
-                    text: format!("{}.toml", self.conditions.config.name),
+                    text: proposed.display().to_string(),
                 });
             }
             KeyCode::Char('L') => {

@@ -156,16 +156,39 @@ fn prompts_produce_commands() {
     for _ in 0..p.text.len() {
         press(&mut a, KeyCode::Backspace);
     }
-    for c in "/tmp/x.toml".chars() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let target = dir.path().join("x.toml");
+    for c in target.display().to_string().chars() {
         press(&mut a, KeyCode::Char(c));
     }
     assert_eq!(
         press(&mut a, KeyCode::Enter),
-        Some(Command::SaveConfig(PathBuf::from("/tmp/x.toml")))
+        Some(Command::SaveConfig(target))
     );
     press(&mut a, KeyCode::Char('o'));
     press(&mut a, KeyCode::Esc);
     assert!(a.prompt.is_none());
+}
+
+/// Saving onto an existing file asks first: the first Enter says so and keeps the prompt, the
+/// second replaces it.
+#[test]
+fn saving_over_an_existing_file_asks_first() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let target = dir.path().join("mine.toml");
+    std::fs::write(&target, "# kept\n").unwrap_or_else(|e| panic!("{e}"));
+    let mut a = app();
+    press(&mut a, KeyCode::Char('w'));
+    a.key(KeyEvent::new(KeyCode::Char('u'), KeyModifiers::CONTROL));
+    for c in target.display().to_string().chars() {
+        press(&mut a, KeyCode::Char(c));
+    }
+    assert_eq!(press(&mut a, KeyCode::Enter), None);
+    assert!(a.prompt.is_some());
+    assert_eq!(
+        press(&mut a, KeyCode::Enter),
+        Some(Command::SaveConfig(target))
+    );
 }
 
 /// A prompt edits as a shell line does: Ctrl-W drops the last word, Ctrl-U the whole line, and
