@@ -439,6 +439,50 @@ fn ctrl_c_saves_what_was_measured_and_exits_130() {
     assert_each_condition_once(&dir, 5);
 }
 
+/// Two SIGINTs 2 ms apart (as `timeout -s INT` sends them: to its child, then to the child's
+/// process group) are one stop: the run still ends by saying how to resume, rather than at once
+/// as a second Ctrl-C does.
+#[test]
+fn two_sigints_at_once_are_one_stop() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("slow.toml");
+    write(
+        &config,
+        &format!(
+            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"30\"]\n\
+             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [1, 2]\n",
+            worker_fixture("slow.sh"),
+        ),
+    );
+    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
+        .args(["run", "--no-charts"])
+        .arg(&config)
+        .arg("--output")
+        .arg(tmp.path().join("results"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn();
+    let child = match child {
+        Ok(c) => c,
+        Err(e) => panic!("cannot start edgeprof: {e}"),
+    };
+    // The worker (30 s) is running by now.
+    std::thread::sleep(Duration::from_millis(1500));
+    signal(&child, nix::sys::signal::Signal::SIGINT);
+    std::thread::sleep(Duration::from_millis(2));
+    let pid = nix::unistd::Pid::from_raw(child.id() as i32);
+    let _ = nix::sys::signal::kill(pid, nix::sys::signal::Signal::SIGINT);
+    let output = match child.wait_with_output() {
+        Ok(o) => o,
+        Err(e) => panic!("{e}"),
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("finish with: edgeprof run --resume"),
+        "{stderr}"
+    );
+}
+
 /// Ctrl-C after a condition's first repeat finished, while its second runs: the finished repeat
 /// is kept, and `--resume` measures only the one still missing, then forgets what it kept.
 #[test]
