@@ -304,14 +304,25 @@ fn peak_rss_agrees_with_gnu_time_within_five_percent() {
     within(rusage, "rusage maxrss");
 }
 
-/// Starts `edgeprof run` on a sweep of slow command-engine conditions.
+/// Starts `edgeprof run` on a sweep of slow command-engine conditions (0.4 s each).
 fn slow_sweep(tmp: &Path, conditions: usize) -> (std::process::Child, PathBuf) {
+    slow_sweep_of(tmp, conditions, "0.4", Stdio::null())
+}
+
+/// Starts `edgeprof run` on `conditions` command-engine conditions of `seconds` each, its
+/// stderr going to `stderr`.
+fn slow_sweep_of(
+    tmp: &Path,
+    conditions: usize,
+    seconds: &str,
+    stderr: Stdio,
+) -> (std::process::Child, PathBuf) {
     let config = tmp.join("slow.toml");
     let batches: Vec<String> = (1..=conditions).map(|b| b.to_string()).collect();
     write(
         &config,
         &format!(
-            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"0.4\"]\n\
+            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"{seconds}\"]\n\
              [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [{}]\n\
              [measure]\nretries = 0\nsample_interval_ms = 50\n",
             worker_fixture("slow.sh"),
@@ -325,7 +336,7 @@ fn slow_sweep(tmp: &Path, conditions: usize) -> (std::process::Child, PathBuf) {
         .arg("--output")
         .arg(&out)
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
+        .stderr(stderr)
         .spawn();
     match child {
         Ok(c) => (c, out),
@@ -445,27 +456,7 @@ fn ctrl_c_saves_what_was_measured_and_exits_130() {
 #[test]
 fn two_sigints_at_once_are_one_stop() {
     let tmp = temp_dir();
-    let config = tmp.path().join("slow.toml");
-    write(
-        &config,
-        &format!(
-            "name = \"slow\"\n[command]\nprogram = \"{}\"\nargs = [\"30\"]\n\
-             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nbatch = [1, 2]\n",
-            worker_fixture("slow.sh"),
-        ),
-    );
-    let child = std::process::Command::new(assert_cmd::cargo::cargo_bin("edgeprof"))
-        .args(["run", "--no-charts"])
-        .arg(&config)
-        .arg("--output")
-        .arg(tmp.path().join("results"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn();
-    let child = match child {
-        Ok(c) => c,
-        Err(e) => panic!("cannot start edgeprof: {e}"),
-    };
+    let (child, _) = slow_sweep_of(tmp.path(), 2, "30", Stdio::piped());
     // The worker (30 s) is running by now.
     std::thread::sleep(Duration::from_millis(1500));
     signal(&child, nix::sys::signal::Signal::SIGINT);

@@ -60,11 +60,11 @@ impl Effort {
         })
     }
 
-    /// One trial of a working set only DRAM holds: DRAM's rate on a shared machine wanders
-    /// more, and shorter trials caught fewer of its good moments.
-    fn dram_trial_time(self) -> Duration {
+    /// One trial of a working set, `dram_only` for one only DRAM holds: DRAM's rate on a shared
+    /// machine wanders more, and shorter trials caught fewer of its good moments.
+    fn bandwidth_trial_time(self, dram_only: bool) -> Duration {
         match self {
-            Effort::Default => Duration::from_millis(100),
+            Effort::Default if dram_only => Duration::from_millis(100),
             _ => self.trial_time(),
         }
     }
@@ -440,11 +440,7 @@ pub fn measure(
         step(what.clone(), &mut done);
         // The largest working set stands for DRAM alone: give it an extra trial.
         let count = effort.trials() + usize::from(size == largest_bytes_per_thread);
-        let trial_time = if size == largest_bytes_per_thread {
-            effort.dram_trial_time()
-        } else {
-            effort.trial_time()
-        };
+        let trial_time = effort.bandwidth_trial_time(size == largest_bytes_per_thread);
         let bytes_per_s = figure(what, &mut || {
             bandwidth(isa, size, threads, count, trial_time, guess)
         });
@@ -467,11 +463,7 @@ pub fn measure(
                 bytes_per_thread: size,
                 threads: 1,
                 bytes_per_s: figure(what, &mut || {
-                    let trial_time = if size >= largest_bytes_per_thread {
-                        effort.dram_trial_time()
-                    } else {
-                        effort.trial_time()
-                    };
+                    let trial_time = effort.bandwidth_trial_time(size >= largest_bytes_per_thread);
                     bandwidth(isa, size, 1, effort.trials(), trial_time, near.max(1e6))
                 }),
             });

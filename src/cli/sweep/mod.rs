@@ -429,19 +429,19 @@ impl Progress {
     }
 }
 
-/// Cancels on SIGINT or SIGTERM (a second one ends edgeprof at once, exit 130; workers die
-/// with their parent). Signals within [`ONE_STOP`] of the first are the same stop: `timeout`
-/// sends its signal to its child and then to the child's whole process group, and a terminal's
-/// Ctrl-C can reach edgeprof both directly and through a wrapper that forwards it; a person
-/// pressing Ctrl-C twice is slower than that. A hang-up (SIGHUP: a closed terminal, a dropped SSH session) does not
-/// stop the work: the returned flag is raised, progress goes on in the results directory only,
-/// and the sweep measures to the end. A closing terminal may send several hang-ups; they are
-/// one. A thread blocks on the signals (signal-hook's self-pipe) and raises `cancel`, which
-/// wakes whatever waits on it at once.
 /// How soon after a first stop signal another is taken as the same one (see
 /// [`install_stop_handlers`]).
 const ONE_STOP: std::time::Duration = std::time::Duration::from_millis(300);
 
+/// Cancels on SIGINT or SIGTERM (a second one ends edgeprof at once, exit 130; workers die
+/// with their parent). Signals within [`ONE_STOP`] of the first are the same stop: `timeout`
+/// sends its signal to its child and then to the child's whole process group, and a terminal's
+/// Ctrl-C can reach edgeprof both directly and through a wrapper that forwards it; a person
+/// pressing Ctrl-C twice is slower than that. A hang-up (SIGHUP: a closed terminal, a dropped
+/// SSH session) does not stop the work: the returned flag is raised, progress goes on in the
+/// results directory only, and the sweep measures to the end. A closing terminal may send
+/// several hang-ups; they are one. A thread blocks on the signals (signal-hook's self-pipe) and raises `cancel`, which
+/// wakes whatever waits on it at once.
 pub(super) fn install_stop_handlers(cancel: &Cancel) -> anyhow::Result<Arc<AtomicBool>> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let mut incoming = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP])
