@@ -346,16 +346,26 @@ mod tests {
             Err(e) => panic!("cannot start sh: {e}"),
         };
         let _stdin = child.take_stdin();
-        assert_eq!(
-            heard.recv_timeout(Duration::from_secs(20)),
-            Ok(Heard::Line("ready".into()))
-        );
+        // Exit is heard on a thread of its own: it may come before the line.
+        let mut exited = false;
+        loop {
+            match heard.recv_timeout(Duration::from_secs(20)) {
+                Ok(Heard::Line(line)) if line == "ready" => break,
+                Ok(Heard::Exited) => exited = true,
+                other => panic!("expected the line \"ready\", heard {other:?}"),
+            }
+        }
         let mut w = Watchdog::new(child, Instant::now() + deadline_in, grace);
         let start = Instant::now();
         loop {
             w.tick();
             let due = w.next_due().unwrap_or(start + Duration::from_secs(20));
-            match heard.recv_timeout(due.saturating_duration_since(Instant::now())) {
+            let next = if exited {
+                Ok(Heard::Exited)
+            } else {
+                heard.recv_timeout(due.saturating_duration_since(Instant::now()))
+            };
+            match next {
                 Ok(Heard::Exited) => match w.reap_exited() {
                     Ok(status) => return (status, w.timed_out()),
                     Err(e) => panic!("{e}"),
