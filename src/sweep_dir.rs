@@ -374,7 +374,7 @@ pub fn write_summaries(
     formats: &[String],
 ) -> crate::error::Result<()> {
     let dir = &stored.dir;
-    let agreement = results::agreement::compare(dir, rows);
+    let checks = summary::OutputChecks::of(dir, rows);
     for format in formats {
         match format.as_str() {
             "csv" => {
@@ -382,11 +382,11 @@ pub fn write_summaries(
             }
             "json" => results::write_atomic(
                 &dir.join("summary.json"),
-                summary::to_json(&stored.manifest, rows, &agreement)?.as_bytes(),
+                summary::to_json(&stored.manifest, rows, &checks)?.as_bytes(),
             )?,
             "md" => results::write_atomic(
                 &dir.join("summary.md"),
-                summary::to_markdown(&stored.manifest, rows, &agreement).as_bytes(),
+                summary::to_markdown(&stored.manifest, rows, &checks).as_bytes(),
             )?,
             "svg" => {
                 write_svgs(stored, rows, &dir.join("charts"))?;

@@ -4,6 +4,7 @@
 mod common;
 
 use common::*;
+use edgeprof::collect::kernels::Unit;
 use std::path::Path;
 
 /// Hand-written ceilings of a Raspberry Pi 4 (fp32 and fp64, L1, L2, DRAM).
@@ -57,11 +58,35 @@ fn measured_ceilings_are_sane_and_kept_for_this_device() {
     };
     let c = &json["ceilings"];
     let compute = c["compute"].as_array().cloned().unwrap_or_default();
+    // fp64, fp32 and every narrow-precision unit this CPU has, on 1 and 2 threads.
+    let units: Vec<Unit> = Unit::of_this_architecture()
+        .iter()
+        .copied()
+        .filter(|u| u.available().is_ok() && !u.superseded())
+        .collect();
     assert_eq!(
         compute.len(),
-        4,
-        "fp64 and fp32 on 1 and 2 threads: {compute:?}"
+        4 + 2 * units.len(),
+        "fp64 and fp32 and {units:?} on 1 and 2 threads: {compute:?}"
     );
+    for unit in &units {
+        let by_threads: Vec<(u64, String)> = compute
+            .iter()
+            .filter(|r| r["via"] == unit.to_string().as_str())
+            .map(|r| {
+                (
+                    r["threads"].as_u64().unwrap_or(0),
+                    r["precision"].to_string(),
+                )
+            })
+            .collect();
+        let precision = format!("\"{}\"", unit.precision());
+        assert_eq!(
+            by_threads,
+            [(1, precision.clone()), (2, precision)],
+            "{unit}"
+        );
+    }
     let get = |kind: &str, key: &str, name: &str, threads: u64| -> Option<f64> {
         c[kind].as_array()?.iter().find_map(|r| {
             (r[key] == name && r["threads"] == threads).then(|| {
@@ -118,6 +143,37 @@ fn measured_ceilings_are_sane_and_kept_for_this_device() {
     let shown = stdout_of(&roofline(cache.path(), &["show", "--ascii"]).success());
     assert!(shown.contains("measured by edgeprof"), "{shown}");
     assert!(shown.contains("hardware counters"), "{shown}");
+}
+
+#[test]
+fn a_precision_the_ceilings_lack_is_refused_with_what_they_have() {
+    let cache = temp_dir();
+    let assert = roofline(
+        cache.path(),
+        &["show", "--ceilings", &pi4(), "--precision", "int8"],
+    )
+    .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("have no int8 roof (they have fp64, fp32)"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn every_narrow_precision_unit_here_is_checked_or_said_absent() {
+    let cache = temp_dir();
+    let out = stdout_of(&roofline(cache.path(), &["kernels"]).success());
+    for &unit in Unit::of_this_architecture() {
+        let name = unit.to_string();
+        let line = out
+            .lines()
+            .find(|l| l.starts_with(&format!("{name} ")) || l.starts_with(&format!("  {name} (")));
+        match unit.available() {
+            Ok(()) => assert!(line.is_some_and(|l| l.ends_with(" ok")), "{name}: {out}"),
+            Err(why) => assert!(line.is_some_and(|l| l.ends_with(&why)), "{name}: {out}"),
+        }
+    }
 }
 
 #[test]

@@ -982,3 +982,67 @@ fn a_sweep_warns_of_more_threads_than_cores() {
     let log = read(&only_entry(&out).join("progress.log"));
     assert!(log.contains(&warning), "{log}");
 }
+
+#[test]
+fn a_lower_precision_is_measured_beside_its_fp32_twin_with_its_accuracy_cost() {
+    let tmp = temp_dir();
+    let config = tmp.path().join("precision.toml");
+    write(
+        &config,
+        "name = \"precision\"\n[matrix]\nengines = [\"candle\"]\nmodels = [\"shufflenet_v2_x0_5\"]\n\
+         inputs = [\"3x32x32\"]\nbatch = [2]\nthreads = [1]\nprecision = [\"fp32\", \"fp16\", \"int8\"]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n[output]\nformats = [\"csv\", \"json\"]\n",
+    );
+    let out = tmp.path().join("results");
+    run_config(&config, &out).success();
+    let dir = results_dir(&out);
+    let summary: serde_json::Value = match serde_json::from_str(&read(&dir.join("summary.json"))) {
+        Ok(v) => v,
+        Err(e) => panic!("{e}"),
+    };
+    let twin = "candle/shufflenet_v2_x0_5/3x32x32/b2/t1/cpu";
+    let compared = summary["accuracy"]["compared"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let found: Vec<(String, String, u64)> = compared
+        .iter()
+        .map(|a| {
+            (
+                a["condition"].as_str().unwrap_or("").to_string(),
+                a["reference"].as_str().unwrap_or("").to_string(),
+                a["images"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(found, [(format!("{twin}/fp16"), twin.to_string(), 2)]);
+    // float16 rounding moves the outputs a little, never their direction.
+    let cosine = compared[0]["cosine"].as_f64().unwrap_or(0.0);
+    assert!(cosine > 0.99, "{compared:?}");
+    // The int8 condition is skipped with candle's reason, and the CSV says each precision.
+    let csv = read(&dir.join("summary.csv"));
+    let precision_of = |id: &str| {
+        csv.lines()
+            .find(|l| l.starts_with(&format!("{id},")))
+            .and_then(|l| l.rsplit(',').next())
+            .map(str::to_string)
+    };
+    assert_eq!(precision_of(twin).as_deref(), Some("fp32"));
+    assert_eq!(
+        precision_of(&format!("{twin}/fp16")).as_deref(),
+        Some("fp16")
+    );
+    let skipped = summary["conditions"]
+        .as_array()
+        .and_then(|c| {
+            c.iter()
+                .find(|r| r["id"] == format!("{twin}/int8").as_str())
+        })
+        .map(|r| r["reason"].as_str().unwrap_or("").to_string());
+    assert!(
+        skipped
+            .as_deref()
+            .is_some_and(|r| r.contains("no integer kernels")),
+        "{skipped:?}"
+    );
+}

@@ -64,6 +64,8 @@ pub struct BenchRequest {
     pub repeats: usize,
     /// Seed of the random weights (zoo models) and of the input data.
     pub seed: u64,
+    /// The precision the model runs in.
+    pub precision: crate::collect::kernels::Precision,
     /// Profile node by node over this many extra inferences (0: no profile).
     pub profile_runs: usize,
     /// Output classes of a zoo model, as the frameworks build it.
@@ -110,6 +112,8 @@ pub enum BenchEvent {
 #[derive(Debug, Clone, Serialize)]
 pub struct BenchReport {
     pub engine: &'static str,
+    /// The precision the model ran in.
+    pub precision: crate::collect::kernels::Precision,
     pub model: String,
     pub input_shape: Vec<usize>,
     pub threads: usize,
@@ -207,8 +211,16 @@ pub fn run(
     request: &BenchRequest,
     on_event: impl FnMut(BenchEvent),
 ) -> crate::error::Result<BenchReport> {
+    if let Some(why) =
+        crate::runner::matrix::precision_unsupported(&request.engine, request.precision)
+    {
+        crate::error::bail!(crate::error::BadInput(why));
+    }
     if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str()) {
-        return run_in_worker(request, on_event);
+        return run_in_worker(request, on_event).map(|r| BenchReport {
+            precision: request.precision,
+            ..r
+        });
     }
     let label = match &request.model {
         BenchModel::Zoo(model) => format!("zoo model {}", model.name),
@@ -223,6 +235,10 @@ pub fn run(
         move |on_event| run_here(&owned, on_event),
         on_event,
     )
+    .map(|r| BenchReport {
+        precision: request.precision,
+        ..r
+    })
 }
 
 /// The benchmark in this process (on the thread [`watch::watched`] gives it).
@@ -270,7 +286,13 @@ fn run_here(
     on_event(BenchEvent::Loading {
         model: name.clone(),
     });
-    let session = Loaded::load(&request.engine, source, request.threads, request.seed)?;
+    let session = Loaded::load(
+        &request.engine,
+        source,
+        request.threads,
+        request.seed,
+        request.precision,
+    )?;
     on_event(BenchEvent::Loaded {
         init: session.init_time(),
     });
@@ -382,6 +404,7 @@ pub fn assemble(
     .ok_or_else(|| crate::error::failed!("no valid latency samples were recorded"))?;
     Ok(BenchReport {
         engine,
+        precision: crate::collect::kernels::Precision::Fp32,
         model: m.model,
         input_shape: m.input_shape,
         threads: m.threads,

@@ -260,7 +260,8 @@ pub fn run_in_worker(
             None,
         ),
     };
-    let condition = condition(&request.engine, &given, request.threads);
+    let condition =
+        condition(&request.engine, &given, request.threads).with_precision(request.precision);
     let mut config = crate::config::parse("", Path::new("edgeprof-bench.toml"))?;
     config.measure.check_outputs = false;
     config.measure.seed = request.seed;

@@ -340,7 +340,7 @@ pub(super) enum RooflineCommand {
         /// Ceilings from this file (as saved by `measure`) instead of this device's
         #[arg(long, value_name = "FILE")]
         ceilings: Option<PathBuf>,
-        /// The compute roof the points are judged against
+        /// The compute roof the chart is drawn against (fp16, bf16, int8: where the ceilings have one)
         #[arg(long, value_enum, default_value = "fp32")]
         precision: PrecisionArg,
         #[command(flatten)]
@@ -476,6 +476,43 @@ pub(super) enum ToolArg {
 pub(super) enum PrecisionArg {
     Fp64,
     Fp32,
+    Fp16,
+    Bf16,
+    Int8,
+}
+
+/// A precision a model runs in.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub(super) enum ModelPrecisionArg {
+    Fp32,
+    Fp16,
+    Bf16,
+    Int8,
+}
+
+impl From<ModelPrecisionArg> for edgeprof::roofline::Precision {
+    fn from(p: ModelPrecisionArg) -> Self {
+        use edgeprof::roofline::Precision;
+        match p {
+            ModelPrecisionArg::Fp32 => Precision::Fp32,
+            ModelPrecisionArg::Fp16 => Precision::Fp16,
+            ModelPrecisionArg::Bf16 => Precision::Bf16,
+            ModelPrecisionArg::Int8 => Precision::Int8,
+        }
+    }
+}
+
+impl From<PrecisionArg> for edgeprof::roofline::Precision {
+    fn from(p: PrecisionArg) -> Self {
+        use edgeprof::roofline::Precision;
+        match p {
+            PrecisionArg::Fp64 => Precision::Fp64,
+            PrecisionArg::Fp32 => Precision::Fp32,
+            PrecisionArg::Fp16 => Precision::Fp16,
+            PrecisionArg::Bf16 => Precision::Bf16,
+            PrecisionArg::Int8 => Precision::Int8,
+        }
+    }
 }
 
 #[derive(Args, Debug)]
@@ -739,6 +776,9 @@ pub(super) struct BenchArgs {
     /// Seed of the random weights and input data
     #[arg(long, default_value_t = DEFAULT_SEED)]
     pub(super) seed: u64,
+    /// The precision the model runs in (candle runs fp16; the engines say what they lack)
+    #[arg(long, value_enum, default_value = "fp32")]
+    pub(super) precision: ModelPrecisionArg,
     /// Also profile node by node and show the time per layer
     #[arg(long)]
     pub(super) profile: bool,

@@ -101,6 +101,7 @@ pub(super) fn bench_command(args: BenchArgs) -> anyhow::Result<()> {
         iterations: usize::try_from(args.iterations).unwrap_or(usize::MAX),
         repeats: usize::try_from(args.repeats).unwrap_or(1),
         seed: args.seed,
+        precision: args.precision.into(),
         profile_runs: if args.profile {
             args.profile_runs.max(1)
         } else {

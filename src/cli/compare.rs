@@ -17,8 +17,8 @@ pub(super) struct CompareArgs {
     #[arg(required_unless_present = "within")]
     pub(super) candidate: Option<PathBuf>,
     /// Within the one directory: the conditions with AXIS = VALUE against those that differ
-    /// from them only on AXIS (engine, model, input, batch, threads, device, cores), e.g.
-    /// `threads=1` or `engine=tract`
+    /// from them only on AXIS (engine, model, input, batch, threads, device, cores, precision),
+    /// e.g. `threads=1`, `engine=tract` or `precision=fp32`
     #[arg(long, value_name = "AXIS=VALUE", conflicts_with = "candidate")]
     pub(super) within: Option<String>,
     /// Differences of medians under this fraction are not significant

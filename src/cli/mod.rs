@@ -164,10 +164,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             ceilings,
             gpu,
-            precision: match precision {
-                PrecisionArg::Fp64 => edgeprof::roofline::Precision::Fp64,
-                PrecisionArg::Fp32 => edgeprof::roofline::Precision::Fp32,
-            },
+            precision: precision.into(),
             ascii: chart.ascii,
             width: chart.width,
             height: chart.height,

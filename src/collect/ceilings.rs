@@ -28,7 +28,12 @@ pub struct SweepPoint {
 pub struct Peak {
     pub precision: Precision,
     pub threads: usize,
+    /// Operations per second: FLOPs, or OPs for integer precisions.
     pub flops_per_s: f64,
+    /// The unit that reached it, where the precision has several (AMX-INT8, AVX-512 VNNI);
+    /// `None` for the fp64/fp32 kernels, which run in the measurement's ISA.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// How long to measure: trials per figure and seconds per trial.
@@ -378,8 +383,21 @@ pub fn sweep_sizes(largest: u64) -> Vec<u64> {
     sizes
 }
 
-/// Measures peaks (fp64, fp32; one thread and `threads`) and the bandwidth sweep up to
-/// `largest_bytes_per_thread`, with `single_thread_sizes` also measured on one thread.
+/// Operation rates of a narrow-precision unit on `threads` threads, one per trial.
+fn unit_peak(unit: kernels::Unit, threads: usize, effort: Effort) -> Vec<f64> {
+    let kernel = move |rounds: u64| unit.run(rounds).unwrap_or((0.0, 0));
+    let rounds = calibrate(effort.trial_time(), |r| kernel(r).0);
+    rates(
+        threads,
+        effort.trials(),
+        |_| (),
+        |_| kernel(rounds).1 as f64,
+    )
+}
+
+/// Measures peaks (fp64, fp32 and every narrow-precision unit this CPU has; one thread and
+/// `threads`) and the bandwidth sweep up to `largest_bytes_per_thread`, with
+/// `single_thread_sizes` also measured on one thread.
 pub fn measure(
     isa: Isa,
     threads: usize,
@@ -395,7 +413,12 @@ pub fn measure(
     if threads > 1 {
         thread_counts.push(threads);
     }
-    let total = 2 * thread_counts.len() + sizes.len() + single_thread_sizes.len();
+    let units: Vec<kernels::Unit> = kernels::Unit::of_this_architecture()
+        .iter()
+        .copied()
+        .filter(|u| u.available().is_ok() && !u.superseded())
+        .collect();
+    let total = (2 + units.len()) * thread_counts.len() + sizes.len() + single_thread_sizes.len();
     let mut done = 0;
     let mut step = |what: String, done: &mut usize| {
         on_step(Step {
@@ -429,6 +452,19 @@ pub fn measure(
                 precision,
                 threads: n,
                 flops_per_s: figure(what, &mut || peak(isa, precision, n, effort)),
+                via: None,
+            });
+        }
+    }
+    for &unit in &units {
+        for &n in &thread_counts {
+            let what = format!("{} peak ({unit}), {n} thread(s)", unit.precision());
+            step(what.clone(), &mut done);
+            peaks.push(Peak {
+                precision: unit.precision(),
+                threads: n,
+                flops_per_s: figure(what, &mut || unit_peak(unit, n, effort)),
+                via: Some(unit.to_string()),
             });
         }
     }
@@ -537,15 +573,27 @@ mod tests {
             Effort::Quick,
             |_| steps += 1,
         );
-        assert_eq!(m.peaks.len(), 4);
+        // fp64 and fp32, then every narrow-precision unit this CPU has, on 1 and 2 threads.
+        let units: Vec<kernels::Unit> = kernels::Unit::of_this_architecture()
+            .iter()
+            .copied()
+            .filter(|u| u.available().is_ok() && !u.superseded())
+            .collect();
+        assert_eq!(m.peaks.len(), 4 + 2 * units.len());
         assert!(m.peaks.iter().all(|p| p.flops_per_s > 0.0));
+        let via: Vec<Option<String>> = m.peaks[4..].iter().map(|p| p.via.clone()).collect();
+        let expected: Vec<Option<String>> = units
+            .iter()
+            .flat_map(|u| [Some(u.to_string()), Some(u.to_string())])
+            .collect();
+        assert_eq!(via, expected);
         // 4 KiB, 8 KiB, 16 KiB on two threads, then 8 KiB on one.
         assert_eq!(m.sweep.len(), 4);
         assert_eq!((m.sweep[3].threads, m.sweep[3].bytes_per_thread), (1, 8192));
         assert!(m.sweep.iter().all(|p| p.bytes_per_s > 0.0));
-        assert_eq!(steps, 4 + 3 + 1);
+        assert_eq!(steps, 4 + 2 * units.len() + 3 + 1);
         // Every figure keeps its trials, the figure the best of them.
-        assert_eq!(m.trials.len(), 8);
+        assert_eq!(m.trials.len(), 8 + 2 * units.len());
         assert!(m.trials.iter().all(|t| t.count >= 2 && t.worst <= t.best));
         assert_eq!(m.trials[0].best, m.peaks[0].flops_per_s);
     }

@@ -159,6 +159,9 @@ pub struct Matrix {
     /// Thread counts; 0 means all available cores.
     pub threads: Vec<usize>,
     pub devices: Vec<Device>,
+    /// The precisions models run in (fp32 unless the config says otherwise); each engine runs
+    /// those it can and the plan says why it skips the rest.
+    pub precision: Vec<crate::collect::kernels::Precision>,
     /// CPU sets the workers are confined to (None: every CPU edgeprof may use).
     pub cores: Vec<Option<Vec<usize>>>,
     pub classes: usize,

@@ -76,6 +76,7 @@ pub(super) struct RawMatrix {
     pub(super) batch: Option<Spanned<Vec<Spanned<i64>>>>,
     pub(super) threads: Option<Spanned<Vec<Spanned<i64>>>>,
     pub(super) devices: Option<Spanned<Vec<Spanned<String>>>>,
+    pub(super) precision: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) cores: Option<Spanned<Vec<Spanned<String>>>>,
     pub(super) classes: Option<Spanned<i64>>,
     pub(super) exclude: Option<Vec<Spanned<RawExclude>>>,

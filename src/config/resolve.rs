@@ -219,6 +219,21 @@ impl Resolver<'_> {
             .map_err(|_| self.at(key, v, "must be \"cpu\" or \"gpu:N\"".to_string()))
     }
 
+    /// A precision a model can run in: fp32, fp16, bf16 or int8.
+    pub(super) fn precision(
+        &self,
+        key: &str,
+        v: &Spanned<String>,
+    ) -> Result<crate::collect::kernels::Precision, ConfigError> {
+        crate::collect::kernels::Precision::of_models(v.get_ref()).ok_or_else(|| {
+            self.at(
+                key,
+                v,
+                "must be \"fp32\", \"fp16\", \"bf16\" or \"int8\"".to_string(),
+            )
+        })
+    }
+
     /// Resolves a list axis: each element through `f`, or the default when the key is absent.
     /// Two elements that resolve to the same value (`"0-1"` and `"0,1"`, `m.onnx` and
     /// `./m.onnx`) are refused: each would make the same conditions again.

@@ -52,6 +52,7 @@ fn written_configs_read_back_the_same() {
         (
             dir.join("x.toml"),
             "name = \"x\"\n[matrix]\nthreads = [1, 2]\ndevices = [\"cpu\", \"gpu:1\"]\n\
+             precision = [\"fp32\", \"fp16\", \"int8\"]\n\
              [[matrix.exclude]]\nthreads = 2\nmodel = \"resnet34\"\n[measure]\ncooldown_s = 1.5\ntarget_ci = 0.02\n\
              rerun_disturbed = 2\noutliers = \"exclude\"\nmax_repeats = 40\nprocesses = 5\n\
              [output]\nroofline = true\nformats = [\"svg\"]\n"
@@ -244,6 +245,45 @@ fn errors_name_line_key_and_value() {
     };
     assert_eq!((e.line, e.key.as_str()), (2, "measure.iteratons"));
     assert!(e.message.contains("unknown field"), "{e}");
+}
+
+#[test]
+fn precision_is_an_axis_of_known_precisions_fp32_by_default() {
+    use crate::collect::kernels::Precision;
+    let Ok(c) = parse_str("") else {
+        panic!("the empty config")
+    };
+    assert_eq!(c.matrix.precision, [Precision::Fp32]);
+    let Ok(c) = parse_str("[matrix]\nprecision = [\"int8\", \"fp16\", \"bf16\", \"fp32\"]\n")
+    else {
+        panic!("four precisions")
+    };
+    assert_eq!(
+        c.matrix.precision,
+        [
+            Precision::Int8,
+            Precision::Fp16,
+            Precision::Bf16,
+            Precision::Fp32
+        ]
+    );
+    for (bad, key) in [
+        ("[\"fp8\"]", "matrix.precision[0]"),
+        ("[\"fp32\", \"fp64\"]", "matrix.precision[1]"),
+        ("[\"fp16\", \"fp16\"]", "matrix.precision[1]"),
+    ] {
+        let Err(e) = parse_str(&format!("[matrix]\nprecision = {bad}\n")) else {
+            panic!("accepted {bad}")
+        };
+        assert_eq!((e.line, e.key.as_str()), (2, key), "{e}");
+    }
+    let Err(e) = parse_str("[matrix]\nprecision = [\"fp8\"]\n") else {
+        panic!("accepted fp8")
+    };
+    assert_eq!(
+        e.to_string(),
+        "test.toml:2: matrix.precision[0] = \"fp8\": must be \"fp32\", \"fp16\", \"bf16\" or \"int8\""
+    );
 }
 
 #[test]

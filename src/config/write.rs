@@ -42,6 +42,13 @@ pub fn to_toml(config: &Config) -> String {
         "devices".into(),
         strings(&mut m.devices.iter().map(|d| d.to_string())),
     );
+    // Left out at the default, fp32 alone.
+    if m.precision != [crate::collect::kernels::Precision::Fp32] {
+        matrix.insert(
+            "precision".into(),
+            strings(&mut m.precision.iter().map(|p| p.to_string())),
+        );
+    }
     if m.cores != [None] {
         matrix.insert(
             "cores".into(),

@@ -4,9 +4,10 @@
 //! parameters as the ONNX export (`models::weights`), so its outputs can be checked against
 //! tract's. CPU only; candle's threads are rayon's, sized by `RAYON_NUM_THREADS`.
 
+use crate::collect::kernels::Precision;
 use crate::models::graph::{Model, Op, ValueId};
 use crate::models::weights;
-use candle_core::{Device, Tensor};
+use candle_core::{DType, Device, Tensor};
 use std::time::{Duration, Instant};
 
 pub use super::tract::EngineError;
@@ -78,6 +79,58 @@ enum Step {
     Identity,
 }
 
+impl Step {
+    /// The step with its parameters in `dtype`.
+    fn into_dtype(self, dtype: DType) -> candle_core::Result<Step> {
+        let to = |t: Tensor| t.to_dtype(dtype);
+        let to_opt = |t: Option<Tensor>| t.map(|t| t.to_dtype(dtype)).transpose();
+        Ok(match self {
+            Step::Conv {
+                weight,
+                bias,
+                padding,
+                stride,
+                groups,
+            } => Step::Conv {
+                weight: to(weight)?,
+                bias: to_opt(bias)?,
+                padding,
+                stride,
+                groups,
+            },
+            Step::Affine { scale, shift } => Step::Affine {
+                scale: to(scale)?,
+                shift: to(shift)?,
+            },
+            Step::PoolMatrices { rows, cols_t } => Step::PoolMatrices {
+                rows: to(rows)?,
+                cols_t: to(cols_t)?,
+            },
+            Step::Linear { weight_t, bias } => Step::Linear {
+                weight_t: to(weight_t)?,
+                bias: to_opt(bias)?,
+            },
+            other => other,
+        })
+    }
+}
+
+/// The candle element type a precision runs in, or why candle does not run it here.
+pub fn dtype_of(precision: Precision) -> Result<DType, String> {
+    match precision {
+        Precision::Fp32 => Ok(DType::F32),
+        Precision::Fp16 => Ok(DType::F16),
+        // Measured: "unsupported dtype BF16 for op matmul" from the first convolution.
+        Precision::Bf16 => Err(format!(
+            "candle {CANDLE_VERSION}'s CPU backend has no bf16 matrix multiply (its convolutions \
+             need one)"
+        )),
+        Precision::Fp64 | Precision::Int8 => Err(format!(
+            "candle runs fp32 and fp16 here, not {precision} (it has no integer kernels)"
+        )),
+    }
+}
+
 /// A zoo model ready to run on candle.
 pub struct CandleSession {
     steps: Vec<(Step, Vec<ValueId>)>,
@@ -88,6 +141,8 @@ pub struct CandleSession {
     pub parameters: u64,
     /// Threads candle's thread pool runs with.
     pub threads: usize,
+    /// The element type of its parameters, input and activations.
+    pub dtype: DType,
     /// Building the layers and moving the parameters.
     pub init_time: Duration,
 }
@@ -110,8 +165,23 @@ pub fn set_threads(threads: usize) -> usize {
 }
 
 impl CandleSession {
-    /// Builds `model` with the parameters of `seed` on `threads` threads.
+    /// Builds `model` with the parameters of `seed` on `threads` threads, in float32.
     pub fn load(model: &Model, seed: u64, threads: usize) -> Result<CandleSession, EngineError> {
+        Self::load_in(model, seed, threads, Precision::Fp32)
+    }
+
+    /// As [`CandleSession::load`], with parameters, input and activations in `precision`
+    /// (float32, float16 or bfloat16; the float32 parameters are rounded to it).
+    pub fn load_in(
+        model: &Model,
+        seed: u64,
+        threads: usize,
+        precision: Precision,
+    ) -> Result<CandleSession, EngineError> {
+        let dtype = dtype_of(precision).map_err(|reason| EngineError::UnsupportedModel {
+            origin: format!("zoo model {} on candle", model.name),
+            reason,
+        })?;
         let start = Instant::now();
         let threads = set_threads(threads);
         let unsupported = |reason: String| EngineError::UnsupportedModel {
@@ -226,6 +296,11 @@ impl CandleSession {
                 },
                 Op::Dropout { .. } => Step::Identity,
             };
+            let step = if dtype == DType::F32 {
+                step
+            } else {
+                step.into_dtype(dtype).map_err(run_err)?
+            };
             steps.push((step, layer.inputs.clone()));
         }
         Ok(CandleSession {
@@ -234,6 +309,7 @@ impl CandleSession {
             input_shape: model.input_shape.clone(),
             parameters,
             threads,
+            dtype,
             init_time: start.elapsed(),
         })
     }
@@ -241,7 +317,9 @@ impl CandleSession {
     /// The same reproducible input as tract's: uniform in [-1, 1) from `seed`.
     pub fn make_input(&self, seed: u64) -> Result<Tensor, EngineError> {
         let data = weights::input_data(&self.input_shape, seed);
-        Tensor::from_vec(data, self.input_shape.as_slice(), &Device::Cpu).map_err(run_err)
+        Tensor::from_vec(data, self.input_shape.as_slice(), &Device::Cpu)
+            .and_then(|t| t.to_dtype(self.dtype))
+            .map_err(run_err)
     }
 
     fn forward(&self, input: &Tensor) -> candle_core::Result<Tensor> {
@@ -349,6 +427,7 @@ impl CandleSession {
         // candle's CPU backend computes eagerly; reading one value makes sure of it.
         y.flatten_all()
             .and_then(|t| t.get(0))
+            .and_then(|t| t.to_dtype(DType::F32))
             .and_then(|t| t.to_scalar::<f32>())
             .map_err(run_err)?;
         Ok(start.elapsed())
@@ -372,7 +451,9 @@ fn pad_with_neg_infinity(
                 return Ok(None);
             }
             dims[axis] = len;
-            Tensor::full(f32::NEG_INFINITY, dims.as_slice(), x.device()).map(Some)
+            Tensor::full(f32::NEG_INFINITY, dims.as_slice(), x.device())
+                .and_then(|t| t.to_dtype(x.dtype()))
+                .map(Some)
         };
         let first = side(before)?;
         let last = side(after)?;
@@ -457,6 +538,57 @@ mod tests {
             );
             let zoo_count = crate::models::cost::analyze(&model).total.params;
             assert_eq!(candle.parameters, zoo_count, "{name}");
+        }
+    }
+
+    /// fp16 computes what fp32 does, within its rounding: the largest difference relative to
+    /// the output's largest magnitude stays under 2 % (11-bit significand, rounding in every
+    /// layer) on every zoo model, and the output has the same shape.
+    #[test]
+    fn float16_stays_near_float32_on_every_zoo_model() {
+        for name in zoo::zoo_names() {
+            let model = match zoo::build(name, &params(40)) {
+                Ok(m) => m,
+                Err(e) => panic!("{name}: {e}"),
+            };
+            let run = |precision| match CandleSession::load_in(&model, 7, 1, precision)
+                .and_then(|s| s.make_input(3).and_then(|x| s.run(&x)))
+            {
+                Ok(v) => v,
+                Err(e) => panic!("{name} {precision}: {e}"),
+            };
+            let (shape, full) = run(Precision::Fp32);
+            let scale = full.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+            let (precision, bound) = (Precision::Fp16, 0.02);
+            let (s, narrow) = run(precision);
+            assert_eq!(s, shape, "{name} {precision}");
+            let worst = narrow
+                .iter()
+                .zip(&full)
+                .map(|(a, b)| (a - b).abs())
+                .fold(0f32, f32::max);
+            errln!("{name} {precision}: max |diff| {worst:.2e} of {scale:.2e}");
+            assert!(
+                worst <= bound * scale,
+                "{name} {precision}: {worst} of {scale}"
+            );
+        }
+    }
+
+    #[test]
+    fn candle_has_no_int8_or_bf16_and_says_why() {
+        let model = match zoo::build("mobilenet_v2", &params(40)) {
+            Ok(m) => m,
+            Err(e) => panic!("{e}"),
+        };
+        for (precision, why) in [
+            (Precision::Int8, "not int8 (it has no integer kernels)"),
+            (Precision::Bf16, "no bf16 matrix multiply"),
+        ] {
+            let Err(e) = CandleSession::load_in(&model, 7, 1, precision) else {
+                panic!("candle loaded a {precision} model");
+            };
+            assert!(e.to_string().contains(why), "{e}");
         }
     }
 

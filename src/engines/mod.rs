@@ -65,13 +65,21 @@ pub enum Loaded {
 }
 
 impl Loaded {
-    /// Loads `source` on `engine` with `threads` threads; the input comes from `seed`.
+    /// Loads `source` on `engine` with `threads` threads in `precision`; the input comes from
+    /// `seed`.
     pub fn load(
         engine: &str,
         source: Source,
         threads: usize,
         seed: u64,
+        precision: crate::collect::kernels::Precision,
     ) -> Result<Loaded, EngineError> {
+        if engine == "tract" && precision != crate::collect::kernels::Precision::Fp32 {
+            return Err(EngineError::UnsupportedModel {
+                origin: "tract".to_string(),
+                reason: format!("tract runs fp32 here, not {precision}"),
+            });
+        }
         match (engine, source) {
             ("tract", source) => {
                 let session = match source {
@@ -101,7 +109,7 @@ impl Loaded {
                     seed: weights,
                 },
             ) => {
-                let session = candle::CandleSession::load(model, weights, threads)?;
+                let session = candle::CandleSession::load_in(model, weights, threads, precision)?;
                 let input = session.make_input(seed)?;
                 Ok(Loaded::Candle { session, input })
             }

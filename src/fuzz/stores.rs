@@ -111,8 +111,9 @@ pub(super) fn run_results(scratch: &mut Scratch, bytes: &[u8]) {
         if let Ok(stored) = crate::results::load(&dir) {
             let rows = crate::results::summary::rows(&stored.manifest, &stored.runs);
             let _ = crate::results::summary::to_csv(&rows);
-            let _ = crate::results::summary::to_json(&stored.manifest, &rows, &[]);
-            let _ = crate::results::summary::to_markdown(&stored.manifest, &rows, &[]);
+            let checks = crate::results::summary::OutputChecks::default();
+            let _ = crate::results::summary::to_json(&stored.manifest, &rows, &checks);
+            let _ = crate::results::summary::to_markdown(&stored.manifest, &rows, &checks);
             let (programs, _) = crate::roofline::programs_from_results(&stored, &[]);
             place(&programs, &crate::roofline::test_ceilings());
         }

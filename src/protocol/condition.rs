@@ -1,6 +1,7 @@
 //! One point of the evaluation space, as the matrix makes it, the workers are asked to run it
 //! and the results name it.
 
+use crate::collect::kernels::Precision;
 use crate::config::{Device, Exclude, ModelRef};
 use crate::models::InputShape;
 use serde::{Deserialize, Serialize};
@@ -27,6 +28,17 @@ pub struct Condition {
     /// condition feeds them so; `input` then stands for nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub named_inputs: Option<String>,
+    /// The precision the model runs in (fp32 unless the condition says otherwise).
+    #[serde(default = "fp32", skip_serializing_if = "is_fp32")]
+    pub precision: Precision,
+}
+
+fn fp32() -> Precision {
+    Precision::Fp32
+}
+
+fn is_fp32(p: &Precision) -> bool {
+    *p == Precision::Fp32
 }
 
 impl Condition {
@@ -50,7 +62,19 @@ impl Condition {
             cores: None,
             options: serde_json::Map::new(),
             named_inputs: None,
+            precision: Precision::Fp32,
         }
+    }
+
+    /// The condition run in `precision`, which joins the id after the device where it is not
+    /// fp32 (`…/cpu/fp16`), so float32 ids stay as they were. Called before
+    /// [`Condition::with_placement`].
+    pub fn with_precision(mut self, precision: Precision) -> Condition {
+        if precision != Precision::Fp32 {
+            self.id.push_str(&format!("/{precision}"));
+        }
+        self.precision = precision;
+        self
     }
 
     /// The condition fed an ONNX file's inputs by name (`named`, as `matrix.inputs` gives a

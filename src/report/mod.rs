@@ -57,11 +57,17 @@ pub fn groups(rows: &[Row], value: impl Fn(&Row) -> Option<f64>) -> Vec<BarGroup
     let mut out: Vec<BarGroup> = Vec::new();
     for (row, label) in ok.iter().zip(labels) {
         let Some(v) = value(row) else { continue };
+        // A bar per engine, and per precision where there are several.
+        let bar = if row.precision == "fp32" {
+            row.engine.clone()
+        } else {
+            format!("{} {}", row.engine, row.precision)
+        };
         match out.iter_mut().find(|g| g.label == label) {
-            Some(g) => g.bars.push((row.engine.clone(), v)),
+            Some(g) => g.bars.push((bar, v)),
             None => out.push(BarGroup {
                 label,
-                bars: vec![(row.engine.clone(), v)],
+                bars: vec![(bar, v)],
             }),
         }
     }

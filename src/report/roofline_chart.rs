@@ -14,16 +14,18 @@ pub struct Mark {
 }
 
 /// The letter of the `index`-th program: A … Z, then again from A.
-/// The chart's roofs, for its legend: the flat ones (compute peaks in FLOP/s, top to bottom)
-/// and the slanted ones (bandwidths in bytes/s, left to right, each with its ridge point in
-/// FLOP/byte against the peak of `precision`). A roof the ceilings lack is left out.
+/// The chart's roofs, for its legend: the flat ones (each precision's compute peak in FLOP/s or,
+/// for integers, OP/s; top to bottom) and the slanted ones (bandwidths in bytes/s, left to right,
+/// each with its ridge point in FLOP/byte against the peak of `precision`). A roof the ceilings
+/// lack is left out.
 pub type Roofs = (Vec<(Precision, f64)>, Vec<(Level, f64, f64)>);
 
 pub fn roofs(ceilings: &Ceilings, precision: Precision) -> Roofs {
-    let flat = [Precision::Fp32, Precision::Fp64, Precision::Fp16]
+    let mut flat: Vec<(Precision, f64)> = Precision::ALL
         .iter()
         .filter_map(|&p| ceilings.peak(p).map(|v| (p, v)))
         .collect();
+    flat.sort_by(|a, b| b.1.total_cmp(&a.1));
     let peak = ceilings.peak(precision).unwrap_or(0.0);
     let slanted = [Level::L1, Level::L2, Level::L3, Level::Dram]
         .iter()
@@ -270,7 +272,9 @@ pub fn render(
             (to_x(ridge), to_y(lbw + ridge)),
         );
     }
-    for p in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+    // Every precision's roof within the chart's height: those above it (int8 on a chart of
+    // fp32 programs) are in the legend.
+    for p in Precision::ALL {
         if let Some(peak) = ceilings.peak(p).filter(usable) {
             let lp = peak.log10();
             let start = levels
@@ -366,6 +370,26 @@ pub(crate) mod tests {
         let m = marks(&programs);
         assert_eq!((m[0].letter, m[1].letter), ('A', 'B'));
         assert_eq!(m[0].intensity, m[1].intensity);
+    }
+
+    #[test]
+    fn the_legend_lists_every_precision_top_to_bottom() {
+        let mut c = crate::roofline::test_ceilings();
+        c.compute.push(crate::roofline::ComputeRoof {
+            precision: Precision::Int8,
+            threads: 4,
+            flops_per_s: 800e9,
+            via: Some("AVX-512 VNNI".into()),
+        });
+        let (flat, _) = roofs(&c, Precision::Fp32);
+        assert_eq!(
+            flat,
+            [
+                (Precision::Int8, 800e9),
+                (Precision::Fp32, 100e9),
+                (Precision::Fp64, 50e9)
+            ]
+        );
     }
 
     #[test]

@@ -286,8 +286,9 @@ pub fn roofline(
                 .label(format!("{level} {:.1} GB/s", bw / 1e9))
                 .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], colour));
         }
-        for p in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
-            if let Some(v) = ceilings.peak(p) {
+        // Every precision's roof within the chart's height (its own sets the height).
+        for p in Precision::ALL {
+            if let Some(v) = ceilings.peak(p).filter(|&v| v <= y_max) {
                 let start = levels
                     .iter()
                     .map(|(_, bw)| (v / bw).clamp(x_min, x_max))
@@ -298,7 +299,7 @@ pub fn roofline(
                         BLACK.stroke_width(2),
                     ))
                     .map_err(chart_error)?
-                    .label(format!("{p} peak {:.1} GFLOP/s", v / 1e9))
+                    .label(format!("{p} peak {:.1} G{}/s", v / 1e9, p.op()))
                     .legend(|(x, y)| PathElement::new(vec![(x, y), (x + 16, y)], BLACK));
             }
         }

@@ -17,6 +17,11 @@ pub fn gflops(v: f64) -> String {
     format!("{:.1} GFLOP/s", v / 1e9)
 }
 
+/// A compute rate in the unit of its precision: GFLOP/s, or GOP/s for integers.
+pub fn ops_rate(v: f64, precision: Precision) -> String {
+    format!("{:.1} G{}/s", v / 1e9, precision.op())
+}
+
 pub fn gbytes(v: f64) -> String {
     format!("{:.1} GB/s", v / 1e9)
 }
@@ -52,12 +57,18 @@ pub fn roofs_and_advice(
     let (flat, slanted) = crate::report::roofline_chart::roofs(ceilings, precision);
     let peaks: Vec<String> = flat
         .iter()
-        .map(|(p, v)| format!("{p} peak {}", gflops(*v)))
+        .map(|(p, v)| format!("{p} peak {}", ops_rate(*v, *p)))
         .collect();
     let _ = writeln!(out, "\nflat roofs (top to bottom): {}", peaks.join(", "));
     let slopes: Vec<String> = slanted
         .iter()
-        .map(|(l, bw, ridge)| format!("{l} {} (ridge {ridge:.2} FLOP/byte)", gbytes(*bw)))
+        .map(|(l, bw, ridge)| {
+            format!(
+                "{l} {} (ridge {ridge:.2} {}/byte)",
+                gbytes(*bw),
+                precision.op()
+            )
+        })
         .collect();
     let _ = writeln!(out, "slanted roofs (left to right): {}", slopes.join(", "));
     for note in &ceilings.notes {
@@ -234,6 +245,20 @@ pub(super) fn opt(v: Option<f64>, places: usize) -> String {
         .unwrap_or_else(|| "-".to_string())
 }
 
+/// What the engines of the framework comparison share: model, input, batch, threads, device and
+/// the precision where it is not fp32.
+fn comparison_key(r: &summary::Row) -> String {
+    let key = format!(
+        "{}/{}/b{}/t{}/{}",
+        r.model, r.input, r.batch, r.threads, r.device
+    );
+    if r.precision == "fp32" {
+        key
+    } else {
+        format!("{key}/{}", r.precision)
+    }
+}
+
 /// The framework comparison: mean latency per engine, side by side, for every condition the
 /// engines share (model, input, batch, threads, device); the fastest is starred. Empty when
 /// fewer than two engines ran.
@@ -244,10 +269,7 @@ pub fn engine_comparison(rows: &[summary::Row]) -> String {
         if !engines.contains(&r.engine.as_str()) {
             engines.push(&r.engine);
         }
-        let key = format!(
-            "{}/{}/b{}/t{}/{}",
-            r.model, r.input, r.batch, r.threads, r.device
-        );
+        let key = comparison_key(r);
         if !keys.contains(&key) {
             keys.push(key);
         }
@@ -262,14 +284,7 @@ pub fn engine_comparison(rows: &[summary::Row]) -> String {
                 .iter()
                 .map(|e| {
                     rows.iter()
-                        .find(|r| {
-                            r.status == "ok"
-                                && r.engine == *e
-                                && format!(
-                                    "{}/{}/b{}/t{}/{}",
-                                    r.model, r.input, r.batch, r.threads, r.device
-                                ) == *key
-                        })
+                        .find(|r| r.status == "ok" && r.engine == *e && comparison_key(r) == *key)
                         .and_then(|r| r.mean_ms)
                 })
                 .collect();
@@ -480,6 +495,35 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             &[false, false, true, true, false],
             table,
             &[0, 4, 1],
+        ));
+    }
+    let accuracy = results::accuracy::compare(&stored.dir, rows);
+    if !accuracy.is_empty() {
+        let _ = writeln!(
+            out,
+            "\naccuracy: each lower-precision condition's output against its fp32 twin's (on {})",
+            results::accuracy::INPUTS
+        );
+        let table: Vec<Vec<String>> = accuracy
+            .iter()
+            .map(|a| {
+                let mut row = vec![a.condition.clone()];
+                row.extend(results::accuracy::cells(a));
+                row
+            })
+            .collect();
+        out.push_str(&fitted_conditions(
+            &[
+                "condition",
+                "top-1",
+                "top-5",
+                "max |err|",
+                "mean |err|",
+                "cosine",
+            ],
+            &[false, true, true, true, true, true],
+            table,
+            &[0, 1, 5],
         ));
     }
     if charts {
@@ -868,9 +912,14 @@ pub fn bench_summary(r: &BenchReport) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
-        "{} on {}, {}, {} thread(s)",
+        "{} on {}{}, {}, {} thread(s)",
         r.model,
         r.engine,
+        if r.precision == Precision::Fp32 {
+            String::new()
+        } else {
+            format!(" in {}", r.precision)
+        },
         if r.input_shape.is_empty() {
             "at the inputs the file declares".to_string()
         } else {

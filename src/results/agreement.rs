@@ -81,7 +81,12 @@ type Kept<'a> = (&'a Row, Vec<f32>);
 /// Compares the kept outputs of the successful conditions of a results directory.
 pub fn compare(dir: &Path, rows: &[Row]) -> Vec<Agreement> {
     let mut groups: Vec<(String, Vec<Kept>)> = Vec::new();
-    for row in rows.iter().filter(|r| r.status == "ok") {
+    // Lower precisions differ from fp32 by design: their cost is measured against their fp32
+    // twins instead (`results::accuracy`).
+    for row in rows
+        .iter()
+        .filter(|r| r.status == "ok" && r.precision == "fp32")
+    {
         let path = crate::protocol::output_path(dir, &row.id);
         let Some(values) = read_output(&path) else {
             continue;

@@ -197,8 +197,15 @@ fn judge(a: Option<Side>, b: Option<Side>, threshold: f64) -> Compared {
 }
 
 /// The axes a comparison within one directory can hold apart.
-pub const AXES: [&str; 7] = [
-    "engine", "model", "input", "batch", "threads", "device", "cores",
+pub const AXES: [&str; 8] = [
+    "engine",
+    "model",
+    "input",
+    "batch",
+    "threads",
+    "device",
+    "cores",
+    "precision",
 ];
 
 /// A condition's value on `axis` (one of [`AXES`]), and everything else about it.
@@ -219,6 +226,7 @@ fn split_axis(c: &crate::protocol::Condition, axis: &str) -> Option<(String, Str
         ("threads", c.threads.to_string()),
         ("device", c.device.to_string()),
         ("cores", cores),
+        ("precision", c.precision.to_string()),
     ];
     let at = values.iter().position(|(k, _)| *k == axis)?;
     let value = std::mem::take(&mut values[at].1);

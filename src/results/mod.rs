@@ -15,6 +15,7 @@
 //! A crash, SIGKILL or Ctrl-C loses nothing already written: every record is one line, flushed
 //! before the next run starts, and a torn last line is ignored (and trimmed on resume).
 
+pub mod accuracy;
 pub mod agreement;
 pub mod compare;
 pub mod history;

@@ -1,7 +1,25 @@
 //! Derived tables: one row per condition of a sweep, from its run records (the last attempt
 //! decides), written as CSV, JSON and Markdown.
 
+use crate::results::accuracy::Accuracy;
 use crate::results::agreement::Agreement;
+
+/// What the kept outputs of a results directory say: whether the engines compute the same
+/// thing in fp32, and what each lower precision costs against its fp32 twin.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct OutputChecks {
+    pub agreement: Vec<Agreement>,
+    pub accuracy: Vec<Accuracy>,
+}
+
+impl OutputChecks {
+    pub fn of(dir: &std::path::Path, rows: &[Row]) -> OutputChecks {
+        OutputChecks {
+            agreement: crate::results::agreement::compare(dir, rows),
+            accuracy: crate::results::accuracy::compare(dir, rows),
+        }
+    }
+}
 use crate::results::{Manifest, RunRecord};
 use serde::Serialize;
 
@@ -15,6 +33,8 @@ pub struct Row {
     pub batch: usize,
     pub threads: usize,
     pub device: String,
+    /// The precision the model ran in (`fp32`, `fp16`, `bf16`, `int8`).
+    pub precision: String,
     /// `ok`, `failed`, `skipped` or `not run` (interrupted before it ran).
     pub status: String,
     pub attempts: usize,
@@ -140,6 +160,7 @@ impl Row {
             batch: c.batch,
             threads: c.threads,
             device: c.device.to_string(),
+            precision: c.precision.to_string(),
             status: status.to_string(),
             attempts: 0,
             reason: None,
@@ -302,6 +323,7 @@ const COLUMNS: &[&str] = &[
     "median_ci_ms",
     "target_reached",
     "repeats_remeasured",
+    "precision",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -352,6 +374,7 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.median_ci_ms),
         opt(&r.target_reached),
         opt(&r.repeats_remeasured),
+        r.precision.clone(),
     ]
 }
 
@@ -367,7 +390,7 @@ pub fn to_csv(rows: &[Row]) -> String {
 pub fn to_json(
     manifest: &Manifest,
     rows: &[Row],
-    agreement: &[Agreement],
+    checks: &OutputChecks,
 ) -> crate::error::Result<String> {
     let (ok, failed, not_run, skipped) = counts(rows);
     let value = serde_json::json!({
@@ -381,7 +404,11 @@ pub fn to_json(
         "outputs": {
             "tolerance": crate::results::agreement::TOLERANCE,
             "absolute_floor": crate::results::agreement::ABSOLUTE_FLOOR,
-            "compared": agreement
+            "compared": checks.agreement
+        },
+        "accuracy": {
+            "inputs": crate::results::accuracy::INPUTS,
+            "compared": checks.accuracy
         },
     });
     Ok(serde_json::to_string_pretty(&value)? + "\n")
@@ -487,7 +514,8 @@ pub fn table_cells(r: &Row) -> [String; 11] {
     ]
 }
 
-pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -> String {
+pub fn to_markdown(manifest: &Manifest, rows: &[Row], checks: &OutputChecks) -> String {
+    let agreement = &checks.agreement;
     let mut out = format!(
         "# {}\n\n{}\n\n{}\n\n",
         manifest.name,
@@ -528,6 +556,28 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], agreement: &[Agreement]) -
                             .unwrap_or_default()
                     )
                 }
+            ));
+        }
+    }
+    if !checks.accuracy.is_empty() {
+        out.push_str(&format!(
+            "\n## Accuracy of the lower precisions\n\nEach lower-precision condition's output \
+             against its fp32 twin's, on {}.\n\n| condition | precision | top-1 agreement | \
+             top-5 agreement | max abs error | mean abs error | cosine |\n\
+             |---|---|--:|--:|--:|--:|--:|\n",
+            crate::results::accuracy::INPUTS
+        ));
+        for a in &checks.accuracy {
+            let cells = crate::results::accuracy::cells(a);
+            out.push_str(&format!(
+                "| {} | {} | {} |\n",
+                md_cell(&a.condition),
+                a.precision,
+                cells
+                    .iter()
+                    .map(|c| md_cell(c))
+                    .collect::<Vec<_>>()
+                    .join(" | ")
             ));
         }
     }

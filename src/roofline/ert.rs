@@ -222,6 +222,7 @@ pub fn import(
             precision: precision_of(name),
             threads,
             flops_per_s: gflops * 1e9,
+            via: None,
         })
         .collect();
     let (bandwidth, sweep_points, relabelled) = match sweep {

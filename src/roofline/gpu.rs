@@ -41,6 +41,7 @@ pub fn ceilings(m: &GpuMeasurement, source: String) -> Ceilings {
             precision: p.precision,
             threads,
             flops_per_s: p.flops_per_s,
+            via: None,
         })
         .collect();
     let fp32 = m

@@ -120,6 +120,7 @@ pub fn ceilings(m: &Measurement, caches: &[Cache], source: String) -> Ceilings {
                 precision: p.precision,
                 threads: p.threads,
                 flops_per_s: p.flops_per_s,
+                via: p.via.clone(),
             })
             .collect(),
         bandwidth,
@@ -160,24 +161,29 @@ pub fn make_monotone(c: &mut Ceilings) {
     let mut notes = Vec::new();
     // Threads first: a level raised here must still pass the level order below.
     let most = c.compute.iter().map(|r| r.threads).max().unwrap_or(1);
-    let fewer_peak = |c: &Ceilings, precision, threads| {
+    // Each unit of a precision on its own: AMX's one-thread peak is no floor for VNNI's.
+    let fewer_peak = |c: &Ceilings, precision, via: &Option<String>, threads| {
         c.compute
             .iter()
-            .filter(|r| r.precision == precision && r.threads < threads)
+            .filter(|r| r.precision == precision && r.via == *via && r.threads < threads)
             .map(|r| r.flops_per_s)
             .fold(0.0, f64::max)
     };
     for i in 0..c.compute.len() {
         let (precision, threads) = (c.compute[i].precision, c.compute[i].threads);
         if threads == most {
-            let floor = fewer_peak(c, precision, threads);
-            let subject = format!("{precision} peak on {threads} threads");
+            let via = c.compute[i].via.clone();
+            let floor = fewer_peak(c, precision, &via, threads);
+            let subject = match &via {
+                Some(unit) => format!("{precision} peak ({unit}) on {threads} threads"),
+                None => format!("{precision} peak on {threads} threads"),
+            };
             let value = &mut c.compute[i].flops_per_s;
             raise(
                 value,
                 floor,
                 subject,
-                "GFLOP/s",
+                &format!("G{}/s", precision.op()),
                 "fewer threads'",
                 &mut notes,
             );
@@ -329,6 +335,7 @@ mod tests {
             precision: crate::roofline::Precision::Fp64,
             threads,
             flops_per_s: gf * 1e9,
+            via: None,
         };
         let mut c = Ceilings {
             source: String::new(),
@@ -366,5 +373,35 @@ mod tests {
             .filter_map(|&l| get(l, 2))
             .collect();
         assert!(order.windows(2).all(|w| w[0] >= w[1]), "{order:?}");
+    }
+
+    #[test]
+    fn each_unit_of_a_precision_is_held_monotone_on_its_own() {
+        use crate::roofline::Precision;
+        let int8 = |via: &str, threads, gops: f64| ComputeRoof {
+            precision: Precision::Int8,
+            threads,
+            flops_per_s: gops * 1e9,
+            via: Some(via.to_string()),
+        };
+        let mut c = crate::roofline::test_ceilings();
+        c.compute = vec![
+            int8("AMX-INT8", 1, 3000.0),
+            int8("AMX-INT8", 2, 2900.0),
+            int8("AVX-512 VNNI", 1, 300.0),
+            int8("AVX-512 VNNI", 2, 590.0),
+        ];
+        c.notes.clear();
+        make_monotone(&mut c);
+        let rates: Vec<f64> = c.compute.iter().map(|r| r.flops_per_s / 1e9).collect();
+        // AMX's two threads raised to its one; VNNI's not raised to AMX's one thread.
+        assert_eq!(rates, [3000.0, 3000.0, 300.0, 590.0]);
+        assert_eq!(
+            c.notes,
+            [
+                "int8 peak (AMX-INT8) on 2 threads measured 2900.00 GOP/s, below fewer threads' \
+              3000.00: raised to it"
+            ]
+        );
     }
 }

@@ -50,7 +50,12 @@ pub struct ComputeRoof {
     pub precision: Precision,
     /// Threads the peak was measured with.
     pub threads: usize,
+    /// Operations per second: FLOPs, or OPs for integer precisions ([`Precision::op`]).
     pub flops_per_s: f64,
+    /// The unit that reached it where a precision has several (e.g. "AMX-INT8" and
+    /// "AVX-512 VNNI"); none for a precision measured one way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// A slanted roof: the sustained bandwidth of one memory level.
@@ -506,6 +511,7 @@ pub fn test_ceilings() -> Ceilings {
         precision,
         threads: 4,
         flops_per_s: gflops * 1e9,
+        via: None,
     };
     Ceilings {
         source: "test machine".into(),

@@ -175,11 +175,13 @@ fn peaks_take_the_best_thread_count() {
                 precision: Precision::Fp64,
                 threads: 1,
                 flops_per_s: 10e9,
+                via: None,
             },
             ComputeRoof {
                 precision: Precision::Fp64,
                 threads: 4,
                 flops_per_s: 38e9,
+                via: None,
             },
         ],
         bandwidth: vec![BandwidthRoof {

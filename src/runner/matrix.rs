@@ -1,6 +1,7 @@
 //! The run matrix: the product of the configured axes, less `exclude` rules, with the
 //! conditions an engine cannot run listed as skipped and why.
 
+use crate::collect::kernels::Precision;
 use crate::config::{Config, Device, ModelRef};
 use crate::models::{cost, zoo};
 use serde::Serialize;
@@ -15,8 +16,36 @@ pub struct Plan {
     pub excluded: usize,
 }
 
+/// Why `engine` cannot run a model in `precision`, if it cannot: each engine declares the
+/// precisions it runs.
+pub fn precision_unsupported(engine: &str, precision: Precision) -> Option<String> {
+    if precision == Precision::Fp32 {
+        return None;
+    }
+    match engine {
+        "candle" => crate::engines::candle::dtype_of(precision).err(),
+        "tract" => Some(match precision {
+            Precision::Int8 => "tract runs int8 as quantized ONNX files (QDQ or QOperator), and \
+                 edgeprof does not quantize models for it yet (an already-quantized file runs as \
+                 it is at fp32)"
+                .to_string(),
+            _ => format!(
+                "tract runs a model in the precision its file stores, and edgeprof does not \
+                 convert models to {precision} for it yet"
+            ),
+        }),
+        other => Some(format!(
+            "edgeprof runs {other} in fp32 only so far (its {precision} conversion with the \
+             framework's own tools is not built yet)"
+        )),
+    }
+}
+
 /// Why `engine` cannot run this condition, if it cannot.
 pub fn unsupported(c: &Condition) -> Option<String> {
+    if let Some(why) = precision_unsupported(&c.engine, c.precision) {
+        return Some(why);
+    }
     if (c.engine == "tract" || c.engine == "candle") && c.device != Device::Cpu {
         return Some(format!(
             "{} runs on the CPU only here, not {}",
@@ -112,7 +141,7 @@ pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
 }
 
 /// Expands the configured axes into the conditions to run, in a stable order
-/// (engine, model, input, batch, threads, device).
+/// (engine, model, input, batch, threads, device, precision).
 pub fn expand(config: &Config) -> Plan {
     let m = &config.matrix;
     let mut plan = Plan {
@@ -126,29 +155,32 @@ pub fn expand(config: &Config) -> Plan {
                 for &batch in &m.batch {
                     for &threads in &m.threads {
                         for &device in &m.devices {
-                            for cores in &m.cores {
-                                let mut condition = Condition::new(
-                                    engine,
-                                    model.clone(),
-                                    *input,
-                                    batch,
-                                    threads,
-                                    device,
-                                );
-                                if let Some(named) = named {
-                                    condition = condition.with_named_inputs(named);
-                                }
-                                if matches!(model, ModelRef::Tflite(_)) {
-                                    condition = condition.with_declared_inputs();
-                                }
-                                let condition =
-                                    condition.with_placement(cores.clone(), serde_json::Map::new());
-                                if m.exclude.iter().any(|rule| condition.matches(rule)) {
-                                    plan.excluded += 1;
-                                } else if let Some(reason) = unsupported(&condition) {
-                                    plan.skipped.push(Skipped { condition, reason });
-                                } else {
-                                    plan.to_run.push(condition);
+                            for &precision in &m.precision {
+                                for cores in &m.cores {
+                                    let mut condition = Condition::new(
+                                        engine,
+                                        model.clone(),
+                                        *input,
+                                        batch,
+                                        threads,
+                                        device,
+                                    );
+                                    if let Some(named) = named {
+                                        condition = condition.with_named_inputs(named);
+                                    }
+                                    if matches!(model, ModelRef::Tflite(_)) {
+                                        condition = condition.with_declared_inputs();
+                                    }
+                                    let condition = condition
+                                        .with_precision(precision)
+                                        .with_placement(cores.clone(), serde_json::Map::new());
+                                    if m.exclude.iter().any(|rule| condition.matches(rule)) {
+                                        plan.excluded += 1;
+                                    } else if let Some(reason) = unsupported(&condition) {
+                                        plan.skipped.push(Skipped { condition, reason });
+                                    } else {
+                                        plan.to_run.push(condition);
+                                    }
                                 }
                             }
                         }
@@ -247,6 +279,42 @@ mod tests {
             "{ids:?}"
         );
         assert_eq!(plan.to_run.len(), 8);
+    }
+
+    #[test]
+    fn each_engine_runs_the_precisions_it_declares_and_says_why_not_the_rest() {
+        let (_, plan) = plan_of(
+            "[matrix]\nengines = [\"tract\", \"candle\", \"onnxruntime\"]\n\
+             models = [\"mobilenet_v2\"]\nthreads = [1]\nprecision = [\"fp32\", \"fp16\", \"bf16\", \"int8\"]\n",
+        );
+        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "tract/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "candle/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "candle/mobilenet_v2/3x224x224/b1/t1/cpu/fp16",
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu",
+            ]
+        );
+        let why = |id: &str| {
+            plan.skipped
+                .iter()
+                .find(|s| s.condition.id == id)
+                .map(|s| s.reason.clone())
+                .unwrap_or_default()
+        };
+        assert!(
+            why("tract/mobilenet_v2/3x224x224/b1/t1/cpu/int8").contains("quantized ONNX"),
+            "{:?}",
+            plan.skipped
+        );
+        assert!(why("candle/mobilenet_v2/3x224x224/b1/t1/cpu/bf16").contains("no bf16 matrix"));
+        assert!(why("candle/mobilenet_v2/3x224x224/b1/t1/cpu/int8").contains("no integer kernels"));
+        assert!(
+            why("onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/fp16").contains("fp32 only so far")
+        );
+        assert_eq!(plan.skipped.len(), 12 - 4);
     }
 
     #[test]

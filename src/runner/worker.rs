@@ -117,7 +117,7 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<
             path.display()
         ))),
     };
-    let session = Loaded::load(&c.engine, source, threads, request.seed)?;
+    let session = Loaded::load(&c.engine, source, threads, request.seed, c.precision)?;
     emit(
         out,
         &WorkerMessage::Ready {

@@ -536,14 +536,13 @@ impl App {
                     KeyCode::Char('p') => {
                         // Only the precisions these ceilings have a roof for.
                         use edgeprof::roofline::Precision;
-                        let offered: Vec<Precision> =
-                            [Precision::Fp32, Precision::Fp64, Precision::Fp16]
-                                .into_iter()
-                                .filter(|&p| match &self.roofline.ceilings {
-                                    Some(Shown::Ready((c, _))) => c.peak(p).is_some(),
-                                    _ => p == Precision::Fp32,
-                                })
-                                .collect();
+                        let offered: Vec<Precision> = Precision::ALL
+                            .into_iter()
+                            .filter(|&p| match &self.roofline.ceilings {
+                                Some(Shown::Ready((c, _))) => c.peak(p).is_some(),
+                                _ => p == Precision::Fp32,
+                            })
+                            .collect();
                         let now = self.roofline.precision.unwrap_or(Precision::Fp32);
                         let at = offered.iter().position(|&p| p == now).unwrap_or(0);
                         match offered.get((at + 1) % offered.len().max(1)) {

@@ -133,13 +133,14 @@ pub enum Axis {
     Inputs,
     Batch,
     Threads,
+    Precision,
     Parameters,
     Metrics,
     Outputs,
     Training,
 }
 
-pub const AXES: [Axis; 11] = [
+pub const AXES: [Axis; 12] = [
     Axis::Engines,
     Axis::Device,
     Axis::Nodes,
@@ -147,6 +148,7 @@ pub const AXES: [Axis; 11] = [
     Axis::Inputs,
     Axis::Batch,
     Axis::Threads,
+    Axis::Precision,
     Axis::Parameters,
     Axis::Metrics,
     Axis::Outputs,
@@ -163,6 +165,7 @@ impl Axis {
             Axis::Inputs => "Input shapes",
             Axis::Batch => "Batch sizes",
             Axis::Threads => "Threads",
+            Axis::Precision => "Precision",
             Axis::Parameters => "Parameters",
             Axis::Metrics => "Metrics",
             Axis::Outputs => "Outputs",
@@ -414,6 +417,24 @@ impl Conditions {
                     choice(label, m.threads.contains(&t), note)
                 })
                 .collect(),
+            Axis::Precision => edgeprof::collect::kernels::Precision::OF_MODELS
+                .iter()
+                .map(|&p| {
+                    // Which ticked frameworks run it: the others skip it with their reason.
+                    let runs: Vec<&str> = m
+                        .engines
+                        .iter()
+                        .filter(|e| matrix::precision_unsupported(e, p).is_none())
+                        .map(String::as_str)
+                        .collect();
+                    let note = if runs.is_empty() {
+                        "no ticked framework runs it".to_string()
+                    } else {
+                        format!("on {}", runs.join(", "))
+                    };
+                    choice(p.to_string(), m.precision.contains(&p), note)
+                })
+                .collect(),
             Axis::Parameters => PARAMS
                 .iter()
                 .map(|&p| fact(param_name(p), self.param_text(p)))
@@ -494,6 +515,10 @@ impl Conditions {
             }
             Axis::Batch => toggle(&mut m.batch, &self.batches[index], &self.batches),
             Axis::Threads => toggle(&mut m.threads, &self.threads[index], &self.threads),
+            Axis::Precision => {
+                let all = edgeprof::collect::kernels::Precision::OF_MODELS;
+                toggle(&mut m.precision, &all[index], &all)
+            }
             Axis::Metrics => {
                 self.config.output.roofline = !self.config.output.roofline;
                 true

@@ -213,6 +213,20 @@ pub fn kernels() -> anyhow::Result<()> {
         &[false, false, true, true, false],
         &rows,
     ));
+    // The narrow-precision units this CPU lacks, and why: their roofs are not measured.
+    let absent: Vec<String> = kernels::Unit::of_this_architecture()
+        .iter()
+        .filter_map(|u| {
+            u.available()
+                .err()
+                .map(|why| format!("  {u} ({} {}): {why}", u.precision(), u.instruction()))
+        })
+        .collect();
+    if !absent.is_empty() {
+        out.push_str("\nnot on this CPU (no roof measured):\n");
+        out.push_str(&absent.join("\n"));
+        out.push('\n');
+    }
     print_out(&out)?;
     let bad = checks.iter().filter(|c| !c.ok).count();
     if bad > 0 {

@@ -289,6 +289,23 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         None => load_ceilings(o.ceilings.as_deref())?,
     };
     let ceilings = &stored_ceilings.ceilings;
+    if ceilings.peak(o.precision).is_none() {
+        let have: Vec<String> = edgeprof::roofline::Precision::ALL
+            .iter()
+            .filter(|&&p| ceilings.peak(p).is_some())
+            .map(|p| p.to_string())
+            .collect();
+        anyhow::bail!(BadInput(format!(
+            "the ceilings in {from} have no {} roof (they have {}): `edgeprof roofline kernels` \
+             lists the units this CPU has, and `roofline measure` measures each of them",
+            o.precision,
+            if have.is_empty() {
+                "none".to_string()
+            } else {
+                have.join(", ")
+            }
+        )));
+    }
     let (programs, left_out) = match &o.results {
         Some(dir) if o.gpu.is_some() => {
             if !dir.is_dir() {

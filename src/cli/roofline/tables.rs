@@ -3,7 +3,7 @@
 
 use super::*;
 
-use edgeprof::report::text::{gbytes, gflops};
+use edgeprof::report::text::{gbytes, ops_rate};
 
 /// The ceilings as a table: compute and bandwidth roofs by thread count, and ridge points.
 pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
@@ -21,21 +21,31 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
         Processor::Gpu => format!("GPU ({n} threads)"),
     }));
     let mut rows = Vec::new();
-    for precision in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+    // A row per precision and unit, in the order of `Precision::ALL` then as measured.
+    let mut roofs: Vec<(Precision, Option<&str>)> = Vec::new();
+    for precision in Precision::ALL {
+        for r in c.compute.iter().filter(|r| r.precision == precision) {
+            if !roofs.contains(&(precision, r.via.as_deref())) {
+                roofs.push((precision, r.via.as_deref()));
+            }
+        }
+    }
+    for (precision, via) in roofs {
         let cells: Vec<String> = counts
             .iter()
             .map(|&n| {
                 c.compute
                     .iter()
-                    .find(|r| r.precision == precision && r.threads == n)
-                    .map_or("-".to_string(), |r| gflops(r.flops_per_s))
+                    .find(|r| r.precision == precision && r.threads == n && r.via.as_deref() == via)
+                    .map_or("-".to_string(), |r| ops_rate(r.flops_per_s, precision))
             })
             .collect();
-        if cells.iter().any(|x| x != "-") {
-            let mut row = vec![format!("{precision} peak")];
-            row.extend(cells);
-            rows.push(row);
-        }
+        let mut row = vec![match via {
+            Some(unit) => format!("{precision} peak ({unit})"),
+            None => format!("{precision} peak"),
+        }];
+        row.extend(cells);
+        rows.push(row);
     }
     let all = counts.last().copied().unwrap_or(1);
     // The CPU's levels are named by its cache sizes; a GPU's by the microbenchmark (notes).
@@ -72,7 +82,7 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
     let mut out = render::table(&header_refs, &right, &rows);
     // Every precision's ridge points: fp64 is ERT's, fp32 what most models run in.
     out.push('\n');
-    for precision in [Precision::Fp64, Precision::Fp32, Precision::Fp16] {
+    for precision in Precision::ALL {
         let Some(peak) = c.peak(precision) else {
             continue;
         };
@@ -86,7 +96,8 @@ pub fn ceilings_text(c: &Ceilings, caches: &[device::Cache]) -> String {
         if !ridges.is_empty() {
             let _ = writeln!(
                 out,
-                "{precision} ridge points (FLOP/byte): {}",
+                "{precision} ridge points ({}/byte): {}",
+                precision.op(),
                 ridges.join(", ")
             );
         }
@@ -245,6 +256,7 @@ mod tests {
                     precision,
                     threads: 1,
                     flops_per_s,
+                    via: None,
                 })
                 .to_vec(),
             bandwidth: vec![BandwidthRoof {
@@ -288,5 +300,60 @@ mod tests {
         let table = ceilings_text(&c, &[]);
         assert!(table.contains("fp64 ridge points (FLOP/byte):"), "{table}");
         assert!(table.contains("fp32 ridge points (FLOP/byte):"), "{table}");
+    }
+
+    #[test]
+    fn narrow_precisions_have_a_row_per_unit_counted_in_their_own_unit() {
+        use edgeprof::roofline::ComputeRoof;
+        let roof = |precision, via: Option<&str>, rate: f64| ComputeRoof {
+            precision,
+            threads: 1,
+            flops_per_s: rate,
+            via: via.map(str::to_string),
+        };
+        let c = Ceilings {
+            source: "test".into(),
+            compute: vec![
+                roof(Precision::Fp32, None, 100e9),
+                roof(Precision::Int8, Some("AMX-INT8"), 3.5e12),
+                roof(Precision::Int8, Some("AVX-512 VNNI"), 0.3e12),
+                roof(Precision::Bf16, Some("AMX-BF16"), 1.6e12),
+            ],
+            bandwidth: vec![edgeprof::roofline::BandwidthRoof {
+                level: Level::L1,
+                threads: 1,
+                bytes_per_s: 400e9,
+            }],
+            sweep: Vec::new(),
+            notes: Vec::new(),
+            processor: Processor::Cpu,
+            gpu_sweep: Vec::new(),
+            trials: Vec::new(),
+            busy: Vec::new(),
+        };
+        let table = ceilings_text(&c, &[]);
+        let row = |name: &str| {
+            table
+                .lines()
+                .find(|l| l.starts_with(name))
+                .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        };
+        assert_eq!(
+            row("int8 peak (AMX-INT8)").as_deref(),
+            Some("int8 peak (AMX-INT8) 3500.0 GOP/s")
+        );
+        assert_eq!(
+            row("int8 peak (AVX-512 VNNI)").as_deref(),
+            Some("int8 peak (AVX-512 VNNI) 300.0 GOP/s")
+        );
+        assert_eq!(
+            row("bf16 peak (AMX-BF16)").as_deref(),
+            Some("bf16 peak (AMX-BF16) 1600.0 GFLOP/s")
+        );
+        // The ridge is the best unit's: 3.5 TOP/s over L1's 400 GB/s.
+        assert!(
+            table.contains("int8 ridge points (OP/byte): L1 8.75\n"),
+            "{table}"
+        );
     }
 }

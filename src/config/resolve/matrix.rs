@@ -35,6 +35,12 @@ impl Resolver<'_> {
             vec![Device::Cpu],
             Self::device,
         )?;
+        let precision = self.axis(
+            "matrix.precision",
+            &raw.precision,
+            vec![crate::collect::kernels::Precision::Fp32],
+            Self::precision,
+        )?;
         let cores = self.axis("matrix.cores", &raw.cores, vec![None], Self::core_list)?;
         let classes = match &raw.classes {
             Some(v) => self.int_in("matrix.classes", v, 1, 1_000_000)?,
@@ -103,6 +109,7 @@ impl Resolver<'_> {
             batch,
             threads,
             devices,
+            precision,
             cores,
             classes,
             exclude,

@@ -69,7 +69,13 @@ pub(super) fn draw_roofline(frame: &mut Frame, app: &App, area: Rect) {
     let (flat, slanted) = edgeprof::report::roofline_chart::roofs(&ceilings.0, precision);
     let flat: Vec<String> = flat
         .iter()
-        .map(|(p, v)| format!("{p} {:.1}", v / 1e9))
+        .map(|(p, v)| {
+            format!(
+                "{p} {:.1}{}",
+                v / 1e9,
+                if p.op() == "OP" { " GOP/s" } else { "" }
+            )
+        })
         .collect();
     let slanted: Vec<String> = slanted
         .iter()

@@ -94,11 +94,12 @@ fn conditions_tab() {
     a.in_items = true;
     a.cursors[3] = 2;
     snap("conditions_models", &a);
+    let at = |axis: Axis| AXES.iter().position(|x| *x == axis).unwrap_or(0);
     // Parameters, and an error in the status line.
-    a.axis = 7;
+    a.axis = at(Axis::Parameters);
     a.say(Severity::Error, "nothing to run: 0 skipped, 8 excluded");
     snap("conditions_parameters_error", &a);
-    a.axis = 8;
+    a.axis = at(Axis::Metrics);
     a.in_items = false;
     a.status = None;
     a.prompt = Some(Prompt {

@@ -1,5 +1,6 @@
 //! Microbenchmark kernels for the CPU ceilings: FMA chains for the peak FLOP rate and streaming
-//! loads for bandwidth, in the widest SIMD the CPU has (chosen at run time).
+//! loads for bandwidth, in the widest SIMD the CPU has (chosen at run time), and the narrow
+//! precisions' multiply-adds on the units that have them ([`narrow`]).
 //!
 //! Every kernel's result is a checksum that equals the work it claims: a FLOP kernel updates
 //! `acc = acc × 1 + 1` in every lane of every accumulator, so the lanes sum to the number of
@@ -9,7 +10,7 @@
 
 use std::hint::black_box;
 
-/// A floating-point precision of the compute roofs.
+/// A precision of the compute roofs: three floating-point widths, bfloat16 and 8-bit integers.
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize, serde::Deserialize,
 )]
@@ -18,6 +19,42 @@ pub enum Precision {
     Fp64,
     Fp32,
     Fp16,
+    Bf16,
+    Int8,
+}
+
+impl Precision {
+    /// Every precision, widest first.
+    pub const ALL: [Precision; 5] = [
+        Precision::Fp64,
+        Precision::Fp32,
+        Precision::Fp16,
+        Precision::Bf16,
+        Precision::Int8,
+    ];
+
+    /// The precisions a model can run in, as a config names them.
+    pub const OF_MODELS: [Precision; 4] = [
+        Precision::Fp32,
+        Precision::Fp16,
+        Precision::Bf16,
+        Precision::Int8,
+    ];
+
+    /// A precision a model can run in, from its name (`fp32`, `fp16`, `bf16`, `int8`).
+    pub fn of_models(name: &str) -> Option<Precision> {
+        Precision::OF_MODELS
+            .into_iter()
+            .find(|p| p.to_string() == name)
+    }
+
+    /// What its work is counted in: floating-point operations, or integer operations (OPs).
+    pub fn op(self) -> &'static str {
+        match self {
+            Precision::Int8 => "OP",
+            _ => "FLOP",
+        }
+    }
 }
 
 impl std::fmt::Display for Precision {
@@ -26,6 +63,8 @@ impl std::fmt::Display for Precision {
             Precision::Fp64 => "fp64",
             Precision::Fp32 => "fp32",
             Precision::Fp16 => "fp16",
+            Precision::Bf16 => "bf16",
+            Precision::Int8 => "int8",
         })
     }
 }
@@ -206,6 +245,9 @@ macro_rules! twelve_chains {
         chains
     }};
 }
+
+pub mod narrow;
+pub use narrow::Unit;
 
 fn portable_f64(rounds: u64, a: f64, b: f64) -> (f64, u64) {
     let acc = twelve_chains!(rounds, 0.0f64, |x| x.mul_add(a, b));
@@ -588,23 +630,26 @@ impl Ones {
 /// One kernel's self-check: the work it claims against the checksum it computed.
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct KernelCheck {
-    pub isa: Isa,
+    /// The instruction set or unit it ran on.
+    pub isa: String,
     pub kernel: &'static str,
     pub claimed: u64,
     pub counted: f64,
     pub ok: bool,
 }
 
-/// Runs every kernel of every available ISA on a small, known amount of work and compares the
-/// FLOPs and bytes each claims with what its checksum counted (see the module documentation).
+/// Runs every kernel of every available ISA and narrow-precision unit on a small, known amount
+/// of work and compares the FLOPs, OPs and bytes each claims with what its checksum counted
+/// (see the module documentation).
 pub fn self_check() -> Vec<KernelCheck> {
     let mut checks = Vec::new();
     let ones = Ones::new(4099);
     let data = ones.as_slice();
     for isa in available_isas() {
         let (sum, flops) = fma_f64(isa, 1000);
+        let isa_name = isa.to_string();
         checks.push(KernelCheck {
-            isa,
+            isa: isa_name.clone(),
             kernel: "fp64 FMA (FLOPs)",
             claimed: flops,
             counted: 2.0 * sum,
@@ -612,7 +657,7 @@ pub fn self_check() -> Vec<KernelCheck> {
         });
         let (sum, flops) = fma_f32(isa, 1000);
         checks.push(KernelCheck {
-            isa,
+            isa: isa_name.clone(),
             kernel: "fp32 FMA (FLOPs)",
             claimed: flops,
             counted: 2.0 * sum,
@@ -620,12 +665,28 @@ pub fn self_check() -> Vec<KernelCheck> {
         });
         let (sum, bytes) = load_f64(isa, data, 3);
         checks.push(KernelCheck {
-            isa,
+            isa: isa_name,
             kernel: "fp64 load (bytes)",
             claimed: bytes,
             counted: 8.0 * sum,
             ok: bytes as f64 == 8.0 * sum,
         });
+    }
+    for &unit in Unit::of_this_architecture() {
+        // 1000 rounds: fp16 accumulators are exact to 2048.
+        if let Some((sum, ops)) = unit.run(1000) {
+            checks.push(KernelCheck {
+                isa: unit.to_string(),
+                kernel: match unit.precision() {
+                    Precision::Int8 => "int8 multiply-add (OPs)",
+                    Precision::Bf16 => "bf16 multiply-add (FLOPs)",
+                    _ => "fp16 FMA (FLOPs)",
+                },
+                claimed: ops,
+                counted: 2.0 * sum,
+                ok: ops as f64 == 2.0 * sum,
+            });
+        }
     }
     checks
 }
