@@ -340,9 +340,10 @@ pub(super) enum RooflineCommand {
         /// Ceilings from this file (as saved by `measure`) instead of this device's
         #[arg(long, value_name = "FILE")]
         ceilings: Option<PathBuf>,
-        /// The compute roof the chart is drawn against (fp16, bf16, int8: where the ceilings have one)
-        #[arg(long, value_enum, default_value = "fp32")]
-        precision: PrecisionArg,
+        /// The compute roof the chart is drawn against (fp16, bf16, int8: where the ceilings
+        /// have one) [default: fp32, or the ceilings' widest roof when they have no fp32 one]
+        #[arg(long, value_enum)]
+        precision: Option<PrecisionArg>,
         #[command(flatten)]
         chart: ChartArgs,
         /// Print ceilings, points and advice as JSON

@@ -164,7 +164,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             results,
             ceilings,
             gpu,
-            precision: precision.into(),
+            precision: precision.map(Into::into),
             ascii: chart.ascii,
             width: chart.width,
             height: chart.height,

@@ -270,12 +270,13 @@ fn calibrate(target: Duration, mut once: impl FnMut(u64) -> f64) -> u64 {
     }
 }
 
-/// FLOP rates of `precision` on `threads` threads, one per trial.
-fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> Vec<f64> {
-    let kernel = move |rounds: u64| match precision {
-        Precision::Fp32 => kernels::fma_f32(isa, rounds),
-        _ => kernels::fma_f64(isa, rounds),
-    };
+/// Operation rates of `kernel` (rounds → checksum, operations) on `threads` threads, one per
+/// trial, each trial as many rounds as fill the effort's trial time on one thread.
+fn kernel_rates(
+    kernel: impl Fn(u64) -> (f64, u64) + Sync,
+    threads: usize,
+    effort: Effort,
+) -> Vec<f64> {
     let rounds = calibrate(effort.trial_time(), |r| kernel(r).0);
     rates(
         threads,
@@ -283,6 +284,15 @@ fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> Vec<f
         |_| (),
         |_| kernel(rounds).1 as f64,
     )
+}
+
+/// FLOP rates of `precision` on `threads` threads, one per trial.
+fn peak(isa: Isa, precision: Precision, threads: usize, effort: Effort) -> Vec<f64> {
+    let kernel = move |rounds: u64| match precision {
+        Precision::Fp32 => kernels::fma_f32(isa, rounds),
+        _ => kernels::fma_f64(isa, rounds),
+    };
+    kernel_rates(kernel, threads, effort)
 }
 
 /// Load bandwidths with `bytes_per_thread` of working set on each of `threads` threads, one
@@ -385,13 +395,10 @@ pub fn sweep_sizes(largest: u64) -> Vec<u64> {
 
 /// Operation rates of a narrow-precision unit on `threads` threads, one per trial.
 fn unit_peak(unit: kernels::Unit, threads: usize, effort: Effort) -> Vec<f64> {
-    let kernel = move |rounds: u64| unit.run(rounds).unwrap_or((0.0, 0));
-    let rounds = calibrate(effort.trial_time(), |r| kernel(r).0);
-    rates(
+    kernel_rates(
+        move |rounds| unit.run(rounds).unwrap_or((0.0, 0)),
         threads,
-        effort.trials(),
-        |_| (),
-        |_| kernel(rounds).1 as f64,
+        effort,
     )
 }
 

@@ -116,18 +116,18 @@ impl Step {
 }
 
 /// The candle element type a precision runs in, or why candle does not run it here.
-pub fn dtype_of(precision: Precision) -> Result<DType, String> {
+pub fn dtype_of(precision: Precision) -> Result<DType, crate::error::BadInput> {
     match precision {
         Precision::Fp32 => Ok(DType::F32),
         Precision::Fp16 => Ok(DType::F16),
         // Measured: "unsupported dtype BF16 for op matmul" from the first convolution.
-        Precision::Bf16 => Err(format!(
+        Precision::Bf16 => Err(crate::error::BadInput(format!(
             "candle {CANDLE_VERSION}'s CPU backend has no bf16 matrix multiply (its convolutions \
              need one)"
-        )),
-        Precision::Fp64 | Precision::Int8 => Err(format!(
+        ))),
+        Precision::Fp64 | Precision::Int8 => Err(crate::error::BadInput(format!(
             "candle runs fp32 and fp16 here, not {precision} (it has no integer kernels)"
-        )),
+        ))),
     }
 }
 
@@ -178,9 +178,9 @@ impl CandleSession {
         threads: usize,
         precision: Precision,
     ) -> Result<CandleSession, EngineError> {
-        let dtype = dtype_of(precision).map_err(|reason| EngineError::UnsupportedModel {
+        let dtype = dtype_of(precision).map_err(|e| EngineError::UnsupportedModel {
             origin: format!("zoo model {} on candle", model.name),
-            reason,
+            reason: e.0,
         })?;
         let start = Instant::now();
         let threads = set_threads(threads);
@@ -492,6 +492,18 @@ mod tests {
         }
     }
 
+    /// The largest difference of `output` from `reference`, and the reference's largest
+    /// magnitude (at least 1e-6).
+    fn worst_of(output: &[f32], reference: &[f32]) -> (f32, f32) {
+        let scale = reference.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
+        let worst = output
+            .iter()
+            .zip(reference)
+            .map(|(a, b)| (a - b).abs())
+            .fold(0f32, f32::max);
+        (worst, scale)
+    }
+
     /// candle and tract compute the same function on every zoo model: the largest difference is
     /// within 1e-4 of the output's largest magnitude (summation orders differ).
     #[test]
@@ -525,12 +537,7 @@ mod tests {
                 Err(e) => panic!("{name}: {e}"),
             };
             assert_eq!(c_shape, t_shape, "{name}");
-            let scale = t.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
-            let worst = c
-                .iter()
-                .zip(&t)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
+            let (worst, scale) = worst_of(&c, &t);
             errln!("{name}: max |candle - tract| = {worst:.2e}, largest |output| {scale:.2e}");
             assert!(
                 worst <= 1e-4 * scale,
@@ -558,15 +565,10 @@ mod tests {
                 Err(e) => panic!("{name} {precision}: {e}"),
             };
             let (shape, full) = run(Precision::Fp32);
-            let scale = full.iter().fold(0f32, |m, v| m.max(v.abs())).max(1e-6);
             let (precision, bound) = (Precision::Fp16, 0.02);
             let (s, narrow) = run(precision);
             assert_eq!(s, shape, "{name} {precision}");
-            let worst = narrow
-                .iter()
-                .zip(&full)
-                .map(|(a, b)| (a - b).abs())
-                .fold(0f32, f32::max);
+            let (worst, scale) = worst_of(&narrow, &full);
             errln!("{name} {precision}: max |diff| {worst:.2e} of {scale:.2e}");
             assert!(
                 worst <= bound * scale,

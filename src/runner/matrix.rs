@@ -23,7 +23,9 @@ pub fn precision_unsupported(engine: &str, precision: Precision) -> Option<Strin
         return None;
     }
     match engine {
-        "candle" => crate::engines::candle::dtype_of(precision).err(),
+        "candle" => crate::engines::candle::dtype_of(precision)
+            .err()
+            .map(|e| e.0),
         "tract" => Some(match precision {
             Precision::Int8 => "tract runs int8 as quantized ONNX files (QDQ or QOperator), and \
                  edgeprof does not quantize models for it yet (an already-quantized file runs as \

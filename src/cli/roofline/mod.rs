@@ -261,7 +261,8 @@ pub struct ShowOptions {
     pub ceilings: Option<PathBuf>,
     /// GPU ceilings (this CUDA device's) and the results directory's GPU profiles.
     pub gpu: Option<usize>,
-    pub precision: Precision,
+    /// The roof asked for; None: fp32, else the ceilings' widest.
+    pub precision: Option<Precision>,
     pub ascii: bool,
     pub width: usize,
     pub height: usize,
@@ -289,23 +290,32 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         None => load_ceilings(o.ceilings.as_deref())?,
     };
     let ceilings = &stored_ceilings.ceilings;
-    if ceilings.peak(o.precision).is_none() {
-        let have: Vec<String> = edgeprof::roofline::Precision::ALL
-            .iter()
-            .filter(|&&p| ceilings.peak(p).is_some())
-            .map(|p| p.to_string())
-            .collect();
-        anyhow::bail!(BadInput(format!(
-            "the ceilings in {from} have no {} roof (they have {}): `edgeprof roofline kernels` \
-             lists the units this CPU has, and `roofline measure` measures each of them",
-            o.precision,
-            if have.is_empty() {
-                "none".to_string()
-            } else {
-                have.join(", ")
-            }
-        )));
-    }
+    let precision = match o.precision {
+        Some(p) if ceilings.peak(p).is_none() => {
+            let have: Vec<String> = Precision::ALL
+                .iter()
+                .filter(|&&p| ceilings.peak(p).is_some())
+                .map(|p| p.to_string())
+                .collect();
+            anyhow::bail!(BadInput(format!(
+                "the ceilings in {from} have no {p} roof (they have {}): `edgeprof roofline \
+                 kernels` lists the units this CPU has, and `roofline measure` measures each of \
+                 them",
+                if have.is_empty() {
+                    "none".to_string()
+                } else {
+                    have.join(", ")
+                }
+            )));
+        }
+        Some(p) => p,
+        // fp32 is what most models run in; ERT's imports may have fp64 alone.
+        None => [Precision::Fp32]
+            .into_iter()
+            .chain(Precision::ALL)
+            .find(|&p| ceilings.peak(p).is_some())
+            .unwrap_or(Precision::Fp32),
+    };
     let (programs, left_out) = match &o.results {
         Some(dir) if o.gpu.is_some() => {
             if !dir.is_dir() {
@@ -334,7 +344,7 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         .filter_map(|p| edgeprof::roofline::advice::analyse(p, ceilings).ok())
         .collect();
     if let Some(path) = &o.svg {
-        let svg = edgeprof::report::svg::roofline(ceilings, o.precision, &programs)?;
+        let svg = edgeprof::report::svg::roofline(ceilings, precision, &programs)?;
         edgeprof::results::write_atomic(path, svg.as_bytes())?;
         errln!("wrote {}", path.display());
     }
@@ -353,7 +363,7 @@ pub fn show(o: ShowOptions) -> anyhow::Result<()> {
         &from,
         &programs,
         &left_out,
-        o.precision,
+        precision,
         o.ascii,
         (o.width, o.height),
     );

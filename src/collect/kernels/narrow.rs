@@ -9,6 +9,11 @@
 
 use super::{Precision, ACC};
 
+/// Why a unit cannot run on this CPU, in words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Absent(pub String);
+
 /// A unit that runs a narrow precision, named by the instructions it uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -86,19 +91,19 @@ impl Unit {
     }
 
     /// Whether this CPU runs it: `Err` says why not, in words.
-    pub fn available(self) -> Result<(), String> {
+    pub fn available(self) -> Result<(), Absent> {
         if !Unit::of_this_architecture().contains(&self) {
-            return Err(format!(
+            return Err(Absent(format!(
                 "{self} is not an instruction of this CPU's architecture ({})",
                 std::env::consts::ARCH
-            ));
+            )));
         }
         if !reported(self) {
-            return Err(format!(
+            return Err(Absent(format!(
                 "the CPU does not report {} ({})",
                 self.feature(),
                 self.instruction()
-            ));
+            )));
         }
         match self {
             #[cfg(target_arch = "x86_64")]
@@ -297,6 +302,7 @@ mod x86 {
 /// process that asks for it (`arch_prctl(ARCH_REQ_XCOMP_PERM)`).
 #[cfg(target_arch = "x86_64")]
 mod amx {
+    use super::Absent;
     use std::arch::asm;
     use std::arch::x86_64::{__cpuid_count, _xgetbv};
 
@@ -328,8 +334,8 @@ mod amx {
     }
 
     /// Asks Linux for the tile data state once per process.
-    pub fn permitted() -> Result<(), String> {
-        static ASKED: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    pub fn permitted() -> Result<(), Absent> {
+        static ASKED: std::sync::OnceLock<Result<(), Absent>> = std::sync::OnceLock::new();
         ASKED
             .get_or_init(|| {
                 const ARCH_REQ_XCOMP_PERM: libc::c_long = 0x1023;
@@ -346,11 +352,11 @@ mod amx {
                 if r == 0 {
                     Ok(())
                 } else {
-                    Err(format!(
+                    Err(Absent(format!(
                         "the kernel did not grant the AMX tile state ({}; Linux 5.16 or later \
                          grants it)",
                         std::io::Error::last_os_error()
-                    ))
+                    )))
                 }
             })
             .clone()
@@ -586,7 +592,7 @@ mod tests {
         let Err(why) = other.available() else {
             panic!("{other} available here");
         };
-        assert!(why.contains("not an instruction of this CPU"), "{why}");
+        assert!(why.0.contains("not an instruction of this CPU"), "{why}");
     }
 
     #[test]
