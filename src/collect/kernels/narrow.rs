@@ -100,9 +100,8 @@ impl Unit {
         }
         if !reported(self) {
             return Err(Absent(format!(
-                "the CPU does not report {} ({})",
-                self.feature(),
-                self.instruction()
+                "the CPU does not report {}",
+                self.feature()
             )));
         }
         match self {
