@@ -211,33 +211,31 @@ pub fn run(
     request: &BenchRequest,
     on_event: impl FnMut(BenchEvent),
 ) -> crate::error::Result<BenchReport> {
-    if let Some(why) =
-        crate::runner::matrix::precision_unsupported(&request.engine, request.precision)
-    {
+    if let Some(why) = crate::engines::precision_unsupported(&request.engine, request.precision) {
         crate::error::bail!(crate::error::BadInput(why));
     }
-    if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str()) {
-        return run_in_worker(request, on_event).map(|r| BenchReport {
-            precision: request.precision,
-            ..r
-        });
-    }
-    let label = match &request.model {
-        BenchModel::Zoo(model) => format!("zoo model {}", model.name),
-        BenchModel::File { path, .. }
-        | BenchModel::Fed { path, .. }
-        | BenchModel::Tflite { path, .. } => path.display().to_string(),
+    let report = if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str())
+    {
+        run_in_worker(request, on_event)?
+    } else {
+        let label = match &request.model {
+            BenchModel::Zoo(model) => format!("zoo model {}", model.name),
+            BenchModel::File { path, .. }
+            | BenchModel::Fed { path, .. }
+            | BenchModel::Tflite { path, .. } => path.display().to_string(),
+        };
+        let owned = request.clone();
+        watch::watched(
+            label,
+            request.load_timeout,
+            move |on_event| run_here(&owned, on_event),
+            on_event,
+        )?
     };
-    let owned = request.clone();
-    watch::watched(
-        label,
-        request.load_timeout,
-        move |on_event| run_here(&owned, on_event),
-        on_event,
-    )
-    .map(|r| BenchReport {
+    // The report is assembled from figures alone; the precision is the request's.
+    Ok(BenchReport {
         precision: request.precision,
-        ..r
+        ..report
     })
 }
 

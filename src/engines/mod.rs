@@ -14,6 +14,35 @@ pub use tract::EngineError;
 /// The built-in engines.
 pub const BUILT_IN: &[&str] = &["tract", "candle"];
 
+/// Why `engine` cannot run a model in `precision`, if it cannot: each engine declares the
+/// precisions it runs.
+pub fn precision_unsupported(
+    engine: &str,
+    precision: crate::collect::kernels::Precision,
+) -> Option<String> {
+    use crate::collect::kernels::Precision;
+    if precision == Precision::Fp32 {
+        return None;
+    }
+    match engine {
+        "candle" => candle::dtype_of(precision).err().map(|e| e.0),
+        "tract" => Some(match precision {
+            Precision::Int8 => "tract runs int8 as quantized ONNX files (QDQ or QOperator), and \
+                 edgeprof does not quantize models for it yet (an already-quantized file runs as \
+                 it is at fp32)"
+                .to_string(),
+            _ => format!(
+                "tract runs a model in the precision its file stores, and edgeprof does not \
+                 convert models to {precision} for it yet"
+            ),
+        }),
+        other => Some(format!(
+            "edgeprof runs {other} in fp32 only so far (its {precision} conversion with the \
+             framework's own tools is not built yet)"
+        )),
+    }
+}
+
 /// A built-in engine's version.
 pub fn version(engine: &str) -> Option<&'static str> {
     match engine {
@@ -74,10 +103,10 @@ impl Loaded {
         seed: u64,
         precision: crate::collect::kernels::Precision,
     ) -> Result<Loaded, EngineError> {
-        if engine == "tract" && precision != crate::collect::kernels::Precision::Fp32 {
+        if let Some(reason) = precision_unsupported(engine, precision) {
             return Err(EngineError::UnsupportedModel {
-                origin: "tract".to_string(),
-                reason: format!("tract runs fp32 here, not {precision}"),
+                origin: engine.to_string(),
+                reason,
             });
         }
         match (engine, source) {

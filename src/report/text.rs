@@ -459,7 +459,8 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             let _ = writeln!(out, "  {engine} {said}");
         }
     }
-    let agreement = results::agreement::compare(&stored.dir, rows);
+    let checks = results::summary::OutputChecks::of(&stored.dir, rows);
+    let agreement = &checks.agreement;
     if !agreement.is_empty() {
         let _ = writeln!(
             out,
@@ -497,7 +498,7 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
             &[0, 4, 1],
         ));
     }
-    let accuracy = results::accuracy::compare(&stored.dir, rows);
+    let accuracy = &checks.accuracy;
     if !accuracy.is_empty() {
         let _ = writeln!(
             out,

@@ -1,7 +1,6 @@
 //! The run matrix: the product of the configured axes, less `exclude` rules, with the
 //! conditions an engine cannot run listed as skipped and why.
 
-use crate::collect::kernels::Precision;
 use crate::config::{Config, Device, ModelRef};
 use crate::models::{cost, zoo};
 use serde::Serialize;
@@ -16,36 +15,9 @@ pub struct Plan {
     pub excluded: usize,
 }
 
-/// Why `engine` cannot run a model in `precision`, if it cannot: each engine declares the
-/// precisions it runs.
-pub fn precision_unsupported(engine: &str, precision: Precision) -> Option<String> {
-    if precision == Precision::Fp32 {
-        return None;
-    }
-    match engine {
-        "candle" => crate::engines::candle::dtype_of(precision)
-            .err()
-            .map(|e| e.0),
-        "tract" => Some(match precision {
-            Precision::Int8 => "tract runs int8 as quantized ONNX files (QDQ or QOperator), and \
-                 edgeprof does not quantize models for it yet (an already-quantized file runs as \
-                 it is at fp32)"
-                .to_string(),
-            _ => format!(
-                "tract runs a model in the precision its file stores, and edgeprof does not \
-                 convert models to {precision} for it yet"
-            ),
-        }),
-        other => Some(format!(
-            "edgeprof runs {other} in fp32 only so far (its {precision} conversion with the \
-             framework's own tools is not built yet)"
-        )),
-    }
-}
-
 /// Why `engine` cannot run this condition, if it cannot.
 pub fn unsupported(c: &Condition) -> Option<String> {
-    if let Some(why) = precision_unsupported(&c.engine, c.precision) {
+    if let Some(why) = crate::engines::precision_unsupported(&c.engine, c.precision) {
         return Some(why);
     }
     if (c.engine == "tract" || c.engine == "candle") && c.device != Device::Cpu {

@@ -424,7 +424,7 @@ impl Conditions {
                     let runs: Vec<&str> = m
                         .engines
                         .iter()
-                        .filter(|e| matrix::precision_unsupported(e, p).is_none())
+                        .filter(|e| edgeprof::engines::precision_unsupported(e, p).is_none())
                         .map(String::as_str)
                         .collect();
                     let note = if runs.is_empty() {
