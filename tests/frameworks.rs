@@ -383,11 +383,18 @@ fn every_harness_is_python_3_6_and_reads_its_options_by_name() {
         assert!(text.contains("OPTIONS = ("), "{framework}");
         parses_as_3_6(program);
     }
-    // The placement unit program onnxruntime serves units with (`place`) as well.
-    parses_as_3_6(
-        read(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/engines/harness/ort_unit.py"))
+    // The placement unit program onnxruntime serves units with (`place`) and the converter to
+    // lower precisions as well.
+    for program in ["ort_unit.py", "ort_quantize.py"] {
+        parses_as_3_6(
+            read(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("src/engines/harness")
+                    .join(program),
+            )
             .into_bytes(),
-    );
+        );
+    }
     common::assert_bad_input(&["env", "harness", "mxnet"], "unknown framework mxnet");
 }
 
@@ -679,4 +686,97 @@ fn a_split_plan_hands_blocks_to_an_onnxruntime_unit_and_matches_the_whole_model(
             && said.contains("install onnxruntime-gpu"),
         "{said}"
     );
+}
+
+/// An output file of a run, as float32 values.
+fn output_values(dir: &Path, id: &str) -> Vec<f32> {
+    let name = format!("{}.f32", id.replace(['/', ':', ' '], "_"));
+    let bytes = std::fs::read(dir.join("outputs").join(&name))
+        .unwrap_or_else(|e| panic!("cannot read output {name}: {e}"));
+    bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect()
+}
+
+#[test]
+fn tract_and_onnxruntime_run_one_int8_file_and_agree_within_the_stated_tolerance() {
+    let data = onnxruntime_set_up();
+    let tmp = temp_dir();
+    let config = tmp.path().join("int8.toml");
+    write(
+        &config,
+        "name = \"int8\"\n[matrix]\nengines = [\"tract\", \"onnxruntime\"]\n\
+         models = [\"mobilenet_v2\"]\ninputs = [\"3x64x64\"]\nbatch = [2]\nthreads = [1]\n\
+         classes = 10\nprecision = [\"fp32\", \"int8\"]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", &data)
+        .assert()
+        .success();
+    let report = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let dir = only_entry(&out);
+    let ok: Vec<String> = records(&dir)
+        .iter()
+        .filter(|r| r["ok"] == true)
+        .map(|r| r["condition"]["id"].as_str().unwrap_or("").to_string())
+        .collect();
+    assert_eq!(ok.len(), 4, "{report}");
+    // One quantized file, made once by onnxruntime's tool, beside the export in the cache.
+    let made: Vec<PathBuf> = std::fs::read_dir(data.join("cache/models"))
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    assert!(
+        made.iter().any(|p| p.to_string_lossy().ends_with(
+            "mobilenet_v2-3x64x64-b2-c10-seed20240601.int8-static-qdq-cal8-seed20240601.onnx"
+        )),
+        "{made:?}"
+    );
+    let id = |engine: &str, precision: &str| {
+        format!("{engine}/mobilenet_v2/3x64x64/b2/t1/cpu{precision}")
+    };
+    let fp32 = output_values(&dir, &id("onnxruntime", ""));
+    let tract = output_values(&dir, &id("tract", "/int8"));
+    let ort = output_values(&dir, &id("onnxruntime", "/int8"));
+    assert_eq!((tract.len(), ort.len()), (20, 20));
+    // The stated tolerance (docs/precision.md): the two engines' answers on the same int8 file
+    // differ by no more than 10 % of the fp32 output's range (each requantizes with its own
+    // rounding, layer after layer), and point the same way (cosine at least 0.99).
+    let range = fp32.iter().copied().fold(f32::MIN, f32::max)
+        - fp32.iter().copied().fold(f32::MAX, f32::min);
+    let worst = tract
+        .iter()
+        .zip(&ort)
+        .map(|(a, b)| (a - b).abs())
+        .fold(0.0f32, f32::max);
+    assert!(worst <= 0.10 * range, "{worst} of a range of {range}");
+    let dot: f32 = tract.iter().zip(&ort).map(|(a, b)| a * b).sum();
+    let norm = |v: &[f32]| v.iter().map(|a| a * a).sum::<f32>().sqrt();
+    let cosine = dot / (norm(&tract) * norm(&ort));
+    assert!(cosine >= 0.99, "cosine {cosine}");
+    // And each int8 condition's cost against its fp32 twin is in the summary.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default();
+    let costed: Vec<&str> = summary["accuracy"]["compared"]
+        .as_array()
+        .map(|a| a.iter().filter_map(|c| c["condition"].as_str()).collect())
+        .unwrap_or_default();
+    assert_eq!(costed, [id("tract", "/int8"), id("onnxruntime", "/int8")]);
+    // The HTML report shows the same cost, a row per int8 condition.
+    edgeprof()
+        .arg("report")
+        .arg(&dir)
+        .arg("--html")
+        .assert()
+        .success();
+    let html = read(&dir.join("report.html"));
+    let section = html
+        .split("<h2 id=\"accuracy\">")
+        .nth(1)
+        .and_then(|s| s.split("</table>").next())
+        .unwrap_or_default();
+    assert_eq!(section.matches("<tr><td>").count(), 2, "{section}");
+    assert!(section.contains(&id("tract", "/int8")), "{section}");
 }

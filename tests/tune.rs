@@ -514,3 +514,47 @@ fn a_split_plan_runs_on_two_cpu_units_and_matches_the_whole_model() {
         "--assign names 2 unit(s) but the chain has 4 block(s)",
     );
 }
+
+/// A table measured here with precision in the space (`edgeprof tune --exhaustive --precision
+/// fp32,int8`, mobilenet_v2 at 3x32x32 in batches of 16 on tract and onnxruntime): each int8
+/// row is faster than its fp32 twin and agrees with it on the top-1 class of 13 of the 16 images.
+fn int8_table() -> String {
+    format!(
+        "{}/tests/fixtures/tune/mobilenet_v2-3x32x32-b16-int8.json",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+#[test]
+fn the_tuner_picks_int8_only_when_its_top1_agreement_keeps_to_the_limit() {
+    let table = int8_table();
+    let replayed = |limit: Option<&str>| {
+        let mut args = vec!["tune", "--replay", &table, "--seeds", "2", "--json"];
+        if let Some(limit) = limit {
+            args.extend(["--max-top1-drop", limit]);
+        }
+        json_of(&args)
+    };
+    // The default limit (at least 99 % agreement) leaves every int8 row out.
+    let strict = replayed(None);
+    assert_eq!(
+        strict["best_label"],
+        "onnxruntime t2 all b16 graph_optimization_level=all"
+    );
+    assert_eq!(strict["best_precision"], "fp32");
+    assert_eq!(strict["beyond_accuracy_limit"], 4);
+    // Allowing a 20 % drop admits 81.25 %: the faster int8 configuration is the pick.
+    let loose = replayed(Some("20%"));
+    assert_eq!(
+        loose["best_label"],
+        "onnxruntime t2 all b16 int8 graph_optimization_level=all"
+    );
+    assert_eq!(loose["best_top1_agreement"], 0.8125);
+    assert_eq!(loose["beyond_accuracy_limit"], 0);
+    // A limit just short of the measured agreement still leaves it out.
+    assert_eq!(replayed(Some("18"))["best_precision"], "fp32");
+    common::assert_bad_input(
+        &["tune", "--replay", &int8_table(), "--max-top1-drop", "150%"],
+        "not a percentage from 0 to 100",
+    );
+}

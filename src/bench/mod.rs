@@ -214,7 +214,10 @@ pub fn run(
     if let Some(why) = crate::engines::precision_unsupported(&request.engine, request.precision) {
         crate::error::bail!(crate::error::BadInput(why));
     }
-    let report = if request.isolated || !crate::engines::BUILT_IN.contains(&request.engine.as_str())
+    // A converted file is made (and run) through the run's own preparation, in a worker.
+    let report = if request.isolated
+        || !crate::engines::BUILT_IN.contains(&request.engine.as_str())
+        || crate::runner::lowered::converts(&request.engine, request.precision)
     {
         run_in_worker(request, on_event)?
     } else {

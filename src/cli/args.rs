@@ -484,7 +484,7 @@ pub(super) enum PrecisionArg {
 
 /// A precision a model runs in.
 #[derive(Clone, Copy, Debug, ValueEnum)]
-pub(super) enum ModelPrecisionArg {
+pub(crate) enum ModelPrecisionArg {
     Fp32,
     Fp16,
     Bf16,

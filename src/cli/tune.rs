@@ -87,9 +87,28 @@ pub struct TuneArgs {
     /// Search without the database's prior (trials are still recorded)
     #[arg(long)]
     no_prior: bool,
+    /// Precisions to search, e.g. fp32,int8 (default: the config's matrix.precision, else
+    /// fp32); each engine is tried in the ones it runs
+    #[arg(long = "precision", value_delimiter = ',', value_enum)]
+    precisions: Vec<crate::cli::args::ModelPrecisionArg>,
+    /// The most top-1 agreement with fp32 a lower precision may lose, in percent (1% keeps
+    /// only candidates that agree with fp32 on at least 99 % of the images)
+    #[arg(long, value_name = "PERCENT", value_parser = parse_percent)]
+    max_top1_drop: Option<f64>,
     /// Print the result as JSON
     #[arg(long)]
     json: bool,
+}
+
+/// `1%`, `0.5 %` or `2` (percent) as a fraction.
+fn parse_percent(text: &str) -> Result<f64, String> {
+    let number = text.trim().trim_end_matches('%').trim();
+    match number.parse::<f64>() {
+        Ok(p) if (0.0..=100.0).contains(&p) => Ok(p / 100.0),
+        _ => Err(format!(
+            "{text:?} is not a percentage from 0 to 100 (e.g. 1%)"
+        )),
+    }
 }
 
 /// `512M`, `2G`, `1.5GiB` or plain bytes.
@@ -131,6 +150,8 @@ impl TuneArgs {
             output: self.output.clone(),
             db: self.db.clone(),
             no_prior: self.no_prior,
+            precisions: self.precisions.iter().map(|&p| p.into()).collect(),
+            max_top1_drop: self.max_top1_drop,
         }
     }
 }
@@ -335,6 +356,22 @@ fn report_text(
                 report.space[b].label(),
                 fmt_cost(Some(cost), unit)
             );
+            // A lower precision's cost in accuracy, beside the speed it buys.
+            let agreement = report
+                .trace
+                .trials
+                .iter()
+                .position(|t| t.index == b)
+                .and_then(|k| report.measured.get(k).copied().flatten())
+                .and_then(|m| m.top1_agreement);
+            if let Some(a) = agreement {
+                let _ = writeln!(
+                    out,
+                    "         {}: top-1 agreement with fp32 {:.1} % (--max-top1-drop)",
+                    report.space[b].precision,
+                    100.0 * a
+                );
+            }
         }
         _ => out.push_str("best:    none: no candidate could be measured\n"),
     }
@@ -500,7 +537,12 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
     };
     let comparison = replay::compare(
         &table,
-        objective,
+        replay::Pick {
+            objective,
+            max_top1_drop: args
+                .max_top1_drop
+                .unwrap_or(edgeprof::tune::tuning::DEFAULT_MAX_TOP1_DROP),
+        },
         budget,
         args.seeds.max(1),
         args.tolerance,
@@ -511,6 +553,37 @@ fn replay_command(args: &TuneArgs, path: &Path) -> anyhow::Result<()> {
         return print_json(&comparison);
     }
     print_out(&comparison_text(&table, &comparison))
+}
+
+/// What the best costs in accuracy and buys in speed, where the table holds lower precisions:
+/// its top-1 agreement with fp32 against the limit, its speed-up over the best fp32, and how
+/// many measured configurations the limit left out.
+fn accuracy_line(c: &Comparison) -> Option<String> {
+    let floor = 100.0 * (1.0 - c.max_top1_drop);
+    let mut parts = Vec::new();
+    if c.best_precision != "fp32" && !c.best_precision.is_empty() {
+        let agreement = c
+            .best_top1_agreement
+            .map_or_else(|| "-".to_string(), |a| format!("{:.1} %", 100.0 * a));
+        let speedup = c
+            .best_fp32
+            .filter(|f| *f > 0.0 && c.best > 0.0)
+            .map_or_else(String::new, |f| {
+                format!(", {:.2}× the best fp32 at {f:.3}", f / c.best)
+            });
+        parts.push(format!(
+            "{}: top-1 agreement with fp32 {agreement} (limit: at least {floor:.1} %){speedup}",
+            c.best_precision
+        ));
+    }
+    if c.beyond_accuracy_limit > 0 {
+        parts.push(format!(
+            "{} lower-precision configuration(s) left out: top-1 agreement with fp32 below \
+             {floor:.1} % (--max-top1-drop)",
+            c.beyond_accuracy_limit
+        ));
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
 }
 
 fn comparison_text(table: &Table, c: &Comparison) -> String {
@@ -531,6 +604,9 @@ fn comparison_text(table: &Table, c: &Comparison) -> String {
         100.0 * c.budget as f64 / c.configurations.max(1) as f64,
         c.tolerance * 100.0
     );
+    if let Some(line) = accuracy_line(c) {
+        let _ = writeln!(out, "{line}\n");
+    }
     if let Some(p) = &c.prior {
         let _ = writeln!(
             out,

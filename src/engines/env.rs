@@ -472,6 +472,57 @@ fn run_step_within(
     Ok(())
 }
 
+fn write_marker(dir: &Path, marker: &Marker) -> Result<(), EnvError> {
+    let text = serde_json::to_string_pretty(marker)
+        .map_err(|e| EnvError::Failed(format!("cannot encode {MARKER}: {e}")))?;
+    std::fs::write(dir.join(MARKER), text).map_err(|error| EnvError::Io {
+        what: "write",
+        path: dir.join(MARKER),
+        error,
+    })
+}
+
+/// An environment edgeprof made earlier that has the framework: the packages this version
+/// installs and its marker lacks (an edgeprof that has learned to use one more, such as
+/// onnxruntime's `onnx` for its quantization tool) are installed into it.
+fn top_up(
+    framework: &Framework,
+    dir: &Path,
+    python: &Path,
+    pip_args: &[String],
+    on_line: &mut dyn FnMut(&str),
+    found: Interpreter,
+) -> Result<SetupOutcome, EnvError> {
+    let Some(mut marker) = std::fs::read_to_string(dir.join(MARKER))
+        .ok()
+        .and_then(|text| serde_json::from_str::<Marker>(&text).ok())
+    else {
+        return Ok(SetupOutcome::AlreadyThere(found));
+    };
+    let missing: Vec<&str> = framework
+        .packages
+        .iter()
+        .copied()
+        .filter(|p| !marker.packages.iter().any(|m| m == p))
+        .collect();
+    if missing.is_empty() {
+        return Ok(SetupOutcome::AlreadyThere(found));
+    }
+    let mut pip = Spec::new(python);
+    pip.args(["-m", "pip", "install", "--disable-pip-version-check"])
+        .args(&missing)
+        .args(pip_args);
+    run_step("pip install", &pip, on_line).map_err(|e| EnvError::Setup {
+        framework: framework.name.to_string(),
+        error: Box::new(e),
+    })?;
+    marker
+        .packages
+        .extend(missing.iter().map(|p| p.to_string()));
+    write_marker(dir, &marker)?;
+    Ok(SetupOutcome::Made(found))
+}
+
 /// Makes the framework's environment with `base` (a `python3`) and installs its packages with
 /// pip (`pip_args` are passed on, e.g. `--index-url URL`). `force` remakes an existing one.
 pub fn setup(
@@ -504,7 +555,7 @@ pub fn setup(
         if !force {
             if let Ok(p) = probe(&python, &[framework]) {
                 if let Some(i) = interpreter(&python, Origin::Managed, framework, &p) {
-                    return Ok(SetupOutcome::AlreadyThere(i));
+                    return top_up(framework, &dir, &python, pip_args, on_line, i);
                 }
             }
         }
@@ -534,20 +585,16 @@ pub fn setup(
                 framework.module
             ))
         })?;
-        let marker = Marker {
-            framework: framework.name.to_string(),
-            packages: framework.packages.iter().map(|s| s.to_string()).collect(),
-            pip_args: pip_args.to_vec(),
-            base_python: base.to_path_buf(),
-            created: crate::text::now_rfc3339(),
-        };
-        let text = serde_json::to_string_pretty(&marker)
-            .map_err(|e| EnvError::Failed(format!("cannot encode {MARKER}: {e}")))?;
-        std::fs::write(dir.join(MARKER), text).map_err(|error| EnvError::Io {
-            what: "write",
-            path: dir.join(MARKER),
-            error,
-        })?;
+        write_marker(
+            &dir,
+            &Marker {
+                framework: framework.name.to_string(),
+                packages: framework.packages.iter().map(|s| s.to_string()).collect(),
+                pip_args: pip_args.to_vec(),
+                base_python: base.to_path_buf(),
+                created: crate::text::now_rfc3339(),
+            },
+        )?;
         Ok(i)
     })();
     match made {

@@ -48,13 +48,17 @@ pub enum ModelInput {
 /// The harness's common part: reads the request, times the framework's session, reports.
 const COMMON: &str = include_str!("harness/common.py");
 
+/// The converter to lower precision with onnxruntime's own tools (its quantization tool and
+/// float16 converter), run under the onnxruntime environment's interpreter.
+pub const CONVERTER: &str = include_str!("harness/ort_quantize.py");
+
 pub const FRAMEWORKS: &[Framework] = &[
     Framework {
         name: "onnxruntime",
         title: "ONNX Runtime",
         module: "onnxruntime",
         distribution: "onnxruntime",
-        packages: &["onnxruntime", "numpy"],
+        packages: &["onnxruntime", "onnx", "numpy"],
         harness: Some(include_str!("harness/onnxruntime.py")),
         zoo_weights: true,
         model: ModelInput::Onnx,

@@ -26,16 +26,17 @@ pub fn precision_unsupported(
     }
     match engine {
         "candle" => candle::dtype_of(precision).err().map(|e| e.0),
-        "tract" => Some(match precision {
-            Precision::Int8 => "tract runs int8 as quantized ONNX files (QDQ or QOperator), and \
-                 edgeprof does not quantize models for it yet (an already-quantized file runs as \
-                 it is at fp32)"
-                .to_string(),
-            _ => format!(
-                "tract runs a model in the precision its file stores, and edgeprof does not \
-                 convert models to {precision} for it yet"
-            ),
-        }),
+        // int8 and fp16 are ONNX files converted by onnxruntime's own tools.
+        "tract" | "onnxruntime" if precision == Precision::Int8 => None,
+        "onnxruntime" if precision == Precision::Fp16 => None,
+        "tract" if precision == Precision::Fp16 => Some(format!(
+            "tract {} does not run float16 ONNX models (the float16 conversion of a model with \
+             a Gemm fails in its translation, which expects float32)",
+            tract::TRACT_VERSION
+        )),
+        "tract" | "onnxruntime" => Some(format!(
+            "ONNX's converters write no {precision} models, so edgeprof has none for {engine}"
+        )),
         other => Some(format!(
             "edgeprof runs {other} in fp32 only so far (its {precision} conversion with the \
              framework's own tools is not built yet)"
@@ -110,6 +111,17 @@ impl Loaded {
             });
         }
         match (engine, source) {
+            ("tract", Source::Zoo { .. })
+                if precision != crate::collect::kernels::Precision::Fp32 =>
+            {
+                Err(EngineError::UnsupportedModel {
+                    origin: engine.to_string(),
+                    reason: format!(
+                        "tract runs {precision} from the ONNX file converted to it (the zoo \
+                         model itself is float32); edgeprof's run and bench convert it first"
+                    ),
+                })
+            }
             ("tract", source) => {
                 let session = match source {
                     Source::Zoo { model, seed } => tract::TractSession::load(

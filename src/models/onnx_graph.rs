@@ -397,6 +397,37 @@ fn decode_file(path: &Path) -> Result<(pb::ModelProto, String), AnalysisError> {
     Ok((proto, file))
 }
 
+/// Operators that mark an ONNX file as quantized already (QDQ pairs, QOperator and integer
+/// kernels).
+pub const QUANTIZED_OPS: &[&str] = &[
+    "QuantizeLinear",
+    "DequantizeLinear",
+    "DynamicQuantizeLinear",
+    "QLinearConv",
+    "QLinearMatMul",
+    "MatMulInteger",
+    "ConvInteger",
+];
+
+/// The quantization operators of the ONNX file at `path` (its main graph), each named once in
+/// the order they first appear; empty for a float model.
+pub fn quantized_ops(path: &Path) -> Result<Vec<String>, AnalysisError> {
+    let (proto, _) = decode_file(path)?;
+    Ok(quantized_ops_of(&proto))
+}
+
+fn quantized_ops_of(proto: &pb::ModelProto) -> Vec<String> {
+    let mut found: Vec<String> = Vec::new();
+    for node in proto.graph.iter().flat_map(|g| &g.node) {
+        let op = node.op_type.as_str();
+        let quantized = QUANTIZED_OPS.contains(&op) || op.starts_with("QLinear");
+        if quantized && !found.iter().any(|f| f == op) {
+            found.push(op.to_string());
+        }
+    }
+    found
+}
+
 /// A value as the analysis follows it: its element type, shape, whether it is known before
 /// the model runs, and its values when small and known.
 #[derive(Debug, Clone, PartialEq)]

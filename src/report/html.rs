@@ -24,6 +24,8 @@ pub struct Page<'a> {
     pub gpu_roofline: Option<(Vec<String>, String)>,
     /// Further sections of preformatted text, as (title, text): the engines side by side.
     pub texts: &'a [(String, String)],
+    /// Each lower-precision condition's accuracy against its fp32 twin.
+    pub accuracy: &'a [crate::results::accuracy::Accuracy],
 }
 
 /// Text made safe inside HTML elements and attribute values.
@@ -82,6 +84,9 @@ pub fn render(page: &Page) -> String {
         escape(&summary::device_line(manifest))
     ));
     let mut sections = vec![("conditions", "Conditions")];
+    if !page.accuracy.is_empty() {
+        sections.push(("accuracy", "Accuracy"));
+    }
     if !page.charts.is_empty() {
         sections.push(("charts", "Charts"));
     }
@@ -98,6 +103,7 @@ pub fn render(page: &Page) -> String {
     }
     out.push_str("</nav>\n");
     conditions(&mut out, page.rows);
+    accuracy(&mut out, page.accuracy);
     if !page.charts.is_empty() {
         out.push_str("<h2 id=\"charts\">Charts</h2>\n");
         // Each chart carries its title.
@@ -195,6 +201,45 @@ fn conditions(out: &mut String, rows: &[Row]) {
     out.push_str("</tbody>\n</table>\n");
 }
 
+/// What each lower precision cost in accuracy against its fp32 twin (nothing when the results
+/// hold no lower precision).
+fn accuracy(out: &mut String, compared: &[crate::results::accuracy::Accuracy]) {
+    if compared.is_empty() {
+        return;
+    }
+    out.push_str(&format!(
+        "<h2 id=\"accuracy\">Accuracy of the lower precisions</h2>\n<p>Each lower-precision \
+         condition's output against its fp32 twin's, on {}.</p>\n<table>\n<thead><tr>",
+        escape(crate::results::accuracy::INPUTS)
+    ));
+    for heading in [
+        "condition",
+        "precision",
+        "fp32 twin",
+        "top-1 agreement",
+        "top-5 agreement",
+        "max abs error",
+        "mean abs error",
+        "cosine",
+    ] {
+        out.push_str(&format!("<th scope=\"col\">{heading}</th>"));
+    }
+    out.push_str("</tr></thead>\n<tbody>\n");
+    for a in compared {
+        out.push_str(&format!(
+            "<tr><td>{}</td><td>{}</td><td>{}</td>",
+            escape(&a.condition),
+            escape(&a.precision),
+            escape(&a.reference)
+        ));
+        for cell in crate::results::accuracy::cells(a) {
+            out.push_str(&format!("<td class=\"n\">{}</td>", escape(&cell)));
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody>\n</table>\n");
+}
+
 /// Where a results directory's HTML report goes when no file is named.
 pub const HTML_FILE: &str = "report.html";
 
@@ -275,6 +320,7 @@ pub fn write(dir: &Path, file: Option<&Path>) -> crate::error::Result<(PathBuf, 
     if !engines.trim().is_empty() {
         texts.push(("Engines side by side".to_string(), engines));
     }
+    let accuracy = crate::results::accuracy::compare(&stored.dir, &rows);
     let html = render(&Page {
         stored: &stored,
         rows: &rows,
@@ -283,6 +329,7 @@ pub fn write(dir: &Path, file: Option<&Path>) -> crate::error::Result<(PathBuf, 
         roofline_text,
         gpu_roofline,
         texts: &texts,
+        accuracy: &accuracy,
     });
     let path = file
         .map(Path::to_path_buf)

@@ -89,12 +89,14 @@ pub fn roofs_and_advice(
                     out,
                     "\n{letter}  {}: {} at {:.1} % of the {} peak; {}",
                     p.label,
-                    gflops(a.achieved_flops_per_s),
+                    // Each point under the roof of its own precision, in its unit.
+                    ops_rate(a.achieved_flops_per_s, p.precision),
                     100.0 * a.achieved_flops_per_s / a.peak_flops_per_s,
-                    precision,
+                    p.precision,
                     binding.map_or(String::new(), |b| format!(
-                        "{} FLOP/byte at {}, {}-bound there, headroom {:.1}×",
+                        "{} {}/byte at {}, {}-bound there, headroom {:.1}×",
                         format_args!("{:.2}", b.intensity),
+                        p.precision.op(),
                         b.level,
                         match b.region {
                             crate::roofline::advice::Region::BandwidthBound => "bandwidth",
@@ -115,7 +117,8 @@ pub fn roofs_and_advice(
                 data.extend(p.basis.iter().cloned());
                 let _ = writeln!(
                     out,
-                    "   FLOP/byte: {}; from {}",
+                    "   {}/byte: {}; from {}",
+                    p.precision.op(),
                     intensities.join(", "),
                     data.join("; ")
                 );

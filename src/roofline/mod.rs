@@ -446,9 +446,11 @@ pub fn programs_from_results(
                 continue;
             }
         };
+        // Under the roof of the precision it ran in (an int8 condition's multiply-adds counted
+        // as OPs against the int8 roof).
         let mut program = Program {
             label: c.id.clone(),
-            precision: Precision::Fp32,
+            precision: c.precision,
             flops: total.flops as f64,
             seconds: stats.latency.median_ms / 1e3,
             traffic: vec![(Level::Dram, total.dram_bytes as f64)],
@@ -487,6 +489,18 @@ pub fn programs_from_results(
                     sim.threads
                 ));
                 program.source = PointSource::CacheSimulation;
+            }
+            (_, None) if c.precision != Precision::Fp32 => {
+                // The analytic bytes are float32's; the precision stores narrower elements.
+                let width = c.precision.bytes() as f64 / Precision::Fp32.bytes() as f64;
+                for (_, bytes) in &mut program.traffic {
+                    *bytes *= width;
+                }
+                program.basis.push(format!(
+                    "DRAM bytes scaled to {}'s {}-byte elements",
+                    c.precision,
+                    c.precision.bytes()
+                ));
             }
             _ => {}
         }

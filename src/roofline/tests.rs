@@ -201,3 +201,32 @@ fn peaks_take_the_best_thread_count() {
     assert_eq!(c.bandwidth(Level::Dram), Some(12e9));
     assert_eq!(c.bandwidth(Level::L2), None);
 }
+
+/// A lower-precision condition is placed under its own precision's roof, with the analytic
+/// bytes narrowed to its elements; its fp32 twin keeps float32's.
+#[test]
+fn a_condition_is_placed_in_its_own_precision() -> crate::error::Result<()> {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/results/small");
+    let mut stored = crate::results::load(&dir)?;
+    let Some(fp32) = stored.runs.iter().find(|r| r.ok && r.last).cloned() else {
+        panic!("the fixture has no successful run");
+    };
+    let mut int8 = fp32.clone();
+    int8.condition = int8.condition.with_precision(Precision::Int8);
+    let (twin_id, int8_id) = (fp32.condition.id.clone(), int8.condition.id.clone());
+    stored.runs = vec![fp32, int8];
+    let (programs, left_out) = programs_from_results(&stored, &[]);
+    assert!(left_out.is_empty(), "{left_out:?}");
+    let find = |id: &str| programs.iter().find(|p| p.label == id);
+    let (Some(twin), Some(narrow)) = (find(&twin_id), find(&int8_id)) else {
+        panic!("not both placed: {programs:?}");
+    };
+    assert_eq!(
+        (twin.precision, narrow.precision),
+        (Precision::Fp32, Precision::Int8)
+    );
+    let dram = |p: &Program| p.traffic.iter().find(|t| t.0 == Level::Dram).map(|t| t.1);
+    assert_eq!(dram(narrow), dram(twin).map(|b| b / 4.0));
+    assert_eq!(narrow.flops, twin.flops);
+    Ok(())
+}

@@ -62,11 +62,16 @@ pub fn unsupported(c: &Condition) -> Option<String> {
 /// The plan with the conditions of external frameworks that cannot run here (not set up, or
 /// their interpreter broken) moved to the skipped list with the reason and what to do.
 pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
+    // tract's lower precisions are files onnxruntime's tools convert.
+    let lowers = |c: &Condition| {
+        c.engine == "tract" && crate::runner::lowered::converts(&c.engine, c.precision)
+    };
     let needed: std::collections::BTreeSet<&str> = plan
         .to_run
         .iter()
         .filter(|c| crate::engines::external::find(&c.engine).is_some())
         .map(|c| c.engine.as_str())
+        .chain(plan.to_run.iter().any(lowers).then_some("onnxruntime"))
         .collect();
     if needed.is_empty() {
         return plan;
@@ -103,6 +108,13 @@ pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
             .get(&c.engine)
             .cloned()
             .or_else(|| conversion.clone().filter(|_| converts(c)))
+            .or_else(|| {
+                let why = blockers.get("onnxruntime").filter(|_| lowers(c))?;
+                Some(format!(
+                    "tract runs {} from the ONNX file onnxruntime's tools convert, and {why}",
+                    c.precision
+                ))
+            })
     };
     let (to_run, blocked): (Vec<Condition>, Vec<Condition>) =
         plan.to_run.into_iter().partition(|c| reason(c).is_none());
@@ -266,9 +278,12 @@ mod tests {
             ids,
             [
                 "tract/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "tract/mobilenet_v2/3x224x224/b1/t1/cpu/int8",
                 "candle/mobilenet_v2/3x224x224/b1/t1/cpu",
                 "candle/mobilenet_v2/3x224x224/b1/t1/cpu/fp16",
                 "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/fp16",
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/int8",
             ]
         );
         let why = |id: &str| {
@@ -279,16 +294,15 @@ mod tests {
                 .unwrap_or_default()
         };
         assert!(
-            why("tract/mobilenet_v2/3x224x224/b1/t1/cpu/int8").contains("quantized ONNX"),
+            why("tract/mobilenet_v2/3x224x224/b1/t1/cpu/fp16").contains("float16 ONNX models"),
             "{:?}",
             plan.skipped
         );
+        assert!(why("tract/mobilenet_v2/3x224x224/b1/t1/cpu/bf16").contains("no bf16 models"));
         assert!(why("candle/mobilenet_v2/3x224x224/b1/t1/cpu/bf16").contains("no bf16 matrix"));
         assert!(why("candle/mobilenet_v2/3x224x224/b1/t1/cpu/int8").contains("no integer kernels"));
-        assert!(
-            why("onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/fp16").contains("fp32 only so far")
-        );
-        assert_eq!(plan.skipped.len(), 12 - 4);
+        assert!(why("onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/bf16").contains("no bf16 models"));
+        assert_eq!(plan.skipped.len(), 12 - 7);
     }
 
     #[test]

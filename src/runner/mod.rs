@@ -4,6 +4,7 @@
 
 pub mod cachesim;
 pub mod gpu_profile;
+pub mod lowered;
 pub mod matrix;
 pub mod place_worker;
 pub mod prepare;

@@ -157,17 +157,19 @@ pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
     let configured = config.interpreters();
     let mut out = Interpreters::new();
     for c in conditions {
-        if out.contains_key(&c.engine) {
-            continue;
+        let ort = external::find("onnxruntime");
+        let mut needs: Vec<&Framework> = Vec::new();
+        if let Some(f) = external::find(&c.engine) {
+            needs.push(f);
+            // tflite runs what TensorFlow converts.
+            if f.model == ModelInput::Tflite {
+                needs.extend(external::find("tensorflow"));
+            }
         }
-        let Some(f) = external::find(&c.engine) else {
-            continue;
-        };
-        // tflite runs what TensorFlow converts.
-        let needs = match f.model {
-            ModelInput::Tflite => vec![f, external::find("tensorflow").unwrap_or(f)],
-            _ => vec![f],
-        };
+        // Lower precisions of ONNX files are converted by onnxruntime's tools.
+        if super::lowered::converts(&c.engine, c.precision) {
+            needs.extend(ort);
+        }
         for f in needs {
             if out.contains_key(f.name) {
                 continue;
@@ -183,7 +185,8 @@ pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
     out
 }
 
-/// Longest a conversion to .tflite may take (VGG-19 at 224×224 takes minutes on a small board).
+/// Longest a conversion may take (VGG-19 at 224×224 takes minutes on a small board, to .tflite
+/// or to int8 with its calibration).
 const CONVERT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800);
 
 /// The .tflite file of a zoo model, converted by the TensorFlow harness from its Keras model
@@ -228,22 +231,42 @@ pub fn tflite_file(
         "model_file": description,
         "export_tflite": path,
     });
-    let mut command = crate::collect::child::Spec::new(&python);
-    command.args(["-c", &tensorflow]);
+    run_conversion(
+        "TensorFlow's conversion to .tflite",
+        &python,
+        &tensorflow,
+        &request,
+        "exported",
+        &path,
+    )?;
+    Ok(path)
+}
+
+/// Runs a conversion `program` under `python` with `request` on its stdin, and checks that it
+/// answered `done` (a JSON record of that type) and wrote `path`; `what` names the conversion
+/// in errors.
+pub(crate) fn run_conversion(
+    what: &str,
+    python: &Path,
+    program: &str,
+    request: &serde_json::Value,
+    done: &str,
+    path: &Path,
+) -> crate::error::Result<()> {
+    let mut command = crate::collect::child::Spec::new(python);
+    command.args(["-c", program]);
     let (status, out, err) =
         crate::engines::env::run_collect(&command, request.to_string().as_bytes(), CONVERT_TIMEOUT)
-            .map_err(|why| {
-                crate::error::failed!("TensorFlow's conversion to .tflite failed: {why}")
-            })?;
-    // The harness's own error record says it best; else the last words on stderr.
+            .map_err(|why| crate::error::failed!("{what} failed: {why}"))?;
+    // The program's own error record says it best; else the last words on stderr.
     for line in out.lines().rev() {
         let Ok(record) = serde_json::from_str::<serde_json::Value>(line) else {
             continue;
         };
         match record["type"].as_str() {
-            Some("exported") if path.is_file() => return Ok(path),
+            Some(t) if t == done && path.is_file() => return Ok(()),
             Some("error") => crate::error::bail!(
-                "TensorFlow's conversion to .tflite failed: {}",
+                "{what} failed: {}",
                 record["message"].as_str().unwrap_or("")
             ),
             _ => {}
@@ -255,13 +278,10 @@ pub fn tflite_file(
             .rev()
             .find(|l| !l.trim().is_empty())
             .unwrap_or("");
-        crate::error::bail!(
-            "TensorFlow's conversion to .tflite failed ({status}): {}",
-            last.trim()
-        );
+        crate::error::bail!("{what} failed ({status}): {}", last.trim());
     }
     crate::error::bail!(
-        "TensorFlow's conversion to .tflite wrote no file ({} said {:?})",
+        "{what} wrote no file ({} said {:?})",
         python.display(),
         out.trim()
     )
@@ -275,7 +295,7 @@ pub struct Prepared {
 
 /// Writes the values of every input of an ONNX file fed by name (`named`, as `matrix.inputs`
 /// gives a set) as `.npy` files in `cache` ([`write_fed`]).
-fn fed_inputs(
+pub(crate) fn fed_inputs(
     cache: &Path,
     c: &Condition,
     named: Option<&str>,
@@ -364,6 +384,11 @@ pub fn prepare(
             config.measure.seed,
         )?;
     }
+    // tract runs a lower precision from the ONNX file onnxruntime's tools convert.
+    if condition.engine == "tract" && super::lowered::converts("tract", condition.precision) {
+        let cache = crate::engines::env::cache_dir()?;
+        request.model_file = Some(lowered(config, condition, &cache, interpreters)?);
+    }
     let command = match (&config.command, external::find(&condition.engine)) {
         (Some(c), _) if condition.engine == "command" => WorkerCommand {
             program: c.program.clone(),
@@ -373,6 +398,31 @@ pub fn prepare(
         _ => WorkerCommand::edgeprof(edgeprof),
     };
     Ok(Prepared { command, request })
+}
+
+/// The ONNX file of `condition` converted to its precision ([`super::lowered::lowered_file`]).
+fn lowered(
+    config: &Config,
+    condition: &Condition,
+    cache: &Path,
+    interpreters: &Interpreters,
+) -> crate::error::Result<PathBuf> {
+    let options = config.frameworks.get("onnxruntime").map(|s| &s.options);
+    let method = super::lowered::Method::of(condition, options).map_err(crate::error::BadInput)?;
+    super::lowered::lowered_file(
+        cache,
+        condition,
+        config.matrix.classes,
+        config.measure.seed,
+        method,
+        interpreters,
+    )
+    .with_context(|| {
+        format!(
+            "cannot make {} ready for {} in {}",
+            condition.model, condition.engine, condition.precision
+        )
+    })
 }
 
 fn external_command(
@@ -399,6 +449,9 @@ fn external_command(
     }
     let classes = config.matrix.classes;
     let model = match f.model {
+        ModelInput::Onnx if super::lowered::converts(f.name, condition.precision) => {
+            Some(lowered(config, condition, &cache, interpreters))
+        }
         ModelInput::Onnx => Some(model_file(&cache, condition, classes, seed)),
         ModelInput::Tflite if own_tflite => None,
         // A description the caller wrote (the cost model's probes, which the zoo cannot build).

@@ -81,12 +81,24 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<
     let input_shape = vec![c.batch, c.input.channels, c.input.height, c.input.width];
     let zoo_model;
     let fed;
-    let source = match &c.model {
-        ModelRef::Onnx(path) if !request.inputs.is_empty() => {
+    // The file converted to the condition's precision, where the run made one.
+    let converted = request
+        .model_file
+        .as_deref()
+        .filter(|_| c.engine == "tract");
+    let source = match (&c.model, converted) {
+        (ModelRef::Onnx(path), _) if !request.inputs.is_empty() => {
             fed = fed_inputs(&request.inputs)?;
-            Source::OnnxFed { path, inputs: &fed }
+            Source::OnnxFed {
+                path: converted.unwrap_or(path),
+                inputs: &fed,
+            }
         }
-        ModelRef::Zoo(name) => {
+        (ModelRef::Onnx(_) | ModelRef::Zoo(_), Some(path)) => Source::OnnxFile {
+            path,
+            input_shape: Some(&input_shape),
+        },
+        (ModelRef::Zoo(name), None) => {
             let params = ModelParams {
                 num_classes: request.classes,
                 channels: c.input.channels,
@@ -104,15 +116,15 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<
                 seed: request.seed,
             }
         }
-        ModelRef::Onnx(path) => Source::OnnxFile {
+        (ModelRef::Onnx(path), None) => Source::OnnxFile {
             path,
             input_shape: Some(&input_shape),
         },
-        ModelRef::Tflite(path) => crate::error::bail!(crate::error::BadInput(format!(
+        (ModelRef::Tflite(path), _) => crate::error::bail!(crate::error::BadInput(format!(
             "{} is a TensorFlow Lite file: it runs on the tflite engine",
             path.display()
         ))),
-        ModelRef::Torch(path) => crate::error::bail!(crate::error::BadInput(format!(
+        (ModelRef::Torch(path), _) => crate::error::bail!(crate::error::BadInput(format!(
             "{} is a PyTorch program: it runs on the pytorch engine",
             path.display()
         ))),

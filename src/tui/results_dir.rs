@@ -63,6 +63,11 @@ pub fn open_results(app: &mut App, dir: &Path) {
             (!tail.is_empty()).then(|| (r.condition.id.clone(), tail))
         })
         .collect();
+    // Each lower precision's cost against its fp32 twin, for the detail pane.
+    let accuracy = edgeprof::results::accuracy::compare(dir, &rows)
+        .into_iter()
+        .map(|a| (a.condition.clone(), a))
+        .collect();
     // What the reader chose stays: the filter, hiding skipped rows, the detail pane.
     let kept = std::mem::take(&mut app.results);
     app.results = app::ResultsView {
@@ -70,6 +75,7 @@ pub fn open_results(app: &mut App, dir: &Path) {
         all: rows,
         utilisation,
         latencies,
+        accuracy,
         curves,
         stderr_tails,
         hide_skipped: kept.hide_skipped,

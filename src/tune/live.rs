@@ -117,6 +117,8 @@ pub struct LiveTune<'a> {
     pub prior: Option<&'a crate::tune::prior::Prior>,
     /// The measurement database every measured trial is appended to.
     pub db: Option<&'a Path>,
+    /// The most top-1 agreement with fp32 a lower-precision candidate may lose (a fraction).
+    pub max_top1_drop: f64,
 }
 
 /// The condition that measures `candidate`.
@@ -129,6 +131,11 @@ pub fn condition_of(candidate: &Candidate, model: &ModelRef, input: InputShape) 
         candidate.threads,
         candidate.device,
     )
+    // The precision stands before the placement in the id, as in a run's plan.
+    .with_precision(
+        crate::collect::kernels::Precision::of_models(&candidate.precision)
+            .unwrap_or(crate::collect::kernels::Precision::Fp32),
+    )
     .with_placement(candidate.cores.cpus.clone(), candidate.options.clone())
 }
 
@@ -140,6 +147,7 @@ pub fn measured_of(record: &RunRecord) -> Option<Measured> {
         p99_ms: s.repeat_summary.p99_ms,
         throughput: s.repeat_summary.images_per_s,
         peak_rss_bytes: record.resources.peak_rss_bytes,
+        top1_agreement: None,
     })
 }
 
@@ -204,6 +212,56 @@ impl LiveTune<'_> {
         Ok(Some(Ok(m)))
     }
 
+    /// Measures `condition`; a lower precision is compared with its fp32 twin's output (the
+    /// twin measured first where this tuning has not measured it yet), and its top-1 agreement
+    /// kept in the figures.
+    fn measure_costed(
+        &self,
+        candidate: &Candidate,
+        index: usize,
+        total: usize,
+        writer: &mut Writer,
+        on_event: &mut impl FnMut(TuneEvent),
+    ) -> crate::error::Result<Run> {
+        let condition = condition_of(candidate, self.model, self.input);
+        if condition.precision == crate::collect::kernels::Precision::Fp32 {
+            return self.measure(condition, index, total, writer, on_event);
+        }
+        let fp32 = Candidate {
+            precision: "fp32".to_string(),
+            ..candidate.clone()
+        };
+        let twin = condition_of(&fp32, self.model, self.input);
+        let reference = crate::runner::prepare::output_path(self.dir, &twin.id);
+        if !reference.is_file() {
+            on_event(TuneEvent::Sweep(SweepEvent::Warning(format!(
+                "measuring the fp32 twin {} first, for {}'s accuracy",
+                twin.id, condition.precision
+            ))));
+            if self
+                .measure(twin, index, total, writer, on_event)?
+                .is_none()
+            {
+                return Ok(None);
+            }
+        }
+        let own = crate::runner::prepare::output_path(self.dir, &condition.id);
+        let batch = condition.batch;
+        let run = self.measure(condition, index, total, writer, on_event)?;
+        Ok(run.map(|result| {
+            result.map(|mut m| {
+                let read = crate::results::agreement::read_output;
+                m.top1_agreement = match (read(&reference), read(&own)) {
+                    (Some(r), Some(o)) => {
+                        crate::results::accuracy::figures(&r, &o, batch).map(|f| f.top1_agreement)
+                    }
+                    _ => None,
+                };
+                m
+            })
+        }))
+    }
+
     /// Searches, then confirms; every run is stored through `writer`.
     pub fn run(
         &self,
@@ -230,8 +288,7 @@ impl LiveTune<'_> {
                     candidate: candidate.clone(),
                     predicted: proposal.predicted,
                 });
-                let condition = condition_of(candidate, self.model, self.input);
-                match self.measure(condition, n - 1, budget, writer, &mut *on_event) {
+                match self.measure_costed(candidate, n - 1, budget, writer, &mut *on_event) {
                     Ok(Some(result)) => {
                         if let (Ok(m), Some(path), false) = (&result, self.db, db_failed) {
                             let record = crate::tune::prior::TrialRecord::new(
@@ -249,7 +306,17 @@ impl LiveTune<'_> {
                             }
                         }
                         measured.push(result.as_ref().ok().copied());
-                        Some(result.map(|m| self.objective.cost(&m)))
+                        // Measured either way (the table keeps the figures), but a candidate
+                        // beyond the accuracy limit is not a configuration to pick.
+                        Some(result.and_then(|m| {
+                            crate::tune::within_accuracy(
+                                &candidate.precision,
+                                &m,
+                                self.max_top1_drop,
+                            )
+                            .map_err(Into::into)
+                            .map(|()| self.objective.cost(&m))
+                        }))
                     }
                     Ok(None) => None,
                     Err(e) => {

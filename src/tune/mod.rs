@@ -34,6 +34,37 @@ pub struct Measured {
     pub throughput: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peak_rss_bytes: Option<u64>,
+    /// A lower precision's top-1 agreement with its fp32 twin (a fraction of the images);
+    /// None for fp32, or where there was no output to compare.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top1_agreement: Option<f64>,
+}
+
+/// Whether a measured candidate keeps to the accuracy limit: fp32 always; a lower precision
+/// when its top-1 agreement with fp32 is at least `1 − max_top1_drop`. The error says why not.
+pub fn within_accuracy(
+    precision: &str,
+    measured: &Measured,
+    max_top1_drop: f64,
+) -> Result<(), String> {
+    if precision == "fp32" {
+        return Ok(());
+    }
+    let floor = 1.0 - max_top1_drop;
+    match measured.top1_agreement {
+        // A hair of rounding below the floor is still at it (1 − 0.01 is not exactly 0.99).
+        Some(a) if a >= floor - 1e-9 => Ok(()),
+        Some(a) => Err(format!(
+            "{precision} agrees with fp32 on the top-1 class of {:.1} % of the images, below \
+             the {:.1} % the accuracy limit allows",
+            100.0 * a,
+            100.0 * floor
+        )),
+        None => Err(format!(
+            "{precision} has no top-1 agreement with fp32 to hold to the accuracy limit (its \
+             output or its fp32 twin's was not kept)"
+        )),
+    }
 }
 
 impl Objective {
@@ -180,7 +211,7 @@ pub struct Candidate {
     pub cores: CoreSet,
     pub batch: usize,
     pub device: Device,
-    /// Only float32 runs on edgeprof's engines today.
+    /// `fp32`, `fp16`, `bf16` or `int8` (as the matrix's precision axis names them).
     pub precision: String,
     /// The framework's options (empty: its defaults).
     #[serde(default)]
@@ -203,6 +234,9 @@ impl Candidate {
         );
         if self.device != Device::Cpu {
             s.push_str(&format!(" {}", self.device));
+        }
+        if self.precision != "fp32" {
+            s.push_str(&format!(" {}", self.precision));
         }
         for (k, v) in &self.options {
             s.push_str(&format!(" {k}={}", value_text(v)));
@@ -243,6 +277,8 @@ pub struct SpaceSpec {
     pub batch: Vec<usize>,
     pub core_sets: Vec<CoreSet>,
     pub devices: Vec<Device>,
+    /// Precisions to try (empty: fp32); an engine is tried only in the precisions it runs.
+    pub precisions: Vec<crate::collect::kernels::Precision>,
     pub options: BTreeMap<String, OptionSpace>,
     /// Floating-point operations of one sample of the model (for the features).
     pub flops_per_sample: f64,
@@ -312,26 +348,43 @@ impl SpaceSpec {
         }
     }
 
-    /// Enumerates the space: per engine, threads × core sets × batch × devices × option values;
-    /// the first engine's default configuration is added when the product lacks it.
+    /// The precisions tried (fp32 when none is named).
+    pub fn precisions(&self) -> Vec<crate::collect::kernels::Precision> {
+        if self.precisions.is_empty() {
+            vec![crate::collect::kernels::Precision::Fp32]
+        } else {
+            self.precisions.clone()
+        }
+    }
+
+    /// Enumerates the space: per engine, precisions it runs × threads × core sets × batch ×
+    /// devices × option values; the first engine's default configuration is added when the
+    /// product lacks it.
     pub fn enumerate(&self) -> Vec<Candidate> {
         let mut out = Vec::new();
         for engine in &self.engines {
             let options = option_product(self.options.get(engine));
+            let precisions: Vec<_> = self
+                .precisions()
+                .into_iter()
+                .filter(|&p| crate::engines::precision_unsupported(engine, p).is_none())
+                .collect();
             for &device in self.devices.iter().filter(|d| runs_on(engine, **d)) {
                 for &batch in &self.batch {
                     for cores in &self.core_sets {
                         for &threads in &self.threads {
-                            for o in &options {
-                                out.push(Candidate {
-                                    engine: engine.clone(),
-                                    threads,
-                                    cores: cores.clone(),
-                                    batch,
-                                    device,
-                                    precision: "fp32".into(),
-                                    options: o.clone(),
-                                });
+                            for precision in &precisions {
+                                for o in &options {
+                                    out.push(Candidate {
+                                        engine: engine.clone(),
+                                        threads,
+                                        cores: cores.clone(),
+                                        batch,
+                                        device,
+                                        precision: precision.to_string(),
+                                        options: o.clone(),
+                                    });
+                                }
                             }
                         }
                     }
@@ -386,10 +439,21 @@ impl Space {
     }
 }
 
+/// The bits of a precision's numbers (`fp32` 32, `fp16`/`bf16` 16, `int8` 8; 32 for a name the
+/// tuner does not know).
+fn precision_bits(precision: &str) -> f64 {
+    match precision {
+        "fp64" => 64.0,
+        "fp16" | "bf16" => 16.0,
+        "int8" => 8.0,
+        _ => 32.0,
+    }
+}
+
 /// The feature vectors of the candidates, every column scaled to [0, 1] over the set: engine
 /// (one column per engine), device, threads, core count, core capacity, oversubscription,
-/// the work of one call and the work per thread (from the model's analytic FLOPs), and one
-/// column per framework option value.
+/// the work of one call and the work per thread (from the model's analytic FLOPs), the bits of
+/// the precision, and one column per framework option value.
 pub fn features(candidates: &[Candidate], flops_per_sample: f64) -> Vec<Vec<f64>> {
     let engines: Vec<&str> = {
         let mut e: Vec<&str> = candidates.iter().map(|c| c.engine.as_str()).collect();
@@ -428,6 +492,7 @@ pub fn features(candidates: &[Candidate], flops_per_sample: f64) -> Vec<Vec<f64>
             f.push((threads / cores).max(1.0).log2());
             f.push(work.ln());
             f.push((work / threads.min(cores)).ln());
+            f.push(precision_bits(&c.precision).log2());
             for (key, value) in &option_values {
                 let has = key
                     .strip_prefix(&format!("{}.", c.engine))
@@ -528,6 +593,7 @@ mod tests {
             batch: vec![1, 4],
             core_sets: sets,
             devices: vec![Device::Cpu, Device::Gpu(0)],
+            precisions: Vec::new(),
             options,
             flops_per_sample: 1e8,
         }

@@ -461,6 +461,7 @@ mod tests {
             batch: vec![1, 4],
             core_sets: sets,
             devices: vec![crate::config::Device::Cpu],
+            precisions: Vec::new(),
             options: [(
                 "onnxruntime".to_string(),
                 crate::tune::OptionSpace::from([
@@ -507,6 +508,7 @@ mod tests {
             p99_ms: ms * 1.2,
             throughput: 1e3 / ms,
             peak_rss_bytes: None,
+            top1_agreement: None,
         }
     }
 

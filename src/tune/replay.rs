@@ -54,11 +54,20 @@ impl Table {
         )
     }
 
-    /// Each row's cost under `objective` (failures cost nothing: they are errors in replay).
-    pub fn costs(&self, objective: Objective) -> Vec<Option<f64>> {
+    /// Each row's cost under `objective`, or why it is not a configuration to pick: it failed
+    /// when the table was measured, or it is a lower precision beyond the accuracy limit
+    /// (`max_top1_drop`, see [`crate::tune::within_accuracy`]).
+    pub fn costs(&self, objective: Objective, max_top1_drop: f64) -> Vec<Result<f64, String>> {
         self.rows
             .iter()
-            .map(|r| r.measured.as_ref().map(|m| objective.cost(m)))
+            .map(|r| match &r.measured {
+                Some(m) => crate::tune::within_accuracy(&r.candidate.precision, m, max_top1_drop)
+                    .map(|()| objective.cost(m)),
+                None => Err(r
+                    .failure
+                    .clone()
+                    .unwrap_or_else(|| "failed when the table was measured".into())),
+            })
             .collect()
     }
 }
@@ -99,6 +108,21 @@ pub struct Comparison {
     pub tolerance: f64,
     pub best: f64,
     pub best_label: String,
+    /// The accuracy limit the pick kept to: the most top-1 agreement with fp32 a lower
+    /// precision could lose (a fraction).
+    #[serde(default)]
+    pub max_top1_drop: f64,
+    /// The best's precision and, for a lower one, its top-1 agreement with fp32.
+    #[serde(default)]
+    pub best_precision: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_top1_agreement: Option<f64>,
+    /// The best fp32 configuration's cost, for the speed-up a lower precision buys.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub best_fp32: Option<f64>,
+    /// Measured lower-precision rows left out for exceeding the accuracy limit.
+    #[serde(default)]
+    pub beyond_accuracy_limit: usize,
     pub strategies: Vec<StrategyResult>,
     /// What the prior rested on, when one was given.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -116,28 +140,28 @@ impl StrategyResult {
     }
 }
 
+/// What a replay picks by: the objective, and the accuracy limit lower precisions keep to.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Pick {
+    pub objective: Objective,
+    /// The most top-1 agreement with fp32 a lower precision may lose (a fraction).
+    pub max_top1_drop: f64,
+}
+
 /// Runs `strategy` on the table once.
 pub fn replay(
     table: &Table,
     space: &Space,
-    objective: Objective,
+    pick: Pick,
     settings: Settings,
     prior: Option<&Prior>,
 ) -> Trace {
-    let costs = table.costs(objective);
+    let costs = table.costs(pick.objective, pick.max_top1_drop);
     search::run(
         space,
         settings,
         prior,
-        |i, _| {
-            Some(costs[i].ok_or_else(|| {
-                table.rows[i]
-                    .failure
-                    .clone()
-                    .unwrap_or_else(|| "failed when the table was measured".into())
-                    .into()
-            }))
-        },
+        |i, _| Some(costs[i].clone().map_err(Into::into)),
         |_| {},
     )
 }
@@ -147,21 +171,29 @@ pub fn replay(
 /// more, started from it.
 pub fn compare(
     table: &Table,
-    objective: Objective,
+    pick: Pick,
     budget: usize,
     seeds: u64,
     tolerance: f64,
     initial: usize,
     prior: Option<&Prior>,
 ) -> crate::error::Result<Comparison> {
+    let Pick {
+        objective,
+        max_top1_drop,
+    } = pick;
     let space = table.space();
-    let costs = table.costs(objective);
+    let costs = table.costs(objective, max_top1_drop);
     let (best_index, best) = costs
         .iter()
         .enumerate()
-        .filter_map(|(i, c)| Some((i, (*c)?)))
+        .filter_map(|(i, c)| Some((i, *c.as_ref().ok()?)))
         .min_by(|a, b| a.1.total_cmp(&b.1))
-        .ok_or_else(|| crate::error::BadInput("the table has no successful measurement".into()))?;
+        .ok_or_else(|| {
+            crate::error::BadInput(
+                "the table has no successful measurement within the accuracy limit".into(),
+            )
+        })?;
     let mut runs = vec![
         (Strategy::Guided, None),
         (Strategy::Random, None),
@@ -183,7 +215,7 @@ pub fn compare(
                         initial,
                         seed,
                     };
-                    let trace = replay(table, &space, objective, settings, prior);
+                    let trace = replay(table, &space, pick, settings, prior);
                     if let Some((median, _, _)) = trace.prediction_error() {
                         errors.push(median);
                     }
@@ -218,6 +250,24 @@ pub fn compare(
         tolerance,
         best,
         best_label: table.rows[best_index].candidate.label(),
+        max_top1_drop,
+        best_precision: table.rows[best_index].candidate.precision.clone(),
+        best_top1_agreement: table.rows[best_index]
+            .measured
+            .and_then(|m| m.top1_agreement),
+        best_fp32: table
+            .rows
+            .iter()
+            .zip(&costs)
+            .filter(|(r, _)| r.candidate.precision == "fp32")
+            .filter_map(|(_, c)| c.as_ref().ok().copied())
+            .min_by(f64::total_cmp),
+        beyond_accuracy_limit: table
+            .rows
+            .iter()
+            .zip(&costs)
+            .filter(|(r, c)| r.measured.is_some() && c.is_err())
+            .count(),
         strategies,
         prior: prior.map(Prior::summary),
     })

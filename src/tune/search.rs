@@ -476,6 +476,7 @@ mod tests {
             batch: vec![1, 2],
             core_sets: sets,
             devices: vec![crate::config::Device::Cpu],
+            precisions: Vec::new(),
             options: [(
                 "onnxruntime".to_string(),
                 crate::tune::OptionSpace::from([(

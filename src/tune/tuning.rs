@@ -42,7 +42,16 @@ pub struct Overrides {
     pub db: Option<PathBuf>,
     /// Search without the database's prior (the trials are still recorded).
     pub no_prior: bool,
+    /// Precisions to search (default: the config's `matrix.precision`).
+    pub precisions: Vec<crate::collect::kernels::Precision>,
+    /// The most top-1 agreement with fp32 a lower precision may lose (a fraction; default
+    /// [`DEFAULT_MAX_TOP1_DROP`]).
+    pub max_top1_drop: Option<f64>,
 }
+
+/// A lower precision must agree with fp32 on the top-1 class of at least 99 % of the images
+/// unless the user allows more.
+pub const DEFAULT_MAX_TOP1_DROP: f64 = 0.01;
 
 /// A tuning run ready to start: everything resolved, its results directory made.
 pub struct Prepared {
@@ -56,6 +65,8 @@ pub struct Prepared {
     pub skipped: Vec<String>,
     pub confirm: usize,
     pub max_memory: Option<u64>,
+    /// The most top-1 agreement with fp32 a lower precision may lose (a fraction).
+    pub max_top1_drop: f64,
     pub exhaustive: bool,
     pub dir: PathBuf,
     pub manifest: Manifest,
@@ -148,6 +159,7 @@ pub fn prepare(
     results::write_manifest(&dir, &manifest)?;
     Ok(Prepared {
         max_memory: o.max_memory.or(t.max_memory),
+        max_top1_drop: o.max_top1_drop.unwrap_or(DEFAULT_MAX_TOP1_DROP),
         config,
         model,
         input,
@@ -239,6 +251,7 @@ impl Prepared {
             settings: self.settings,
             objective: self.objective,
             max_memory: self.max_memory,
+            max_top1_drop: self.max_top1_drop,
             confirm: self.confirm,
             edgeprof,
             cancel,
@@ -462,8 +475,22 @@ fn build_space(
         }
         ModelRef::Onnx(_) | ModelRef::Tflite(_) | ModelRef::Torch(_) => 1.0,
     };
+    let precisions = if args.precisions.is_empty() {
+        config.matrix.precision.clone()
+    } else {
+        args.precisions.clone()
+    };
+    let mut skipped = skipped;
+    for e in &engines {
+        for &p in &precisions {
+            if let Some(why) = crate::engines::precision_unsupported(e, p) {
+                skipped.push(format!("{e} in {p}: {why}"));
+            }
+        }
+    }
     let spec = SpaceSpec {
         engines,
+        precisions,
         threads,
         batch,
         core_sets,

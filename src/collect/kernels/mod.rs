@@ -48,6 +48,16 @@ impl Precision {
             .find(|p| p.to_string() == name)
     }
 
+    /// Bytes of one number.
+    pub fn bytes(self) -> usize {
+        match self {
+            Precision::Fp64 => 8,
+            Precision::Fp32 => 4,
+            Precision::Fp16 | Precision::Bf16 => 2,
+            Precision::Int8 => 1,
+        }
+    }
+
     /// What its work is counted in: floating-point operations, or integer operations (OPs).
     pub fn op(self) -> &'static str {
         match self {

@@ -7,6 +7,7 @@ OPTIONS = (
     "execution_mode",
     "spinning",
     "providers",
+    "quantization",  # how edgeprof quantizes to int8 (static or dynamic), read before the run
 )
 LEVELS = ("disable", "basic", "extended", "all")
 # Inputs of these operators that hold trainable parameters (weights, biases, batch-norm scale

@@ -639,3 +639,28 @@ fn a_branch_node_is_known_by_its_own_name_in_the_file() {
     assert_eq!(source_node_name("a/else/b/then/c"), "c");
     assert_eq!(source_node_name("/model.0/conv/Conv"), "/model.0/conv/Conv");
 }
+
+#[test]
+fn a_float_export_has_no_quantized_ops_and_a_qdq_graph_names_each_once() {
+    let Ok(model) = zoo::build("resnet18", &ModelParams::default()) else {
+        panic!("resnet18 does not build");
+    };
+    assert!(quantized_ops_of(&to_onnx(&model, 1)).is_empty());
+    let proto = pb::ModelProto {
+        graph: Some(pb::GraphProto {
+            node: vec![
+                node("QuantizeLinear", "q", &["x", "s", "z"], &["xq"]),
+                node("DequantizeLinear", "d", &["xq", "s", "z"], &["xd"]),
+                node("Relu", "r", &["xd"], &["y"]),
+                node("QuantizeLinear", "q2", &["y", "s", "z"], &["yq"]),
+                node("QLinearSigmoid", "s", &["yq"], &["o"]),
+            ],
+            ..Default::default()
+        }),
+        ..Default::default()
+    };
+    assert_eq!(
+        quantized_ops_of(&proto),
+        ["QuantizeLinear", "DequantizeLinear", "QLinearSigmoid"]
+    );
+}

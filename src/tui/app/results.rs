@@ -31,6 +31,8 @@ pub struct ResultsView {
     pub curves: std::collections::HashMap<String, Vec<CurveOf>>,
     /// Each condition's timed iterations by repeat (those its statistics keep), for comparing.
     pub latencies: std::collections::HashMap<String, Vec<Vec<f64>>>,
+    /// Each lower-precision condition's accuracy against its fp32 twin, by condition.
+    pub accuracy: std::collections::HashMap<String, edgeprof::results::accuracy::Accuracy>,
     /// The condition marked as the baseline (b), and every other condition against it.
     pub baseline: Option<String>,
     pub versus: std::collections::HashMap<String, edgeprof::results::compare::Compared>,

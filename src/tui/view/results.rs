@@ -346,6 +346,25 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
         figures.join(" · "),
         app.theme.text(),
     )));
+    // A lower precision: what it cost in accuracy against its fp32 twin.
+    if let Some(a) = res.accuracy.get(&r.id) {
+        let said = match &a.figures {
+            Some(_) => {
+                let [top1, top5, max, mean, cosine] = edgeprof::results::accuracy::cells(a);
+                format!(
+                    "{} against fp32: top-1 agreement {top1} · top-5 {top5} · max |err| {max} · \
+                     mean |err| {mean} · cosine {cosine}",
+                    a.precision
+                )
+            }
+            None => format!(
+                "{} against fp32: {}",
+                a.precision,
+                a.note.as_deref().unwrap_or("no figures")
+            ),
+        };
+        lines.push(Line::from(Span::styled(said, app.theme.text())));
+    }
     if let Some(tail) = res.stderr_tails.get(&r.id) {
         lines.push(Line::from(Span::styled(
             "its worker's last words on stderr:",

@@ -828,3 +828,38 @@ fn the_roofline_offers_only_the_precisions_it_has() {
         "{screen_text}"
     );
 }
+
+/// A lower-precision condition's detail says what it cost in accuracy against its fp32 twin.
+#[test]
+fn results_detail_shows_a_lower_precisions_accuracy() {
+    use crossterm::event::KeyCode;
+    use edgeprof::results::accuracy::{Accuracy, Figures, INPUTS};
+    let mut a = default_app();
+    a.tab = Tab::Results;
+    super::super::open_results(&mut a, &fixture_results());
+    let selected = a.results.rows[a.results.selected].id.clone();
+    a.results.accuracy.insert(
+        selected.clone(),
+        Accuracy {
+            condition: selected.clone(),
+            precision: "int8".into(),
+            reference: selected.clone(),
+            inputs: INPUTS,
+            figures: Some(Figures {
+                images: 8,
+                top1_agreement: 0.875,
+                top5_agreement: 1.0,
+                max_abs_error: 0.25,
+                mean_abs_error: 0.05,
+                cosine: 0.9975,
+            }),
+            note: None,
+        },
+    );
+    key(&mut a, KeyCode::Enter);
+    let text = screen(&a, (160, 40));
+    assert!(
+        text.contains("int8 against fp32: top-1 agreement 87.5 % · top-5 100.0 %"),
+        "{text}"
+    );
+}
