@@ -780,3 +780,60 @@ fn tract_and_onnxruntime_run_one_int8_file_and_agree_within_the_stated_tolerance
     assert_eq!(section.matches("<tr><td>").count(), 2, "{section}");
     assert!(section.contains(&id("tract", "/int8")), "{section}");
 }
+
+#[test]
+fn pytorch_runs_fp16_and_bf16_under_autocast_and_int8_quantized_with_their_accuracy() {
+    let data = common::framework_set_up("pytorch");
+    let tmp = temp_dir();
+    let config = tmp.path().join("torch.toml");
+    write(
+        &config,
+        "name = \"torch\"\n[matrix]\nengines = [\"pytorch\"]\nmodels = [\"mobilenet_v2\"]\n\
+         inputs = [\"3x32x32\"]\nbatch = [4]\nthreads = [1]\nclasses = 10\n\
+         precision = [\"fp32\", \"fp16\", \"bf16\", \"int8\"]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", &data)
+        .assert()
+        .success();
+    let report = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    let dir = only_entry(&out);
+    let runs = records(&dir);
+    let note = |precision: &str| -> String {
+        let id = format!("pytorch/mobilenet_v2/3x32x32/b4/t1/cpu{precision}");
+        runs.iter()
+            .find(|r| r["condition"]["id"] == id.as_str() && r["ok"] == true)
+            .and_then(|r| r["run"]["note"].as_str())
+            .unwrap_or_else(|| panic!("{id} did not run: {report}"))
+            .to_string()
+    };
+    assert!(
+        note("/fp16").ends_with(", fp16 autocast"),
+        "{}",
+        note("/fp16")
+    );
+    assert!(
+        note("/bf16").ends_with(", bf16 autocast"),
+        "{}",
+        note("/bf16")
+    );
+    assert!(
+        note("/int8").contains("int8 (FX static quantization"),
+        "{}",
+        note("/int8")
+    );
+    // Each lower precision moves the outputs a little, not wholesale.
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default();
+    let compared = summary["accuracy"]["compared"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(compared.len(), 3, "{summary}");
+    for c in &compared {
+        let cosine = c["cosine"].as_f64().unwrap_or(0.0);
+        assert!(cosine > 0.9, "{c}");
+    }
+}

@@ -130,6 +130,7 @@ pub struct Exclude {
     pub batch: Option<usize>,
     pub threads: Option<usize>,
     pub device: Option<Device>,
+    pub precision: Option<crate::collect::kernels::Precision>,
 }
 
 /// The axes of the run matrix.

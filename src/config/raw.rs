@@ -92,6 +92,7 @@ pub(super) struct RawExclude {
     pub(super) batch: Option<Spanned<i64>>,
     pub(super) threads: Option<Spanned<i64>>,
     pub(super) device: Option<Spanned<String>>,
+    pub(super) precision: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

@@ -87,6 +87,9 @@ pub fn to_toml(config: &Config) -> String {
             if let Some(v) = e.device {
                 rule.insert("device".into(), Value::String(v.to_string()));
             }
+            if let Some(v) = e.precision {
+                rule.insert("precision".into(), Value::String(v.to_string()));
+            }
             Value::Table(rule)
         });
         matrix.insert("exclude".into(), Value::Array(rules.collect()));

@@ -34,6 +34,8 @@ pub fn precision_unsupported(
              a Gemm fails in its translation, which expects float32)",
             tract::TRACT_VERSION
         )),
+        // PyTorch's own tools: autocast for fp16 and bf16, FX static quantization for int8.
+        "pytorch" => None,
         "tract" | "onnxruntime" => Some(format!(
             "ONNX's converters write no {precision} models, so edgeprof has none for {engine}"
         )),

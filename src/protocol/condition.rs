@@ -151,6 +151,7 @@ impl Condition {
             && rule.batch.is_none_or(|b| b == self.batch)
             && rule.threads.is_none_or(|t| t == self.threads)
             && rule.device.is_none_or(|d| d == self.device)
+            && rule.precision.is_none_or(|p| p == self.precision)
     }
 }
 

@@ -83,6 +83,11 @@ pub struct WorkerRequest {
     /// `output_1.npy`, … in the model's output order (`models::npy::output_file_name`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub outputs_dir: Option<std::path::PathBuf>,
+    /// Batches to calibrate an int8 quantization on (a framework that quantizes in its
+    /// harness, PyTorch): each batch the `.npy` files of its inputs (a nameless one: the
+    /// model's image input), seeded as every engine's input is, from seeds past `seed`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calibration: Vec<Vec<FedInput>>,
 }
 
 /// One input of an ONNX file fed by name: the values in a `.npy` file.
@@ -113,6 +118,7 @@ impl WorkerRequest {
             layer_runs: 0,
             inputs: Vec::new(),
             outputs_dir: None,
+            calibration: Vec::new(),
         }
     }
 }

@@ -939,9 +939,11 @@ pub fn bench_summary(r: &BenchReport) -> String {
         } else {
             0.0
         };
+        // An int8 run's multiply-adds are integer operations.
+        let op = r.precision.op();
         let _ = writeln!(
             out,
-            "analytic work           {} FLOPs per inference → {gflops:.2} GFLOP/s at the median",
+            "analytic work           {} {op}s per inference → {gflops:.2} G{op}/s at the median",
             si(a.flops)
         );
     }

@@ -176,7 +176,7 @@ fn user_file_stem(path: &Path, c: &Condition) -> crate::error::Result<String> {
 
 /// The calibration batches of `c`, written as `.npy` files in `cache`: seeded inputs drawn as
 /// every engine's input is, from seeds past the measurement's.
-fn calibration_batches(
+pub(crate) fn calibration_batches(
     cache: &Path,
     c: &Condition,
     seed: u64,

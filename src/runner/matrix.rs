@@ -306,6 +306,28 @@ mod tests {
     }
 
     #[test]
+    fn an_exclude_rule_can_name_a_precision() {
+        let (config, plan) = plan_of(
+            "[matrix]\nengines = [\"tract\", \"onnxruntime\"]\nmodels = [\"mobilenet_v2\"]\n\
+             threads = [1]\nprecision = [\"fp32\", \"int8\"]\n\
+             [[matrix.exclude]]\nengine = \"tract\"\nprecision = \"int8\"\n",
+        );
+        let ids: Vec<&str> = plan.to_run.iter().map(|c| c.id.as_str()).collect();
+        assert_eq!(
+            ids,
+            [
+                "tract/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu",
+                "onnxruntime/mobilenet_v2/3x224x224/b1/t1/cpu/int8",
+            ]
+        );
+        assert_eq!(plan.excluded, 1);
+        // Written back, the rule keeps its precision.
+        let written = crate::config::to_toml(&config);
+        assert!(written.contains("precision = \"int8\""), "{written}");
+    }
+
+    #[test]
     fn product_of_axes_in_stable_order() {
         let (_, plan) = plan_of(
             "[matrix]\nmodels = [\"resnet34\", \"vgg19\"]\ninputs = [\"3x32x32\", \"3x64x64\"]\nthreads = [1, 2]\n",

@@ -471,6 +471,13 @@ fn external_command(
                 format!("cannot make {} ready for {}", condition.model, f.name)
             })?);
     }
+    // PyTorch quantizes in its harness, calibrated on the batches every int8 conversion uses.
+    if f.name == "pytorch"
+        && condition.precision == crate::collect::kernels::Precision::Int8
+        && matches!(condition.model, ModelRef::Zoo(_))
+    {
+        request.calibration = super::lowered::calibration_batches(&cache, condition, seed)?;
+    }
     // The config's options, with the condition's own (the tuner's) over them.
     let mut options = config
         .frameworks

@@ -81,12 +81,17 @@ impl Resolver<'_> {
                     .as_ref()
                     .map(|v| self.device(&key("device"), v))
                     .transpose()?,
+                precision: rule
+                    .precision
+                    .as_ref()
+                    .map(|v| self.precision(&key("precision"), v))
+                    .transpose()?,
             };
             if parsed == Exclude::default() {
                 return Err(self.error(
                     &format!("matrix.exclude[{i}]"),
                     Some(spanned_rule.span().start..spanned_rule.span().start),
-                    "an exclude rule must name at least one of engine, model, input, batch, threads, device".to_string(),
+                    "an exclude rule must name at least one of engine, model, input, batch, threads, device, precision".to_string(),
                 ));
             }
             exclude.push(parsed);

@@ -8,6 +8,8 @@ FRAMEWORK = "pytorch"
 
 
 OPTIONS = ("mode", "inter_op_threads")
+# The lower floating precisions, run under torch.autocast.
+AUTOCAST = {"fp16": "float16", "bf16": "bfloat16"}
 MODES = ("eager", "torchscript", "compile")
 # Parameters the zoo's descriptions hold that are not trained (batch-norm statistics).
 UNTRAINED = ("running_mean", "running_var", "num_batches_tracked")
@@ -131,7 +133,23 @@ class Session:
         self.described = build is None
         self.input = torch.from_numpy(read_input(np, request)).to(target)
         self.mode = choice(options, "mode", MODES, "eager")
-        with torch.inference_mode():
+        self.precision = condition.get("precision", "fp32")
+        self.target = target
+        precision_note = ""
+        if self.precision == "int8":
+            if self.described:
+                raise HarnessError(
+                    "PyTorch's int8 quantizes torchvision's models (FX tracing); %s is run from "
+                    "its description" % name
+                )
+            net, backend, batches = quantized(torch, np, net, self.input, request, target)
+            precision_note = ", int8 (FX static quantization, %s backend, %d calibration batches)" % (
+                backend,
+                batches,
+            )
+        elif self.precision in AUTOCAST:
+            precision_note = ", %s autocast" % self.precision
+        with torch.inference_mode(), cast(torch, target, self.precision):
             if self.mode == "torchscript":
                 net = torch.jit.freeze(torch.jit.trace(net, self.input))
             elif self.mode == "compile":
@@ -140,10 +158,11 @@ class Session:
         self.torch = torch
         self.device = device
         self.version = "%s (torchvision %s)" % (torch.__version__, torchvision.__version__)
-        self.note = "%s, %s mode, %d intra-op thread(s)" % (
+        self.note = "%s, %s mode, %d intra-op thread(s)%s" % (
             self.source,
             self.mode,
             torch.get_num_threads(),
+            precision_note,
         )
 
     def torchvision(self, torch, np, build, name, request):
@@ -177,14 +196,14 @@ class Session:
         return net
 
     def infer(self):
-        with self.torch.inference_mode():
+        with self.torch.inference_mode(), cast(self.torch, self.target, self.precision):
             out = self.net(self.input)
             if self.cuda:
                 self.torch.cuda.synchronize()
         return out
 
     def output(self, out):
-        return out.detach().cpu().numpy()
+        return out.detach().float().cpu().numpy()
 
     def profile_layers(self, runs):
         """Each layer's median time over `runs` eager inferences. A description is timed layer
@@ -258,6 +277,47 @@ class Session:
         return nodes
 
 
+def cast(torch, target, precision):
+    """The autocast context of a lower floating precision on `target`; for fp32 and int8 one
+    that changes nothing (autocast disabled)."""
+    name = AUTOCAST.get(precision)
+    if name is None:
+        return torch.autocast(device_type=target.type, enabled=False)
+    return torch.autocast(device_type=target.type, dtype=getattr(torch, name))
+
+
+def quantized(torch, np, net, example, request, target):
+    """`net` quantized to int8 by PyTorch's FX graph mode (static: observers calibrated on the
+    batches edgeprof wrote, then converted), with the backend and the batches it took."""
+    import platform
+    import warnings
+
+    if target.type != "cpu":
+        raise HarnessError("PyTorch's int8 quantization runs on the CPU, not %s" % target)
+    arm = platform.machine().lower() in ("aarch64", "arm64", "armv7l")
+    backend = "qnnpack" if arm else "x86"
+    if backend not in torch.backends.quantized.supported_engines:
+        raise HarnessError(
+            "this PyTorch has no %s quantized backend (it has %s)"
+            % (backend, ", ".join(torch.backends.quantized.supported_engines))
+        )
+    torch.backends.quantized.engine = backend
+    batches = request.get("calibration") or []
+    if not batches:
+        raise HarnessError("int8 is calibrated on batches edgeprof writes, and the request has none")
+    from torch.ao.quantization import get_default_qconfig_mapping
+    from torch.ao.quantization.quantize_fx import convert_fx, prepare_fx
+
+    with warnings.catch_warnings():
+        # FX graph mode is deprecated in favour of torchao; it is what this PyTorch ships.
+        warnings.simplefilter("ignore")
+        prepared = prepare_fx(net, get_default_qconfig_mapping(backend), example_inputs=(example,))
+        with torch.no_grad():
+            for batch in batches:
+                prepared(torch.from_numpy(np.load(batch[0]["file"], allow_pickle=False)))
+        return convert_fx(prepared), backend, len(batches)
+
+
 def target_device(torch, device):
     """The torch.device of a condition's device (`cpu` or `gpu:N`), checked against this torch."""
     if device == "cpu":
@@ -304,6 +364,13 @@ class Program:
         torch.set_num_interop_threads(int(options.get("inter_op_threads", 1)))
         target = target_device(torch, condition["device"])
         self.cuda = target.type == "cuda"
+        self.target = target
+        self.precision = condition.get("precision", "fp32")
+        if self.precision == "int8":
+            raise HarnessError(
+                "a PyTorch program runs as it is: quantize it yourself and run it at fp32 "
+                "(PyTorch's int8 here quantizes torchvision's models)"
+            )
         path = request["model_file"]
         net, kind, names = self.read(torch, path, target)
         self.parameters = int(sum(p.numel() for p in net.parameters()))
@@ -343,7 +410,11 @@ class Program:
         self.torch = torch
         self.device = condition["device"]
         self.version = torch.__version__
-        self.note = "%s as it is, eager, %d intra-op thread(s)" % (kind, torch.get_num_threads())
+        self.note = "%s as it is, eager, %d intra-op thread(s)%s" % (
+            kind,
+            torch.get_num_threads(),
+            ", %s autocast" % self.precision if self.precision in AUTOCAST else "",
+        )
 
     def read(self, torch, path, target):
         """The program in `path`, what it is, and its arguments' names where it says them."""
@@ -372,7 +443,7 @@ class Program:
         return net, "TorchScript", [a.name for a in arguments]
 
     def infer(self):
-        with self.torch.inference_mode():
+        with self.torch.inference_mode(), cast(self.torch, self.target, self.precision):
             out = self.net(*self.args)
             if self.cuda:
                 self.torch.cuda.synchronize()
@@ -381,7 +452,11 @@ class Program:
     def outputs(self, out):
         values = []
         for v in flatten(out, []):
-            values.append(v.detach().cpu().numpy() if hasattr(v, "detach") else v)
+            if hasattr(v, "detach"):
+                v = v.detach().cpu()
+                values.append((v.float() if v.is_floating_point() else v).numpy())
+            else:
+                values.append(v)
         return values
 
     def output(self, out):

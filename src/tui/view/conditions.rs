@@ -90,13 +90,18 @@ pub(super) fn draw_conditions(frame: &mut Frame, app: &App, area: Rect) {
         ]),
         Line::from(Span::styled(
             format!(
-                "{} engines, {} models, {} inputs, {} batch, {} threads, {} devices",
+                "{} engines, {} models, {} inputs, {} batch, {} threads, {} devices{}",
                 c.matrix.engines.len(),
                 c.matrix.models.len(),
                 c.matrix.inputs.len(),
                 c.matrix.batch.len(),
                 c.matrix.threads.len(),
-                c.matrix.devices.len()
+                c.matrix.devices.len(),
+                // fp32 alone is the default, said by the Precision pane.
+                match c.matrix.precision.len() {
+                    1 => String::new(),
+                    n => format!(", {n} precisions"),
+                }
             ),
             app.theme.muted(),
         )),
