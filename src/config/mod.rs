@@ -271,6 +271,10 @@ pub struct Measure {
     /// times): the record keeps each layer's median, which `edgeprof costmodel import` learns
     /// from.
     pub layer_runs: usize,
+    /// A folder of `.npy` files, each one batch of the model's first input, that int8
+    /// conversions calibrate on (None: seeded inputs edgeprof draws).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<PathBuf>,
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -115,6 +115,7 @@ pub(super) struct RawMeasure {
     pub(super) max_repeats: Option<Spanned<i64>>,
     pub(super) rerun_disturbed: Option<Spanned<i64>>,
     pub(super) layer_runs: Option<Spanned<i64>>,
+    pub(super) calibration: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

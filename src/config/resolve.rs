@@ -540,7 +540,18 @@ impl Resolver<'_> {
             }
             None => repeats.min(DEFAULT_PROCESSES),
         };
+        let calibration = match &raw.calibration {
+            None => None,
+            Some(v) => {
+                let dir = self.base.join(v.get_ref());
+                match crate::models::npy::files_in(&dir) {
+                    Ok(_) => Some(std::fs::canonicalize(&dir).unwrap_or(dir)),
+                    Err(why) => return Err(self.at("measure.calibration", v, why.0)),
+                }
+            }
+        };
         Ok(Measure {
+            calibration,
             target_ci: raw
                 .target_ci
                 .as_ref()

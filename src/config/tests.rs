@@ -521,3 +521,29 @@ fn train_local_address_is_an_address() {
         }
     }
 }
+
+#[test]
+fn a_calibration_folder_must_hold_npy_files() {
+    let Err(e) = parse_str("[measure]\ncalibration = \"/nonexistent/calibration\"\n") else {
+        panic!("a missing folder accepted")
+    };
+    assert_eq!((e.line, e.key.as_str()), (2, "measure.calibration"));
+    assert!(e.message.contains("cannot read the folder"), "{e}");
+    let Ok(dir) = tempfile::tempdir() else {
+        panic!("no temporary folder")
+    };
+    let text = format!("[measure]\ncalibration = \"{}\"\n", dir.path().display());
+    let Err(e) = parse_str(&text) else {
+        panic!("an empty folder accepted")
+    };
+    assert!(e.message.contains("holds no .npy files"), "{e}");
+    if let Err(e) = std::fs::write(dir.path().join("b0.npy"), b"") {
+        panic!("{e}")
+    }
+    let Ok(c) = parse_str(&text) else {
+        panic!("a folder with a .npy file refused")
+    };
+    assert!(c.measure.calibration.is_some());
+    // Written back with the rest of the measure section.
+    assert!(crate::config::to_toml(&c).contains("calibration = "));
+}

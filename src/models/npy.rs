@@ -20,6 +20,23 @@ pub struct Tensor {
     pub values: Vec<f64>,
 }
 
+/// The `.npy` files directly in `dir`, by name; an error when `dir` is not a folder or holds
+/// none.
+pub fn files_in(dir: &Path) -> Result<Vec<std::path::PathBuf>, NpyError> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| NpyError(format!("cannot read the folder {}: {e}", dir.display())))?;
+    let mut files: Vec<std::path::PathBuf> = entries
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_file() && p.extension().is_some_and(|x| x == "npy"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        return Err(NpyError(format!("{} holds no .npy files", dir.display())));
+    }
+    Ok(files)
+}
+
 /// Whether `bytes` begin as a `.npy` file does.
 pub fn is_npy(bytes: &[u8]) -> bool {
     bytes.starts_with(b"\x93NUMPY")

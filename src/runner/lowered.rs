@@ -70,9 +70,9 @@ impl Method {
 pub fn lowered_file(
     cache: &Path,
     c: &Condition,
-    classes: usize,
-    seed: u64,
+    (classes, seed): (usize, u64),
     method: Method,
+    calibration: Option<&Path>,
     interpreters: &Interpreters,
 ) -> crate::error::Result<PathBuf> {
     let base = model_file(cache, c, classes, seed)?;
@@ -84,9 +84,10 @@ pub fn lowered_file(
         }
     }
     let tag = match (c.precision, method) {
-        (Precision::Int8, Method::Static) => {
-            format!("int8-static-qdq-cal{CALIBRATION_BATCHES}-seed{seed}")
-        }
+        (Precision::Int8, Method::Static) => match calibration {
+            None => format!("int8-static-qdq-cal{CALIBRATION_BATCHES}-seed{seed}"),
+            Some(dir) => format!("int8-static-qdq-cal{}", listing_digest(dir)?),
+        },
         (Precision::Int8, Method::Dynamic) => "int8-dynamic".to_string(),
         (Precision::Fp16, _) => "fp16".to_string(),
         (other, _) => crate::error::bail!(crate::error::BadInput(format!(
@@ -114,7 +115,7 @@ pub fn lowered_file(
         None => crate::error::bail!("no onnxruntime interpreter was looked for"),
     };
     let calibration = if tag.starts_with("int8-static") {
-        calibration_batches(cache, c, seed)?
+        calibration_batches(cache, c, seed, calibration)?
     } else {
         Vec::new()
     };
@@ -174,13 +175,53 @@ fn user_file_stem(path: &Path, c: &Condition) -> crate::error::Result<String> {
     Ok(format!("{stem}-{hex}"))
 }
 
-/// The calibration batches of `c`, written as `.npy` files in `cache`: seeded inputs drawn as
-/// every engine's input is, from seeds past the measurement's.
+/// A digest of the `.npy` files in `dir` (names, sizes, times): a changed calibration set is
+/// converted again.
+fn listing_digest(dir: &Path) -> crate::error::Result<String> {
+    use sha2::{Digest, Sha256};
+    let files = crate::models::npy::files_in(dir).map_err(|e| crate::error::BadInput(e.0))?;
+    let mut digest = Sha256::new();
+    for f in &files {
+        let meta = std::fs::metadata(f).with_context(|| format!("cannot read {}", f.display()))?;
+        let modified = meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos());
+        digest.update(f.to_string_lossy().as_bytes());
+        digest.update(meta.len().to_le_bytes());
+        digest.update(modified.to_le_bytes());
+    }
+    let hex: String = digest
+        .finalize()
+        .iter()
+        .take(6)
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    Ok(format!("{}-{hex}", files.len()))
+}
+
+/// The calibration batches of `c`: the `.npy` files of `given` (each one batch of the
+/// model's first input), else seeded inputs drawn as every engine's input is, from seeds past
+/// the measurement's, written as `.npy` files in `cache`.
 pub(crate) fn calibration_batches(
     cache: &Path,
     c: &Condition,
     seed: u64,
+    given: Option<&Path>,
 ) -> crate::error::Result<Vec<Vec<FedInput>>> {
+    if let Some(dir) = given {
+        let files = crate::models::npy::files_in(dir).map_err(|e| crate::error::BadInput(e.0))?;
+        return Ok(files
+            .into_iter()
+            .map(|file| {
+                vec![FedInput {
+                    name: String::new(),
+                    file,
+                }]
+            })
+            .collect());
+    }
     let mut batches = Vec::with_capacity(CALIBRATION_BATCHES);
     for k in 0..CALIBRATION_BATCHES as u64 {
         let s = seed.wrapping_add(CALIBRATION_SEED_OFFSET + k);
@@ -270,10 +311,71 @@ mod tests {
     }
 
     #[test]
+    fn a_file_quantized_already_runs_as_it_is_without_onnxruntime() -> crate::error::Result<()> {
+        use tract_onnx::pb;
+        let dir = tempfile::tempdir()?;
+        let path = dir.path().join("q.onnx");
+        let node = |op: &str, input: &str, output: &str| pb::NodeProto {
+            op_type: op.to_string(),
+            input: vec![input.to_string(), "s".to_string()],
+            output: vec![output.to_string()],
+            ..Default::default()
+        };
+        let proto = pb::ModelProto {
+            graph: Some(pb::GraphProto {
+                node: vec![
+                    node("QuantizeLinear", "x", "q"),
+                    node("DequantizeLinear", "q", "y"),
+                ],
+                ..Default::default()
+            }),
+            ..Default::default()
+        };
+        std::fs::write(&path, crate::models::onnx::encode(&proto))?;
+        let mut c = condition("tract", Precision::Int8);
+        c.model = ModelRef::Onnx(path.clone());
+        // No interpreter is looked for: nothing is converted.
+        let found = lowered_file(
+            dir.path(),
+            &c,
+            (10, 7),
+            Method::Static,
+            None,
+            &Interpreters::new(),
+        )?;
+        assert_eq!(found, path);
+        Ok(())
+    }
+
+    #[test]
+    fn a_given_calibration_folder_is_one_batch_per_npy_file() -> crate::error::Result<()> {
+        let cache = tempfile::tempdir()?;
+        let given = tempfile::tempdir()?;
+        for name in ["b.npy", "a.npy", "notes.txt"] {
+            std::fs::write(given.path().join(name), b"")?;
+        }
+        let c = condition("onnxruntime", Precision::Int8);
+        let batches = calibration_batches(cache.path(), &c, 7, Some(given.path()))?;
+        let files: Vec<(String, PathBuf)> = batches
+            .into_iter()
+            .flatten()
+            .map(|f| (f.name, f.file))
+            .collect();
+        assert_eq!(
+            files,
+            [
+                (String::new(), given.path().join("a.npy")),
+                (String::new(), given.path().join("b.npy")),
+            ]
+        );
+        Ok(())
+    }
+
+    #[test]
     fn calibration_batches_are_seeded_inputs_past_the_measured_one() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let c = condition("tract", Precision::Int8);
-        let batches = calibration_batches(dir.path(), &c, 7)?;
+        let batches = calibration_batches(dir.path(), &c, 7, None)?;
         assert_eq!(batches.len(), CALIBRATION_BATCHES);
         let first = crate::models::npy::read_file(&batches[0][0].file)
             .map_err(|e| crate::error::failed!("{e}"))?;

@@ -412,9 +412,9 @@ fn lowered(
     super::lowered::lowered_file(
         cache,
         condition,
-        config.matrix.classes,
-        config.measure.seed,
+        (config.matrix.classes, config.measure.seed),
         method,
+        config.measure.calibration.as_deref(),
         interpreters,
     )
     .with_context(|| {
@@ -476,7 +476,12 @@ fn external_command(
         && condition.precision == crate::collect::kernels::Precision::Int8
         && matches!(condition.model, ModelRef::Zoo(_))
     {
-        request.calibration = super::lowered::calibration_batches(&cache, condition, seed)?;
+        request.calibration = super::lowered::calibration_batches(
+            &cache,
+            condition,
+            seed,
+            config.measure.calibration.as_deref(),
+        )?;
     }
     // The config's options, with the condition's own (the tuner's) over them.
     let mut options = config
