@@ -148,26 +148,11 @@ pub fn lowered_file(
 /// A name for the conversions of the user's file `path`: its stem and a digest of where it is,
 /// its size and time (a changed file is converted again) and what the condition feeds it.
 fn user_file_stem(path: &Path, c: &Condition) -> crate::error::Result<String> {
-    use sha2::{Digest, Sha256};
-    let meta =
-        std::fs::metadata(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let modified = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
     let full = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
-    let mut digest = Sha256::new();
-    digest.update(full.to_string_lossy().as_bytes());
-    digest.update(meta.len().to_le_bytes());
-    digest.update(modified.to_le_bytes());
-    digest.update(format!("{}/b{}/{:?}", c.input, c.batch, c.named_inputs).as_bytes());
-    let hex: String = digest
-        .finalize()
-        .iter()
-        .take(6)
-        .map(|b| format!("{b:02x}"))
-        .collect();
+    let hex = digest_of(
+        &[full],
+        &format!("{}/b{}/{:?}", c.input, c.batch, c.named_inputs),
+    )?;
     let stem = path
         .file_stem()
         .map(|s| s.to_string_lossy().into_owned())
@@ -178,10 +163,15 @@ fn user_file_stem(path: &Path, c: &Condition) -> crate::error::Result<String> {
 /// A digest of the `.npy` files in `dir` (names, sizes, times): a changed calibration set is
 /// converted again.
 fn listing_digest(dir: &Path) -> crate::error::Result<String> {
-    use sha2::{Digest, Sha256};
     let files = crate::models::npy::files_in(dir).map_err(|e| crate::error::BadInput(e.0))?;
+    Ok(format!("{}-{}", files.len(), digest_of(&files, "")?))
+}
+
+/// Twelve hex digits of a digest of `files` (each one's path, size and time) and `more`.
+fn digest_of(files: &[PathBuf], more: &str) -> crate::error::Result<String> {
+    use sha2::{Digest, Sha256};
     let mut digest = Sha256::new();
-    for f in &files {
+    for f in files {
         let meta = std::fs::metadata(f).with_context(|| format!("cannot read {}", f.display()))?;
         let modified = meta
             .modified()
@@ -192,13 +182,13 @@ fn listing_digest(dir: &Path) -> crate::error::Result<String> {
         digest.update(meta.len().to_le_bytes());
         digest.update(modified.to_le_bytes());
     }
-    let hex: String = digest
+    digest.update(more.as_bytes());
+    Ok(digest
         .finalize()
         .iter()
         .take(6)
         .map(|b| format!("{b:02x}"))
-        .collect();
-    Ok(format!("{}-{hex}", files.len()))
+        .collect())
 }
 
 /// The calibration batches of `c`: the `.npy` files of `given` (each one batch of the
