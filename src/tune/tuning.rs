@@ -498,7 +498,31 @@ fn build_space(
         options,
         flops_per_sample,
     };
-    Ok((spec.build(), skipped))
+    // tract's lower precisions are files onnxruntime's tools convert: without onnxruntime
+    // here they leave the space, with the reason, rather than fail trial after trial.
+    let mut candidates = spec.enumerate();
+    let converting = |c: &tune::Candidate| {
+        crate::collect::kernels::Precision::of_models(&c.precision)
+            .is_some_and(|p| c.engine == "tract" && crate::runner::lowered::converts("tract", p))
+    };
+    if candidates.iter().any(converting) {
+        let configured = config.interpreters();
+        let blocker = crate::engines::external::find("onnxruntime").and_then(|f| {
+            crate::engines::env::readiness(f, configured.get(f.name)).blocker(f.name)
+        });
+        if let Some(why) = blocker {
+            candidates.retain(|c| !converting(c));
+            skipped.push(format!(
+                "tract in int8: tract runs the ONNX file onnxruntime's tools convert, and {why}"
+            ));
+        }
+    }
+    let space = Space::new(
+        candidates,
+        spec.flops_per_sample,
+        spec.engines.first().map(String::as_str),
+    );
+    Ok((space, skipped))
 }
 
 /// The table an exhaustive run leaves for replay.
