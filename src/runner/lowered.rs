@@ -38,7 +38,7 @@ impl Method {
     pub fn of(
         c: &Condition,
         config_options: Option<&serde_json::Map<String, serde_json::Value>>,
-    ) -> Result<Method, String> {
+    ) -> Result<Method, crate::error::BadInput> {
         if c.engine != "onnxruntime" {
             return Ok(Method::Static);
         }
@@ -49,10 +49,10 @@ impl Method {
         match value.map(|v| v.as_str()) {
             None | Some(Some("static")) => Ok(Method::Static),
             Some(Some("dynamic")) => Ok(Method::Dynamic),
-            Some(other) => Err(format!(
+            Some(other) => Err(crate::error::BadInput(format!(
                 "onnxruntime option quantization = {} is not \"static\" or \"dynamic\"",
                 other.map_or_else(|| "a non-string".to_string(), |s| format!("{s:?}"))
-            )),
+            ))),
         }
     }
 
@@ -293,7 +293,7 @@ mod tests {
         c.options.insert("quantization".into(), "static".into());
         assert_eq!(Method::of(&c, Some(&options)), Ok(Method::Static));
         c.options.insert("quantization".into(), "fast".into());
-        let said = Method::of(&c, None).err().unwrap_or_default();
+        let said = Method::of(&c, None).err().map(|e| e.0).unwrap_or_default();
         assert!(said.contains("\"fast\" is not"), "{said}");
         // tract reads the static file whatever onnxruntime's options say.
         let t = condition("tract", Precision::Int8);

@@ -408,7 +408,7 @@ fn lowered(
     interpreters: &Interpreters,
 ) -> crate::error::Result<PathBuf> {
     let options = config.frameworks.get("onnxruntime").map(|s| &s.options);
-    let method = super::lowered::Method::of(condition, options).map_err(crate::error::BadInput)?;
+    let method = super::lowered::Method::of(condition, options)?;
     super::lowered::lowered_file(
         cache,
         condition,

@@ -314,7 +314,6 @@ impl LiveTune<'_> {
                                 &m,
                                 self.max_top1_drop,
                             )
-                            .map_err(Into::into)
                             .map(|()| self.objective.cost(&m))
                         }))
                     }

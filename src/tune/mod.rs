@@ -46,7 +46,7 @@ pub fn within_accuracy(
     precision: &str,
     measured: &Measured,
     max_top1_drop: f64,
-) -> Result<(), String> {
+) -> Result<(), search::CandidateFailed> {
     if precision == "fp32" {
         return Ok(());
     }
@@ -59,11 +59,13 @@ pub fn within_accuracy(
              the {:.1} % the accuracy limit allows",
             100.0 * a,
             100.0 * floor
-        )),
+        )
+        .into()),
         None => Err(format!(
             "{precision} has no top-1 agreement with fp32 to hold to the accuracy limit (its \
              output or its fp32 twin's was not kept)"
-        )),
+        )
+        .into()),
     }
 }
 

@@ -57,7 +57,11 @@ impl Table {
     /// Each row's cost under `objective`, or why it is not a configuration to pick: it failed
     /// when the table was measured, or it is a lower precision beyond the accuracy limit
     /// (`max_top1_drop`, see [`crate::tune::within_accuracy`]).
-    pub fn costs(&self, objective: Objective, max_top1_drop: f64) -> Vec<Result<f64, String>> {
+    pub fn costs(
+        &self,
+        objective: Objective,
+        max_top1_drop: f64,
+    ) -> Vec<Result<f64, search::CandidateFailed>> {
         self.rows
             .iter()
             .map(|r| match &r.measured {
@@ -66,7 +70,8 @@ impl Table {
                 None => Err(r
                     .failure
                     .clone()
-                    .unwrap_or_else(|| "failed when the table was measured".into())),
+                    .unwrap_or_else(|| "failed when the table was measured".into())
+                    .into()),
             })
             .collect()
     }
@@ -161,7 +166,7 @@ pub fn replay(
         space,
         settings,
         prior,
-        |i, _| Some(costs[i].clone().map_err(Into::into)),
+        |i, _| Some(costs[i].clone()),
         |_| {},
     )
 }
