@@ -203,7 +203,9 @@ class Session:
         return out
 
     def output(self, out):
-        return out.detach().float().cpu().numpy()
+        out = out.detach().cpu()
+        # Under autocast the output may be float16 or bfloat16 (numpy has no bfloat16).
+        return (out.float() if self.precision in AUTOCAST else out).numpy()
 
     def profile_layers(self, runs):
         """Each layer's median time over `runs` eager inferences. A description is timed layer
@@ -277,12 +279,27 @@ class Session:
         return nodes
 
 
+class Unchanged:
+    """A context that changes nothing (contextlib.nullcontext is not in Python 3.6)."""
+
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
 def cast(torch, target, precision):
     """The autocast context of a lower floating precision on `target`; for fp32 and int8 one
-    that changes nothing (autocast disabled)."""
+    that changes nothing."""
     name = AUTOCAST.get(precision)
     if name is None:
-        return torch.autocast(device_type=target.type, enabled=False)
+        return Unchanged()
+    if not hasattr(torch, "autocast"):
+        raise HarnessError(
+            "PyTorch %s has no torch.autocast for %s (1.10 and later have it)"
+            % (torch.__version__, precision)
+        )
     return torch.autocast(device_type=target.type, dtype=getattr(torch, name))
 
 
@@ -454,7 +471,8 @@ class Program:
         for v in flatten(out, []):
             if hasattr(v, "detach"):
                 v = v.detach().cpu()
-                values.append((v.float() if v.is_floating_point() else v).numpy())
+                lowered = self.precision in AUTOCAST and v.is_floating_point()
+                values.append((v.float() if lowered else v).numpy())
             else:
                 values.append(v)
         return values
