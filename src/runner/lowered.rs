@@ -230,18 +230,14 @@ pub(crate) fn calibration_batches(
             "{}x{}x{}x{}-seed{s}.npy",
             shape[0], shape[1], shape[2], shape[3]
         ));
-        if !file.is_file() {
+        super::prepare::keep(&file, || {
             let values: Vec<f64> = crate::models::weights::input_data(&shape, s)
                 .iter()
                 .map(|&v| f64::from(v))
                 .collect();
-            if let Some(parent) = file.parent() {
-                std::fs::create_dir_all(parent)
-                    .with_context(|| format!("cannot create {}", parent.display()))?;
-            }
-            crate::models::npy::write_file(&file, FLOAT, &shape, &values)
-                .with_context(|| format!("cannot write {}", file.display()))?;
-        }
+            crate::models::npy::encode(FLOAT, &shape, &values)
+                .with_context(|| format!("cannot encode {}", file.display()))
+        })?;
         // Nameless: the model's first input.
         batches.push(vec![FedInput {
             name: String::new(),
@@ -252,7 +248,7 @@ pub(crate) fn calibration_batches(
 }
 
 /// ONNX's element type of float32.
-const FLOAT: i32 = 1;
+const FLOAT: i32 = tract_onnx::pb::tensor_proto::DataType::Float as i32;
 
 #[cfg(test)]
 mod tests {

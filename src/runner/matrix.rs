@@ -62,10 +62,9 @@ pub fn unsupported(c: &Condition) -> Option<String> {
 /// The plan with the conditions of external frameworks that cannot run here (not set up, or
 /// their interpreter broken) moved to the skipped list with the reason and what to do.
 pub fn check_frameworks(config: &Config, mut plan: Plan) -> Plan {
-    // tract's lower precisions are files onnxruntime's tools convert.
-    let lowers = |c: &Condition| {
-        c.engine == "tract" && crate::runner::lowered::converts(&c.engine, c.precision)
-    };
+    // Lower precisions of ONNX files are converted by onnxruntime's tools (onnxruntime's own
+    // conditions are blocked by its own reason first).
+    let lowers = |c: &Condition| crate::runner::lowered::converts(&c.engine, c.precision);
     let needed: std::collections::BTreeSet<&str> = plan
         .to_run
         .iter()

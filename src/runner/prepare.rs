@@ -156,8 +156,8 @@ pub type Interpreters = BTreeMap<String, Result<PathBuf, crate::error::Unavailab
 pub fn interpreters(config: &Config, conditions: &[Condition]) -> Interpreters {
     let configured = config.interpreters();
     let mut out = Interpreters::new();
+    let ort = external::find("onnxruntime");
     for c in conditions {
-        let ort = external::find("onnxruntime");
         let mut needs: Vec<&Framework> = Vec::new();
         if let Some(f) = external::find(&c.engine) {
             needs.push(f);
