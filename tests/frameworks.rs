@@ -709,7 +709,7 @@ fn tract_and_onnxruntime_run_one_int8_file_and_agree_within_the_stated_tolerance
         "name = \"int8\"\n[matrix]\nengines = [\"tract\", \"onnxruntime\"]\n\
          models = [\"mobilenet_v2\"]\ninputs = [\"3x64x64\"]\nbatch = [2]\nthreads = [1]\n\
          classes = 10\nprecision = [\"fp32\", \"int8\"]\n\
-         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\ninput_data = \"seeded\"\n",
     );
     let out = tmp.path().join("results");
     let assert = run_command(&config, &out)
@@ -801,13 +801,12 @@ fn pytorch_runs_fp16_and_bf16_under_autocast_and_int8_quantized_with_their_accur
     let report = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
     let dir = only_entry(&out);
     let runs = records(&dir);
-    let note = |precision: &str| -> String {
-        let id = format!("pytorch/mobilenet_v2/3x32x32/b4/t1/cpu{precision}");
-        runs.iter()
-            .find(|r| r["condition"]["id"] == id.as_str() && r["ok"] == true)
-            .and_then(|r| r["run"]["note"].as_str())
-            .unwrap_or_else(|| panic!("{id} did not run: {report}"))
-            .to_string()
+    let note = |precision: &str| {
+        note_of(
+            &runs,
+            &format!("pytorch/mobilenet_v2/3x32x32/b4/t1/cpu{precision}"),
+            &report,
+        )
     };
     assert!(
         note("/fp16").ends_with(", fp16 autocast"),
@@ -825,15 +824,192 @@ fn pytorch_runs_fp16_and_bf16_under_autocast_and_int8_quantized_with_their_accur
         note("/int8")
     );
     // Each lower precision moves the outputs a little, not wholesale.
+    let (summary, compared) = accuracy_of(&dir);
+    assert_eq!(compared.len(), 3, "{summary}");
+    for c in &compared {
+        let cosine = c["cosine"].as_f64().unwrap_or(0.0);
+        assert!(cosine > 0.9, "{c}");
+    }
+}
+
+/// What the worker of condition `id` said about how it ran (it must have run: else the
+/// sweep's `report` is the failure).
+fn note_of(runs: &[serde_json::Value], id: &str, report: &str) -> String {
+    runs.iter()
+        .find(|r| r["condition"]["id"] == id && r["ok"] == true)
+        .and_then(|r| r["run"]["note"].as_str())
+        .unwrap_or_else(|| panic!("{id} did not run: {report}"))
+        .to_string()
+}
+
+/// A results directory's summary.json and its accuracy comparisons.
+fn accuracy_of(dir: &Path) -> (serde_json::Value, Vec<serde_json::Value>) {
     let summary: serde_json::Value =
         serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default();
     let compared = summary["accuracy"]["compared"]
         .as_array()
         .cloned()
         .unwrap_or_default();
-    assert_eq!(compared.len(), 3, "{summary}");
-    for c in &compared {
-        let cosine = c["cosine"].as_f64().unwrap_or(0.0);
-        assert!(cosine > 0.9, "{c}");
+    (summary, compared)
+}
+
+/// Runs the config `text` (named by its `name`) with the data folder `data`, which must
+/// succeed, into a folder of `tmp`: its results directory and its report.
+fn swept(tmp: &Path, data: &Path, text: &str) -> (PathBuf, String) {
+    let name = text
+        .lines()
+        .next()
+        .and_then(|l| l.split('"').nth(1))
+        .unwrap_or("sweep");
+    let config = tmp.join(format!("{name}.toml"));
+    write(&config, text);
+    let out = tmp.join(name);
+    let assert = run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", data)
+        .assert()
+        .success();
+    (
+        only_entry(&out),
+        String::from_utf8_lossy(&assert.get_output().stdout).into_owned(),
+    )
+}
+
+/// With the sample photographs set up, every engine of a run is fed the same pictures (tract
+/// through the input file too), int8 is calibrated on the pictures after them, and the record,
+/// the accuracy table and summary.json say which pictures they were; `input_data = "seeded"`
+/// goes back to seeded values and says so.
+#[test]
+fn the_sample_photographs_feed_every_engine_and_the_accuracy_says_so() {
+    let data = onnxruntime_set_up();
+    common::framework_set_up("images");
+    let tmp = temp_dir();
+    let sweep = |input_data: &str| {
+        swept(
+            tmp.path(),
+            &data,
+            &format!(
+                "name = \"{input_data}\"\n[matrix]\nengines = [\"tract\", \"onnxruntime\"]\n\
+                 models = [\"resnet18\"]\ninputs = [\"3x64x64\"]\nbatch = [2]\nthreads = [1]\n\
+                 classes = 10\nprecision = [\"fp32\", \"int8\"]\n\
+                 [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n\
+                 input_data = \"{input_data}\"\n"
+            ),
+        )
+    };
+    let (dir, report) = sweep("images");
+    let pictures = "2 photographs (";
+    // Every record names the pictures; the fp32 engines agreed on them (the run checks
+    // outputs and succeeded).
+    for r in records(&dir) {
+        let inputs = r["run"]["inputs"].as_str().unwrap_or("");
+        assert!(
+            inputs.starts_with(pictures) && inputs.contains("scikit-image 0.24.0"),
+            "{}: {inputs}",
+            r["condition"]["id"]
+        );
+    }
+    assert!(
+        report.contains("its fp32 twin's (on 2 photographs ("),
+        "{report}"
+    );
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default();
+    assert!(
+        summary["accuracy"]["inputs"]
+            .as_str()
+            .is_some_and(|s| s.starts_with(pictures)),
+        "{}",
+        summary["accuracy"]
+    );
+    let compared = summary["accuracy"]["compared"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(compared.len(), 2, "{report}");
+    assert!(compared.iter().all(|a| a["cosine"].as_f64() > Some(0.9)));
+    // The int8 file was calibrated on the photographs.
+    let made: Vec<String> = std::fs::read_dir(data.join("cache/models"))
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        made.iter()
+            .any(|n| n
+                .starts_with("resnet18-3x64x64-b2-c10-seed20240601.int8-static-qdq-cal8-images")),
+        "{made:?}"
+    );
+    let (dir, _) = sweep("seeded");
+    let summary: serde_json::Value =
+        serde_json::from_str(&read(&dir.join("summary.json"))).unwrap_or_default();
+    assert_eq!(
+        summary["accuracy"]["inputs"],
+        "seeded synthetic values, uniform in [-1, 1) (seed 20240601)"
+    );
+}
+
+/// TensorFlow runs fp16 and bf16 under Keras's mixed precision policies, and TensorFlow Lite
+/// runs the float16 and full-integer int8 files TensorFlow's converter makes (int8 calibrated
+/// on the batches every int8 conversion uses), each with its accuracy against fp32.
+#[test]
+fn tensorflow_and_tflite_run_their_lower_precisions_with_their_accuracy() {
+    common::framework_set_up("tensorflow");
+    let data = common::framework_set_up("tflite");
+    let tmp = temp_dir();
+    let (dir, report) = swept(
+        tmp.path(),
+        &data,
+        "name = \"tf\"\n[matrix]\nengines = [\"tensorflow\", \"tflite\"]\n\
+         models = [\"resnet18\"]\ninputs = [\"3x32x32\"]\nbatch = [2]\nthreads = [1]\n\
+         classes = 10\nprecision = [\"fp32\", \"fp16\", \"bf16\", \"int8\"]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\n",
+    );
+    let runs = records(&dir);
+    let note = |engine: &str, precision: &str| {
+        note_of(
+            &runs,
+            &format!("{engine}/resnet18/3x32x32/b2/t1/cpu{precision}"),
+            &report,
+        )
+    };
+    assert!(
+        note("tensorflow", "/fp16").ends_with("Keras mixed precision mixed_float16"),
+        "{}",
+        note("tensorflow", "/fp16")
+    );
+    assert!(
+        note("tensorflow", "/bf16").ends_with("Keras mixed precision mixed_bfloat16"),
+        "{}",
+        note("tensorflow", "/bf16")
+    );
+    assert!(
+        note("tflite", "/fp16")
+            .ends_with("to float16 weights (post-training float16 quantization)"),
+        "{}",
+        note("tflite", "/fp16")
+    );
+    assert!(
+        note("tflite", "/int8")
+            .ends_with("to full-integer int8 (8 calibration batches; float32 inputs and outputs)"),
+        "{}",
+        note("tflite", "/int8")
+    );
+    // tensorflow int8 and tflite bf16 are skipped with their reasons.
+    assert!(
+        report.contains(
+            "TensorFlow runs int8 through TensorFlow Lite's conversion: the tflite engine"
+        ),
+        "{report}"
+    );
+    assert!(
+        report.contains("TensorFlow Lite's converter makes float16 and int8 models, not bf16"),
+        "{report}"
+    );
+    let (_, compared) = accuracy_of(&dir);
+    assert_eq!(compared.len(), 4, "{report}");
+    for a in &compared {
+        assert!(a["cosine"].as_f64() > Some(0.9), "{a}");
     }
 }

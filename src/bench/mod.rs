@@ -291,7 +291,7 @@ fn run_here(
         &request.engine,
         source,
         request.threads,
-        request.seed,
+        (request.seed, None),
         request.precision,
     )?;
     on_event(BenchEvent::Loaded {

@@ -3,7 +3,7 @@
 use super::{print_json, print_out, render, BadInput};
 use clap::Subcommand;
 use edgeprof::engines::env::{self, Readiness, SetupOutcome};
-use edgeprof::engines::external;
+use edgeprof::engines::{external, sample_images};
 use std::path::{Path, PathBuf};
 
 #[derive(Subcommand, Debug)]
@@ -21,7 +21,8 @@ pub enum EnvCommand {
     /// Make FRAMEWORK's own virtual environment under edgeprof's data directory and install
     /// the framework into it with pip (needs the package index, or a pip mirror)
     Setup {
-        /// onnxruntime or pytorch
+        /// onnxruntime, pytorch, tensorflow or tflite; or `images`: the sample photographs
+        /// (from the scikit-image and scikit-learn wheels) that inputs are made of
         framework: String,
         /// The Python that makes the environment (default: python3 on PATH)
         #[arg(long, value_name = "PYTHON")]
@@ -70,17 +71,11 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
             force,
             pip_args,
         } => {
+            if name == "images" {
+                return setup_images(python, force, &pip_args);
+            }
             let f = framework(&name)?;
-            let base = match python {
-                Some(p) => p,
-                None => env::system_python().ok_or_else(|| {
-                    BadInput(
-                        "no python3 on PATH to make the environment with; install Python 3 \
-                         (with its venv module) or name one with --python"
-                            .to_string(),
-                    )
-                })?,
-            };
+            let base = base_python(python)?;
             let dir = env::env_dir(f)?;
             errln!(
                 "setting up {} in {} with {} (pip install {}{}) …",
@@ -124,6 +119,15 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
             })?;
             crate::cli::print_raw(&program)
         }
+        EnvCommand::Remove { framework: name } if name == "images" => {
+            match sample_images::remove()? {
+                Some(dir) => print_out(&format!("removed {}\n", dir.display())),
+                None => print_out(&format!(
+                    "no sample images to remove (none in {})\n",
+                    sample_images::dir()?.display()
+                )),
+            }
+        }
         EnvCommand::Remove { framework: name } => {
             let f = framework(&name)?;
             match env::remove(f)? {
@@ -139,6 +143,53 @@ pub fn run(command: EnvCommand) -> anyhow::Result<()> {
 }
 
 /// tflite runs what TensorFlow converts: say so when TensorFlow is not there.
+/// The base Python `env setup` makes environments with: `--python`, else python3 on PATH.
+fn base_python(python: Option<PathBuf>) -> anyhow::Result<PathBuf> {
+    match python {
+        Some(p) => Ok(p),
+        None => env::system_python().ok_or_else(|| {
+            anyhow::anyhow!(BadInput(
+                "no python3 on PATH to make the environment with; install Python 3 (with its \
+                 venv module) or name one with --python"
+                    .to_string(),
+            ))
+        }),
+    }
+}
+
+/// `edgeprof env setup images`: the sample photographs the accuracy inputs are made of.
+fn setup_images(python: Option<PathBuf>, force: bool, pip_args: &[String]) -> anyhow::Result<()> {
+    let base = base_python(python)?;
+    let dir = sample_images::dir()?;
+    let wheels: Vec<String> = edgeprof::models::images::SOURCES
+        .iter()
+        .map(|s| format!("{} {}", s.distribution, s.version))
+        .collect();
+    errln!(
+        "fetching the sample images of {} into {} with {} (pip download) …",
+        wheels.join(" and "),
+        dir.display(),
+        base.display()
+    );
+    let mut show = |line: &str| errln!("  {line}");
+    let (set, already) = match sample_images::setup(&base, pip_args, force, &mut show)? {
+        sample_images::Outcome::Made(set) => (set, false),
+        sample_images::Outcome::AlreadyThere(set) => (set, true),
+    };
+    print_out(&format!(
+        "{} sample images from {} {} in {}{}\n",
+        set.len(),
+        set.sources(),
+        if already { "are already" } else { "are" },
+        dir.display(),
+        if already {
+            " (use --force to fetch them again)"
+        } else {
+            ""
+        }
+    ))
+}
+
 fn tflite_hint(f: &external::Framework) -> anyhow::Result<()> {
     if f.model != external::ModelInput::Tflite {
         return Ok(());
@@ -190,5 +241,16 @@ fn list(config: Option<&Path>, json: bool) -> anyhow::Result<()> {
         "environments: {}\n",
         env::data_dir()?.join("envs").display()
     ));
+    text.push_str(&match sample_images::set() {
+        Some(set) => format!(
+            "images: {} sample photographs from {} in {} (image inputs are made of them)\n",
+            set.len(),
+            set.sources(),
+            sample_images::dir()?.display()
+        ),
+        None => "images: none (image inputs are seeded values; `edgeprof env setup images` \
+                 fetches sample photographs)\n"
+            .to_string(),
+    });
     print_out(&text)
 }

@@ -275,6 +275,37 @@ pub struct Measure {
     /// conversions calibrate on (None: seeded inputs edgeprof draws).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calibration: Option<PathBuf>,
+    /// What a condition's image input is made of: photographs where they are set up (auto),
+    /// photographs or a refusal (images), or seeded values (seeded).
+    pub input_data: InputData,
+}
+
+/// What an image input is made of (`measure.input_data`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum InputData {
+    /// The sample photographs where `edgeprof env setup images` has fetched them, else seeded
+    /// values.
+    #[default]
+    Auto,
+    /// The sample photographs; a run without them set up is refused.
+    Images,
+    /// Seeded values, uniform in [-1, 1).
+    Seeded,
+}
+
+impl std::str::FromStr for InputData {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "auto" => Ok(InputData::Auto),
+            "images" => Ok(InputData::Images),
+            "seeded" => Ok(InputData::Seeded),
+            _ => Err(format!(
+                "unknown input data {s:?}; use auto, images or seeded"
+            )),
+        }
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, serde::Serialize)]

@@ -116,6 +116,7 @@ pub(super) struct RawMeasure {
     pub(super) rerun_disturbed: Option<Spanned<i64>>,
     pub(super) layer_runs: Option<Spanned<i64>>,
     pub(super) calibration: Option<Spanned<String>>,
+    pub(super) input_data: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize, Default)]

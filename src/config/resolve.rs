@@ -591,6 +591,13 @@ impl Resolver<'_> {
                     .map_err(|e: String| self.at("measure.outliers", v, e))?,
                 None => crate::stats::Outliers::default(),
             },
+            input_data: match &raw.input_data {
+                Some(v) => v
+                    .get_ref()
+                    .parse()
+                    .map_err(|e: String| self.at("measure.input_data", v, e))?,
+                None => super::InputData::default(),
+            },
         })
     }
 

@@ -547,3 +547,22 @@ fn a_calibration_folder_must_hold_npy_files() {
     // Written back with the rest of the measure section.
     assert!(crate::config::to_toml(&c).contains("calibration = "));
 }
+
+#[test]
+fn input_data_is_auto_images_or_seeded() {
+    let Ok(c) = parse_str("") else {
+        panic!("an empty config refused")
+    };
+    assert_eq!(c.measure.input_data, crate::config::InputData::Auto);
+    let Ok(c) = parse_str("[measure]\ninput_data = \"seeded\"\n") else {
+        panic!("seeded refused")
+    };
+    assert_eq!(c.measure.input_data, crate::config::InputData::Seeded);
+    // Written back, and read again the same.
+    assert!(crate::config::to_toml(&c).contains("input_data = \"seeded\""));
+    let Err(e) = parse_str("[measure]\ninput_data = \"noise\"\n") else {
+        panic!("an unknown kind accepted")
+    };
+    assert_eq!((e.line, e.key.as_str()), (2, "measure.input_data"));
+    assert!(e.message.contains("use auto, images or seeded"), "{e}");
+}

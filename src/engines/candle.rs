@@ -316,8 +316,12 @@ impl CandleSession {
 
     /// The same reproducible input as tract's: uniform in [-1, 1) from `seed`.
     pub fn make_input(&self, seed: u64) -> Result<Tensor, EngineError> {
-        let data = weights::input_data(&self.input_shape, seed);
-        Tensor::from_vec(data, self.input_shape.as_slice(), &Device::Cpu)
+        self.input_from(weights::input_data(&self.input_shape, seed))
+    }
+
+    /// The input of `values` (as many as the input shape holds), in the session's precision.
+    pub fn input_from(&self, values: Vec<f32>) -> Result<Tensor, EngineError> {
+        Tensor::from_vec(values, self.input_shape.as_slice(), &Device::Cpu)
             .and_then(|t| t.to_dtype(self.dtype))
             .map_err(run_err)
     }

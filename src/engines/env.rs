@@ -425,7 +425,11 @@ const SETUP_STEP_TIMEOUT: Duration = Duration::from_secs(2 * 3600);
 /// Runs a setup step, passing each line it prints (stdout and stderr) to `on_line`, and
 /// returns the last lines when it fails; stopped (its whole group) after
 /// [`SETUP_STEP_TIMEOUT`].
-fn run_step(what: &str, command: &Spec, on_line: &mut dyn FnMut(&str)) -> Result<(), EnvError> {
+pub(crate) fn run_step(
+    what: &str,
+    command: &Spec,
+    on_line: &mut dyn FnMut(&str),
+) -> Result<(), EnvError> {
     run_step_within(what, command, SETUP_STEP_TIMEOUT, on_line)
 }
 

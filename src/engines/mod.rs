@@ -4,6 +4,7 @@
 pub mod candle;
 pub mod env;
 pub mod external;
+pub mod sample_images;
 pub mod tract;
 
 use crate::models::graph::Model;
@@ -36,6 +37,17 @@ pub fn precision_unsupported(
         )),
         // PyTorch's own tools: autocast for fp16 and bf16, FX static quantization for int8.
         "pytorch" => None,
+        // TensorFlow Lite's converter: float16 weights, full-integer int8.
+        "tflite" if precision != Precision::Bf16 => None,
+        "tflite" => {
+            Some("TensorFlow Lite's converter makes float16 and int8 models, not bf16".to_string())
+        }
+        // Keras's mixed precision policies.
+        "tensorflow" if precision != Precision::Int8 => None,
+        "tensorflow" => Some(
+            "TensorFlow runs int8 through TensorFlow Lite's conversion: the tflite engine"
+                .to_string(),
+        ),
         "tract" | "onnxruntime" => Some(format!(
             "ONNX's converters write no {precision} models, so edgeprof has none for {engine}"
         )),
@@ -97,13 +109,13 @@ pub enum Loaded {
 }
 
 impl Loaded {
-    /// Loads `source` on `engine` with `threads` threads in `precision`; the input comes from
-    /// `seed`.
+    /// Loads `source` on `engine` with `threads` threads in `precision`; the input is the
+    /// values given (the run's input file), else drawn from `seed`.
     pub fn load(
         engine: &str,
         source: Source,
         threads: usize,
-        seed: u64,
+        (seed, given): (u64, Option<Vec<f32>>),
         precision: crate::collect::kernels::Precision,
     ) -> Result<Loaded, EngineError> {
         if let Some(reason) = precision_unsupported(engine, precision) {
@@ -142,7 +154,10 @@ impl Loaded {
                         return Ok(Loaded::TractFed { session, inputs });
                     }
                 };
-                let input = session.make_input(seed)?;
+                let input = match given {
+                    Some(values) => session.input_from(values)?,
+                    None => session.make_input(seed)?,
+                };
                 Ok(Loaded::Tract { session, input })
             }
             (
@@ -153,7 +168,10 @@ impl Loaded {
                 },
             ) => {
                 let session = candle::CandleSession::load_in(model, weights, threads, precision)?;
-                let input = session.make_input(seed)?;
+                let input = match given {
+                    Some(values) => session.input_from(values)?,
+                    None => session.make_input(seed)?,
+                };
                 Ok(Loaded::Candle { session, input })
             }
             ("candle", Source::OnnxFile { path, .. } | Source::OnnxFed { path, .. }) => {

@@ -661,9 +661,18 @@ impl TractSession {
             "the input tensor",
             f32_bytes(&self.input_shape),
         )?;
-        let data = crate::models::weights::input_data(&self.input_shape, seed);
-        Tensor::from_shape(&self.input_shape, &data).map_err(|e| EngineError::Run {
-            reason: one_line(&e),
+        self.input_from(crate::models::weights::input_data(&self.input_shape, seed))
+    }
+
+    /// The input of `values` (as many as the input shape holds).
+    pub fn input_from(&self, values: Vec<f32>) -> Result<Tensor, EngineError> {
+        Tensor::from_shape(&self.input_shape, &values).map_err(|e| EngineError::Run {
+            reason: format!(
+                "the input of {} values does not fit {:?}: {}",
+                values.len(),
+                self.input_shape,
+                one_line(&e)
+            ),
         })
     }
 

@@ -4,6 +4,7 @@
 pub mod blocks;
 pub mod cost;
 pub mod graph;
+pub mod images;
 pub mod npy;
 pub mod onnx;
 pub mod onnx_graph;

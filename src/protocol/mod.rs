@@ -60,10 +60,14 @@ pub struct WorkerRequest {
     /// the user's ONNX file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_file: Option<std::path::PathBuf>,
-    /// The input to feed, as little-endian f32 in (batch, channels, height, width) order: the
-    /// same values the built-in engines make from `seed`.
+    /// The input to feed, as little-endian f32 in (batch, channels, height, width) order:
+    /// photographs where the sample images are set up, else the values the built-in engines
+    /// make from `seed` (which they then read from here too).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub input_file: Option<std::path::PathBuf>,
+    /// What the input holds, in words, for the record (the worker does not read it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_note: Option<String>,
     /// Where to write the first inference's output (little-endian f32), for comparing engines.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output_file: Option<std::path::PathBuf>,
@@ -113,6 +117,7 @@ impl WorkerRequest {
             counters: false,
             model_file: None,
             input_file: None,
+            input_note: None,
             output_file: None,
             options: None,
             layer_runs: 0,
@@ -262,6 +267,10 @@ pub struct WorkerRun {
     /// The framework's op profile, when it was asked for and the framework has one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub layers: Vec<NodeTime>,
+    /// What the timed input was made of (photographs, or seeded values), as the run prepared
+    /// it; the accuracy of a lower precision is measured on it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub inputs: Option<String>,
 }
 
 /// Checks worker output line by line and gathers the run.

@@ -210,7 +210,7 @@ fn accuracy(out: &mut String, compared: &[crate::results::accuracy::Accuracy]) {
     out.push_str(&format!(
         "<h2 id=\"accuracy\">Accuracy of the lower precisions</h2>\n<p>Each lower-precision \
          condition's output against its fp32 twin's, on {}.</p>\n<table>\n<thead><tr>",
-        escape(crate::results::accuracy::INPUTS)
+        escape(&crate::results::accuracy::inputs_line(compared))
     ));
     for heading in [
         "condition",

@@ -506,7 +506,7 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
         let _ = writeln!(
             out,
             "\naccuracy: each lower-precision condition's output against its fp32 twin's (on {})",
-            results::accuracy::INPUTS
+            results::accuracy::inputs_line(accuracy)
         );
         let table: Vec<Vec<String>> = accuracy
             .iter()

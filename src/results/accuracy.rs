@@ -87,8 +87,8 @@ pub struct Accuracy {
     pub precision: String,
     /// Its fp32 twin's id.
     pub reference: String,
-    /// What the outputs were: the seeded synthetic input the timing ran on.
-    pub inputs: &'static str,
+    /// What the outputs were computed from: the input the timing ran on.
+    pub inputs: String,
     #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub figures: Option<Figures>,
     /// Why there are no figures, when there are none.
@@ -96,8 +96,21 @@ pub struct Accuracy {
     pub note: Option<String>,
 }
 
-/// What the compared outputs were computed from.
+/// What the compared outputs of a record that does not say were computed from (runs before
+/// records named their inputs were fed seeded values).
 pub const INPUTS: &str = "the condition's seeded synthetic input, uniform in [-1, 1)";
+
+/// What the compared outputs were computed from, in one phrase for a table's heading: the
+/// input they all share, or a pointer to each row's where they differ.
+pub fn inputs_line(compared: &[Accuracy]) -> String {
+    match compared.first() {
+        Some(first) if compared.iter().all(|a| a.inputs == first.inputs) => first.inputs.clone(),
+        Some(_) => {
+            "each condition's own input (they differ: see `inputs` in summary.json)".to_string()
+        }
+        None => INPUTS.to_string(),
+    }
+}
 
 /// The id of a lower-precision condition's fp32 twin: the precision stands after the device
 /// (`…/cpu/int8/c0-1`), and the twin's id is the same without it.
@@ -152,9 +165,14 @@ pub fn compare(dir: &Path, rows: &[Row]) -> Vec<Accuracy> {
         let read = |id: &str| {
             crate::results::agreement::read_output(&crate::protocol::output_path(dir, id))
         };
+        let inputs = |r: &Row| r.inputs.clone().unwrap_or_else(|| INPUTS.to_string());
         let (figures, note) = match twin {
             None => (None, Some("no fp32 twin in this run".to_string())),
             Some(t) if t.status != "ok" => (None, Some(format!("its fp32 twin {}", t.status))),
+            Some(t) if inputs(t) != inputs(row) => (
+                None,
+                Some(format!("its fp32 twin was fed other inputs ({})", inputs(t))),
+            ),
             Some(_) => match (read(&reference), read(&row.id)) {
                 (Some(r), Some(o)) => match figures(&r, &o, row.batch.max(1)) {
                     Some(f) => (Some(f), None),
@@ -177,7 +195,7 @@ pub fn compare(dir: &Path, rows: &[Row]) -> Vec<Accuracy> {
             condition: row.id.clone(),
             precision: row.precision.clone(),
             reference,
-            inputs: INPUTS,
+            inputs: inputs(row),
             figures,
             note,
         });

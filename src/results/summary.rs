@@ -81,6 +81,9 @@ pub struct Row {
     pub target_reached: Option<bool>,
     /// Disturbed repeats measured again and left out of the statistics.
     pub repeats_remeasured: Option<usize>,
+    /// What the timed input was made of (photographs, or seeded values), as the run prepared
+    /// it (None in records of older runs, which were fed seeded values).
+    pub inputs: Option<String>,
 }
 
 /// Half the width of a record's interval of its median.
@@ -196,6 +199,7 @@ impl Row {
             median_ci_ms: None,
             target_reached: None,
             repeats_remeasured: None,
+            inputs: None,
         }
     }
 
@@ -211,6 +215,7 @@ impl Row {
         if let Some(run) = &record.run {
             row.engine_version = run.engine_version.clone();
             row.engine_note = run.note.clone();
+            row.inputs = run.inputs.clone();
         }
         if let Some(s) = &record.stats {
             let rs = &s.repeat_summary;
@@ -324,6 +329,7 @@ const COLUMNS: &[&str] = &[
     "target_reached",
     "repeats_remeasured",
     "precision",
+    "inputs",
 ];
 
 fn opt<T: ToString>(v: &Option<T>) -> String {
@@ -375,6 +381,7 @@ fn cells(r: &Row) -> Vec<String> {
         opt(&r.target_reached),
         opt(&r.repeats_remeasured),
         r.precision.clone(),
+        opt(&r.inputs),
     ]
 }
 
@@ -407,7 +414,7 @@ pub fn to_json(
             "compared": checks.agreement
         },
         "accuracy": {
-            "inputs": crate::results::accuracy::INPUTS,
+            "inputs": crate::results::accuracy::inputs_line(&checks.accuracy),
             "compared": checks.accuracy
         },
     });
@@ -565,7 +572,7 @@ pub fn to_markdown(manifest: &Manifest, rows: &[Row], checks: &OutputChecks) -> 
              against its fp32 twin's, on {}.\n\n| condition | precision | top-1 agreement | \
              top-5 agreement | max abs error | mean abs error | cosine |\n\
              |---|---|--:|--:|--:|--:|--:|\n",
-            crate::results::accuracy::INPUTS
+            crate::results::accuracy::inputs_line(&checks.accuracy)
         ));
         for a in &checks.accuracy {
             let cells = crate::results::accuracy::cells(a);

@@ -41,7 +41,8 @@ pub fn ceilings(m: &GpuMeasurement, source: String) -> Ceilings {
             precision: p.precision,
             threads,
             flops_per_s: p.flops_per_s,
-            via: None,
+            // Integer ops come from the dot-product instruction, not the CUDA cores' FMA.
+            via: (p.precision == crate::roofline::Precision::Int8).then(|| "dp4a".to_string()),
         })
         .collect();
     let fp32 = m
@@ -220,6 +221,26 @@ mod tests {
         assert!(notes.contains("integrated GPU"), "{notes}");
         assert!(notes.contains("fp16 peak: test"), "{notes}");
         assert_eq!(c.gpu_sweep.len(), measurement().sweep.len());
+    }
+
+    #[test]
+    fn the_dp4a_peak_is_the_int8_roof_in_ops() {
+        let mut m = measurement();
+        m.peaks.push(GpuPeak {
+            precision: Precision::Int8,
+            flops_per_s: 19.2e12,
+            blocks: 96,
+        });
+        let c = ceilings(&m, "test".into());
+        assert_eq!(c.peak(Precision::Int8), Some(19.2e12));
+        let roof = c.compute.iter().find(|r| r.precision == Precision::Int8);
+        assert_eq!(roof.and_then(|r| r.via.as_deref()), Some("dp4a"));
+        // The float roofs say nothing of a unit.
+        assert!(c
+            .compute
+            .iter()
+            .filter(|r| r.precision != Precision::Int8)
+            .all(|r| r.via.is_none()));
     }
 
     #[test]

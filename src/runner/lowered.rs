@@ -8,6 +8,7 @@ use super::prepare::{model_file, run_conversion, Interpreters};
 use crate::collect::kernels::Precision;
 use crate::config::ModelRef;
 use crate::error::Context;
+use crate::models::images::ImageSet;
 use crate::protocol::{Condition, FedInput};
 use std::path::{Path, PathBuf};
 
@@ -21,6 +22,22 @@ const CALIBRATION_SEED_OFFSET: u64 = 1_000;
 /// The engines whose lower precisions edgeprof makes by converting the ONNX file.
 pub fn converts(engine: &str, precision: Precision) -> bool {
     precision != Precision::Fp32 && matches!(engine, "tract" | "onnxruntime")
+}
+
+/// What an int8 conversion calibrates on: the user's folder of `.npy` batches, else the
+/// sample photographs (where the input is an image and they are in use), else seeded batches.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Calibration<'a> {
+    pub given: Option<&'a Path>,
+    pub images: Option<&'a ImageSet>,
+}
+
+impl Calibration<'_> {
+    /// The photographs `c` calibrates on, if it does.
+    fn photographs(&self, c: &Condition) -> Option<&ImageSet> {
+        self.images
+            .filter(|_| self.given.is_none() && super::prepare::photographs_fit(c))
+    }
 }
 
 /// How onnxruntime's tool quantizes to int8.
@@ -72,7 +89,7 @@ pub fn lowered_file(
     c: &Condition,
     (classes, seed): (usize, u64),
     method: Method,
-    calibration: Option<&Path>,
+    calibration: Calibration,
     interpreters: &Interpreters,
 ) -> crate::error::Result<PathBuf> {
     let base = model_file(cache, c, classes, seed)?;
@@ -84,10 +101,9 @@ pub fn lowered_file(
         }
     }
     let tag = match (c.precision, method) {
-        (Precision::Int8, Method::Static) => match calibration {
-            None => format!("int8-static-qdq-cal{CALIBRATION_BATCHES}-seed{seed}"),
-            Some(dir) => format!("int8-static-qdq-cal{}", listing_digest(dir)?),
-        },
+        (Precision::Int8, Method::Static) => {
+            format!("int8-static-qdq-{}", calibration_tag(c, seed, calibration)?)
+        }
         (Precision::Int8, Method::Dynamic) => "int8-dynamic".to_string(),
         (Precision::Fp16, _) => "fp16".to_string(),
         (other, _) => crate::error::bail!(crate::error::BadInput(format!(
@@ -145,6 +161,25 @@ pub fn lowered_file(
     Ok(path)
 }
 
+/// The part of a converted file's name that says what `c` was calibrated on: a digest of the
+/// user's folder (a changed set is converted again), the photographs from where `seed` starts
+/// them, or the seeded batches of `seed`.
+pub(crate) fn calibration_tag(
+    c: &Condition,
+    seed: u64,
+    calibration: Calibration,
+) -> crate::error::Result<String> {
+    Ok(match (calibration.given, calibration.photographs(c)) {
+        (Some(dir), _) => format!("cal{}", listing_digest(dir)?),
+        (None, Some(set)) => format!(
+            "cal{CALIBRATION_BATCHES}-images{}-from{}",
+            set.digest(),
+            set.start(seed)
+        ),
+        (None, None) => format!("cal{CALIBRATION_BATCHES}-seed{seed}"),
+    })
+}
+
 /// A name for the conversions of the user's file `path`: its stem and a digest of where it is,
 /// its size and time (a changed file is converted again) and what the condition feeds it.
 fn user_file_stem(path: &Path, c: &Condition) -> crate::error::Result<String> {
@@ -191,16 +226,17 @@ fn digest_of(files: &[PathBuf], more: &str) -> crate::error::Result<String> {
         .collect())
 }
 
-/// The calibration batches of `c`: the `.npy` files of `given` (each one batch of the
-/// model's first input), else seeded inputs drawn as every engine's input is, from seeds past
-/// the measurement's, written as `.npy` files in `cache`.
+/// The calibration batches of `c`: the `.npy` files of the user's folder (each one batch of
+/// the model's first input), else the photographs after the ones the measurement is fed, else
+/// seeded inputs drawn as every engine's input is, from seeds past the measurement's; written
+/// as `.npy` files in `cache`.
 pub(crate) fn calibration_batches(
     cache: &Path,
     c: &Condition,
     seed: u64,
-    given: Option<&Path>,
+    calibration: Calibration,
 ) -> crate::error::Result<Vec<Vec<FedInput>>> {
-    if let Some(dir) = given {
+    if let Some(dir) = calibration.given {
         let files = crate::models::npy::files_in(dir).map_err(|e| crate::error::BadInput(e.0))?;
         return Ok(files
             .into_iter()
@@ -211,6 +247,21 @@ pub(crate) fn calibration_batches(
                 }]
             })
             .collect());
+    }
+    let shape = [c.batch, c.input.channels, c.input.height, c.input.width];
+    let dims = format!("{}x{}x{}x{}", shape[0], shape[1], shape[2], shape[3]);
+    if let Some(set) = calibration.photographs(c) {
+        // The pictures after the measured batch's, in turn.
+        return (0..CALIBRATION_BATCHES)
+            .map(|k| {
+                let start = (set.start(seed) + c.batch * (k + 1)) % set.len();
+                let name = format!("{dims}-images{}-from{start}.npy", set.digest());
+                calibration_file(cache, &name, shape, || {
+                    set.batch(shape, start)
+                        .map_err(|e| crate::error::failed!("cannot make a calibration batch: {e}"))
+                })
+            })
+            .collect();
     }
     let mut batches = Vec::with_capacity(CALIBRATION_BATCHES);
     for k in 0..CALIBRATION_BATCHES as u64 {
@@ -225,26 +276,34 @@ pub(crate) fn calibration_batches(
             )?);
             continue;
         }
-        let shape = [c.batch, c.input.channels, c.input.height, c.input.width];
-        let file = cache.join("inputs").join("calibration").join(format!(
-            "{}x{}x{}x{}-seed{s}.npy",
-            shape[0], shape[1], shape[2], shape[3]
-        ));
-        super::prepare::keep(&file, || {
-            let values: Vec<f64> = crate::models::weights::input_data(&shape, s)
-                .iter()
-                .map(|&v| f64::from(v))
-                .collect();
-            crate::models::npy::encode(FLOAT, &shape, &values)
-                .with_context(|| format!("cannot encode {}", file.display()))
-        })?;
-        // Nameless: the model's first input.
-        batches.push(vec![FedInput {
-            name: String::new(),
-            file,
-        }]);
+        batches.push(calibration_file(
+            cache,
+            &format!("{dims}-seed{s}.npy"),
+            shape,
+            || Ok(crate::models::weights::input_data(&shape, s)),
+        )?);
     }
     Ok(batches)
+}
+
+/// One calibration batch of `shape`: the values `make` gives, kept as the `.npy` file `name`
+/// in the cache's calibration folder (made once), fed nameless, as the model's first input.
+fn calibration_file(
+    cache: &Path,
+    name: &str,
+    shape: [usize; 4],
+    make: impl FnOnce() -> crate::error::Result<Vec<f32>>,
+) -> crate::error::Result<Vec<FedInput>> {
+    let file = cache.join("inputs").join("calibration").join(name);
+    super::prepare::keep(&file, || {
+        let values: Vec<f64> = make()?.iter().map(|&v| f64::from(v)).collect();
+        crate::models::npy::encode(FLOAT, &shape, &values)
+            .with_context(|| format!("cannot encode {}", file.display()))
+    })?;
+    Ok(vec![FedInput {
+        name: String::new(),
+        file,
+    }])
 }
 
 /// ONNX's element type of float32.
@@ -326,7 +385,7 @@ mod tests {
             &c,
             (10, 7),
             Method::Static,
-            None,
+            Calibration::default(),
             &Interpreters::new(),
         )?;
         assert_eq!(found, path);
@@ -341,7 +400,15 @@ mod tests {
             std::fs::write(given.path().join(name), b"")?;
         }
         let c = condition("onnxruntime", Precision::Int8);
-        let batches = calibration_batches(cache.path(), &c, 7, Some(given.path()))?;
+        let batches = calibration_batches(
+            cache.path(),
+            &c,
+            7,
+            Calibration {
+                given: Some(given.path()),
+                images: None,
+            },
+        )?;
         let files: Vec<(String, PathBuf)> = batches
             .into_iter()
             .flatten()
@@ -361,7 +428,7 @@ mod tests {
     fn calibration_batches_are_seeded_inputs_past_the_measured_one() -> crate::error::Result<()> {
         let dir = tempfile::tempdir()?;
         let c = condition("tract", Precision::Int8);
-        let batches = calibration_batches(dir.path(), &c, 7, None)?;
+        let batches = calibration_batches(dir.path(), &c, 7, Calibration::default())?;
         assert_eq!(batches.len(), CALIBRATION_BATCHES);
         let first = crate::models::npy::read_file(&batches[0][0].file)
             .map_err(|e| crate::error::failed!("{e}"))?;

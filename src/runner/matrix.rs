@@ -44,6 +44,13 @@ pub fn unsupported(c: &Condition) -> Option<String> {
         if c.batch != 1 {
             return Some("a .tflite file runs at the batch it declares".to_string());
         }
+        if c.precision != crate::collect::kernels::Precision::Fp32 {
+            return Some(format!(
+                "a .tflite file runs in the precision it was converted to; edgeprof makes {} \
+                 .tflite files from the zoo's models only",
+                c.precision
+            ));
+        }
     }
     if let Some(f) = crate::engines::external::find(&c.engine) {
         if c.device != Device::Cpu && !f.gpu {

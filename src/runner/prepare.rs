@@ -6,6 +6,7 @@
 use crate::config::{Config, ModelRef};
 use crate::engines::external::{self, Framework, ModelInput};
 use crate::error::Context;
+use crate::models::images::ImageSet;
 use crate::models::{onnx, weights, zoo};
 use crate::protocol::Condition;
 use crate::protocol::WorkerRequest;
@@ -48,20 +49,61 @@ pub(crate) fn keep(
     Ok(())
 }
 
-/// The input a condition's engine is fed, as little-endian f32, kept in `cache`.
-pub fn input_file(cache: &Path, c: &Condition, seed: u64) -> crate::error::Result<PathBuf> {
+/// The input a condition's engine is fed, as little-endian f32, kept in `cache`, and what it
+/// holds in words: photographs of `images` where the input is an image (1 or 3 channels),
+/// else the values drawn from `seed`.
+pub fn input_file(
+    cache: &Path,
+    c: &Condition,
+    seed: u64,
+    images: Option<&ImageSet>,
+) -> crate::error::Result<(PathBuf, String)> {
     let shape = [c.batch, c.input.channels, c.input.height, c.input.width];
-    let path = cache.join("inputs").join(format!(
-        "{}x{}x{}x{}-seed{seed}.f32",
-        shape[0], shape[1], shape[2], shape[3]
-    ));
-    keep(&path, || {
-        Ok(weights::input_data(&shape, seed)
-            .iter()
-            .flat_map(|v| v.to_le_bytes())
-            .collect())
-    })?;
-    Ok(path)
+    let dims = format!("{}x{}x{}x{}", shape[0], shape[1], shape[2], shape[3]);
+    let little = |values: Vec<f32>| values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    if let Some(set) = images.filter(|_| photographs_fit(c)) {
+        let start = set.start(seed);
+        let path = cache
+            .join("inputs")
+            .join(format!("{dims}-images{}-from{start}.f32", set.digest()));
+        keep(&path, || {
+            set.batch(shape, start)
+                .map(little)
+                .map_err(|e| crate::error::failed!("cannot make the input: {e}"))
+        })?;
+        return Ok((path, set.describe(c.batch, start)));
+    }
+    let path = cache.join("inputs").join(format!("{dims}-seed{seed}.f32"));
+    keep(&path, || Ok(little(weights::input_data(&shape, seed))))?;
+    Ok((path, seeded_note(seed)))
+}
+
+/// Whether `c`'s input is fed photographs when they are there: an image input (1 or 3
+/// channels), not inputs bound by name.
+pub fn photographs_fit(c: &Condition) -> bool {
+    c.named_inputs.is_none()
+        && crate::models::images::fits(c.input.channels, c.input.height, c.input.width)
+}
+
+/// The seeded input, in words for the record.
+pub fn seeded_note(seed: u64) -> String {
+    format!("seeded synthetic values, uniform in [-1, 1) (seed {seed})")
+}
+
+/// The photographs a run's inputs are made of, as `measure.input_data` asks: those set up
+/// (auto, images), none (seeded); an error when images are asked for and not set up.
+pub fn input_images(config: &Config) -> crate::error::Result<Option<ImageSet>> {
+    use crate::config::InputData;
+    match config.measure.input_data {
+        InputData::Seeded => Ok(None),
+        InputData::Auto => Ok(crate::engines::sample_images::set()),
+        InputData::Images => {
+            let dir = crate::engines::sample_images::dir()?;
+            ImageSet::open(&dir).map(Some).map_err(|e| {
+                crate::error::BadInput(format!("measure.input_data = \"images\", and {e}")).into()
+            })
+        }
+    }
 }
 
 /// The ONNX file of a condition's model: the user's file, or the zoo model's export (with the
@@ -195,15 +237,28 @@ const CONVERT_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(1800
 pub fn tflite_file(
     cache: &Path,
     c: &Condition,
-    classes: usize,
-    seed: u64,
+    (classes, seed): (usize, u64),
+    calibration: super::lowered::Calibration,
     interpreters: &Interpreters,
 ) -> crate::error::Result<PathBuf> {
+    use crate::collect::kernels::Precision;
     let ModelRef::Zoo(name) = &c.model else {
         crate::error::bail!("tflite runs the zoo's models, not ONNX files");
     };
+    // float32 keeps the name it always had; the lower precisions say how they were made.
+    let tag = match c.precision {
+        Precision::Fp32 => String::new(),
+        Precision::Fp16 => ".fp16".to_string(),
+        Precision::Int8 => format!(
+            ".int8-full-{}",
+            super::lowered::calibration_tag(c, seed, calibration)?
+        ),
+        other => crate::error::bail!(crate::error::BadInput(format!(
+            "TensorFlow Lite's converter makes float16 and int8 models, not {other}"
+        ))),
+    };
     let path = cache.join("models").join(format!(
-        "{name}-{}-b{}-c{classes}-seed{seed}.tflite",
+        "{name}-{}-b{}-c{classes}-seed{seed}{tag}.tflite",
         c.input, c.batch
     ));
     let note = PathBuf::from(format!("{}.json", path.display()));
@@ -225,14 +280,23 @@ pub fn tflite_file(
     convert.engine = "tensorflow".to_string();
     convert.threads = 0;
     convert.device = crate::config::Device::Cpu;
+    let calibration = if c.precision == Precision::Int8 {
+        super::lowered::calibration_batches(cache, c, seed, calibration)?
+    } else {
+        Vec::new()
+    };
     let request = serde_json::json!({
         "condition": convert,
         "warmup": 0, "iterations": 1, "repeats": 1, "seed": seed, "classes": classes,
         "model_file": description,
         "export_tflite": path,
+        "calibration": calibration,
     });
     run_conversion(
-        "TensorFlow's conversion to .tflite",
+        &match c.precision {
+            Precision::Fp32 => "TensorFlow's conversion to .tflite".to_string(),
+            other => format!("TensorFlow Lite's {other} conversion"),
+        },
         &python,
         &tensorflow,
         &request,
@@ -383,6 +447,22 @@ pub fn prepare(
             condition.named_inputs.as_deref(),
             config.measure.seed,
         )?;
+        request.input_note = Some(format!(
+            "the inputs by name: the values given, else {}",
+            seeded_note(config.measure.seed)
+        ));
+    }
+    let images = input_images(config)?;
+    // The built-in engines read the same input file as the frameworks (photographs, or the
+    // values they would draw from the seed themselves).
+    if crate::engines::BUILT_IN.contains(&condition.engine.as_str())
+        && request.inputs.is_empty()
+        && matches!(condition.model, ModelRef::Zoo(_) | ModelRef::Onnx(_))
+    {
+        let cache = crate::engines::env::cache_dir()?;
+        let (file, note) = input_file(&cache, condition, config.measure.seed, images.as_ref())?;
+        request.input_file = Some(file);
+        request.input_note = Some(note);
     }
     // tract runs a lower precision from the ONNX file onnxruntime's tools convert.
     if condition.engine == "tract" && super::lowered::converts("tract", condition.precision) {
@@ -394,7 +474,13 @@ pub fn prepare(
             program: c.program.clone(),
             args: c.args.clone(),
         },
-        (_, Some(f)) => external_command(config, condition, f, &mut request, interpreters)?,
+        (_, Some(f)) => external_command(
+            config,
+            condition,
+            f,
+            &mut request,
+            (interpreters, images.as_ref()),
+        )?,
         _ => WorkerCommand::edgeprof(edgeprof),
     };
     Ok(Prepared { command, request })
@@ -409,12 +495,16 @@ fn lowered(
 ) -> crate::error::Result<PathBuf> {
     let options = config.frameworks.get("onnxruntime").map(|s| &s.options);
     let method = super::lowered::Method::of(condition, options)?;
+    let images = input_images(config)?;
     super::lowered::lowered_file(
         cache,
         condition,
         (config.matrix.classes, config.measure.seed),
         method,
-        config.measure.calibration.as_deref(),
+        super::lowered::Calibration {
+            given: config.measure.calibration.as_deref(),
+            images: images.as_ref(),
+        },
         interpreters,
     )
     .with_context(|| {
@@ -430,7 +520,7 @@ fn external_command(
     condition: &Condition,
     f: &Framework,
     request: &mut WorkerRequest,
-    interpreters: &Interpreters,
+    (interpreters, images): (&Interpreters, Option<&ImageSet>),
 ) -> crate::error::Result<WorkerCommand> {
     let python = match interpreters.get(f.name) {
         Some(Ok(p)) => p.clone(),
@@ -445,7 +535,9 @@ fn external_command(
     // A .tflite file the caller gives (the user's own) runs at the inputs it declares.
     let own_tflite = f.model == ModelInput::Tflite && request.model_file.is_some();
     if !own_tflite && request.inputs.is_empty() {
-        request.input_file = Some(input_file(&cache, condition, seed)?);
+        let (file, note) = input_file(&cache, condition, seed, images)?;
+        request.input_file = Some(file);
+        request.input_note = Some(note);
     }
     let classes = config.matrix.classes;
     let model = match f.model {
@@ -463,7 +555,16 @@ fn external_command(
         ModelInput::Description | ModelInput::TorchvisionWithZooWeights => {
             Some(description_file(&cache, condition, classes, seed))
         }
-        ModelInput::Tflite => Some(tflite_file(&cache, condition, classes, seed, interpreters)),
+        ModelInput::Tflite => Some(tflite_file(
+            &cache,
+            condition,
+            (classes, seed),
+            super::lowered::Calibration {
+                given: config.measure.calibration.as_deref(),
+                images,
+            },
+            interpreters,
+        )),
     };
     if let Some(model) = model {
         request.model_file =
@@ -480,7 +581,10 @@ fn external_command(
             &cache,
             condition,
             seed,
-            config.measure.calibration.as_deref(),
+            super::lowered::Calibration {
+                given: config.measure.calibration.as_deref(),
+                images,
+            },
         )?;
     }
     // The config's options, with the condition's own (the tuner's) over them.
@@ -533,7 +637,8 @@ mod tests {
             1,
             crate::config::Device::Cpu,
         );
-        let path = input_file(dir.path(), &c, 7)?;
+        let (path, note) = input_file(dir.path(), &c, 7, None)?;
+        assert_eq!(note, seeded_note(7));
         let bytes = std::fs::read(&path)?;
         let values: Vec<f32> = bytes
             .chunks_exact(4)
@@ -541,7 +646,7 @@ mod tests {
             .collect();
         assert_eq!(values, weights::input_data(&[2, 3, 32, 32], 7));
         // Kept: a second call finds it.
-        assert_eq!(input_file(dir.path(), &c, 7)?, path);
+        assert_eq!(input_file(dir.path(), &c, 7, None)?.0, path);
         Ok(())
     }
 }

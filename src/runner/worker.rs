@@ -129,7 +129,18 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<
             path.display()
         ))),
     };
-    let session = Loaded::load(&c.engine, source, threads, request.seed, c.precision)?;
+    // The input the run prepared (photographs, or the seed's values), else the seed's.
+    let given = match &request.input_file {
+        Some(path) if request.inputs.is_empty() => Some(read_f32(path)?),
+        _ => None,
+    };
+    let session = Loaded::load(
+        &c.engine,
+        source,
+        threads,
+        (request.seed, given),
+        c.precision,
+    )?;
     emit(
         out,
         &WorkerMessage::Ready {
@@ -242,6 +253,23 @@ fn measure(input: &mut impl Read, out: &mut impl Write) -> crate::error::Result<
         }
     }
     emit(out, &WorkerMessage::Summary { note: None })
+}
+
+/// A little-endian float32 file's values.
+fn read_f32(path: &Path) -> crate::error::Result<Vec<f32>> {
+    let bytes =
+        std::fs::read(path).with_context(|| format!("cannot read the input {}", path.display()))?;
+    if bytes.len() % 4 != 0 {
+        crate::error::bail!(
+            "the input {} is not float32 values ({} bytes)",
+            path.display(),
+            bytes.len()
+        );
+    }
+    Ok(bytes
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]))
+        .collect())
 }
 
 /// An ONNX file's inputs by name, each read from the `.npy` file the request names.

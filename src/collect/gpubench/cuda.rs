@@ -335,19 +335,30 @@ pub fn measure(
 
     let (trials, target) = trials(effort);
     let mut skipped = Vec::new();
-    let precisions: Vec<Precision> = [Precision::Fp64, Precision::Fp32, Precision::Fp16]
-        .into_iter()
-        .filter(|p| {
-            let ok = *p != Precision::Fp16 || info.has_fp16();
-            if !ok {
-                skipped.push(format!(
-                    "fp16 peak: compute capability {}.{} has no fp16 FMA (5.3 and later do)",
-                    info.compute_capability.0, info.compute_capability.1
-                ));
+    let (major, minor) = info.compute_capability;
+    let precisions: Vec<Precision> = [
+        Precision::Fp64,
+        Precision::Fp32,
+        Precision::Fp16,
+        Precision::Int8,
+    ]
+    .into_iter()
+    .filter(|p| {
+        let lacks = match p {
+            Precision::Fp16 if !info.has_fp16() => Some("no fp16 FMA (5.3 and later do)"),
+            Precision::Int8 if !info.has_dp4a() => {
+                Some("no int8 dot product, dp4a (6.1 and later have it)")
             }
-            ok
-        })
-        .collect();
+            _ => None,
+        };
+        if let Some(why) = lacks {
+            skipped.push(format!(
+                "{p} peak: compute capability {major}.{minor} has {why}"
+            ));
+        }
+        lacks.is_none()
+    })
+    .collect();
     let (free, _) = result::mem_get_info().map_err(failed("cannot read the free memory"))?;
     let free = free as u64;
     // The load kernels use few registers and no shared memory: as many blocks per multiprocessor
@@ -392,13 +403,21 @@ pub fn measure(
 
     let mut peaks = Vec::new();
     for precision in precisions {
-        step(format!("{precision} FMA peak"), &mut report);
+        step(
+            if precision == Precision::Int8 {
+                "int8 dot-product (dp4a) peak".to_string()
+            } else {
+                format!("{precision} FMA peak")
+            },
+            &mut report,
+        );
         let (name, bytes) = match precision {
             Precision::Fp64 => ("peak_fp64", 8),
             Precision::Fp32 => ("peak_fp32", 4),
             Precision::Fp16 => ("peak_fp16", 4),
-            // No kernel of these here yet: the GPU's bf16 and int8 peaks are not measured.
-            Precision::Bf16 | Precision::Int8 => continue,
+            Precision::Int8 => ("peak_int8", 4),
+            // No kernel of bf16 here yet (nor of the tensor cores): not measured.
+            Precision::Bf16 => continue,
         };
         let f = function(name)?;
         let blocks = occupancy(f)? * info.multiprocessors;
@@ -420,8 +439,16 @@ pub fn measure(
                     Arg::F32(0.001),
                     Arg::I32(0),
                 ],
-                // half2(0.999, 0.999) and half2(0.001, 0.001); bf16 and int8 never get here.
-                Precision::Fp16 | Precision::Bf16 | Precision::Int8 => vec![
+                // int8 lanes (1, −1, 1, −1) · (1, 1, 1, 1): each dot product adds 0.
+                Precision::Int8 => vec![
+                    Arg::Ptr(out.0),
+                    Arg::I32(iterations),
+                    Arg::U32(0x01ff_01ff),
+                    Arg::U32(0x0101_0101),
+                    Arg::I32(0),
+                ],
+                // half2(0.999, 0.999) and half2(0.001, 0.001); bf16 never gets here.
+                Precision::Fp16 | Precision::Bf16 => vec![
                     Arg::Ptr(out.0),
                     Arg::I32(iterations),
                     Arg::U32(0x3bfe_3bfe),
@@ -431,7 +458,12 @@ pub fn measure(
             };
             launch(f, blocks, &mut args)
         })?;
-        let lanes = if precision == Precision::Fp16 { 2 } else { 1 };
+        // Multiply-adds per instruction: two in half2, four in dp4a (each counts two ops).
+        let lanes = match precision {
+            Precision::Fp16 => 2,
+            Precision::Int8 => 4,
+            _ => 1,
+        };
         let flops = 2.0
             * lanes as f64
             * CHAINS as f64

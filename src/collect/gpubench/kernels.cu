@@ -63,6 +63,29 @@ extern "C" __global__ void peak_fp16(unsigned int *out, int iterations, unsigned
     if (store) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }
 
+// Four int8 products summed into an int32 per instruction (dp4a, compute capability 6.1 and
+// later; older targets compile a stand-in that is never launched). `a` and `b` are four int8
+// lanes each, chosen so that the sums cancel: the accumulators never overflow.
+extern "C" __global__ void peak_int8(int *out, int iterations, int a, int b, int store) {
+    int x[CHAINS];
+#pragma unroll
+    for (int k = 0; k < CHAINS; ++k) x[k] = (int)(threadIdx.x + k);
+#pragma unroll 8
+    for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+        for (int k = 0; k < CHAINS; ++k)
+#if __CUDA_ARCH__ >= 610
+            asm("dp4a.s32.s32 %0, %1, %2, %0;" : "+r"(x[k]) : "r"(a), "r"(b));
+#else
+            x[k] += a * b;
+#endif
+    }
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < CHAINS; ++k) sum ^= x[k];
+    if (store) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
 // Four 16-byte loads per thread are issued before their sums, so each warp keeps four in flight.
 #define LOAD4(CACHE_OP, P, X, Y, Z, W)                                                          \
     asm volatile("ld.global." CACHE_OP ".v4.f32 {%0, %1, %2, %3}, [%4];"                       \

@@ -100,6 +100,12 @@ impl GpuInfo {
         self.compute_capability >= (5, 3)
     }
 
+    /// The int8 dot product of four (dp4a) exists from compute capability 6.1 on (not on the
+    /// 6.0 of the P100; the TX2's 6.2 has it).
+    pub fn has_dp4a(&self) -> bool {
+        self.compute_capability >= (6, 1)
+    }
+
     /// NVRTC's target for this GPU.
     pub fn arch(&self) -> String {
         format!(
@@ -432,6 +438,8 @@ pub mod tests {
         assert!((fp32 / 1e9 - 235.9).abs() < 0.1, "{fp32}");
         assert_eq!(nano.l1_bytes_per_sm(), 24 << 10);
         assert!(nano.has_fp16());
+        assert!(!nano.has_dp4a());
+        assert!(o.has_dp4a());
         nano.compute_capability = (5, 2);
         assert!(!nano.has_fp16());
         nano.compute_capability = (3, 5);

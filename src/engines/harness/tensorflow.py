@@ -18,7 +18,7 @@ def adaptive_matrix(np, length, out):
     return m
 
 
-def build_keras(tf, np, model, params, epsilon):
+def build_keras(tf, np, model, params, epsilon, finite_padding=False):
     keras = tf.keras
     L = keras.layers
     n, c, h, w = model["input_shape"]
@@ -97,7 +97,16 @@ def build_keras(tf, np, model, params, epsilon):
             if ph or pw or eh or ew:
                 # Padded cells never win, as in PyTorch: pad with -inf, not zeros.
                 pads = [[0, 0], [ph, ph + eh], [pw, pw + ew], [0, 0]]
-                x = L.Lambda(lambda t, p=pads: tf.pad(t, p, constant_values=float("-inf")))(x)
+                if finite_padding:
+                    # An integer model has no -inf: pad with the tensor's own least value,
+                    # which wins only where every cell of the window is that value.
+                    def least(t, p=pads):
+                        m = tf.reduce_min(t)
+                        return tf.pad(t - m, p) + m
+
+                    x = L.Lambda(least)(x)
+                else:
+                    x = L.Lambda(lambda t, p=pads: tf.pad(t, p, constant_values=float("-inf")))(x)
             x = L.MaxPooling2D(op["kernel"], strides=op["stride"], padding="valid")(x)
         elif kind == "adaptive_avg_pool2d":
             _, _, ih, iw = nchw(layer["inputs"][0])
@@ -124,9 +133,15 @@ def build_keras(tf, np, model, params, epsilon):
             x = L.Lambda(lambda t, s=op["start"], e=op["end"]: t[..., s:e])(x)
         elif kind == "flatten":
             # Flatten in PyTorch's (channels, height, width) order, which the weights expect.
-            if len(nchw(layer["inputs"][0])) == 4:
-                x = L.Permute((3, 1, 2))(x)
-            x = L.Flatten()(x)
+            shape = nchw(layer["inputs"][0])
+            if len(shape) == 4 and shape[2:] == [1, 1]:
+                # One cell: no order to keep. A plain reshape (LiteRT's int8 kernels fail on
+                # the fully connected layer the converter makes of permute and flatten here).
+                x = L.Reshape((shape[1],))(x)
+            else:
+                if len(shape) == 4:
+                    x = L.Permute((3, 1, 2))(x)
+                x = L.Flatten()(x)
         elif kind == "linear":
             dense = L.Dense(op["out_features"], use_bias=op["bias"])
             x = dense(x)
@@ -164,17 +179,47 @@ def configure(tf, condition, options):
 
 
 def export_tflite(tf, np, request, net, parameters):
-    """Converts the Keras model to .tflite (float32) beside a note of what it was made from."""
+    """Converts the Keras model to .tflite beside a note of what it was made from: float32, or
+    in the condition's precision with TensorFlow Lite's own post-training tools (float16
+    weights; full-integer int8 with the request's calibration batches as the representative
+    dataset, inputs and outputs kept float32)."""
     # From the Keras model itself: a concrete function's converter leaves Keras 3's weights as
     # resource variables that LiteRT reads as uninitialised (NaN outputs).
-    data = tf.lite.TFLiteConverter.from_keras_model(net).convert()
+    converter = tf.lite.TFLiteConverter.from_keras_model(net)
+    precision = request["condition"].get("precision", "fp32")
+    made = "float32"
+    if precision == "fp16":
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.target_spec.supported_types = [tf.float16]
+        made = "float16 weights (post-training float16 quantization)"
+    elif precision == "int8":
+        batches = request.get("calibration") or []
+        if not batches:
+            raise HarnessError("int8 is calibrated on batches edgeprof writes, and the request has none")
+
+        def representative():
+            for batch in batches:
+                x = np.load(batch[0]["file"], allow_pickle=False).astype(np.float32)
+                yield [np.ascontiguousarray(x.transpose(0, 2, 3, 1))]
+
+        converter.optimizations = [tf.lite.Optimize.DEFAULT]
+        converter.representative_dataset = representative
+        converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+        made = "full-integer int8 (%d calibration batches; float32 inputs and outputs)" % len(batches)
+    elif precision != "fp32":
+        raise HarnessError("TensorFlow Lite's converter makes no %s models" % precision)
+    data = converter.convert()
     path = request["export_tflite"]
     with open(path + ".part", "wb") as f:
         f.write(data)
     with open(path + ".json", "w") as f:
-        json.dump({"parameters": parameters, "tensorflow": tf.__version__}, f)
+        json.dump({"parameters": parameters, "tensorflow": tf.__version__, "precision": made}, f)
     os.replace(path + ".part", path)
     emit({"type": "exported", "path": path, "parameters": parameters, "bytes": len(data)})
+
+
+# Keras's mixed precision policies: float32 variables, computation in the lower precision.
+POLICIES = {"fp16": "mixed_float16", "bf16": "mixed_bfloat16"}
 
 
 class Session:
@@ -183,12 +228,22 @@ class Session:
         condition = request["condition"]
         options = options_of(request, OPTIONS)
         self.threads, device_name = configure(tf, condition, options)
+        precision = condition.get("precision", "fp32")
+        exporting = bool(request.get("export_tflite"))
+        if not exporting and precision in POLICIES:
+            tf.keras.mixed_precision.set_global_policy(POLICIES[precision])
+        elif not exporting and precision != "fp32":
+            raise HarnessError(
+                "TensorFlow runs %s through the tflite engine's conversion, not in Keras" % precision
+            )
         model, params, epsilon = read_description(np, request["model_file"])
         with tf.device(device_name):
-            net = build_keras(tf, np, model, params, epsilon)
+            net = build_keras(
+                tf, np, model, params, epsilon, finite_padding=exporting and precision == "int8"
+            )
         del params
         self.parameters = int(sum(int(np.prod(v.shape)) for v in net.trainable_weights))
-        if request.get("export_tflite"):
+        if exporting:
             export_tflite(tf, np, request, net, self.parameters)
             raise SystemExit(0)
         self.mode = choice(options, "mode", MODES, "function")
@@ -204,11 +259,13 @@ class Session:
         self.tf = tf
         self.device = condition["device"]
         self.version = tf.__version__
-        self.note = "Keras %s model, %s%s, intra-op threads %d" % (
+        self.np = np
+        self.note = "Keras %s model, %s%s, intra-op threads %d%s" % (
             tf.keras.__version__ if hasattr(tf.keras, "__version__") else "",
             self.mode,
             " + XLA" if xla else "",
             self.threads,
+            ", Keras mixed precision %s" % POLICIES[precision] if precision in POLICIES else "",
         )
 
     def infer(self):
@@ -216,6 +273,13 @@ class Session:
             out = self.call(self.input)
         # .numpy() waits for the result (and copies it to the host, a few kB).
         return out.numpy()
+
+    def output(self, out):
+        # A mixed precision model answers in its compute type; the record keeps float32.
+        return self.np.asarray(out, dtype=self.np.float32)
+
+    def outputs(self, out):
+        return [self.output(out)]
 
 
 def load(request, np):

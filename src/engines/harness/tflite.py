@@ -51,7 +51,7 @@ class Session:
         self.note = "LiteRT interpreter, %s, %d thread(s); %s" % (
             "XNNPACK" if xnnpack else "built-in kernels without XNNPACK",
             self.threads,
-            "converted by TensorFlow %s" % made["tensorflow"]
+            "converted by TensorFlow %s to %s" % (made["tensorflow"], made.get("precision", "float32"))
             if "tensorflow" in made
             else "the .tflite file as given",
         )

@@ -539,7 +539,9 @@ impl Sweep<'_> {
                     message: "the worker reported no timed iterations".to_string(),
                     stderr_tail: String::new(),
                 });
-                (Some(p.run), stats, failure, Some(p.repetition))
+                let mut run = p.run;
+                run.inputs = p.request.input_note.clone();
+                (Some(run), stats, failure, Some(p.repetition))
             }
             Some(failure) => (None, None, Some(failure), None),
         };

@@ -364,6 +364,10 @@ fn draw_detail(frame: &mut Frame, app: &App, area: Rect) {
             ),
         };
         lines.push(Line::from(Span::styled(said, app.theme.text())));
+        lines.push(Line::from(Span::styled(
+            format!("  on {}", a.inputs),
+            app.theme.muted(),
+        )));
     }
     if let Some(tail) = res.stderr_tails.get(&r.id) {
         lines.push(Line::from(Span::styled(

@@ -833,7 +833,7 @@ fn the_roofline_offers_only_the_precisions_it_has() {
 #[test]
 fn results_detail_shows_a_lower_precisions_accuracy() {
     use crossterm::event::KeyCode;
-    use edgeprof::results::accuracy::{Accuracy, Figures, INPUTS};
+    use edgeprof::results::accuracy::{Accuracy, Figures};
     let mut a = default_app();
     a.tab = Tab::Results;
     super::super::open_results(&mut a, &fixture_results());
@@ -844,7 +844,9 @@ fn results_detail_shows_a_lower_precisions_accuracy() {
             condition: selected.clone(),
             precision: "int8".into(),
             reference: selected.clone(),
-            inputs: INPUTS,
+            inputs:
+                "8 photographs (astronaut.png, chelsea.png, coffee.png, …) from scikit-image 0.24.0"
+                    .to_string(),
             figures: Some(Figures {
                 images: 8,
                 top1_agreement: 0.875,
@@ -860,6 +862,11 @@ fn results_detail_shows_a_lower_precisions_accuracy() {
     let text = screen(&a, (160, 40));
     assert!(
         text.contains("int8 against fp32: top-1 agreement 87.5 % · top-5 100.0 %"),
+        "{text}"
+    );
+    // What the figures were measured on, below them.
+    assert!(
+        text.contains("on 8 photographs (astronaut.png, chelsea.png, coffee.png, …)"),
         "{text}"
     );
 }

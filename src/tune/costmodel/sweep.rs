@@ -116,6 +116,13 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     if c.batch != 1 || c.device != Device::Cpu {
         return Err("not one image on the CPU".into());
     }
+    if c.precision != crate::collect::kernels::Precision::Fp32 {
+        // Its layers would be learnt as float32 ones.
+        return Err(format!(
+            "its layers ran in {}; the cost model learns float32 layer times only",
+            c.precision
+        ));
+    }
     if options || !c.options.is_empty() {
         return Err(format!("{} ran with options of its own", c.engine));
     }
@@ -172,4 +179,51 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     // Its worker was confined to the condition's core set: a profile of that set.
     profile.cores = super::profile_cores(c.cores.as_deref());
     Ok(profile)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::collect::kernels::Precision;
+    use crate::protocol::{Condition, NodeTime, WorkerRun};
+
+    #[test]
+    fn a_lower_precisions_layer_times_are_not_learnt_as_float32() {
+        let condition = Condition::new(
+            "tract",
+            crate::config::ModelRef::Zoo("mobilenet_v2".into()),
+            crate::models::InputShape::default(),
+            1,
+            1,
+            Device::Cpu,
+        )
+        .with_precision(Precision::Int8);
+        let record = RunRecord {
+            telemetry: None,
+            condition,
+            attempt: 1,
+            last: true,
+            started: "2026-12-06T13:00:00Z".into(),
+            ok: true,
+            reason: None,
+            failure: None,
+            run: Some(WorkerRun {
+                layers: vec![NodeTime {
+                    name: "features.0.0".into(),
+                    op: String::new(),
+                    ms: 0.5,
+                }],
+                ..WorkerRun::default()
+            }),
+            stats: None,
+            resources: Default::default(),
+            repetition: None,
+            drift: None,
+            ran_on: None,
+        };
+        assert_eq!(
+            from_record(&record, 1000, false).err().as_deref(),
+            Some("its layers ran in int8; the cost model learns float32 layer times only")
+        );
+    }
 }
