@@ -135,6 +135,8 @@ pub fn start_from_text(
     output: Option<&Path>,
 ) -> crate::error::Result<Started> {
     let config = config::parse(&text, file)?;
+    // `measure.input_data = "images"` without the photographs: refused before anything starts.
+    crate::runner::prepare::input_images(&config)?;
     let plan = matrix::check_frameworks(&config, matrix::expand(&config));
     if plan.to_run.is_empty() {
         crate::error::bail!(BadInput(format!(

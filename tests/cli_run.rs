@@ -555,6 +555,26 @@ fn run_and_report_refuse_bad_input_with_exit_code_2() {
     assert_bad_input(&["run", &config.display().to_string()], "nothing to run");
     let both = config.display().to_string();
     assert_bad_input(&["run", &both, "--resume", "/tmp"], "leave CONFIG out");
+    // Photographs asked for where none are set up: refused before a results directory is made.
+    let photographs = tmp.path().join("photographs.toml");
+    write(
+        &photographs,
+        "[matrix]\nmodels = [\"resnet34\"]\n[measure]\ninput_data = \"images\"\n",
+    );
+    let out = tmp.path().join("results");
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("data"))
+        .args(["run", "--no-charts", "--output"])
+        .arg(&out)
+        .arg(&photographs)
+        .assert()
+        .code(2);
+    let stderr = String::from_utf8_lossy(&assert.get_output().stderr).into_owned();
+    assert!(
+        stderr.contains("measure.input_data = \"images\", and no sample images in"),
+        "{stderr}"
+    );
+    assert!(!out.exists());
 }
 
 #[test]
