@@ -1013,3 +1013,45 @@ fn tensorflow_and_tflite_run_their_lower_precisions_with_their_accuracy() {
         assert!(a["cosine"].as_f64() > Some(0.9), "{a}");
     }
 }
+
+/// A sweep's int8 layer profiles teach the cost model int8 apart from fp32: `costmodel import`
+/// keeps one profile per precision, with the quantization nodes counted to their layers.
+#[test]
+fn a_sweeps_int8_layer_times_become_int8_profiles() {
+    let data = onnxruntime_set_up();
+    let tmp = temp_dir();
+    let (dir, report) = swept(
+        tmp.path(),
+        &data,
+        "name = \"layers\"\n[matrix]\nengines = [\"tract\"]\nmodels = [\"mobilenet_v2\"]\n\
+         inputs = [\"3x32x32\"]\nthreads = [1]\nprecision = [\"fp32\", \"int8\"]\n\
+         [measure]\nwarmup = 1\niterations = 3\nrepeats = 1\nlayer_runs = 2\n",
+    );
+    let db = tmp.path().join("db.jsonl");
+    let assert = edgeprof()
+        .env("EDGEPROF_DATA_DIR", &data)
+        .args(["costmodel", "import"])
+        .arg(&dir)
+        .arg("--db")
+        .arg(&db)
+        .assert()
+        .success();
+    let out = String::from_utf8_lossy(&assert.get_output().stdout).into_owned();
+    assert!(out.contains("2 profile(s) added"), "{out}\n{report}");
+    let profiles: Vec<serde_json::Value> = read(&db)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .filter(|p: &serde_json::Value| p.get("groups").is_some())
+        .collect();
+    let layers_ms = |precision: Option<&str>| -> f64 {
+        profiles
+            .iter()
+            .find(|p| p["precision"].as_str() == precision)
+            .and_then(|p| p["groups"].as_array())
+            .map(|g| g.iter().filter_map(|g| g["seconds"].as_f64()).sum::<f64>() * 1e3)
+            .unwrap_or(0.0)
+    };
+    // fp32 is written without a precision (as before); int8 says so; both have layer times.
+    assert!(layers_ms(None) > 0.0, "{profiles:?}");
+    assert!(layers_ms(Some("int8")) > 0.0, "{profiles:?}");
+}

@@ -413,7 +413,8 @@ fn eval(eval_args: EvalArgs) -> anyhow::Result<()> {
     // profiled on its thread count and core set.
     for p in db.latest() {
         let evaluated = held.iter().any(|h| {
-            (&h.model, &h.input, h.threads, &h.cores) == (&p.model, &p.input, p.threads, &p.cores)
+            (&h.model, &h.input, h.threads, &h.cores, h.precision)
+                == (&p.model, &p.input, p.threads, &p.cores, p.precision)
         });
         if p.engine != args.engine
             || p.is_probe()
@@ -471,7 +472,11 @@ fn eval(eval_args: EvalArgs) -> anyhow::Result<()> {
         .iter()
         .map(|h| {
             vec![
-                h.model.clone(),
+                match h.precision {
+                    costmodel::Precision::Fp32 => h.model.clone(),
+                    // A lower precision's profile, predicted by that precision's own fit.
+                    other => format!("{} ({other})", h.model),
+                },
                 h.input.clone(),
                 h.threads.to_string(),
                 h.cores.as_deref().map_or("all".into(), cpu_list),

@@ -184,6 +184,20 @@ pub struct Profile {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_bytes_per_s: Option<f64>,
     pub written: String,
+    /// The precision its layers ran in: fp32 (`costmodel profile`), or a lower one from a
+    /// sweep's record (`costmodel import`); each precision is learnt apart.
+    #[serde(default = "fp32", skip_serializing_if = "is_fp32")]
+    pub precision: Precision,
+}
+
+pub use crate::collect::kernels::Precision;
+
+fn fp32() -> Precision {
+    Precision::Fp32
+}
+
+fn is_fp32(p: &Precision) -> bool {
+    *p == Precision::Fp32
 }
 
 fn one() -> usize {
@@ -269,6 +283,7 @@ impl Profile {
             stream_bytes_per_s: None,
             memory_bytes_per_s: None,
             written: crate::text::now_rfc3339(),
+            precision: Precision::Fp32,
         }
     }
 
@@ -562,10 +577,13 @@ pub fn features(g: &Group) -> Option<Vec<f64>> {
     Some(f)
 }
 
-/// The cost model of one engine and thread count.
+/// The cost model of one engine, thread count, core set and precision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CostModel {
     pub engine: String,
+    /// The precision of the layers it learnt from.
+    #[serde(default = "fp32", skip_serializing_if = "is_fp32")]
+    pub precision: Precision,
     pub threads: usize,
     /// The CPUs its profiles were confined to; None: every CPU.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -613,9 +631,24 @@ impl CostModel {
         threads: usize,
         cores: Option<&[usize]>,
     ) -> Option<CostModel> {
+        CostModel::fit_in(profiles, (engine, threads, cores), Precision::Fp32)
+    }
+
+    /// [`CostModel::fit_on`] from the profiles whose layers ran in `precision` (the others
+    /// are left out: an int8 layer's time says little of its fp32 time).
+    pub fn fit_in(
+        profiles: &[&Profile],
+        (engine, threads, cores): (&str, usize, Option<&[usize]>),
+        precision: Precision,
+    ) -> Option<CostModel> {
         let mine: Vec<&&Profile> = profiles
             .iter()
-            .filter(|p| p.engine == engine && p.threads == threads && p.cores.as_deref() == cores)
+            .filter(|p| {
+                p.engine == engine
+                    && p.threads == threads
+                    && p.cores.as_deref() == cores
+                    && p.precision == precision
+            })
             .collect();
         if mine.is_empty() {
             return None;
@@ -658,6 +691,7 @@ impl CostModel {
         }
         let mut fitted_model = CostModel {
             engine: engine.to_string(),
+            precision,
             threads,
             cores: cores.map(<[usize]>::to_vec),
             templates: fitted(by_template),

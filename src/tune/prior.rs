@@ -231,13 +231,14 @@ fn layers_ms(
     model: &str,
     input: &str,
     (threads, cores): (usize, Option<&[usize]>),
+    precision: costmodel::Precision,
 ) -> Option<f64> {
     let others: Vec<&Profile> = latest
         .iter()
         .filter(|p| p.model != model)
         .copied()
         .collect();
-    let fitted = CostModel::fit_on(&others, engine, threads, cores)?;
+    let fitted = CostModel::fit_in(&others, (engine, threads, cores), precision)?;
     let groups = costmodel::groups_of(model, input).ok()?;
     let (ms, _) = fitted.predict(&groups);
     (ms > 0.0 && ms.is_finite()).then_some(ms)
@@ -297,7 +298,15 @@ pub fn build(
         *scales
             .entry((m.to_string(), i.to_string()))
             .or_insert_with(|| {
-                layers_ms(&tract, "tract", m, i, (reference_threads?, None)).map(f64::ln)
+                layers_ms(
+                    &tract,
+                    "tract",
+                    m,
+                    i,
+                    (reference_threads?, None),
+                    costmodel::Precision::Fp32,
+                )
+                .map(f64::ln)
             })
     };
     // Other models' effects per level and key: per model, the mean of its trials' offsets.
@@ -359,7 +368,7 @@ pub fn build(
     };
     // The per-layer prediction of this model per engine, thread count and core set, fitted
     // once each.
-    type Configuration = (String, usize, Option<Vec<usize>>);
+    type Configuration = (String, usize, Option<Vec<usize>>, costmodel::Precision);
     let mut own_layers: BTreeMap<Configuration, Option<f64>> = BTreeMap::new();
     let entries = space
         .candidates
@@ -385,15 +394,18 @@ pub fn build(
             // on).
             if profiled_as(c) && c.device == crate::config::Device::Cpu {
                 let cores = costmodel::profile_cores(c.cores.cpus.as_deref());
+                let precision = costmodel::Precision::of_models(&c.precision)?;
                 let ms = (*own_layers
-                    .entry((c.engine.clone(), c.threads, cores.clone()))
+                    .entry((c.engine.clone(), c.threads, cores.clone(), precision))
                     .or_insert_with(|| {
+                        // In the candidate's precision: from the layers profiled in it.
                         layers_ms(
                             &latest,
                             &c.engine,
                             model,
                             input,
                             (c.threads, cores.as_deref()),
+                            precision,
                         )
                     }))?;
                 let per_call = match objective {
@@ -444,17 +456,22 @@ mod tests {
     use crate::tune::search::{self, Settings, Strategy};
     use crate::tune::{core_sets, SpaceSpec};
 
-    /// A space of tract, candle and onnxruntime (two option values) on 1 or 2 threads, two core
-    /// sets, batch 1 or 4: 48 candidates, like the tables kept with the tests.
-    fn space() -> Space {
-        let sets = core_sets(
+    /// The core sets of one cluster of two CPUs.
+    fn two_cpus() -> Vec<crate::tune::CoreSet> {
+        core_sets(
             &[Cluster {
                 cpus: vec![0, 1],
                 capacity: None,
                 max_freq_mhz: None,
             }],
             &[0, 1],
-        );
+        )
+    }
+
+    /// A space of tract, candle and onnxruntime (two option values) on 1 or 2 threads, two core
+    /// sets, batch 1 or 4: 48 candidates, like the tables kept with the tests.
+    fn space() -> Space {
+        let sets = two_cpus();
         SpaceSpec {
             engines: vec!["tract".into(), "candle".into(), "onnxruntime".into()],
             threads: vec![1, 2],
@@ -732,6 +749,60 @@ mod tests {
     }
 
     #[test]
+    fn a_lower_precision_is_predicted_from_the_layers_profiled_in_it_only(
+    ) -> crate::error::Result<()> {
+        use crate::collect::kernels::Precision;
+        let sets = two_cpus();
+        let space = SpaceSpec {
+            engines: vec!["tract".into()],
+            threads: vec![1],
+            batch: vec![1],
+            core_sets: sets,
+            devices: vec![crate::config::Device::Cpu],
+            precisions: vec![Precision::Fp32, Precision::Int8],
+            options: Default::default(),
+            flops_per_sample: 1e8,
+        }
+        .build();
+        let on_all = |prior: &Prior, precision: &str| {
+            space
+                .candidates
+                .iter()
+                .zip(&prior.entries)
+                .find(|(c, _)| c.precision == precision && c.cores.cpus.is_none())
+                .and_then(|(_, e)| e.map(|e| e.log_cost))
+        };
+        // fp32 profiles alone say nothing of int8.
+        let fp32_only = with_profiles(Db::default());
+        let prior = prior_of(&fp32_only, &space, true);
+        let fp32 = on_all(&prior, "fp32").context("no fp32 prediction")?;
+        assert_eq!(on_all(&prior, "int8"), None);
+        // The same layers profiled in int8 at half the time: int8 is predicted from them.
+        let mut both = fp32_only.clone();
+        for p in &fp32_only.profiles {
+            let mut q = p.clone();
+            q.precision = Precision::Int8;
+            q.latency_ms /= 2.0;
+            q.latency_interval_ms = (q.latency_interval_ms.0 / 2.0, q.latency_interval_ms.1 / 2.0);
+            for g in &mut q.groups {
+                g.seconds /= 2.0;
+            }
+            both.profiles.push(q);
+        }
+        let prior = prior_of(&both, &space, true);
+        let int8 = on_all(&prior, "int8").context("no int8 prediction")?;
+        assert_eq!(on_all(&prior, "fp32"), Some(fp32));
+        // Faster by about the factor its layers were (the fit is not exactly proportional:
+        // its forest and per-template lines are refitted on the halved times).
+        let faster = (fp32 - int8).exp();
+        assert!(
+            (1.5..3.0).contains(&faster),
+            "{faster}× from {fp32} and {int8}"
+        );
+        Ok(())
+    }
+
+    #[test]
     fn layer_profiles_alone_predict_tract_on_all_cores() -> crate::error::Result<()> {
         let space = space();
         let prior = prior_of(&with_profiles(Db::default()), &space, true);
@@ -896,7 +967,7 @@ mod tests {
             },
             batch: 1,
             device: crate::config::Device::Cpu,
-            precision: "float32".into(),
+            precision: "fp32".into(),
             options: options.as_object().cloned().unwrap_or_default(),
         };
         // `costmodel profile --engine pytorch` times eager modules with one inter-op thread.

@@ -219,11 +219,25 @@ impl Db {
 
     /// The latest profile of each (engine, model, input, threads, core set).
     pub fn latest(&self) -> Vec<&Profile> {
-        type Key<'a> = (&'a str, &'a str, &'a str, usize, Option<&'a [usize]>);
+        type Key<'a> = (
+            &'a str,
+            &'a str,
+            &'a str,
+            usize,
+            Option<&'a [usize]>,
+            super::Precision,
+        );
         let mut by: BTreeMap<Key, &Profile> = BTreeMap::new();
         for p in &self.profiles {
             by.insert(
-                (&p.engine, &p.model, &p.input, p.threads, p.cores.as_deref()),
+                (
+                    &p.engine,
+                    &p.model,
+                    &p.input,
+                    p.threads,
+                    p.cores.as_deref(),
+                    p.precision,
+                ),
                 p,
             );
         }

@@ -10,6 +10,9 @@ pub struct Held {
     pub model: String,
     pub input: String,
     pub threads: usize,
+    /// The precision its layers ran in (a lower one is predicted by its own precision's fit).
+    #[serde(skip_serializing_if = "is_fp32")]
+    pub precision: super::Precision,
     /// The CPUs it was confined to; None: every CPU.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub cores: Option<Vec<usize>>,
@@ -33,6 +36,7 @@ impl Held {
             model: p.model.clone(),
             input: p.input.clone(),
             threads: p.threads,
+            precision: p.precision,
             cores: p.cores.clone(),
             measured_ms: p.latency_ms,
             measured_half_width: p.relative_half_width(),
@@ -64,7 +68,11 @@ pub fn leave_one_model_out(db: &Db, engine: &str, threads: Option<usize>) -> Vec
                 .filter(|o| o.model != p.model)
                 .copied()
                 .collect();
-            let model = CostModel::fit_on(&others, engine, p.threads, p.cores.as_deref())?;
+            let model = CostModel::fit_in(
+                &others,
+                (engine, p.threads, p.cores.as_deref()),
+                p.precision,
+            )?;
             let groups = planned(p)?;
             Some(Held::of(p, &model, &groups))
         })
@@ -81,8 +89,9 @@ pub fn files_held_out(db: &Db, engine: &str) -> Vec<Held> {
         .filter(|p| !super::is_file(&p.model))
         .copied()
         .collect();
-    // One fit per (thread count, core set).
-    let mut fits: std::collections::BTreeMap<(usize, Option<Vec<usize>>), Option<CostModel>> =
+    // One fit per (thread count, core set, precision).
+    type Fit = (usize, Option<Vec<usize>>, super::Precision);
+    let mut fits: std::collections::BTreeMap<Fit, Option<CostModel>> =
         std::collections::BTreeMap::new();
     let mut out = Vec::new();
     for p in latest
@@ -90,8 +99,10 @@ pub fn files_held_out(db: &Db, engine: &str) -> Vec<Held> {
         .filter(|p| p.engine == engine && super::is_file(&p.model))
     {
         let fit = fits
-            .entry((p.threads, p.cores.clone()))
-            .or_insert_with(|| CostModel::fit_on(&train, engine, p.threads, p.cores.as_deref()));
+            .entry((p.threads, p.cores.clone(), p.precision))
+            .or_insert_with(|| {
+                CostModel::fit_in(&train, (engine, p.threads, p.cores.as_deref()), p.precision)
+            });
         let (Some(model), Some(groups)) = (fit.as_ref(), planned(p)) else {
             continue;
         };
@@ -110,4 +121,8 @@ pub fn planned(p: &Profile) -> Option<Vec<super::Group>> {
         return Some(p.groups.clone());
     }
     groups_of(&p.model, &p.input).ok()
+}
+
+fn is_fp32(p: &super::Precision) -> bool {
+    *p == super::Precision::Fp32
 }

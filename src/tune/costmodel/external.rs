@@ -187,6 +187,42 @@ pub(super) fn layer_times(nodes: &[NodeTime]) -> Vec<LayerTime> {
     nodes.iter().map(|n| layer_time(&n.name, n.ms)).collect()
 }
 
+/// The node times of a quantized model's run as layer times: the nodes a quantization tool
+/// added or fused are named after the layer they serve (tract: `features.0.2_QuantizeLinear`,
+/// `…_DequantizeLinear`; onnxruntime's fused integer kernels: `features.0.0_token_1`), so they
+/// count to that layer; the model input's own (`input_QuantizeLinear`) stays in the
+/// end-to-end latency. The nodes of one layer are summed into its one time.
+pub(super) fn quantized_layer_times(nodes: &[NodeTime]) -> Vec<LayerTime> {
+    let mut out: Vec<LayerTime> = Vec::new();
+    for n in nodes {
+        let layer = quantized_layer(&n.name);
+        match out.iter_mut().find(|t| t.layer == layer) {
+            Some(t) => t.ms_per_run += n.ms,
+            None => out.push(layer_time(layer, n.ms)),
+        }
+    }
+    out
+}
+
+/// The layer a quantized model's node serves, by its name.
+fn quantized_layer(node: &str) -> &str {
+    let mut name = node;
+    loop {
+        let before = name;
+        for suffix in ["_QuantizeLinear", "_DequantizeLinear"] {
+            name = name.strip_suffix(suffix).unwrap_or(name);
+        }
+        if let Some((head, n)) = name.rsplit_once("_token_") {
+            if !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()) {
+                name = head;
+            }
+        }
+        if name == before {
+            return name;
+        }
+    }
+}
+
 fn layer_time(layer: &str, ms: f64) -> LayerTime {
     LayerTime {
         layer: layer.to_string(),

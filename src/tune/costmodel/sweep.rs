@@ -65,9 +65,21 @@ pub fn import(
     for p in found.profiles {
         let known = db.profiles.iter().any(|q| {
             (
-                &q.engine, &q.model, &q.input, q.threads, &q.cores, &q.written,
+                &q.engine,
+                &q.model,
+                &q.input,
+                q.threads,
+                &q.cores,
+                &q.written,
+                q.precision,
             ) == (
-                &p.engine, &p.model, &p.input, p.threads, &p.cores, &p.written,
+                &p.engine,
+                &p.model,
+                &p.input,
+                p.threads,
+                &p.cores,
+                &p.written,
+                p.precision,
             )
         });
         if known {
@@ -116,13 +128,6 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     if c.batch != 1 || c.device != Device::Cpu {
         return Err("not one image on the CPU".into());
     }
-    if c.precision != crate::collect::kernels::Precision::Fp32 {
-        // Its layers would be learnt as float32 ones.
-        return Err(format!(
-            "its layers ran in {}; the cost model learns float32 layer times only",
-            c.precision
-        ));
-    }
     if options || !c.options.is_empty() {
         return Err(format!("{} ran with options of its own", c.engine));
     }
@@ -144,15 +149,24 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
     };
     let input = c.input_text();
     let run = record.run.as_ref().ok_or("no run")?;
+    // A lower precision's nodes: the converted file's (quantization nodes named after the
+    // layers they serve); PyTorch's quantized modules keep their names.
+    let layer_times = |nodes: &[crate::protocol::NodeTime]| {
+        if c.precision == crate::collect::kernels::Precision::Fp32 {
+            external::layer_times(nodes)
+        } else {
+            external::quantized_layer_times(nodes)
+        }
+    };
     let groups = if is_file(&name) {
         timed(
             groups_of(&name, &input).map_err(|e| e.0)?,
-            &external::layer_times(&run.layers),
+            &layer_times(&run.layers),
         )
     } else {
         let model = zoo_model(&name, &input).map_err(|e| e.0)?;
         let layers = if c.engine != "pytorch" {
-            external::layer_times(&run.layers)
+            layer_times(&run.layers)
         } else {
             external::module_times(&model, &run.layers)
         };
@@ -176,6 +190,7 @@ fn from_record(record: &RunRecord, classes: usize, options: bool) -> Result<Prof
         times,
     );
     profile.written = record.started.clone();
+    profile.precision = c.precision;
     // Its worker was confined to the condition's core set: a profile of that set.
     profile.cores = super::profile_cores(c.cores.as_deref());
     Ok(profile)
@@ -187,18 +202,22 @@ mod tests {
     use crate::collect::kernels::Precision;
     use crate::protocol::{Condition, NodeTime, WorkerRun};
 
-    #[test]
-    fn a_lower_precisions_layer_times_are_not_learnt_as_float32() {
+    /// A record of `precision` with the layer times `nodes` (ms each) and three timed runs.
+    fn record(precision: Precision, nodes: &[(&str, f64)]) -> RunRecord {
         let condition = Condition::new(
             "tract",
             crate::config::ModelRef::Zoo("mobilenet_v2".into()),
-            crate::models::InputShape::default(),
+            crate::models::InputShape {
+                channels: 3,
+                height: 64,
+                width: 64,
+            },
             1,
             1,
             Device::Cpu,
         )
-        .with_precision(Precision::Int8);
-        let record = RunRecord {
+        .with_precision(precision);
+        RunRecord {
             telemetry: None,
             condition,
             attempt: 1,
@@ -208,11 +227,16 @@ mod tests {
             reason: None,
             failure: None,
             run: Some(WorkerRun {
-                layers: vec![NodeTime {
-                    name: "features.0.0".into(),
-                    op: String::new(),
-                    ms: 0.5,
-                }],
+                threads: Some(1),
+                repeats: vec![vec![2.0, 2.1, 1.9]],
+                layers: nodes
+                    .iter()
+                    .map(|(name, ms)| NodeTime {
+                        name: name.to_string(),
+                        op: String::new(),
+                        ms: *ms,
+                    })
+                    .collect(),
                 ..WorkerRun::default()
             }),
             stats: None,
@@ -220,10 +244,45 @@ mod tests {
             repetition: None,
             drift: None,
             ran_on: None,
-        };
-        assert_eq!(
-            from_record(&record, 1000, false).err().as_deref(),
-            Some("its layers ran in int8; the cost model learns float32 layer times only")
-        );
+        }
+    }
+
+    /// The first group's time in seconds (the stem: features.0.0 and its batch norm and ReLU).
+    fn stem_seconds(p: &Profile) -> f64 {
+        p.groups.first().map_or(0.0, |g| g.seconds)
+    }
+
+    #[test]
+    fn an_int8_record_is_an_int8_profile_with_its_quantization_nodes_counted_to_their_layers(
+    ) -> Result<(), String> {
+        // tract's QDQ nodes and onnxruntime's fused integer kernels, named after their layers;
+        // the input's own quantization is no layer's.
+        let int8 = from_record(
+            &record(
+                Precision::Int8,
+                &[
+                    ("input_QuantizeLinear", 0.4),
+                    ("features.0.0", 0.2),
+                    ("features.0.2_QuantizeLinear", 0.1),
+                    ("features.0.0_token_1", 0.05),
+                ],
+            ),
+            1000,
+            false,
+        )?;
+        assert_eq!(int8.precision, Precision::Int8);
+        assert!((stem_seconds(&int8) - 0.35e-3).abs() < 1e-9, "{int8:?}");
+        // The same nodes in fp32 count only the one named as the layer is.
+        let fp32 = from_record(
+            &record(
+                Precision::Fp32,
+                &[("features.0.0", 0.2), ("features.0.2_QuantizeLinear", 0.1)],
+            ),
+            1000,
+            false,
+        )?;
+        assert_eq!(fp32.precision, Precision::Fp32);
+        assert!((stem_seconds(&fp32) - 0.2e-3).abs() < 1e-9, "{fp32:?}");
+        Ok(())
     }
 }

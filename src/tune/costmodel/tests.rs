@@ -111,6 +111,7 @@ fn synthetic(model: &str, threads: usize) -> Profile {
         stream_bytes_per_s: None,
         memory_bytes_per_s: None,
         written: String::new(),
+        precision: Precision::Fp32,
     }
 }
 
