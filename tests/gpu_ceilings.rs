@@ -367,7 +367,7 @@ fn the_kernels_compile_with_nvrtc_for_every_edge_gpu_generation() {
         assert!(
             text.contains(&format!(" compiled the GPU ceiling kernels for {arch}"))
                 && text.contains(
-                    "entry points peak_fp32, peak_fp64, peak_fp16, load_l1, load_l2, shared_read"
+                    "entry points peak_fp32, peak_fp64, peak_fp16, peak_int8, load_l1, load_l2, shared_read"
                 ),
             "{text}"
         );
