@@ -4,7 +4,7 @@
 #
 #   probe      the driver and its GPUs, through NVML (what `edgeprof probe` sees)
 #   ceilings   `edgeprof roofline measure-gpu --quick`: the fp32 peak and the memory bandwidth
-#              (with the fp16 and int8 dp4a peaks where the GPU has them),
+#              (with the fp16, int8 dp4a and tensor-core peaks where the GPU has them),
 #              each beside the theoretical figure of the GPU the driver describes
 #   framework  a Python whose onnxruntime has the CUDA provider: EDGEPROF_GPU_PYTHON, else
 #              onnxruntime-gpu installed into a temporary environment (needs PyPI)
@@ -118,7 +118,7 @@ if [ "$nvml" != yes ]; then
 elif [ "$cuda" != yes ]; then
     cannot ceilings "$cuda_detail"
 elif timeout 240 "$bin" roofline measure-gpu --quick >"$work/ceilings.txt" 2>&1; then
-    figures="$(grep -E '(fp32 peak|memory|DRAM).*% of|^[[:space:]]*(fp16|int8) peak' "$work/ceilings.txt" | sed 's/^[[:space:]]*//' | paste -sd ';' - | sed 's/;/; /g')"
+    figures="$(grep -E '(fp32 peak|memory|DRAM).*% of|^[[:space:]]*(fp16|bf16|int8) peak' "$work/ceilings.txt" | sed 's/^[[:space:]]*//' | paste -sd ';' - | sed 's/;/; /g')"
     ok ceilings "${figures:-measured (no theoretical figure to compare with)}"
 else
     bad ceilings "$(last_line "$work/ceilings.txt")"

@@ -21,6 +21,8 @@ pub enum Event {
     Train(TrainEvent),
     /// A telemetry sample of the monitor.
     Telemetry(Box<Sample>),
+    /// The board's performance state, as the monitor reads it now and then.
+    BoardState(Box<crate::collect::board::BoardState>),
 }
 
 /// How a run goes, from its start to its end.
@@ -34,6 +36,9 @@ pub enum RunEvent {
         done_before: usize,
         estimates: Vec<f64>,
     },
+    /// The board's performance state as the sweep begins (kept in its manifest); its
+    /// warnings follow as the sweep's own.
+    BoardState(Box<crate::collect::board::BoardState>),
     /// The sweep's own events.
     Sweep(SweepEvent),
     /// A line of the run's progress, as its `progress.log` holds it.

@@ -97,6 +97,20 @@ fn topology(root: &Path) -> String {
 }
 
 /// Sources that are not sampled but matter to the user: the CPU topology and tegrastats.
+/// The board's performance state in one line, then each warning with its fix.
+fn board_state(root: &Path) -> Source {
+    let state = crate::collect::board::read(root, &crate::collect::board::LiveCommands);
+    let mut detail = state.summary();
+    for w in state.warnings() {
+        detail.push_str(&format!("; warning: {w}"));
+    }
+    Source {
+        source: "board state (clocks, power mode)".to_string(),
+        available: state.cpufreq.get().is_some() || state.jetson.get().is_some(),
+        detail,
+    }
+}
+
 fn other_sources(root: &Path) -> Vec<Source> {
     let tegrastats = crate::collect::find_on_path("tegrastats");
     vec![
@@ -105,6 +119,7 @@ fn other_sources(root: &Path) -> Vec<Source> {
             available: true,
             detail: topology(root),
         },
+        board_state(root),
         Source {
             source: "tegrastats".to_string(),
             available: tegrastats.is_some(),

@@ -166,6 +166,7 @@ pub fn start_from_text(
         ended: None,
         resumed: Vec::new(),
         status: SweepStatus::Running,
+        board_state: None,
     };
     results::write_manifest(&dir, &manifest)?;
     Ok(Started {

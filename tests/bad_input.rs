@@ -537,26 +537,6 @@ fn a_large_tegrastats_log_is_replayed_in_little_memory() {
     );
 }
 
-/// Copies a directory tree (regular files only).
-fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
-    let entries = match std::fs::read_dir(from) {
-        Ok(e) => e,
-        Err(e) => panic!("{}: {e}", from.display()),
-    };
-    if let Err(e) = std::fs::create_dir_all(to) {
-        panic!("{}: {e}", to.display());
-    }
-    for entry in entries.flatten() {
-        let path = entry.path();
-        let target = to.join(entry.file_name());
-        if path.is_dir() {
-            copy_tree(&path, &target);
-        } else if let Err(e) = std::fs::copy(&path, &target) {
-            panic!("{}: {e}", path.display());
-        }
-    }
-}
-
 #[test]
 fn implausible_sysfs_readings_are_dropped_with_a_counted_warning() {
     let tmp = temp_dir();

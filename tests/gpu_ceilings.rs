@@ -51,10 +51,14 @@ fn gpu_ceilings_are_measured_in_a_child_kept_apart_and_used_by_the_gpu_commands(
         err.contains("measuring GPU 0: Orin (compute capability 8.7"),
         "{err}"
     );
-    assert!(err.contains("[36/36] load bandwidth around L1"), "{err}");
+    assert!(err.contains("[40/40] load bandwidth around L1"), "{err}");
+    assert!(err.contains("[8/40] int8 tensor-core peak"), "{err}");
     assert!(text.contains("GPU (24576 threads)"), "{text}");
     for (roof, value) in [
-        ("fp16 peak", "9380.0 GFLOP/s"),
+        ("fp16 peak ", "9380.0 GFLOP/s"),
+        ("fp16 peak (tensor cores)", "39800.0 GFLOP/s"),
+        ("int8 peak (dp4a)", "19600.0 GOP/s"),
+        ("int8 peak (tensor cores)", "79500.0 GOP/s"),
         ("L1 bandwidth", "2050.0 GB/s"),
         ("L2 bandwidth", "610.0 GB/s"),
         ("DRAM bandwidth", "187.0 GB/s"),
@@ -328,24 +332,43 @@ fn without_cuda_the_gpu_paths_say_unavailable_and_why() {
     assert!(!err.contains("panicked"), "{err}");
 }
 
-/// The directory of a pip-installed NVRTC (nvidia-cuda-nvrtc-cu12), set up on first use.
-fn nvrtc_dir() -> &'static Path {
-    static DIR: OnceLock<PathBuf> = OnceLock::new();
-    DIR.get_or_init(|| {
-        let python = test_python("import nvidia.cuda_nvrtc", &["nvidia-cuda-nvrtc-cu12"]);
+/// NVRTC and ptxas of one CUDA release (12.4, from PyPI's nvidia-cuda-nvrtc-cu12 and
+/// nvidia-cuda-nvcc-cu12): ptxas must know the PTX version that NVRTC writes.
+const NVRTC: &str = "nvidia-cuda-nvrtc-cu12==12.4.127";
+const PTXAS: &str = "nvidia-cuda-nvcc-cu12==12.4.131";
+
+/// The directory of the pip-installed NVRTC and the path of ptxas, set up on first use.
+fn toolkit() -> &'static (PathBuf, PathBuf) {
+    static DIRS: OnceLock<(PathBuf, PathBuf)> = OnceLock::new();
+    DIRS.get_or_init(|| {
+        let python = test_python(
+            "import nvidia.cuda_nvrtc, nvidia.cuda_nvcc; from importlib.metadata import version; \
+             assert version('nvidia-cuda-nvrtc-cu12') == '12.4.127'",
+            &[NVRTC, PTXAS],
+        );
         let out = std::process::Command::new(python)
             .args([
                 "-c",
-                "import nvidia.cuda_nvrtc as m; print(list(m.__path__)[0] + '/lib')",
+                "import nvidia.cuda_nvrtc as r, nvidia.cuda_nvcc as c; \
+                 print(list(r.__path__)[0] + '/lib'); print(list(c.__path__)[0] + '/bin/ptxas')",
             ])
             .output();
         match out {
             Ok(o) if o.status.success() => {
-                PathBuf::from(String::from_utf8_lossy(&o.stdout).trim().to_string())
+                let text = String::from_utf8_lossy(&o.stdout).into_owned();
+                let mut lines = text.lines().map(|l| PathBuf::from(l.trim()));
+                match (lines.next(), lines.next()) {
+                    (Some(lib), Some(ptxas)) => (lib, ptxas),
+                    _ => panic!("cannot locate NVRTC and ptxas: {text}"),
+                }
             }
-            other => panic!("cannot locate NVRTC: {other:?}"),
+            other => panic!("cannot locate NVRTC and ptxas: {other:?}"),
         }
     })
+}
+
+fn nvrtc_dir() -> &'static Path {
+    &toolkit().0
 }
 
 #[test]
@@ -367,7 +390,8 @@ fn the_kernels_compile_with_nvrtc_for_every_edge_gpu_generation() {
         assert!(
             text.contains(&format!(" compiled the GPU ceiling kernels for {arch}"))
                 && text.contains(
-                    "entry points peak_fp32, peak_fp64, peak_fp16, peak_int8, load_l1, load_l2, shared_read"
+                    "entry points peak_fp32, peak_fp64, peak_fp16, peak_int8, peak_tc_fp16, \
+                     peak_tc_bf16, peak_tc_int8, load_l1, load_l2, shared_read"
                 ),
             "{text}"
         );
@@ -391,6 +415,55 @@ fn the_kernels_compile_with_nvrtc_for_every_edge_gpu_generation() {
         &["roofline", "measure-gpu", "--compile-only", "--arch", "87"],
         "is not an NVRTC target",
     );
+}
+
+#[test]
+fn ptxas_assembles_every_kernel_for_every_edge_gpu_generation() {
+    // NVRTC passes inline PTX (dp4a, fma.rn.f16x2, mma.sync) through unchecked: the toolkit's
+    // assembler is what a GPU's driver would run on it.
+    let dir = temp_dir();
+    for (arch, sm) in [
+        ("compute_53", "sm_53"),
+        ("compute_62", "sm_62"),
+        ("compute_72", "sm_72"),
+        ("compute_87", "sm_87"),
+        ("compute_90", "sm_90"),
+    ] {
+        let ptx = dir.path().join(format!("{arch}.ptx"));
+        edgeprof()
+            .env("LD_LIBRARY_PATH", nvrtc_dir())
+            .args([
+                "roofline",
+                "measure-gpu",
+                "--compile-only",
+                "--arch",
+                arch,
+                "--ptx",
+            ])
+            .arg(&ptx)
+            .assert()
+            .success();
+        let out = std::process::Command::new(&toolkit().1)
+            .arg(format!("-arch={sm}"))
+            .arg(&ptx)
+            .arg("-o")
+            .arg(dir.path().join(format!("{sm}.cubin")))
+            .output();
+        match out {
+            Ok(o) => assert!(
+                o.status.success(),
+                "ptxas refused the kernels for {sm}: {}",
+                String::from_utf8_lossy(&o.stderr)
+            ),
+            Err(e) => panic!("cannot run ptxas: {e}"),
+        }
+    }
+    // The tensor-core kernels are real mma instructions where the GPU has them, and stand-ins
+    // (never launched) where it does not.
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
+    assert!(read("compute_87.ptx").contains("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
+    assert!(read("compute_87.ptx").contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
+    assert!(!read("compute_72.ptx").contains("mma.sync"));
 }
 
 #[test]

@@ -143,6 +143,11 @@ pub(super) enum Command {
     /// Log live telemetry (CPU per core, memory, GPUs, temperatures, power, throttling) as JSON
     /// lines or CSV, or turn a tegrastats log into the same samples
     Monitor(MonitorArgs),
+    /// The board's performance state (governors, clock limits, turbo, power mode,
+    /// jetson_clocks, throttling) with what in it makes figures wander; lock the clocks for
+    /// steady figures and put them back
+    #[command(subcommand)]
+    Board(super::board::BoardCommand),
     /// Profile one model's layers from a request on stdin and print the profile as JSON;
     /// started by `roofline layers` and the terminal UI in a child process
     #[command(hide = true)]
@@ -331,6 +336,10 @@ pub(super) enum RooflineCommand {
         /// edge GPU, Jetson Nano)
         #[arg(long, requires = "compile_only", value_name = "compute_XY")]
         arch: Option<String>,
+        /// With --compile-only, also write the PTX to FILE (to read it, or to assemble it with
+        /// the toolkit's ptxas for a GPU that is not here)
+        #[arg(long, requires = "compile_only", value_name = "FILE")]
+        ptx: Option<PathBuf>,
     },
     /// Draw the roofline with this device's ceilings and, given a results directory, its
     /// conditions as points, followed by the advice for each
@@ -542,6 +551,15 @@ pub(super) struct RunArgs {
     /// interrupted one (a cancelled fleet run)
     #[arg(long, requires = "stream")]
     pub(super) control: bool,
+    /// Refuse to start (exit code 2) when the board's state would make the figures wander: a
+    /// governor other than performance, turbo on, jetson_clocks off, a power mode below the
+    /// board's fastest, a lowered clock limit, throttling (each said with its fix)
+    #[arg(long)]
+    pub(super) require_stable_clocks: bool,
+    /// Lock the board's clocks for the sweep (root; as `edgeprof board lock`) and put them back
+    /// when it ends, however it ends
+    #[arg(long)]
+    pub(super) lock_clocks: bool,
 }
 
 #[derive(Args, Debug)]

@@ -33,6 +33,10 @@ pub(super) struct CompareArgs {
     /// Exit with 1 when any condition is slower (for CI)
     #[arg(long)]
     pub(super) fail_on_regression: bool,
+    /// Give faster/slower verdicts although the two runs were measured in different board
+    /// states (power mode, jetson_clocks, governor, clock limits); without it they are withheld
+    #[arg(long)]
+    pub(super) across_states: bool,
 }
 
 fn threshold(text: &str) -> Result<f64, String> {
@@ -129,13 +133,35 @@ fn cells(c: &Compared) -> Vec<String> {
 }
 
 fn totals(c: &Comparison) -> String {
+    let withheld = c.count(Verdict::Withheld);
     format!(
-        "{} slower, {} faster, {} without a significant difference at {:.0} %, {} not in both\n",
+        "{} slower, {} faster, {} without a significant difference at {:.0} %, {} not in both{}\n",
         c.count(Verdict::Slower),
         c.count(Verdict::Faster),
         c.count(Verdict::NoSignificantDifference),
         c.threshold * 100.0,
-        c.count(Verdict::Unpaired)
+        c.count(Verdict::Unpaired),
+        if withheld > 0 {
+            format!(", {withheld} withheld (different board states; --across-states judges them)")
+        } else {
+            String::new()
+        }
+    )
+}
+
+/// The boards' states, where they differed, above the table.
+fn states(c: &Comparison) -> String {
+    if c.states.is_empty() {
+        return String::new();
+    }
+    format!(
+        "The two runs were measured in different board states (A: the baseline, B: the \
+         candidate):\n{}\n\n",
+        c.states
+            .iter()
+            .map(|d| format!("  {d}"))
+            .collect::<Vec<_>>()
+            .join("\n")
     )
 }
 
@@ -184,10 +210,14 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
             "give a candidate directory, or --within AXIS=VALUE".into()
         )),
     };
+    let mut comparison = comparison;
+    if !args.across_states {
+        comparison.withhold_across_states();
+    }
     if args.json {
         print_json(&comparison)?;
     } else if args.markdown {
-        super::print_raw(&markdown(&comparison))?;
+        super::print_raw(&format!("{}{}", states(&comparison), markdown(&comparison)))?;
     } else {
         let rows: Vec<Vec<String>> = comparison.conditions.iter().map(cells).collect();
         // The verdict and the ratio are the point; the medians go first on a narrow terminal.
@@ -198,7 +228,11 @@ pub(super) fn run(args: CompareArgs) -> anyhow::Result<()> {
         };
         let table =
             edgeprof::text::table_fit(&HEADER, &[false, true, true, true, false], &rows, &fit);
-        print_out(&format!("{table}\n{}", totals(&comparison)))?;
+        print_out(&format!(
+            "{}{table}\n{}",
+            states(&comparison),
+            totals(&comparison)
+        ))?;
     }
     let slower = comparison.count(Verdict::Slower);
     if args.fail_on_regression && slower > 0 {

@@ -3,6 +3,7 @@
 
 mod args;
 mod bench_command;
+mod board;
 mod compare;
 mod costmodel;
 mod env;
@@ -72,6 +73,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
              to edgeprof tui"
         ));
     }
+    // A lock that an edgeprof which is gone left on the board's clocks goes back first.
+    board::restore_left_over();
     let Some(command) = cli.command else {
         return tui(TuiArgs {
             config: None,
@@ -125,6 +128,7 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             test_data,
         }) => export(&name, &shape, seed, &output, test_data.as_deref()),
         Command::Bench(args) => bench_command::bench_command(args),
+        Command::Board(command) => board::run(command),
         Command::Config(ConfigCommand::Check { file, json }) => config_check(&file, json),
         Command::Run(args) => sweep::run(sweep::RunOptions {
             config: args.config,
@@ -136,6 +140,8 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             charts: !args.no_charts,
             stream: args.stream,
             control: args.control,
+            require_stable_clocks: args.require_stable_clocks,
+            lock_clocks: args.lock_clocks,
         }),
         Command::Roofline(RooflineCommand::Measure {
             quick,
@@ -306,9 +312,13 @@ pub fn run(cli: Cli) -> anyhow::Result<()> {
             json,
             compile_only,
             arch,
+            ptx,
         }) => {
             if compile_only {
-                return roofline::compile_gpu_kernels(arch.as_deref().unwrap_or("compute_53"));
+                return roofline::compile_gpu_kernels(
+                    arch.as_deref().unwrap_or("compute_53"),
+                    ptx.as_deref(),
+                );
             }
             let effort = match (quick, thorough) {
                 (true, _) => edgeprof::collect::ceilings::Effort::Quick,

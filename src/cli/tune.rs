@@ -424,8 +424,9 @@ fn report_text(
                     match v {
                         Verdict::Faster => "faster than the default",
                         Verdict::Slower => "slower than the default",
-                        Verdict::NoSignificantDifference | Verdict::Unpaired =>
-                            "not significantly different from the default",
+                        Verdict::NoSignificantDifference
+                        | Verdict::Unpaired
+                        | Verdict::Withheld => "not significantly different from the default",
                     }
                 ),
                 (Some(g), _, _) => format!(" → gain {g:.2}×"),

@@ -31,8 +31,11 @@ pub const NCU_TIME: [&str; 2] = [
 pub const NCU_FLOP_OPS: [&str; 9] = [
     "dadd", "dfma", "dmul", "fadd", "ffma", "fmul", "hadd", "hfma", "hmul",
 ];
-/// … and the bytes at L1, L2 and DRAM, in that order.
+/// … the bytes at L1, L2 and DRAM, in that order, …
 pub const NCU_BYTES: [&str; 3] = ["l1tex__t_bytes.sum", "lts__t_bytes.sum", "dram__bytes.sum"];
+/// … and the warp instructions of the tensor pipe (matrix multiply-adds), which the FLOP
+/// counters above leave out: their ops depend on each instruction's shape.
+pub const NCU_TENSOR: &str = "sm__inst_executed_pipe_tensor.sum";
 
 /// ncu's counter of the executed instructions of one FLOP op (e.g. `ffma`).
 pub fn ncu_flop_metric(op: &str) -> String {
@@ -46,6 +49,7 @@ pub fn ncu_metrics() -> Vec<String> {
         .map(|m| m.to_string())
         .chain(NCU_FLOP_OPS.iter().map(|op| ncu_flop_metric(op)))
         .chain(NCU_BYTES.iter().map(|m| m.to_string()))
+        .chain([NCU_TENSOR.to_string()])
         .collect()
 }
 

@@ -2,6 +2,7 @@
 //! root path (the real `/`, or a fixture tree in tests) and never imports a front-end.
 
 pub mod alarm;
+pub mod board;
 pub mod ceilings;
 pub mod child;
 pub mod device;

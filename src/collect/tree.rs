@@ -39,7 +39,7 @@ pub fn tag_prefix() -> String {
 
 /// A process's start time in clock ticks since boot (field 22 of `/proc/PID/stat`): with the
 /// pid, it names one process for good.
-fn start_time(root: &Path, pid: i32) -> Option<u64> {
+pub(crate) fn start_time(root: &Path, pid: i32) -> Option<u64> {
     let text = std::fs::read_to_string(root.join(format!("proc/{pid}/stat"))).ok()?;
     // Fields after the command name, which may hold spaces and ')'.
     let rest = &text[text.rfind(')')? + 1..];

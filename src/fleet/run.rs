@@ -265,6 +265,7 @@ fn record_unstarted(
         resumed: Vec::new(),
         files: Default::default(),
         status: SweepStatus::Interrupted,
+        board_state: None,
     };
     let mut writer = std::fs::create_dir_all(node_dir)
         .with_context(|| format!("cannot create {}", node_dir.display()))
@@ -300,6 +301,7 @@ fn record_failures<'a>(
             repetition: None,
             drift: None,
             ran_on: None,
+            state_changes: Vec::new(),
         };
         if let Some(w) = writer.as_deref_mut() {
             let _ = w.run(&record);

@@ -223,6 +223,28 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
     }
     let cores = crate::collect::device::available_cores();
     let mut warnings = warnings;
+    // The board's performance state: kept with the results (a resume keeps the first and says
+    // what changed), and what would make this sweep's figures wander, with the fixes.
+    let state = crate::collect::board::read(
+        controls.telemetry_root,
+        &crate::collect::board::LiveCommands,
+    );
+    match &manifest.board_state {
+        Some(before) if resumed => {
+            let changed = crate::collect::board::BoardState::differences(before, &state);
+            if !changed.is_empty() {
+                warnings.push(format!(
+                    "the board's state changed since the sweep began (A: then, B: now): {}",
+                    changed.join("; ")
+                ));
+            }
+        }
+        _ => {
+            manifest.board_state = Some(state.clone());
+            results::write_manifest(&dir, &manifest)?;
+        }
+    }
+    warnings.extend(state.warnings().iter().map(ToString::to_string));
     let threads: std::collections::BTreeSet<usize> = todo.iter().map(|c| c.threads).collect();
     warnings.extend(
         threads
@@ -239,6 +261,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         done_before,
         estimates: estimates.clone(),
     }));
+    send(Event::Run(RunEvent::BoardState(Box::new(state.clone()))));
     // What the plan found (a resumed directory's records that could not be read, …) travels
     // as the sweep's own warnings do: an event for a front-end's log, a line for the rest.
     for why in warnings {
@@ -261,6 +284,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
     for line in crate::runner::progress::skipped_lines(&manifest.skipped) {
         teller.say(Said::Line(line));
     }
+    teller.say(Said::Line(format!("board state: {}", state.summary())));
     let edgeprof = std::env::current_exe().context("cannot locate the edgeprof binary")?;
     let mut writer = results::Writer::open(&dir)?;
     let sweep = Sweep {

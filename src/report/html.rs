@@ -78,8 +78,13 @@ pub fn render(page: &Page) -> String {
     out.push_str(&format!("<title>{}</title>\n", escape(&title)));
     out.push_str(&format!("<style>{STYLE}</style>\n</head>\n<body>\n"));
     out.push_str(&format!("<h1>{}</h1>\n", escape(&manifest.name)));
+    let state: String = summary::state_lines(manifest)
+        .unwrap_or_default()
+        .iter()
+        .map(|l| format!("<br>{}", escape(l)))
+        .collect();
     out.push_str(&format!(
-        "<p>{}<br>{}</p>\n",
+        "<p>{}<br>{}{state}</p>\n",
         escape(&summary::outcome_line(manifest, page.rows)),
         escape(&summary::device_line(manifest))
     ));

@@ -347,6 +347,10 @@ pub fn report_text(stored: &Stored, rows: &[summary::Row], charts: bool) -> Stri
         m.started,
         m.ended.as_deref().unwrap_or("(not finished)")
     );
+    if let Some(lines) = summary::state_lines(m) {
+        out.push_str(&lines.join("\n"));
+        out.push_str("\n\n");
+    }
     let table_rows: Vec<Vec<String>> = rows
         .iter()
         .map(|r| {

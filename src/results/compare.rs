@@ -20,6 +20,9 @@ pub enum Verdict {
     NoSignificantDifference,
     /// Only one side has a result for it.
     Unpaired,
+    /// A difference was measured, but the two runs were measured in different board states
+    /// (power mode, clocks, governor): no verdict unless asked for across them.
+    Withheld,
 }
 
 impl Verdict {
@@ -29,6 +32,7 @@ impl Verdict {
             Verdict::Slower => "slower",
             Verdict::NoSignificantDifference => "not significant",
             Verdict::Unpaired => "not in both",
+            Verdict::Withheld => "withheld: states differ",
         }
     }
 }
@@ -56,9 +60,26 @@ pub struct Comparison {
     pub candidate: String,
     pub threshold: f64,
     pub conditions: Vec<Compared>,
+    /// How the boards' performance states differed (`power mode: A MAXN (0), B 15W (1)`);
+    /// empty when they agree, or when a side did not record its state.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub states: Vec<String>,
 }
 
 impl Comparison {
+    /// A faster or slower verdict across different board states becomes [`Verdict::Withheld`]
+    /// (the state, not the change, may be what made the difference).
+    pub fn withhold_across_states(&mut self) {
+        if self.states.is_empty() {
+            return;
+        }
+        for c in &mut self.conditions {
+            if matches!(c.verdict, Verdict::Faster | Verdict::Slower) {
+                c.verdict = Verdict::Withheld;
+            }
+        }
+    }
+
     pub fn count(&self, verdict: Verdict) -> usize {
         self.conditions
             .iter()
@@ -263,6 +284,7 @@ pub fn within(stored: &Stored, axis: &str, value: &str, threshold: f64) -> Optio
         candidate: format!("{dir} (the other {axis} values)"),
         threshold,
         conditions,
+        states: Vec::new(),
     })
 }
 
@@ -332,11 +354,19 @@ pub fn compare(baseline: &Stored, candidate: &Stored, threshold: f64) -> Compari
         .into_iter()
         .map(|(a, b)| judge(a, b, threshold))
         .collect();
+    let states = match (
+        &baseline.manifest.board_state,
+        &candidate.manifest.board_state,
+    ) {
+        (Some(a), Some(b)) => crate::collect::board::BoardState::differences(a, b),
+        _ => Vec::new(),
+    };
     Comparison {
         baseline: baseline.dir.display().to_string(),
         candidate: candidate.dir.display().to_string(),
         threshold,
         conditions,
+        states,
     }
 }
 

@@ -88,6 +88,10 @@ pub struct Manifest {
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub files: BTreeMap<String, String>,
     pub status: SweepStatus,
+    /// The board's performance state when the sweep began (governors, clocks, power mode);
+    /// absent in directories from before edgeprof recorded it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub board_state: Option<crate::collect::board::BoardState>,
 }
 
 /// One attempt at one condition: a line of runs.jsonl.
@@ -125,6 +129,11 @@ pub struct RunRecord {
     /// another device says so record by record.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_on: Option<String>,
+    /// How the board's performance state differed, when this attempt was recorded, from the
+    /// one the sweep began in (`power mode: A MAXN (0), B 15W (1)`; A: at the start); empty
+    /// when it had not changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub state_changes: Vec<String>,
 }
 
 impl RunRecord {
@@ -510,6 +519,7 @@ impl RunRecord {
             repetition: None,
             drift: None,
             ran_on: None,
+            state_changes: Vec::new(),
         }
     }
 }

@@ -462,6 +462,15 @@ pub fn device_line(manifest: &Manifest) -> String {
     )
 }
 
+/// "Board state: power mode MAXN (0), jetson_clocks on, CPU governor schedutil." and each
+/// warning the state gave; None for a directory from before edgeprof recorded it.
+pub fn state_lines(manifest: &Manifest) -> Option<Vec<String>> {
+    let state = manifest.board_state.as_ref()?;
+    let mut lines = vec![format!("Board state: {}.", state.summary())];
+    lines.extend(state.warnings().iter().map(|w| format!("Warning: {w}.")));
+    Some(lines)
+}
+
 /// The headings of the conditions' table in the Markdown summary and the HTML report.
 pub const TABLE_HEADINGS: [&str; 11] = [
     "condition",
@@ -699,6 +708,7 @@ mod tests {
             repetition: None,
             drift: None,
             ran_on: None,
+            state_changes: Vec::new(),
         };
         record.resources.peak_rss_bytes = Some(40 << 20);
         assert_eq!(

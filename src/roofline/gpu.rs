@@ -41,8 +41,11 @@ pub fn ceilings(m: &GpuMeasurement, source: String) -> Ceilings {
             precision: p.precision,
             threads,
             flops_per_s: p.flops_per_s,
-            // Integer ops come from the dot-product instruction, not the CUDA cores' FMA.
-            via: (p.precision == crate::roofline::Precision::Int8).then(|| "dp4a".to_string()),
+            // The unit where the precision has several; a measurement from before the
+            // tensor-core kernels had only one int8 peak, dp4a's.
+            via: p.via.clone().or_else(|| {
+                (p.precision == crate::roofline::Precision::Int8).then(|| "dp4a".to_string())
+            }),
         })
         .collect();
     let fp32 = m
@@ -180,11 +183,13 @@ mod tests {
                     precision: Precision::Fp32,
                     flops_per_s: 4.8e12,
                     blocks: 96,
+                    via: None,
                 },
                 GpuPeak {
                     precision: Precision::Fp64,
                     flops_per_s: 0.08e12,
                     blocks: 96,
+                    via: None,
                 },
             ],
             shared_bytes_per_s: Some(2.5e12),
@@ -226,10 +231,12 @@ mod tests {
     #[test]
     fn the_dp4a_peak_is_the_int8_roof_in_ops() {
         let mut m = measurement();
+        // As stored before the tensor-core kernels: no unit named.
         m.peaks.push(GpuPeak {
             precision: Precision::Int8,
             flops_per_s: 19.2e12,
             blocks: 96,
+            via: None,
         });
         let c = ceilings(&m, "test".into());
         assert_eq!(c.peak(Precision::Int8), Some(19.2e12));
@@ -241,6 +248,42 @@ mod tests {
             .iter()
             .filter(|r| r.precision != Precision::Int8)
             .all(|r| r.via.is_none()));
+    }
+
+    #[test]
+    fn the_tensor_cores_give_their_own_roofs_above_the_cuda_cores() {
+        let mut m = measurement();
+        for (precision, flops_per_s, via) in [
+            (Precision::Int8, 19.2e12, "dp4a"),
+            (Precision::Int8, 85.0e12, "tensor cores"),
+            (Precision::Fp16, 42.0e12, "tensor cores"),
+        ] {
+            m.peaks.push(GpuPeak {
+                precision,
+                flops_per_s,
+                blocks: 96,
+                via: Some(via.to_string()),
+            });
+        }
+        let c = ceilings(&m, "test".into());
+        let units: Vec<(Precision, Option<&str>)> = c
+            .compute
+            .iter()
+            .map(|r| (r.precision, r.via.as_deref()))
+            .collect();
+        assert_eq!(
+            units,
+            [
+                (Precision::Fp32, None),
+                (Precision::Fp64, None),
+                (Precision::Int8, Some("dp4a")),
+                (Precision::Int8, Some("tensor cores")),
+                (Precision::Fp16, Some("tensor cores")),
+            ]
+        );
+        // A condition of a precision is placed under its highest roof.
+        assert_eq!(c.peak(Precision::Int8), Some(85.0e12));
+        assert_eq!(c.peak(Precision::Fp16), Some(42.0e12));
     }
 
     #[test]

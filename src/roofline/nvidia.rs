@@ -14,8 +14,8 @@
 //! after unit normalisation; bytes are per-level sums (transactions × 32 bytes for nvprof).
 
 use crate::collect::gpuprof::{
-    ncu_flop_metric, NCU_BYTES, NCU_FLOP_OPS, NCU_TIME, NVPROF_DRAM, NVPROF_FLOPS, NVPROF_L1,
-    NVPROF_L2,
+    ncu_flop_metric, NCU_BYTES, NCU_FLOP_OPS, NCU_TENSOR, NCU_TIME, NVPROF_DRAM, NVPROF_FLOPS,
+    NVPROF_L1, NVPROF_L2,
 };
 use crate::roofline::{Level, PointSource, Precision, Program};
 use std::collections::BTreeMap;
@@ -178,6 +178,9 @@ pub struct Kernel {
     pub flops: BTreeMap<Precision, f64>,
     /// Bytes moved at each level.
     pub bytes: BTreeMap<Level, f64>,
+    /// Tensor-pipe warp instructions (ncu), whose FLOPs are not in `flops`; None where the
+    /// profile did not count them.
+    pub tensor_instructions: Option<f64>,
 }
 
 impl Kernel {
@@ -375,6 +378,7 @@ pub fn parse_ncu(text: &str) -> Result<Import, ImportError> {
             seconds,
             flops,
             bytes,
+            tensor_instructions: get(NCU_TENSOR),
         });
     }
     finish(import)
@@ -492,6 +496,7 @@ pub fn parse_nvprof(metrics: &str, summary: Option<&str>) -> Result<Import, Impo
             invocations,
             flops,
             bytes,
+            tensor_instructions: None,
         });
     }
     finish(import)
@@ -666,6 +671,30 @@ pub fn program(import: &Import, label: &str) -> Option<Program> {
         .filter(|(_, f)| **f > 0.0)
         .map(|(p, f)| format!("{p} {:.3e}", f))
         .collect();
+    let mut basis = vec![format!(
+        "{} metrics over {} kernel(s); FLOPs {}; time = summed kernel time",
+        import.tool,
+        timed.len(),
+        if breakdown.is_empty() {
+            "none".to_string()
+        } else {
+            breakdown.join(", ")
+        }
+    )];
+    let tensor: Vec<f64> = timed
+        .iter()
+        .filter_map(|k| k.tensor_instructions)
+        .filter(|n| *n > 0.0)
+        .collect();
+    if !tensor.is_empty() {
+        basis.push(format!(
+            "{} tensor-core instructions in {} kernel(s) are not counted as FLOPs (their ops \
+             depend on each instruction's matrix shape, which the counters do not give): the \
+             FLOP/s is a lower bound and the point sits below its true place",
+            crate::roofline::figure(tensor.iter().sum()),
+            tensor.len()
+        ));
+    }
     Some(Program {
         label: label.to_string(),
         precision,
@@ -673,16 +702,7 @@ pub fn program(import: &Import, label: &str) -> Option<Program> {
         seconds,
         traffic: bytes.into_iter().collect(),
         source: PointSource::GpuCounters,
-        basis: vec![format!(
-            "{} metrics over {} kernel(s); FLOPs {}; time = summed kernel time",
-            import.tool,
-            timed.len(),
-            if breakdown.is_empty() {
-                "none".to_string()
-            } else {
-                breakdown.join(", ")
-            }
-        )],
+        basis,
     })
 }
 
@@ -743,6 +763,44 @@ mod tests {
             Ok(t) => t,
             Err(e) => panic!("{path}: {e}"),
         }
+    }
+
+    #[test]
+    fn tensor_core_instructions_are_counted_and_said_to_be_missing_from_the_flops() {
+        let import = match parse_ncu(&fixture("ncu-orin-tensor.csv")) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        let tensor: Vec<Option<f64>> = import
+            .kernels
+            .iter()
+            .map(|k| k.tensor_instructions)
+            .collect();
+        assert_eq!(tensor, [Some(300_000.0), Some(0.0)]);
+        let Some(p) = program(&import, "detector_fp16") else {
+            panic!("no program")
+        };
+        // The CUDA cores' FLOPs alone: 2 × 2 M hfma and 2 × 1 M ffma in the first kernel,
+        // 1 M fadd in the second.
+        assert!(close(p.flops, 4e6 + 2e6 + 1e6), "{}", p.flops);
+        assert_eq!(p.precision, Precision::Fp16);
+        assert_eq!(
+            p.basis.get(1).map(String::as_str),
+            Some(
+                "300000 tensor-core instructions in 1 kernel(s) are not counted as FLOPs (their \
+                 ops depend on each instruction's matrix shape, which the counters do not give): \
+                 the FLOP/s is a lower bound and the point sits below its true place"
+            )
+        );
+        // Without tensor-core work, nothing is said.
+        let plain = match parse_ncu(&fixture("ncu-orin.csv")) {
+            Ok(i) => i,
+            Err(e) => panic!("{e}"),
+        };
+        let Some(p) = program(&plain, "resnet_infer") else {
+            panic!("no program")
+        };
+        assert_eq!(p.basis.len(), 1, "{:?}", p.basis);
     }
 
     #[test]

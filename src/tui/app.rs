@@ -166,6 +166,8 @@ pub struct App {
     pub results: ResultsView,
     pub roofline: RooflineView,
     pub monitor: Live,
+    /// The board's performance state, as last read (by the monitor or a sweep).
+    pub board_state: Option<edgeprof::collect::board::BoardState>,
     pub monitor_settings: MonitorSettings,
     pub tune: TuneView,
     pub train: TrainView,
@@ -204,6 +206,7 @@ impl App {
             results: ResultsView::default(),
             roofline: RooflineView::default(),
             monitor: Live::default(),
+            board_state: None,
             monitor_settings: MonitorSettings::default(),
             tune: TuneView::default(),
             train: TrainView::default(),

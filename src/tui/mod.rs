@@ -317,6 +317,7 @@ impl Loop {
             Message::Key(key) => return app.key(key),
             Message::Resize => {}
             Message::Event(Event::Telemetry(sample)) => app.monitor_sample(*sample),
+            Message::Event(Event::BoardState(state)) => app.board_state = Some(*state),
             Message::Event(Event::Run(event)) => {
                 let finished = match &event {
                     RunEvent::Finished { dir, .. } => Some(dir.clone()),
@@ -387,7 +388,20 @@ fn spawn_monitor(
         let mut sampler = telemetry::Sampler::new(readers, every(&interval));
         let mut scan: Option<edgeprof::collect::other_processes::Scan> = None;
         let own = std::process::id();
+        // The board's state (governors, clocks, power mode) changes rarely: read every 10 s.
+        let mut state_read: Option<Instant> = None;
         while sampler.wait(&stop) {
+            if state_read.is_none_or(|t| t.elapsed() >= Duration::from_secs(10)) {
+                let state =
+                    edgeprof::collect::board::read(&root, &edgeprof::collect::board::LiveCommands);
+                state_read = Some(Instant::now());
+                if tx
+                    .send(Message::Event(Event::BoardState(Box::new(state))))
+                    .is_err()
+                {
+                    return;
+                }
+            }
             let mut sample = Box::new(sampler.take());
             if processes.load(Ordering::Relaxed) {
                 let now = edgeprof::collect::other_processes::Scan::take(&root);

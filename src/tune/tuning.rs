@@ -155,6 +155,7 @@ pub fn prepare(
         resumed: Vec::new(),
         files: Default::default(),
         status: SweepStatus::Running,
+        board_state: None,
     };
     results::write_manifest(&dir, &manifest)?;
     Ok(Prepared {

@@ -315,3 +315,23 @@ pub fn framework_set_up(framework: &str) -> std::path::PathBuf {
         .success();
     data
 }
+
+/// Copies a directory tree (regular files only).
+pub fn copy_tree(from: &std::path::Path, to: &std::path::Path) {
+    let entries = match std::fs::read_dir(from) {
+        Ok(e) => e,
+        Err(e) => panic!("{}: {e}", from.display()),
+    };
+    if let Err(e) = std::fs::create_dir_all(to) {
+        panic!("{}: {e}", to.display());
+    }
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let target = to.join(entry.file_name());
+        if path.is_dir() {
+            copy_tree(&path, &target);
+        } else if let Err(e) = std::fs::copy(&path, &target) {
+            panic!("{}: {e}", path.display());
+        }
+    }
+}

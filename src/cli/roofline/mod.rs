@@ -170,8 +170,9 @@ pub fn measure_gpu(device: usize, effort: Effort, json: bool) -> anyhow::Result<
     print_out(&out)
 }
 
-/// `edgeprof roofline measure-gpu --compile-only`: NVRTC compiles the kernels for `arch`.
-pub fn compile_gpu_kernels(arch: &str) -> anyhow::Result<()> {
+/// `edgeprof roofline measure-gpu --compile-only`: NVRTC compiles the kernels for `arch`,
+/// written to `ptx` when given.
+pub fn compile_gpu_kernels(arch: &str, ptx_file: Option<&Path>) -> anyhow::Result<()> {
     use edgeprof::collect::gpubench::cuda;
     let valid = ["compute_", "sm_"].iter().any(|prefix| {
         arch.strip_prefix(prefix)
@@ -189,6 +190,10 @@ pub fn compile_gpu_kernels(arch: &str) -> anyhow::Result<()> {
         .filter_map(|l| l.trim().strip_prefix(".visible .entry "))
         .map(|l| l.split('(').next().unwrap_or(l).trim())
         .collect();
+    if let Some(path) = ptx_file {
+        edgeprof::files::write_atomic(path, ptx.as_bytes())
+            .map_err(|e| anyhow::anyhow!("the PTX was not written: {e}"))?;
+    }
     print_out(&format!(
         "NVRTC {} compiled the GPU ceiling kernels for {arch}: {} bytes of PTX, entry points {}\n",
         cuda::nvrtc_version().map_or("?".to_string(), |(a, b)| format!("{a}.{b}")),

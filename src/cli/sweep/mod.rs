@@ -36,6 +36,10 @@ pub struct RunOptions {
     pub stream: bool,
     /// The controller's control channel on stdin (see [`edgeprof::fleet::SHARE_END`]).
     pub control: bool,
+    /// Refuse to start when the board's state has a warning.
+    pub require_stable_clocks: bool,
+    /// Lock the board's clocks for the sweep.
+    pub lock_clocks: bool,
 }
 
 /// A share's config from stdin: to the end line of a controller's share, or to the end.
@@ -508,6 +512,29 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     if options.control && options.resume.is_some() {
         cancel_when_stdin_closes(&cancel)?;
     }
+    // Tests point telemetry at a fixture tree; everyone else reads this machine.
+    let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
+        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    // Held until this function returns (or unwinds); a second Ctrl-C or a SIGKILL leaves the
+    // restore file, and the next edgeprof puts the clocks back.
+    let locked = if options.lock_clocks {
+        Some(super::board::lock_for(&telemetry_root, None)?)
+    } else {
+        None
+    };
+    if options.require_stable_clocks {
+        let state = edgeprof::collect::board::read(
+            &telemetry_root,
+            &edgeprof::collect::board::LiveCommands,
+        );
+        let warnings: Vec<String> = state.warnings().iter().map(ToString::to_string).collect();
+        if !warnings.is_empty() {
+            anyhow::bail!(BadInput(format!(
+                "--require-stable-clocks: the board's state would make the figures wander: {}",
+                warnings.join("; ")
+            )));
+        }
+    }
     let plan = match (&options.resume, &options.config) {
         (Some(_), Some(_)) => anyhow::bail!(BadInput(
             "--resume continues with the config stored in the results directory; leave CONFIG \
@@ -557,9 +584,6 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
             }
         }
     }
-    // Tests point telemetry at a fixture tree; everyone else reads this machine.
-    let telemetry_root = std::env::var_os("EDGEPROF_TELEMETRY_ROOT")
-        .map_or_else(|| PathBuf::from("/"), PathBuf::from);
     let controls = Controls {
         cancel: &cancel,
         telemetry_root: &telemetry_root,
@@ -579,6 +603,9 @@ fn run_sweep(options: RunOptions) -> anyhow::Result<()> {
     let mut progress = progress.into_inner().unwrap_or_else(|e| e.into_inner());
     let out = &mut progress.out;
     out.clear_status();
+    if let Some(locked) = locked {
+        super::board::release(locked);
+    }
     let swept = swept?;
     // The rooflines follow the report (printed when the summaries were stored).
     if !options.stream && out.terminal() {

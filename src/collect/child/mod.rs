@@ -158,6 +158,15 @@ impl Spec {
         Ok(command)
     }
 
+    /// Starts it on this process's terminal (stdin, stdout and stderr inherited) for the caller
+    /// to wait on: a command the user gave to run (`board lock -- COMMAND`). It has its own
+    /// process group, so the terminal's Ctrl-C reaches edgeprof, which passes it on.
+    pub fn spawn_attached(&self) -> Result<std::process::Child, ChildFailed> {
+        self.command()?
+            .spawn()
+            .map_err(|e| ChildFailed(format!("cannot start {}: {e}", self.program.display())))
+    }
+
     /// The same, for a child an async loop supervises (a fleet node's ssh session).
     pub fn tokio_command(&self) -> Result<tokio::process::Command, ChildFailed> {
         Ok(tokio::process::Command::from(self.command()?))

@@ -5,10 +5,9 @@
 
 use super::{
     trials, GpuBenchError, GpuInfo, GpuMeasurement, GpuPeak, GpuSweepPoint, LoadPath, Message,
-    Step, BLOCK, CHAINS, KERNELS, TILE,
+    PeakOperands, Step, BLOCK, KERNELS, TILE,
 };
 use crate::collect::ceilings::Effort;
-use crate::collect::kernels::Precision;
 use cudarc::driver::{result, sys};
 use std::ffi::{c_void, CString};
 use std::time::Instant;
@@ -229,6 +228,7 @@ impl Drop for Timer {
 }
 
 /// A kernel argument, as cuLaunchKernel takes it.
+#[derive(Clone, Copy)]
 enum Arg {
     Ptr(sys::CUdeviceptr),
     I32(i32),
@@ -334,31 +334,7 @@ pub fn measure(
     unsafe { result::ctx::set_current(ctx) }.map_err(failed("cannot use the CUDA context"))?;
 
     let (trials, target) = trials(effort);
-    let mut skipped = Vec::new();
-    let (major, minor) = info.compute_capability;
-    let precisions: Vec<Precision> = [
-        Precision::Fp64,
-        Precision::Fp32,
-        Precision::Fp16,
-        Precision::Int8,
-    ]
-    .into_iter()
-    .filter(|p| {
-        let lacks = match p {
-            Precision::Fp16 if !info.has_fp16() => Some("no fp16 FMA (5.3 and later do)"),
-            Precision::Int8 if !info.has_dp4a() => {
-                Some("no int8 dot product, dp4a (6.1 and later have it)")
-            }
-            _ => None,
-        };
-        if let Some(why) = lacks {
-            skipped.push(format!(
-                "{p} peak: compute capability {major}.{minor} has {why}"
-            ));
-        }
-        lacks.is_none()
-    })
-    .collect();
+    let (kernels, skipped) = super::peak_kernels(&info);
     let (free, _) = result::mem_get_info().map_err(failed("cannot read the free memory"))?;
     let free = free as u64;
     // The load kernels use few registers and no shared memory: as many blocks per multiprocessor
@@ -374,7 +350,7 @@ pub fn measure(
         blocks_per_sm,
         super::max_sweep_bytes(info.l2_bytes, free),
     );
-    let total = 1 + precisions.len() + 1 + l1_sizes.len() + l2_sizes.len();
+    let total = 1 + kernels.len() + 1 + l1_sizes.len() + l2_sizes.len();
     let mut done = 0usize;
     let mut step = |what: String, report: &mut dyn FnMut(Message)| {
         report(Message::Step(Step { what, done, total }));
@@ -402,78 +378,32 @@ pub fn measure(
     let l2_fn = function("load_l2")?;
 
     let mut peaks = Vec::new();
-    for precision in precisions {
-        step(
-            if precision == Precision::Int8 {
-                "int8 dot-product (dp4a) peak".to_string()
-            } else {
-                format!("{precision} FMA peak")
-            },
-            &mut report,
-        );
-        let (name, bytes) = match precision {
-            Precision::Fp64 => ("peak_fp64", 8),
-            Precision::Fp32 => ("peak_fp32", 4),
-            Precision::Fp16 => ("peak_fp16", 4),
-            Precision::Int8 => ("peak_int8", 4),
-            // No kernel of bf16 here yet (nor of the tensor cores): not measured.
-            Precision::Bf16 => continue,
-        };
-        let f = function(name)?;
+    for kernel in &kernels {
+        step(kernel.what(), &mut report);
+        let f = function(kernel.name)?;
         let blocks = occupancy(f)? * info.multiprocessors;
-        let out = Buffer::zeroed(blocks as usize * BLOCK as usize * bytes)?;
-        let (seconds, iterations) = best_time(&timer, target, trials, |iterations| {
-            // x ← x·a + b converges to b / (1 − a): finite, never denormal.
-            let mut args = match precision {
-                Precision::Fp64 => vec![
-                    Arg::Ptr(out.0),
-                    Arg::I32(iterations),
-                    Arg::F64(0.999),
-                    Arg::F64(0.001),
-                    Arg::I32(0),
-                ],
-                Precision::Fp32 => vec![
-                    Arg::Ptr(out.0),
-                    Arg::I32(iterations),
-                    Arg::F32(0.999),
-                    Arg::F32(0.001),
-                    Arg::I32(0),
-                ],
-                // int8 lanes (1, −1, 1, −1) · (1, 1, 1, 1): each dot product adds 0.
-                Precision::Int8 => vec![
-                    Arg::Ptr(out.0),
-                    Arg::I32(iterations),
-                    Arg::U32(0x01ff_01ff),
-                    Arg::U32(0x0101_0101),
-                    Arg::I32(0),
-                ],
-                // half2(0.999, 0.999) and half2(0.001, 0.001); bf16 never gets here.
-                Precision::Fp16 | Precision::Bf16 => vec![
-                    Arg::Ptr(out.0),
-                    Arg::I32(iterations),
-                    Arg::U32(0x3bfe_3bfe),
-                    Arg::U32(0x1419_1419),
-                    Arg::I32(0),
-                ],
-            };
-            launch(f, blocks, &mut args)
-        })?;
-        // Multiply-adds per instruction: two in half2, four in dp4a (each counts two ops).
-        let lanes = match precision {
-            Precision::Fp16 => 2,
-            Precision::Int8 => 4,
-            _ => 1,
+        let out = Buffer::zeroed(blocks as usize * BLOCK as usize * kernel.out_bytes)?;
+        let (a, b) = match kernel.operands {
+            PeakOperands::F64(a, b) => (Arg::F64(a), Arg::F64(b)),
+            PeakOperands::F32(a, b) => (Arg::F32(a), Arg::F32(b)),
+            PeakOperands::Bits(a, b) => (Arg::U32(a), Arg::U32(b)),
         };
-        let flops = 2.0
-            * lanes as f64
-            * CHAINS as f64
+        let (seconds, iterations) = best_time(&timer, target, trials, |iterations| {
+            launch(
+                f,
+                blocks,
+                &mut [Arg::Ptr(out.0), Arg::I32(iterations), a, b, Arg::I32(0)],
+            )
+        })?;
+        let ops = kernel.ops_per_thread_iteration as f64
             * f64::from(iterations)
             * f64::from(blocks)
             * f64::from(BLOCK);
         peaks.push(GpuPeak {
-            precision,
-            flops_per_s: flops / seconds,
+            precision: kernel.precision,
+            flops_per_s: ops / seconds,
             blocks,
+            via: kernel.via.map(str::to_string),
         });
     }
 

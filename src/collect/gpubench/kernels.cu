@@ -86,6 +86,79 @@ extern "C" __global__ void peak_int8(int *out, int iterations, int a, int b, int
     if (store) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
 }
 
+// Tensor-core peaks: every warp runs TC_CHAINS independent chains of warp-wide matrix
+// multiply-adds (mma.sync), each accumulating into its own fragment, with the shapes of compute
+// capability 8.0 and later: m16n8k16 for fp16 and bf16 (2 048 multiply-adds per warp
+// instruction) and m16n8k32 for int8 (4 096). Every thread passes the same 32-bit pattern for
+// each register of A and of B. Older targets compile a stand-in that is never launched.
+#define TC_CHAINS 4
+
+#define TC_HALF_KERNEL(NAME, TYPE)                                                              \
+    extern "C" __global__ void NAME(float *out, int iterations, unsigned int a, unsigned int b, \
+                                    int store) {                                               \
+        float d[TC_CHAINS][4];                                                                 \
+        _Pragma("unroll") for (int k = 0; k < TC_CHAINS; ++k) {                                \
+            _Pragma("unroll") for (int j = 0; j < 4; ++j) d[k][j] = (float)(threadIdx.x + j);   \
+        }                                                                                      \
+        TC_HALF_LOOP(TYPE)                                                                     \
+        float sum = 0.0f;                                                                      \
+        _Pragma("unroll") for (int k = 0; k < TC_CHAINS; ++k) {                                \
+            _Pragma("unroll") for (int j = 0; j < 4; ++j) sum += d[k][j];                       \
+        }                                                                                      \
+        if (store) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;                           \
+    }
+
+#if __CUDA_ARCH__ >= 800
+#define TC_HALF_LOOP(TYPE)                                                                      \
+    _Pragma("unroll 4") for (int i = 0; i < iterations; ++i) {                                 \
+        _Pragma("unroll") for (int k = 0; k < TC_CHAINS; ++k)                                  \
+            asm("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 "                 \
+                "{%0, %1, %2, %3}, {%4, %4, %4, %4}, {%5, %5}, {%0, %1, %2, %3};"              \
+                : "+f"(d[k][0]), "+f"(d[k][1]), "+f"(d[k][2]), "+f"(d[k][3])                   \
+                : "r"(a), "r"(b));                                                             \
+    }
+#else
+#define TC_HALF_LOOP(TYPE)                                                                      \
+    for (int i = 0; i < iterations; ++i) d[0][0] += (float)(a ^ b);
+#endif
+
+// `a` and `b` are pairs of half-precision (or bfloat16) values near 0.001: the fp32
+// accumulators grow by 0.000016 per instruction and never overflow.
+TC_HALF_KERNEL(peak_tc_fp16, "f16")
+TC_HALF_KERNEL(peak_tc_bf16, "bf16")
+
+// `a` holds the int8 lanes (1, -1, 1, -1) and `b` (1, 1, 1, 1): every row of A is orthogonal
+// to every column of B, so the int32 accumulators stay where they started.
+extern "C" __global__ void peak_tc_int8(int *out, int iterations, unsigned int a,
+                                        unsigned int b, int store) {
+    int d[TC_CHAINS][4];
+#pragma unroll
+    for (int k = 0; k < TC_CHAINS; ++k) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) d[k][j] = (int)(threadIdx.x + j);
+    }
+#if __CUDA_ARCH__ >= 800
+#pragma unroll 4
+    for (int i = 0; i < iterations; ++i) {
+#pragma unroll
+        for (int k = 0; k < TC_CHAINS; ++k)
+            asm("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 "
+                "{%0, %1, %2, %3}, {%4, %4, %4, %4}, {%5, %5}, {%0, %1, %2, %3};"
+                : "+r"(d[k][0]), "+r"(d[k][1]), "+r"(d[k][2]), "+r"(d[k][3])
+                : "r"(a), "r"(b));
+    }
+#else
+    for (int i = 0; i < iterations; ++i) d[0][0] += (int)(a ^ b);
+#endif
+    int sum = 0;
+#pragma unroll
+    for (int k = 0; k < TC_CHAINS; ++k) {
+#pragma unroll
+        for (int j = 0; j < 4; ++j) sum ^= d[k][j];
+    }
+    if (store) out[blockIdx.x * blockDim.x + threadIdx.x] = sum;
+}
+
 // Four 16-byte loads per thread are issued before their sums, so each warp keeps four in flight.
 #define LOAD4(CACHE_OP, P, X, Y, Z, W)                                                          \
     asm volatile("ld.global." CACHE_OP ".v4.f32 {%0, %1, %2, %3}, [%4];"                       \

@@ -22,6 +22,8 @@ pub const KERNELS: &str = include_str!("kernels.cu");
 pub const BLOCK: u32 = 256;
 /// FMA chains per thread of the peak kernels (`CHAINS` in kernels.cu).
 pub const CHAINS: u64 = 16;
+/// Matrix multiply-add chains per warp of the tensor-core kernels (`TC_CHAINS` in kernels.cu).
+pub const TC_CHAINS: u64 = 4;
 /// float4 elements of the shared-memory tile (`TILE` in kernels.cu).
 pub const TILE: u64 = 1024;
 /// A block's chunk of the working set is a multiple of this many bytes (four 16-byte loads
@@ -106,6 +108,13 @@ impl GpuInfo {
         self.compute_capability >= (6, 1)
     }
 
+    /// The warp-wide matrix multiply-adds the tensor-core kernels use (mma.sync m16n8k16 for
+    /// fp16/bf16, m16n8k32 for int8) exist from compute capability 8.0 on. Volta and Turing
+    /// have tensor cores with other shapes, which no kernel here measures yet.
+    pub fn has_mma_sm80(&self) -> bool {
+        self.compute_capability >= (8, 0)
+    }
+
     /// NVRTC's target for this GPU.
     pub fn arch(&self) -> String {
         format!(
@@ -113,6 +122,145 @@ impl GpuInfo {
             self.compute_capability.0, self.compute_capability.1
         )
     }
+}
+
+/// The two operands every thread of a peak kernel receives.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PeakOperands {
+    F64(f64, f64),
+    F32(f32, f32),
+    /// 32-bit patterns: half2, bfloat16×2 or four int8 lanes.
+    Bits(u32, u32),
+}
+
+/// One compute-peak kernel of kernels.cu: what it measures and how its work is counted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PeakKernel {
+    pub name: &'static str,
+    pub precision: Precision,
+    /// The unit, where a precision has several (dp4a, tensor cores); `None` for the FMA pipes.
+    pub via: Option<&'static str>,
+    /// Operations (an FMA counts two) per thread per loop iteration.
+    pub ops_per_thread_iteration: u64,
+    pub operands: PeakOperands,
+    /// Bytes of the element each thread may store.
+    pub out_bytes: usize,
+}
+
+impl PeakKernel {
+    /// The step's name in the progress.
+    pub fn what(&self) -> String {
+        match self.via {
+            Some("tensor cores") => format!("{} tensor-core peak", self.precision),
+            Some(unit) => format!("{} {unit} peak", self.precision),
+            None => format!("{} FMA peak", self.precision),
+        }
+    }
+}
+
+/// The peak kernels this GPU runs, and why each of the others is not run.
+pub fn peak_kernels(info: &GpuInfo) -> (Vec<PeakKernel>, Vec<String>) {
+    // half2(0.999, 0.999) and half2(0.001, 0.001); bfloat16×2 of 0.001.
+    const HALF2_A: u32 = 0x3bfe_3bfe;
+    const HALF2_B: u32 = 0x1419_1419;
+    const BF16X2: u32 = 0x3a83_3a83;
+    // int8 lanes (1, −1, 1, −1) and (1, 1, 1, 1): every dot product is 0.
+    const INT8_A: u32 = 0x01ff_01ff;
+    const INT8_B: u32 = 0x0101_0101;
+    // Per warp instruction: m16n8k16 is 2 048 multiply-adds, m16n8k32 4 096.
+    let per_thread = |macs_per_warp: u64| 2 * macs_per_warp / 32 * TC_CHAINS;
+    let all = [
+        PeakKernel {
+            name: "peak_fp64",
+            precision: Precision::Fp64,
+            via: None,
+            ops_per_thread_iteration: 2 * CHAINS,
+            // x ← x·a + b converges to b / (1 − a): finite, never denormal.
+            operands: PeakOperands::F64(0.999, 0.001),
+            out_bytes: 8,
+        },
+        PeakKernel {
+            name: "peak_fp32",
+            precision: Precision::Fp32,
+            via: None,
+            ops_per_thread_iteration: 2 * CHAINS,
+            operands: PeakOperands::F32(0.999, 0.001),
+            out_bytes: 4,
+        },
+        PeakKernel {
+            name: "peak_fp16",
+            precision: Precision::Fp16,
+            via: None,
+            // Two FMAs per fma.rn.f16x2.
+            ops_per_thread_iteration: 2 * 2 * CHAINS,
+            operands: PeakOperands::Bits(HALF2_A, HALF2_B),
+            out_bytes: 4,
+        },
+        PeakKernel {
+            name: "peak_int8",
+            precision: Precision::Int8,
+            via: Some("dp4a"),
+            // Four multiply-adds per dp4a.
+            ops_per_thread_iteration: 2 * 4 * CHAINS,
+            operands: PeakOperands::Bits(INT8_A, INT8_B),
+            out_bytes: 4,
+        },
+        PeakKernel {
+            name: "peak_tc_fp16",
+            precision: Precision::Fp16,
+            via: Some("tensor cores"),
+            ops_per_thread_iteration: per_thread(16 * 8 * 16),
+            operands: PeakOperands::Bits(HALF2_B, HALF2_B),
+            out_bytes: 4,
+        },
+        PeakKernel {
+            name: "peak_tc_bf16",
+            precision: Precision::Bf16,
+            via: Some("tensor cores"),
+            ops_per_thread_iteration: per_thread(16 * 8 * 16),
+            operands: PeakOperands::Bits(BF16X2, BF16X2),
+            out_bytes: 4,
+        },
+        PeakKernel {
+            name: "peak_tc_int8",
+            precision: Precision::Int8,
+            via: Some("tensor cores"),
+            ops_per_thread_iteration: per_thread(16 * 8 * 32),
+            operands: PeakOperands::Bits(INT8_A, INT8_B),
+            out_bytes: 4,
+        },
+    ];
+    let (major, minor) = info.compute_capability;
+    let mut skipped = Vec::new();
+    let mut tensor_skipped = false;
+    let mut run = Vec::new();
+    for k in all {
+        let lacks = match (k.name, k.via) {
+            ("peak_fp16", _) if !info.has_fp16() => Some("no fp16 FMA (5.3 and later do)"),
+            ("peak_int8", _) if !info.has_dp4a() => {
+                Some("no int8 dot product, dp4a (6.1 and later have it)")
+            }
+            (_, Some("tensor cores")) if !info.has_mma_sm80() => {
+                if !tensor_skipped {
+                    tensor_skipped = true;
+                    skipped.push(format!(
+                        "tensor-core peaks: not measured on compute capability {major}.{minor} \
+                         (the kernels use the mma.sync shapes of 8.0 and later)"
+                    ));
+                }
+                continue;
+            }
+            _ => None,
+        };
+        match lacks {
+            Some(why) => skipped.push(format!(
+                "{} peak: compute capability {major}.{minor} has {why}",
+                k.precision
+            )),
+            None => run.push(k),
+        }
+    }
+    (run, skipped)
 }
 
 /// How the loads of a sweep point travel.
@@ -155,6 +303,10 @@ pub struct GpuPeak {
     pub precision: Precision,
     pub flops_per_s: f64,
     pub blocks: u32,
+    /// The unit that reached it, where the precision has several (dp4a, tensor cores); absent
+    /// in measurements from before the tensor-core kernels, where an int8 peak is dp4a's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub via: Option<String>,
 }
 
 /// Everything one measurement found.
@@ -446,6 +598,79 @@ pub mod tests {
         assert_eq!(nano.theoretical_fp32(), None);
         nano.clock_khz = None;
         assert_eq!(o.arch(), "compute_87");
+    }
+
+    #[test]
+    fn each_gpu_runs_the_peak_kernels_it_has_and_says_why_not_the_others() {
+        let names = |info: &GpuInfo| -> (Vec<&'static str>, Vec<String>) {
+            let (run, skipped) = peak_kernels(info);
+            (run.iter().map(|k| k.name).collect(), skipped)
+        };
+        let (run, skipped) = names(&orin());
+        assert_eq!(
+            run,
+            [
+                "peak_fp64",
+                "peak_fp32",
+                "peak_fp16",
+                "peak_int8",
+                "peak_tc_fp16",
+                "peak_tc_bf16",
+                "peak_tc_int8"
+            ]
+        );
+        assert!(skipped.is_empty(), "{skipped:?}");
+        // Xavier: tensor cores of another shape, said once.
+        let mut xavier = orin();
+        xavier.compute_capability = (7, 2);
+        let (run, skipped) = names(&xavier);
+        assert_eq!(run, ["peak_fp64", "peak_fp32", "peak_fp16", "peak_int8"]);
+        assert_eq!(
+            skipped,
+            [
+                "tensor-core peaks: not measured on compute capability 7.2 (the kernels use the \
+              mma.sync shapes of 8.0 and later)"
+            ]
+        );
+        // Nano: no dp4a either.
+        let mut nano = orin();
+        nano.compute_capability = (5, 3);
+        let (run, skipped) = names(&nano);
+        assert_eq!(run, ["peak_fp64", "peak_fp32", "peak_fp16"]);
+        assert_eq!(skipped.len(), 2, "{skipped:?}");
+        assert!(skipped[0].starts_with("int8 peak: compute capability 5.3 has no int8 dot"));
+    }
+
+    #[test]
+    fn a_tensor_core_instruction_counts_every_multiply_add_of_its_warp() {
+        let (run, _) = peak_kernels(&orin());
+        let ops = |name: &str| {
+            run.iter()
+                .find(|k| k.name == name)
+                .map(|k| k.ops_per_thread_iteration)
+        };
+        // m16n8k16: 16·8·16 multiply-adds = 4 096 ops per warp, 128 per thread, × 4 chains.
+        assert_eq!(ops("peak_tc_fp16"), Some(512));
+        assert_eq!(ops("peak_tc_bf16"), Some(512));
+        // m16n8k32: twice that.
+        assert_eq!(ops("peak_tc_int8"), Some(1024));
+        // dp4a: 4 multiply-adds × 16 chains; fma.rn.f16x2: 2 × 16.
+        assert_eq!(ops("peak_int8"), Some(128));
+        assert_eq!(ops("peak_fp16"), Some(64));
+        assert_eq!(ops("peak_fp32"), Some(32));
+        let what: Vec<String> = run.iter().map(PeakKernel::what).collect();
+        assert_eq!(
+            what,
+            [
+                "fp64 FMA peak",
+                "fp32 FMA peak",
+                "fp16 FMA peak",
+                "int8 dp4a peak",
+                "fp16 tensor-core peak",
+                "bf16 tensor-core peak",
+                "int8 tensor-core peak"
+            ]
+        );
     }
 
     #[test]

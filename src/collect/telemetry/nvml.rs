@@ -63,6 +63,46 @@ impl NvmlReader {
     }
 }
 
+/// A GPU's settings that decide its speed: persistence mode, application clocks (MHz) and power
+/// limit (W); None where NVML does not say.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GpuSettings {
+    pub index: u32,
+    pub name: String,
+    pub persistence: Option<bool>,
+    pub app_sm_mhz: Option<u32>,
+    pub app_mem_mhz: Option<u32>,
+    pub power_limit_w: Option<f64>,
+}
+
+impl NvmlReader {
+    /// Every GPU's settings, or why NVML cannot give them.
+    pub fn settings(&self) -> Result<Vec<GpuSettings>, crate::error::Unavailable> {
+        let nvml = self.nvml.as_ref().map_err(Clone::clone)?;
+        let count = nvml
+            .device_count()
+            .map_err(|e| format!("NVML cannot count the GPUs: {e}"))?;
+        let mut out = Vec::new();
+        for index in 0..count {
+            let Ok(device) = nvml.device_by_index(index) else {
+                continue;
+            };
+            out.push(GpuSettings {
+                index,
+                name: device.name().unwrap_or_else(|_| format!("GPU {index}")),
+                persistence: device.is_in_persistent_mode().ok(),
+                app_sm_mhz: device.applications_clock(Clock::SM).ok(),
+                app_mem_mhz: device.applications_clock(Clock::Memory).ok(),
+                power_limit_w: device
+                    .power_management_limit()
+                    .ok()
+                    .map(|mw| f64::from(mw) / 1000.0),
+            });
+        }
+        Ok(out)
+    }
+}
+
 impl Reader for NvmlReader {
     fn name(&self) -> &'static str {
         "NVIDIA GPU (NVML)"

@@ -152,14 +152,19 @@ pub fn parse_nvmap(text: &str) -> Vec<(u32, u64)> {
     per_pid.into_iter().collect()
 }
 
+/// The Jetson integrated GPU's devfreq node under `root` and its device's name, if any.
+pub fn jetson_gpu_devfreq(root: &Path) -> Option<(PathBuf, String)> {
+    entries(&root.join("sys/class/devfreq"))
+        .into_iter()
+        .find_map(|p| {
+            let name = read_trimmed(&p.join("device/of_node/name"))?;
+            JETSON_GPUS.contains(&name.as_str()).then_some((p, name))
+        })
+}
+
 impl JetsonGpuReader {
     pub fn new(root: &Path) -> JetsonGpuReader {
-        let node = entries(&root.join("sys/class/devfreq"))
-            .into_iter()
-            .find_map(|p| {
-                let name = read_trimmed(&p.join("device/of_node/name"))?;
-                JETSON_GPUS.contains(&name.as_str()).then_some((p, name))
-            });
+        let node = jetson_gpu_devfreq(root);
         let nvmap = NVMAP_TABLES
             .iter()
             .map(|t| root.join(t))

@@ -225,6 +225,7 @@ impl Sweep<'_> {
                     repetition: None,
                     drift: None,
                     ran_on: None,
+                    state_changes: Vec::new(),
                 };
                 writer.run(&record)?;
                 on_event(SweepEvent::Done {
@@ -567,6 +568,7 @@ impl Sweep<'_> {
             repetition,
             drift: None,
             ran_on: Some(st.ran_on.clone()),
+            state_changes: board_changes(self.telemetry_root, &mut st.board, on_event),
         };
         if ok {
             let key = history::key(&record, &self.config.measure);
@@ -599,4 +601,25 @@ impl Sweep<'_> {
         }
         Ok(())
     }
+}
+
+/// How the board's state now differs from the sweep's start (`start`); a change not said
+/// before becomes a warning.
+fn board_changes(
+    root: &std::path::Path,
+    (start, said): &mut (crate::collect::board::BoardState, Vec<String>),
+    on_event: &mut impl FnMut(SweepEvent),
+) -> Vec<String> {
+    let now = crate::collect::board::read(root, &crate::collect::board::LiveCommands);
+    let changes = crate::collect::board::BoardState::differences(start, &now);
+    if changes != *said {
+        if !changes.is_empty() {
+            on_event(SweepEvent::Warning(format!(
+                "the board's state changed during the sweep (A: at its start, B: now): {}",
+                changes.join("; ")
+            )));
+        }
+        *said = changes.clone();
+    }
+    changes
 }

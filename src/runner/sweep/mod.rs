@@ -191,6 +191,8 @@ struct State {
     levels: std::collections::HashMap<String, Vec<f64>>,
     /// This device in words, for each record (a resumed sweep may run on another).
     ran_on: String,
+    /// The board's state as the sweep began, and the changes from it last said.
+    board: (crate::collect::board::BoardState, Vec<String>),
 }
 
 impl State {
@@ -225,6 +227,13 @@ impl Sweep<'_> {
             levels: Default::default(),
             history: crate::results::history::History::in_memory(),
             ran_on: crate::collect::device::fingerprint(std::path::Path::new("/")).describe(),
+            board: (
+                crate::collect::board::read(
+                    self.telemetry_root,
+                    &crate::collect::board::LiveCommands,
+                ),
+                Vec::new(),
+            ),
         };
         let (history, note) = self.history();
         st.history = history;

@@ -245,6 +245,16 @@ impl RunView {
 impl App {
     /// A sweep's progress.
     pub fn run_event(&mut self, event: RunEvent) {
+        let event = match event {
+            RunEvent::BoardState(state) => {
+                self.run
+                    .log
+                    .push((Severity::Info, format!("board state: {}", state.summary())));
+                self.board_state = Some(*state);
+                return;
+            }
+            other => other,
+        };
         let mut announce = None;
         let r = &mut self.run;
         if let RunEvent::Sweep(e) = &event {
@@ -355,6 +365,7 @@ impl App {
                 ));
             }
             RunEvent::Sweep(SweepEvent::Warning(why)) => r.log.push((Severity::Warn, why)),
+            RunEvent::BoardState(_) => {}
             RunEvent::Stored { .. } => r.stored = true,
             // The sweep's lines say what its own events show here; after it, they tell the
             // rooflines' steps (a ceilings measurement, most often).

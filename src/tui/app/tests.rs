@@ -54,6 +54,7 @@ fn a_fleet_node_that_never_started_counts_its_failed_conditions() {
                 repetition: None,
                 drift: None,
                 ran_on: None,
+                state_changes: Vec::new(),
             }),
         }));
     }

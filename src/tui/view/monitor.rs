@@ -44,13 +44,14 @@ pub(super) fn draw_monitor(frame: &mut Frame, app: &App, area: Rect) {
     let b = block(app, "Load, memory, GPUs, power, temperatures", false);
     let inner = b.inner(facts);
     frame.render_widget(b, facts);
-    let lines = match &live.last {
+    let mut lines = match &live.last {
         Some(s) => fact_lines(app, s),
         None => vec![Line::from(Span::styled(
             "waiting for the first sample",
             app.theme.muted(),
         ))],
     };
+    lines.extend(state_lines(app));
     frame.render_widget(Paragraph::new(lines).wrap(Wrap { trim: true }), inner);
 }
 
@@ -180,6 +181,34 @@ fn uptime_text(seconds: f64) -> String {
 }
 
 /// The moment's figures, one subject per line.
+/// The board's performance state and what in it makes figures wander.
+fn state_lines(app: &App) -> Vec<Line<'static>> {
+    let Some(state) = &app.board_state else {
+        return Vec::new();
+    };
+    let warnings = state.warnings();
+    // The count first, so a short panel that cuts the rest off still shows it.
+    let mut lines = vec![if warnings.is_empty() {
+        Line::from(Span::styled(
+            format!("clocks: {}", state.summary()),
+            app.theme.text(),
+        ))
+    } else {
+        Line::from(Span::styled(
+            format!(
+                "clocks ({} warning(s), fixes: edgeprof board show): {}",
+                warnings.len(),
+                state.summary()
+            ),
+            app.theme.warn(),
+        ))
+    }];
+    lines.extend(warnings.into_iter().map(|w| {
+        Line::from(Span::styled(format!("! {}", w.problem), app.theme.warn()))
+    }));
+    lines
+}
+
 fn fact_lines(app: &App, s: &edgeprof::collect::telemetry::Sample) -> Vec<Line<'static>> {
     let text = |t: String| Line::from(Span::styled(t, app.theme.text()));
     let mut lines = Vec::new();
@@ -331,6 +360,32 @@ mod tests {
             .map(|(p, _)| p.pid)
             .collect();
         assert_eq!(order[0], 4242);
+    }
+
+    /// The board's state under the facts: the power mode, clocks and governor in a line, then
+    /// each warning with its fix (an Orin Nano in its 15 W mode).
+    #[test]
+    fn monitor_tab_shows_the_board_state_and_its_warnings() {
+        use edgeprof::collect::board;
+        let root =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/boards/orin-jp6");
+        let mut a = default_app();
+        a.tab = Tab::Monitor;
+        a.monitor_sample(sample(1.0, 40.0, [55.0, 20.0, 100.0, 0.0]));
+        a.board_state = Some(board::read(&root, &board::FixtureCommands(root.clone())));
+        snap("monitor_board_state", &a);
+        // A sweep's state goes to the Run tab's log as well.
+        let state = a.board_state.clone().map(Box::new);
+        if let Some(state) = state {
+            a.run_event(crate::tui::app::RunEvent::BoardState(state));
+        }
+        assert_eq!(
+            a.run.log.last().map(|(_, l)| l.as_str()),
+            Some(
+                "board state: power mode 15W (0), jetson_clocks off, GPU clock limit 625 MHz, \
+                 CPU governor schedutil"
+            )
+        );
     }
 
     /// A second GPU (an integrated one and a discrete one on the same machine): both listed,

@@ -121,6 +121,7 @@ pub(super) fn draw_results(frame: &mut Frame, app: &App, area: Rect) {
                 Verdict::Faster => "- ",
                 Verdict::NoSignificantDifference => "= ",
                 Verdict::Unpaired => "  ",
+                Verdict::Withheld => "? ",
             },
             _ => "",
         };

@@ -199,6 +199,7 @@ fn run_tab_of_a_fleet_shows_each_node() {
             repetition: None,
             drift: None,
             ran_on: None,
+            state_changes: Vec::new(),
         })
     };
     a.run_event(RunEvent::Node(FleetEvent::Record {

@@ -244,6 +244,7 @@ mod tests {
             repetition: None,
             drift: None,
             ran_on: None,
+            state_changes: Vec::new(),
         }
     }
 
