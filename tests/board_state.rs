@@ -15,19 +15,32 @@ fn board(name: &str) -> String {
     )
 }
 
+/// The stand-in worker whose latency scales with 1 / threads.
+fn scaling() -> String {
+    format!(
+        "{}/tests/fixtures/workers/scaling.sh",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// A config `NAME.toml` in `dir` of the `command` engine running `program` at `threads`.
+fn config(dir: &Path, name: &str, program: &str, threads: &str, measure: &str) -> PathBuf {
+    let path = dir.join(format!("{name}.toml"));
+    write(
+        &path,
+        &format!(
+            "name = \"{name}\"\n[command]\nprogram = \"{program}\"\n[matrix]\n\
+             engines = [\"command\"]\nmodels = [\"resnet34\"]\nthreads = [{threads}]\n\
+             [measure]\nrepeats = 1\n{measure}"
+        ),
+    );
+    path
+}
+
 /// A sweep of the `command` engine (a stand-in whose latency scales with 1 / threads) with
 /// the board's state read under `root`; its results directory and stderr.
 fn sweep(tmp: &Path, name: &str, threads: &str, root: &str) -> (PathBuf, String) {
-    let config = tmp.join(format!("{name}.toml"));
-    write(
-        &config,
-        &format!(
-            "name = \"{name}\"\n[command]\nprogram = \"{}/tests/fixtures/workers/scaling.sh\"\n\
-             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\n\
-             threads = [{threads}]\n[measure]\nrepeats = 1\nretries = 0\n",
-            env!("CARGO_MANIFEST_DIR")
-        ),
-    );
+    let config = config(tmp, name, &scaling(), threads, "retries = 0\n");
     let out = tmp.join(name);
     let a = run_command(&config, &out)
         .env("EDGEPROF_TELEMETRY_ROOT", root)
@@ -114,16 +127,7 @@ fn a_run_keeps_the_state_and_compare_withholds_its_verdict_across_two_states() {
 #[test]
 fn require_stable_clocks_refuses_before_a_results_directory_exists() {
     let tmp = temp_dir();
-    let config = tmp.path().join("t.toml");
-    write(
-        &config,
-        &format!(
-            "name = \"t\"\n[command]\nprogram = \"{}/tests/fixtures/workers/scaling.sh\"\n\
-             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nthreads = [1]\n\
-             [measure]\nrepeats = 1\n",
-            env!("CARGO_MANIFEST_DIR")
-        ),
-    );
+    let config = config(tmp.path(), "t", &scaling(), "1", "");
     let out = tmp.path().join("out");
     let a = run_command(&config, &out)
         .arg("--require-stable-clocks")
@@ -323,16 +327,7 @@ fn a_run_with_locked_clocks_measures_them_locked_and_puts_them_back() {
     let tmp = temp_dir();
     let root = tmp.path().join("orin");
     copy_tree(Path::new(&board("orin-jp5")), &root);
-    let config = tmp.path().join("t.toml");
-    write(
-        &config,
-        &format!(
-            "name = \"t\"\n[command]\nprogram = \"{}/tests/fixtures/workers/scaling.sh\"\n\
-             [matrix]\nengines = [\"command\"]\nmodels = [\"resnet34\"]\nthreads = [1]\n\
-             [measure]\nrepeats = 1\n",
-            env!("CARGO_MANIFEST_DIR")
-        ),
-    );
+    let config = config(tmp.path(), "t", &scaling(), "1", "");
     let out = tmp.path().join("out");
     let a = run_command(&config, &out)
         .args(["--lock-clocks", "--require-stable-clocks"])
@@ -365,8 +360,8 @@ fn a_state_that_changes_during_a_sweep_is_said_and_kept_with_each_record() {
         &worker,
         &format!(
             "#!/bin/sh\necho 'pmode:0001 fmode:quiet' > \"$EDGEPROF_TELEMETRY_ROOT/var/lib/nvpmodel/status\"\n\
-             exec {}/tests/fixtures/workers/scaling.sh\n",
-            env!("CARGO_MANIFEST_DIR")
+             exec {}\n",
+            scaling()
         ),
     );
     {
@@ -375,15 +370,8 @@ fn a_state_that_changes_during_a_sweep_is_said_and_kept_with_each_record() {
             panic!("{e}");
         }
     }
-    let config = tmp.path().join("t.toml");
-    write(
-        &config,
-        &format!(
-            "name = \"t\"\n[command]\nprogram = \"{}\"\n[matrix]\nengines = [\"command\"]\n\
-             models = [\"resnet34\"]\nthreads = [1, 2]\n[measure]\nrepeats = 1\nprocesses = 1\n",
-            worker.display()
-        ),
-    );
+    let program = worker.display().to_string();
+    let config = config(tmp.path(), "t", &program, "1, 2", "processes = 1\n");
     let out = tmp.path().join("out");
     let a = run_command(&config, &out)
         .env("EDGEPROF_TELEMETRY_ROOT", &root)

@@ -371,16 +371,18 @@ fn nvrtc_dir() -> &'static Path {
     &toolkit().0
 }
 
+/// Jetson Nano (5.3), TX2 (6.2), Xavier (7.2), Orin (8.7), H100/H200 (9.0).
+const EDGE_ARCHS: [&str; 5] = [
+    "compute_53",
+    "compute_62",
+    "compute_72",
+    "compute_87",
+    "compute_90",
+];
+
 #[test]
 fn the_kernels_compile_with_nvrtc_for_every_edge_gpu_generation() {
-    // Jetson Nano (5.3), TX2 (6.2), Xavier (7.2), Orin (8.7), H100/H200 (9.0).
-    for arch in [
-        "compute_53",
-        "compute_62",
-        "compute_72",
-        "compute_87",
-        "compute_90",
-    ] {
+    for arch in EDGE_ARCHS {
         let a = edgeprof()
             .env("LD_LIBRARY_PATH", nvrtc_dir())
             .args(["roofline", "measure-gpu", "--compile-only", "--arch", arch])
@@ -422,13 +424,8 @@ fn ptxas_assembles_every_kernel_for_every_edge_gpu_generation() {
     // NVRTC passes inline PTX (dp4a, fma.rn.f16x2, mma.sync) through unchecked: the toolkit's
     // assembler is what a GPU's driver would run on it.
     let dir = temp_dir();
-    for (arch, sm) in [
-        ("compute_53", "sm_53"),
-        ("compute_62", "sm_62"),
-        ("compute_72", "sm_72"),
-        ("compute_87", "sm_87"),
-        ("compute_90", "sm_90"),
-    ] {
+    for arch in EDGE_ARCHS {
+        let sm = arch.replace("compute_", "sm_");
         let ptx = dir.path().join(format!("{arch}.ptx"));
         edgeprof()
             .env("LD_LIBRARY_PATH", nvrtc_dir())

@@ -158,16 +158,7 @@ pub struct Pi {
 }
 
 /// A discrete NVIDIA GPU's settings (NVML).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct NvidiaGpu {
-    pub index: u32,
-    pub name: String,
-    pub persistence: Option<bool>,
-    /// Application clocks, MHz (SM, memory).
-    pub app_sm_mhz: Option<u32>,
-    pub app_mem_mhz: Option<u32>,
-    pub power_limit_w: Option<f64>,
-}
+pub use crate::collect::telemetry::nvml::GpuSettings as NvidiaGpu;
 
 /// An AMD GPU's power settings (amdgpu sysfs).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -382,18 +382,7 @@ fn pi(root: &Path, commands: &dyn Commands) -> Found<Pi> {
 fn nvidia() -> Found<Vec<NvidiaGpu>> {
     match crate::collect::telemetry::nvml::NvmlReader::new().settings() {
         Ok(gpus) if gpus.is_empty() => Found::Absent("NVML sees no GPU".to_string()),
-        Ok(gpus) => Found::Found(
-            gpus.into_iter()
-                .map(|g| NvidiaGpu {
-                    index: g.index,
-                    name: g.name,
-                    persistence: g.persistence,
-                    app_sm_mhz: g.app_sm_mhz,
-                    app_mem_mhz: g.app_mem_mhz,
-                    power_limit_w: g.power_limit_w,
-                })
-                .collect(),
-        ),
+        Ok(gpus) => Found::Found(gpus),
         Err(why) => Found::Absent(why.0),
     }
 }

@@ -65,7 +65,7 @@ impl NvmlReader {
 
 /// A GPU's settings that decide its speed: persistence mode, application clocks (MHz) and power
 /// limit (W); None where NVML does not say.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct GpuSettings {
     pub index: u32,
     pub name: String,

@@ -203,9 +203,11 @@ fn state_lines(app: &App) -> Vec<Line<'static>> {
             app.theme.warn(),
         ))
     }];
-    lines.extend(warnings.into_iter().map(|w| {
-        Line::from(Span::styled(format!("! {}", w.problem), app.theme.warn()))
-    }));
+    lines.extend(
+        warnings
+            .into_iter()
+            .map(|w| Line::from(Span::styled(format!("! {}", w.problem), app.theme.warn()))),
+    );
     lines
 }
 
