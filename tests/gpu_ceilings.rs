@@ -371,8 +371,10 @@ fn nvrtc_dir() -> &'static Path {
     &toolkit().0
 }
 
-/// Jetson Nano (5.3), TX2 (6.2), Xavier (7.2), Orin (8.7), H100/H200 (9.0).
-const EDGE_ARCHS: [&str; 5] = [
+/// Maxwell desktops (5.2, no fp16 arithmetic), Jetson Nano (5.3), TX2 (6.2), Xavier (7.2), Orin
+/// (8.7), H100/H200 (9.0).
+const EDGE_ARCHS: [&str; 6] = [
+    "compute_52",
     "compute_53",
     "compute_62",
     "compute_72",
@@ -455,12 +457,14 @@ fn ptxas_assembles_every_kernel_for_every_edge_gpu_generation() {
             Err(e) => panic!("cannot run ptxas: {e}"),
         }
     }
-    // The tensor-core kernels are real mma instructions where the GPU has them, and stand-ins
-    // (never launched) where it does not.
+    // The fp16 and tensor-core kernels are real instructions where the GPU has them, and
+    // stand-ins (never launched) where it does not.
     let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap_or_default();
     assert!(read("compute_87.ptx").contains("mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32"));
     assert!(read("compute_87.ptx").contains("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32"));
     assert!(!read("compute_72.ptx").contains("mma.sync"));
+    assert!(read("compute_53.ptx").contains("fma.rn.f16x2"));
+    assert!(!read("compute_52.ptx").contains("fma.rn.f16x2"));
 }
 
 #[test]
