@@ -134,9 +134,15 @@ pub fn start_from_text(
     file: &Path,
     output: Option<&Path>,
 ) -> crate::error::Result<Started> {
-    let config = config::parse(&text, file)?;
+    let mut config = config::parse(&text, file)?;
     // `measure.input_data = "images"` without the photographs: refused before anything starts.
-    crate::runner::prepare::input_images(&config)?;
+    // `auto` is settled here, once for the whole sweep: photographs set up while it runs (by
+    // `env setup images` in another terminal) must not feed some conditions and not others.
+    let images = crate::runner::prepare::input_images(&config)?;
+    config.measure.input_data = match images {
+        Some(_) => config::InputData::Images,
+        None => config::InputData::Seeded,
+    };
     let plan = matrix::check_frameworks(&config, matrix::expand(&config));
     if plan.to_run.is_empty() {
         crate::error::bail!(BadInput(format!(
@@ -231,13 +237,23 @@ pub fn resume(dir: &Path, options: ResumeOptions) -> crate::error::Result<Resume
     let lock = lock_dir(dir, "edgeprof run --resume")?;
     // Read again under the lock: a run that ended just now has rewritten it.
     let mut manifest = results::read_manifest(dir).unwrap_or(manifest);
-    let config =
+    let mut config =
         config::parse(&manifest.config_text, &manifest.config_file).with_context(|| {
             format!(
                 "the config stored in {} no longer resolves here",
                 dir.display()
             )
         })?;
+    // The input data the sweep began with (`auto` was settled then, and stays so).
+    match manifest
+        .config
+        .pointer("/measure/input_data")
+        .and_then(|v| v.as_str())
+    {
+        Some("images") => config.measure.input_data = config::InputData::Images,
+        Some("seeded") => config.measure.input_data = config::InputData::Seeded,
+        _ => {}
+    }
     let plan = matrix::expand(&config);
     // Conditions skipped at the start (a framework not set up then) stay skipped.
     let skipped: HashSet<&str> = manifest

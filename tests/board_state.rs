@@ -403,3 +403,22 @@ fn a_state_that_changes_during_a_sweep_is_said_and_kept_with_each_record() {
         0
     );
 }
+
+#[test]
+fn auto_input_data_is_settled_once_for_the_whole_sweep() {
+    // Without photographs set up, `auto` is recorded as what every condition got: seeded values
+    // (photographs set up in the middle of the sweep cannot feed some conditions and not others).
+    let tmp = temp_dir();
+    let config = config(tmp.path(), "t", &scaling(), "1", "");
+    let out = tmp.path().join("out");
+    run_command(&config, &out)
+        .env("EDGEPROF_DATA_DIR", tmp.path().join("no-data"))
+        .assert()
+        .success();
+    let m = manifest(&only_entry(&out));
+    assert_eq!(
+        m["config"]["measure"]["input_data"], "seeded",
+        "{}",
+        m["config"]
+    );
+}
