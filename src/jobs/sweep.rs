@@ -298,6 +298,7 @@ pub fn sweep(plan: Plan, controls: &Controls, send: Sink) -> crate::error::Resul
         dir: &dir,
         attempts_before: &attempts_before,
         partials: &partials,
+        board_state: Some(&state),
     };
     let mut narrator = Narrator::new(estimates, total, done_before);
     let swept = sweep.run(&mut writer, |event| {

@@ -176,6 +176,7 @@ impl LiveTune<'_> {
             dir: self.dir,
             attempts_before: &Default::default(),
             partials: &Default::default(),
+            board_state: None,
         };
         let mut last: Option<RunRecord> = None;
         let outcome = sweep.run(writer, |event| {

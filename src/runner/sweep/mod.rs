@@ -108,6 +108,9 @@ pub struct Sweep<'a> {
     /// What a stopped sweep had measured of conditions it was in the middle of, by condition
     /// id: they go on from there.
     pub partials: &'a std::collections::HashMap<String, crate::results::partial::Partial>,
+    /// The board's state as the sweep begins, when the caller has read it already; each record
+    /// says how the state then differs from it. None: read here.
+    pub board_state: Option<&'a crate::collect::board::BoardState>,
 }
 
 /// The attempts at a condition before a resumed sweep.
@@ -228,10 +231,12 @@ impl Sweep<'_> {
             history: crate::results::history::History::in_memory(),
             ran_on: crate::collect::device::fingerprint(std::path::Path::new("/")).describe(),
             board: (
-                crate::collect::board::read(
-                    self.telemetry_root,
-                    &crate::collect::board::LiveCommands,
-                ),
+                self.board_state.cloned().unwrap_or_else(|| {
+                    crate::collect::board::read(
+                        self.telemetry_root,
+                        &crate::collect::board::LiveCommands,
+                    )
+                }),
                 Vec::new(),
             ),
         };
